@@ -1,0 +1,28 @@
+# tablekit: the two commands of the README, plus benchmarks.
+# Needs Go >= 1.23 and Node.js >= 18 with npm; everything else is installed here.
+
+GO      ?= go
+AZURITE := node_modules/azurite/dist/src/azurite.js
+
+.PHONY: demo test bench emulator
+
+# The pinned emulator (package-lock.json), installed into ./node_modules.
+emulator: $(AZURITE)
+$(AZURITE): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+# Runs the narrated tour of every pattern against a fresh emulator, which the
+# tour starts on free ports and stops when it ends.
+demo: $(AZURITE)
+	$(GO) run ./examples/tour
+
+# Format check, vet, then every test (integration tests included) with -race.
+test: $(AZURITE)
+	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+# Benchmarks against a fresh emulator (no -race).
+bench: $(AZURITE)
+	$(GO) test -run '^$$' -bench . -benchmem ./...

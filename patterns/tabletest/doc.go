@@ -1,0 +1,51 @@
+// Package tabletest gives tests, examples and demos a live storage account:
+// the one named by AZURE_STORAGE_CONNECTION_STRING when it is set, otherwise
+// an Azurite emulator (the official Azure Storage emulator) that it starts
+// itself.
+//
+// # When to use it
+//
+// Use it in tests of code that talks to Azure Table, Queue or Blob storage,
+// including your own application's tests: the same test then runs against a
+// throw-away local emulator on a laptop or in CI, and against a real account
+// when the environment variable points at one.
+//
+// # The emulator
+//
+// The emulator is the Azurite version pinned by tablekit's package-lock.json,
+// installed into node_modules by `npm ci` (make test and make demo do it).
+// StartEmulator searches node_modules/azurite from the working directory
+// upwards, starts it in memory on loopback ports the operating system picks
+// (so test binaries running in parallel never collide), and waits until the
+// blob, queue and table services answer. The process is tied to its parent:
+// it exits when Stop is called and, as a backstop, when the parent process
+// exits for any reason (a watchdog in the emulator process watches the pipe
+// to its parent).
+//
+// One emulator is shared by all tests of a test binary. It is started on first
+// use by New or ConnectionString; tabletest.Main stops it when the tests end:
+//
+//	func TestMain(m *testing.M) { tabletest.Main(m) }
+//
+// # Isolation
+//
+// Every table, queue and container an Env hands out has a fresh name derived
+// from the test's name and is deleted when the test ends, so tests may run in
+// parallel against one emulator or one real account.
+//
+// # A missing emulator fails
+//
+// When Azurite is not installed, New fails the test with an error that names
+// the install command (ErrEmulatorNotInstalled, InstallCommand). Users without
+// Node.js may set TABLEKIT_NO_EMULATOR=1 to skip such tests instead; the
+// variable is ignored when CI is set, so CI never silently skips.
+//
+// # Emulator differences
+//
+// Azurite accepts some requests the real service rejects (mixed-partition
+// batches, more than 252 properties, entities over 1 MiB, SAS key ranges are
+// not enforced) and behaves differently in places (deleted table names are
+// reusable at once). tablekit's packages validate these limits themselves, so
+// tests against the emulator exercise the same client-side checks that
+// protect production code.
+package tabletest

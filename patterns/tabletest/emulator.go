@@ -1,0 +1,251 @@
+package tabletest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Well-known Azurite development account. The key is public and documented by
+// Microsoft; it is not a secret.
+const (
+	DevAccount = "devstoreaccount1"
+	DevKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// InstallCommand is the command that installs the pinned emulator into the
+// module's node_modules folder. Errors about a missing emulator name it.
+const InstallCommand = "npm ci --no-audit --no-fund"
+
+// ErrEmulatorNotInstalled is returned when no Azurite installation can be found.
+var ErrEmulatorNotInstalled = errors.New("tabletest: Azurite emulator not installed")
+
+// azuriteScript is the path of Azurite's entry point inside an npm install.
+var azuriteScript = filepath.Join("node_modules", "azurite", "dist", "src", "azurite.js")
+
+// watchdog runs Azurite inside node and makes it exit when its standard input
+// closes, that is when the process that started it exits, however it exits.
+const watchdog = `process.stdin.on('end',()=>process.exit(0));process.stdin.on('error',()=>process.exit(0));` +
+	`process.stdin.resume();process.argv.splice(1,0,'azurite');require(process.env.TABLEKIT_AZURITE_SCRIPT);`
+
+var listening = regexp.MustCompile(`Azurite (Blob|Queue|Table) service is successfully listening at (http://\S+)`)
+
+// EmulatorOptions configures StartEmulator. A nil *EmulatorOptions means defaults.
+type EmulatorOptions struct {
+	// Dir is where the search for node_modules/azurite starts; the search walks
+	// up to the file system root. Default: the working directory.
+	Dir string
+	// StartTimeout bounds the wait until all three services answer.
+	// Default: 60 seconds.
+	StartTimeout time.Duration
+}
+
+// Emulator is a running Azurite process started by StartEmulator: in-memory,
+// listening on loopback ports chosen by the operating system. Its methods are
+// safe for concurrent use.
+type Emulator struct {
+	// BlobURL, QueueURL and TableURL are the service endpoints, including the
+	// account path segment (http://127.0.0.1:PORT/devstoreaccount1).
+	BlobURL, QueueURL, TableURL string
+
+	cmd      *exec.Cmd
+	exited   chan struct{} // closed when the process has exited
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// FindAzurite returns the path of Azurite's entry script, searching
+// node_modules/azurite from dir upwards. The error wraps
+// ErrEmulatorNotInstalled and names InstallCommand.
+func FindAzurite(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("tabletest: finding Azurite: %w", err)
+		}
+		dir = wd
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("tabletest: finding Azurite: %w", err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		p := filepath.Join(d, azuriteScript)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	return "", fmt.Errorf("%w: no %s in %s or any parent folder; install it by running `%s` in the tablekit module root "+
+		"(`make test` and `make demo` do this), or set %s to use an existing account",
+		ErrEmulatorNotInstalled, azuriteScript, dir, InstallCommand, ConnectionStringEnv)
+}
+
+// StartEmulator starts an in-memory Azurite on free loopback ports and waits
+// until its blob, queue and table services answer. The process exits when
+// Stop is called or, at the latest, when the calling process exits.
+func StartEmulator(ctx context.Context, opts *EmulatorOptions) (*Emulator, error) {
+	if opts == nil {
+		opts = &EmulatorOptions{}
+	}
+	timeout := opts.StartTimeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	script, err := FindAzurite(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("%w: Node.js is not on PATH (Azurite needs Node.js >= 18): %v", ErrEmulatorNotInstalled, err)
+	}
+	workDir, err := os.MkdirTemp("", "tablekit-azurite-")
+	if err != nil {
+		return nil, fmt.Errorf("tabletest: %w", err)
+	}
+	cmd := exec.Command(node, "-e", watchdog, "--",
+		"--inMemoryPersistence", "--disableTelemetry", "--skipApiVersionCheck", "--silent",
+		"--blobHost", "127.0.0.1", "--blobPort", "0",
+		"--queueHost", "127.0.0.1", "--queuePort", "0",
+		"--tableHost", "127.0.0.1", "--tablePort", "0")
+	cmd.Dir = workDir
+	cmd.Env = append(os.Environ(), "TABLEKIT_AZURITE_SCRIPT="+script)
+	stdin, err := cmd.StdinPipe() // closed by the OS when this process exits: the watchdog ends Azurite
+	if err != nil {
+		return nil, fmt.Errorf("tabletest: %w", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("tabletest: %w", err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("tabletest: starting Azurite: %w", err)
+	}
+	_ = stdin // kept open for the life of the process on purpose
+
+	e := &Emulator{cmd: cmd, exited: make(chan struct{})}
+	urls := make(chan [2]string, 3)
+	var mu sync.Mutex
+	var tail []string // last lines of output, for error messages
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			if m := listening.FindStringSubmatch(line); m != nil {
+				urls <- [2]string{m[1], m[2]}
+			}
+			mu.Lock()
+			if tail = append(tail, line); len(tail) > 20 {
+				tail = tail[1:]
+			}
+			mu.Unlock()
+		}
+	}()
+	go func() {
+		_ = cmd.Wait()
+		_ = os.RemoveAll(workDir)
+		close(e.exited)
+	}()
+	output := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(tail, "\n")
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for got := 0; got < 3; {
+		select {
+		case u := <-urls:
+			got++
+			url := u[1] + "/" + DevAccount
+			switch u[0] {
+			case "Blob":
+				e.BlobURL = url
+			case "Queue":
+				e.QueueURL = url
+			case "Table":
+				e.TableURL = url
+			}
+		case <-e.exited:
+			return nil, fmt.Errorf("tabletest: Azurite exited during start-up (%s); its output:\n%s", cmd.ProcessState, output())
+		case <-ctx.Done():
+			_ = e.Stop()
+			return nil, fmt.Errorf("tabletest: Azurite did not start: %w; its output:\n%s", ctx.Err(), output())
+		}
+	}
+	for _, u := range []string{e.BlobURL, e.QueueURL, e.TableURL} {
+		if err := waitAnswers(ctx, u); err != nil {
+			_ = e.Stop()
+			return nil, fmt.Errorf("tabletest: Azurite at %s does not answer: %w; its output:\n%s", u, err, output())
+		}
+	}
+	return e, nil
+}
+
+// waitAnswers polls url until any HTTP response comes back.
+func waitAnswers(ctx context.Context, url string) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// ConnectionString returns a connection string with explicit endpoints for
+// the emulator (the SDKs do not understand UseDevelopmentStorage=true).
+func (e *Emulator) ConnectionString() string {
+	return "DefaultEndpointsProtocol=http;AccountName=" + DevAccount + ";AccountKey=" + DevKey +
+		";BlobEndpoint=" + e.BlobURL + ";QueueEndpoint=" + e.QueueURL + ";TableEndpoint=" + e.TableURL + ";"
+}
+
+// PID returns the emulator's process id.
+func (e *Emulator) PID() int { return e.cmd.Process.Pid }
+
+// Stop kills the emulator process and waits until it has exited. Its data
+// lives only in memory, so nothing is lost that a graceful stop would keep.
+// Calling Stop again returns the first result.
+func (e *Emulator) Stop() error {
+	e.stopOnce.Do(func() {
+		select {
+		case <-e.exited:
+			return
+		default:
+		}
+		if err := e.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			e.stopErr = fmt.Errorf("tabletest: killing Azurite (pid %d): %w", e.PID(), err)
+			return
+		}
+		<-e.exited
+	})
+	return e.stopErr
+}
+
+// Exited returns a channel that is closed once the emulator process has exited.
+func (e *Emulator) Exited() <-chan struct{} { return e.exited }

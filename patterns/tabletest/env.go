@@ -1,0 +1,242 @@
+package tabletest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+)
+
+// ConnectionStringEnv names the environment variable that points tests at an
+// existing account (Azure Storage, or a Cosmos DB Table API account for the
+// table-only tests) instead of a local emulator.
+const ConnectionStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
+
+// NoEmulatorEnv names the opt-out for machines without Node.js: when it is set
+// to 1 and no connection string is given, New skips the test instead of
+// failing. It is ignored when the CI environment variable is set, so a
+// missing emulator always fails in CI.
+const NoEmulatorEnv = "TABLEKIT_NO_EMULATOR"
+
+var shared struct {
+	mu  sync.Mutex
+	emu *Emulator
+	err error
+}
+
+// ConnectionString returns the connection string of the account tests and
+// examples should use: the value of AZURE_STORAGE_CONNECTION_STRING when set,
+// else that of an Azurite emulator shared by the whole process, started on
+// first use. Safe for concurrent use.
+func ConnectionString() (string, error) {
+	if cs := os.Getenv(ConnectionStringEnv); cs != "" {
+		return cs, nil
+	}
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.emu == nil && shared.err == nil {
+		shared.emu, shared.err = StartEmulator(context.Background(), nil)
+	}
+	if shared.err != nil {
+		return "", shared.err
+	}
+	return shared.emu.ConnectionString(), nil
+}
+
+// StopShared stops the emulator started by ConnectionString, if any. Without
+// it the emulator still exits when the process does.
+func StopShared() error {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.emu == nil {
+		return nil
+	}
+	err := shared.emu.Stop()
+	shared.emu, shared.err = nil, nil
+	return err
+}
+
+// Main runs a test binary's tests and stops the shared emulator afterwards.
+// Use it from TestMain:
+//
+//	func TestMain(m *testing.M) { tabletest.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	if err := StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Env is a live storage account for one test: the shared emulator or the
+// account named by AZURE_STORAGE_CONNECTION_STRING. Names and resources it
+// hands out are unique to the test and deleted when the test ends.
+// An Env is safe for concurrent use by the test's goroutines.
+type Env struct {
+	// ConnectionString is the account's connection string.
+	ConnectionString string
+	// Tables is a table service client with the SDK's default options.
+	Tables *aztables.ServiceClient
+
+	t testing.TB
+}
+
+// New returns an Env for t, starting the shared emulator on first use. It
+// fails t (never skips, unless TABLEKIT_NO_EMULATOR=1 outside CI) when no
+// account can be reached.
+func New(t testing.TB) *Env {
+	t.Helper()
+	if os.Getenv(ConnectionStringEnv) == "" && os.Getenv(NoEmulatorEnv) == "1" && os.Getenv("CI") == "" {
+		t.Skipf("%s=1: skipping a test that needs a storage emulator", NoEmulatorEnv)
+	}
+	cs, err := ConnectionString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := aztables.NewServiceClientFromConnectionString(cs, nil)
+	if err != nil {
+		t.Fatalf("tabletest: table service client: %v", err)
+	}
+	return &Env{ConnectionString: cs, Tables: svc, t: t}
+}
+
+// Name returns a fresh name that is valid for a table, a queue and a blob
+// container alike: lower-case letters and digits, starting with a letter,
+// at most 63 characters, derived from the test's name.
+func (e *Env) Name() string {
+	return uniqueName(e.t.Name())
+}
+
+func uniqueName(hint string) string {
+	var b strings.Builder
+	b.WriteString("tk")
+	for _, r := range strings.ToLower(hint) {
+		if b.Len() >= 40 {
+			break
+		}
+		if ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {
+			b.WriteRune(r)
+		}
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	b.WriteString(hex.EncodeToString(rnd[:]))
+	return b.String()
+}
+
+func cleanupContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+// Table creates a table with a fresh name and returns a client for it, built
+// with opts (nil means the SDK's defaults). The table is deleted when the
+// test ends.
+func (e *Env) Table(opts *aztables.ClientOptions) *aztables.Client {
+	e.t.Helper()
+	return e.CreateTable(e.Name(), opts)
+}
+
+// CreateTable creates the table called name and returns a client for it,
+// built with opts. The table is deleted when the test ends.
+func (e *Env) CreateTable(name string, opts *aztables.ClientOptions) *aztables.Client {
+	e.t.Helper()
+	c := e.TableClient(name, opts)
+	ctx, cancel := cleanupContext()
+	defer cancel()
+	if _, err := c.CreateTable(ctx, nil); err != nil {
+		e.t.Fatalf("tabletest: creating table %s: %v", name, err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := cleanupContext()
+		defer cancel()
+		if _, err := c.Delete(ctx, nil); err != nil && !isStatus(err, 404) {
+			e.t.Errorf("tabletest: deleting table %s: %v", name, err)
+		}
+	})
+	return c
+}
+
+// TableClient returns a client for the table called name, built with opts,
+// without creating the table.
+func (e *Env) TableClient(name string, opts *aztables.ClientOptions) *aztables.Client {
+	e.t.Helper()
+	svc := e.Tables
+	if opts != nil {
+		var err error
+		if svc, err = aztables.NewServiceClientFromConnectionString(e.ConnectionString, opts); err != nil {
+			e.t.Fatalf("tabletest: table service client: %v", err)
+		}
+	}
+	return svc.NewClient(name)
+}
+
+// Queue creates a queue with a fresh name and returns a client for it, built
+// with opts (nil means defaults). The queue is deleted when the test ends.
+func (e *Env) Queue(opts *azqueue.ClientOptions) *azqueue.QueueClient {
+	e.t.Helper()
+	svc, err := azqueue.NewServiceClientFromConnectionString(e.ConnectionString, opts)
+	if err != nil {
+		e.t.Fatalf("tabletest: queue service client (does the account have a queue endpoint?): %v", err)
+	}
+	name := e.Name()
+	q := svc.NewQueueClient(name)
+	ctx, cancel := cleanupContext()
+	defer cancel()
+	if _, err := q.Create(ctx, nil); err != nil {
+		e.t.Fatalf("tabletest: creating queue %s: %v", name, err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := cleanupContext()
+		defer cancel()
+		if _, err := q.Delete(ctx, nil); err != nil && !isStatus(err, 404) {
+			e.t.Errorf("tabletest: deleting queue %s: %v", name, err)
+		}
+	})
+	return q
+}
+
+// Container creates a blob container with a fresh name and returns a client
+// for it, built with opts (nil means defaults). The container is deleted when
+// the test ends.
+func (e *Env) Container(opts *azblob.ClientOptions) *container.Client {
+	e.t.Helper()
+	svc, err := azblob.NewClientFromConnectionString(e.ConnectionString, opts)
+	if err != nil {
+		e.t.Fatalf("tabletest: blob service client (does the account have a blob endpoint?): %v", err)
+	}
+	name := e.Name()
+	c := svc.ServiceClient().NewContainerClient(name)
+	ctx, cancel := cleanupContext()
+	defer cancel()
+	if _, err := c.Create(ctx, nil); err != nil {
+		e.t.Fatalf("tabletest: creating container %s: %v", name, err)
+	}
+	e.t.Cleanup(func() {
+		ctx, cancel := cleanupContext()
+		defer cancel()
+		if _, err := c.Delete(ctx, nil); err != nil && !isStatus(err, 404) {
+			e.t.Errorf("tabletest: deleting container %s: %v", name, err)
+		}
+	})
+	return c
+}
+
+func isStatus(err error, code int) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == code
+}

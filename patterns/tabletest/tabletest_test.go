@@ -1,0 +1,164 @@
+package tabletest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/patterns/tabletest"
+)
+
+func TestMain(m *testing.M) { tabletest.Main(m) }
+
+func TestTableRoundTrip(t *testing.T) {
+	t.Parallel()
+	env := tabletest.New(t)
+	c := env.Table(nil)
+	ctx := context.Background()
+	in := map[string]any{"PartitionKey": "Sales", "RowKey": "000223", "FirstName": "Jo", "Age": 42}
+	body, _ := json.Marshal(in)
+	if _, err := c.AddEntity(ctx, body, nil); err != nil {
+		t.Fatalf("AddEntity: %v", err)
+	}
+	got, err := c.GetEntity(ctx, "Sales", "000223", nil)
+	if err != nil {
+		t.Fatalf("GetEntity: %v", err)
+	}
+	var out aztables.EDMEntity
+	if err := json.Unmarshal(got.Value, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Properties["FirstName"] != "Jo" || out.Properties["Age"] != int32(42) {
+		t.Fatalf("read back %v, want FirstName=Jo Age=42", out.Properties)
+	}
+}
+
+func TestQueueAndContainer(t *testing.T) {
+	t.Parallel()
+	env := tabletest.New(t)
+	ctx := context.Background()
+	q := env.Queue(nil)
+	if _, err := q.EnqueueMessage(ctx, "hello", nil); err != nil {
+		t.Fatalf("EnqueueMessage: %v", err)
+	}
+	msgs, err := q.DequeueMessage(ctx, nil)
+	if err != nil || len(msgs.Messages) != 1 || *msgs.Messages[0].MessageText != "hello" {
+		t.Fatalf("DequeueMessage = %+v, %v; want one message 'hello'", msgs, err)
+	}
+	c := env.Container(nil)
+	b := c.NewBlockBlobClient("a/b.txt")
+	if _, err := b.UploadBuffer(ctx, []byte("data"), nil); err != nil {
+		t.Fatalf("UploadBuffer: %v", err)
+	}
+	n := 0
+	for p := c.NewListBlobsFlatPager(nil); p.More(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(page.Segment.BlobItems)
+	}
+	if n != 1 {
+		t.Fatalf("listed %d blobs, want 1", n)
+	}
+}
+
+func TestNamesAreValidAndUnique(t *testing.T) {
+	env := tabletest.New(t)
+	valid := regexp.MustCompile(`^[a-z][a-z0-9]{2,62}$`)
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		n := env.Name()
+		if !valid.MatchString(n) {
+			t.Fatalf("Name() = %q: not a valid table/queue/container name", n)
+		}
+		if seen[n] {
+			t.Fatalf("Name() returned %q twice", n)
+		}
+		seen[n] = true
+	}
+}
+
+func TestTableIsDeletedAtCleanup(t *testing.T) {
+	env := tabletest.New(t)
+	var name string
+	t.Run("inner", func(t *testing.T) {
+		inner := tabletest.New(t)
+		name = inner.Name()
+		inner.CreateTable(name, nil)
+		if n := countTables(t, inner, name); n != 1 {
+			t.Fatalf("listing finds %d tables named %s right after creating it, want 1", n, name)
+		}
+	})
+	if n := countTables(t, env, name); n != 0 {
+		t.Fatalf("table %s still exists after its test ended", name)
+	}
+}
+
+func countTables(t *testing.T, env *tabletest.Env, name string) int {
+	t.Helper()
+	pager := env.Tables.NewListTablesPager(&aztables.ListTablesOptions{Filter: ptr("TableName eq '" + name + "'")})
+	page, err := pager.NextPage(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(page.Tables)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Two emulators started side by side (as two test binaries would) get
+// different ports, both work, and Stop ends the process.
+func TestParallelEmulatorsAndStop(t *testing.T) {
+	if os.Getenv(tabletest.ConnectionStringEnv) != "" {
+		t.Skip("uses the emulator directly; not meaningful against a real account")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	a, err := tabletest.StartEmulator(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tabletest.StartEmulator(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.TableURL == b.TableURL || a.BlobURL == b.BlobURL || a.QueueURL == b.QueueURL {
+		t.Fatalf("two emulators share an endpoint: %+v %+v", a, b)
+	}
+	for _, e := range []*tabletest.Emulator{a, b} {
+		svc, err := aztables.NewServiceClientFromConnectionString(e.ConnectionString(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.CreateTable(ctx, "parallel", nil); err != nil {
+			t.Fatalf("CreateTable on %s: %v", e.TableURL, err) // would 409 if both were one emulator
+		}
+	}
+	for _, e := range []*tabletest.Emulator{a, b} {
+		pid := e.PID()
+		if err := e.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		<-e.Exited()
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Fatalf("process %d still exists after Stop (kill -0: %v)", pid, err)
+		}
+	}
+}
+
+func TestMissingEmulatorNamesInstallCommand(t *testing.T) {
+	_, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{Dir: t.TempDir()})
+	if !errors.Is(err, tabletest.ErrEmulatorNotInstalled) {
+		t.Fatalf("err = %v, want ErrEmulatorNotInstalled", err)
+	}
+	if !strings.Contains(err.Error(), tabletest.InstallCommand) {
+		t.Fatalf("error %q does not name the install command %q", err, tabletest.InstallCommand)
+	}
+}

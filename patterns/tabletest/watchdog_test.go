@@ -1,0 +1,91 @@
+//go:build linux
+
+package tabletest_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablekit/tablekit/patterns/tabletest"
+)
+
+// helperEnv makes the test binary act as a process that starts an emulator,
+// prints its PID and waits to be killed.
+const helperEnv = "TABLEKIT_TABLETEST_HELPER"
+
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv(helperEnv) != "1" {
+		return
+	}
+	e, err := tabletest.StartEmulator(context.Background(), nil)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	fmt.Println("pid", e.PID())
+	select {} // wait to be killed
+}
+
+// An emulator outlives no parent: when the process that started it is killed
+// with SIGKILL (no chance to call Stop), the emulator exits on its own.
+func TestEmulatorDiesWithParent(t *testing.T) {
+	if os.Getenv(helperEnv) == "1" || os.Getenv(tabletest.ConnectionStringEnv) != "" {
+		t.Skip("helper process, or a real account is configured")
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "pid ") {
+		_ = cmd.Process.Kill()
+		t.Fatalf("helper said %q, %v", line, err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "pid ")))
+	if !alive(pid) {
+		t.Fatalf("emulator %d is not running while its parent lives", pid)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	// The emulator notices the closed pipe asynchronously; poll its state.
+	deadline := time.Now().Add(15 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscallKill(pid)
+			t.Fatalf("emulator %d still running 15 s after its parent was killed", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+func syscallKill(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
