@@ -131,14 +131,14 @@ func TestEscapeExamples(t *testing.T) {
 func TestUnescapeRejects(t *testing.T) {
 	for _, k := range []string{
 		`"`, `"2`, `"2G`, `"24`, // dangling, short, bad hex, '$' is not in the low block
-		"a.41",          // 'A' escaped under '.'
-		"a b",           // a bare escape character... space is never emitted
-		"a!b",           // '!' is never emitted by Escape
-		"x/y", "x\x00",  // forbidden characters
+		"a.41",         // 'A' escaped under '.'
+		"a b",          // a bare escape character... space is never emitted
+		"a!b",          // '!' is never emitted by Escape
+		"x/y", "x\x00", // forbidden characters
 		"\u00a0XC3\u00a0XA9", // escaped bytes that form valid UTF-8 (é): not canonical
-		"\u00a0X4",      // short byte escape
-		"\xff",          // raw invalid UTF-8
-		"]41",           // 'A' escaped under ']'
+		"\u00a0X4",           // short byte escape
+		"\xff",               // raw invalid UTF-8
+		"]41",                // 'A' escaped under ']'
 	} {
 		if got, err := keys.Unescape(k); !errors.Is(err, keys.ErrInvalidKey) {
 			t.Errorf("Unescape(%q) = %q, %v; want ErrInvalidKey", k, got, err)
