@@ -152,23 +152,24 @@ func (e *Env) Table(opts *aztables.ClientOptions) *aztables.Client {
 }
 
 // CreateTable creates the table called name and returns a client for it,
-// built with opts. The table is deleted when the test ends.
+// built with opts. The table is deleted when the test ends. Creation and
+// deletion use a client with default options, so a test may hand opts a
+// fault-injecting transport.
 func (e *Env) CreateTable(name string, opts *aztables.ClientOptions) *aztables.Client {
 	e.t.Helper()
-	c := e.TableClient(name, opts)
 	ctx, cancel := cleanupContext()
 	defer cancel()
-	if _, err := c.CreateTable(ctx, nil); err != nil {
+	if _, err := e.Tables.CreateTable(ctx, name, nil); err != nil {
 		e.t.Fatalf("tabletest: creating table %s: %v", name, err)
 	}
 	e.t.Cleanup(func() {
 		ctx, cancel := cleanupContext()
 		defer cancel()
-		if _, err := c.Delete(ctx, nil); err != nil && !isStatus(err, 404) {
+		if _, err := e.Tables.DeleteTable(ctx, name, nil); err != nil && !isStatus(err, 404) {
 			e.t.Errorf("tabletest: deleting table %s: %v", name, err)
 		}
 	})
-	return c
+	return e.TableClient(name, opts)
 }
 
 // TableClient returns a client for the table called name, built with opts,
@@ -187,14 +188,19 @@ func (e *Env) TableClient(name string, opts *aztables.ClientOptions) *aztables.C
 
 // Queue creates a queue with a fresh name and returns a client for it, built
 // with opts (nil means defaults). The queue is deleted when the test ends.
+// Creation and deletion use default options.
 func (e *Env) Queue(opts *azqueue.ClientOptions) *azqueue.QueueClient {
 	e.t.Helper()
-	svc, err := azqueue.NewServiceClientFromConnectionString(e.ConnectionString, opts)
+	admin, err := azqueue.NewServiceClientFromConnectionString(e.ConnectionString, nil)
 	if err != nil {
 		e.t.Fatalf("tabletest: queue service client (does the account have a queue endpoint?): %v", err)
 	}
+	svc, err := azqueue.NewServiceClientFromConnectionString(e.ConnectionString, opts)
+	if err != nil {
+		e.t.Fatalf("tabletest: queue service client: %v", err)
+	}
 	name := e.Name()
-	q := svc.NewQueueClient(name)
+	q := admin.NewQueueClient(name)
 	ctx, cancel := cleanupContext()
 	defer cancel()
 	if _, err := q.Create(ctx, nil); err != nil {
@@ -207,20 +213,24 @@ func (e *Env) Queue(opts *azqueue.ClientOptions) *azqueue.QueueClient {
 			e.t.Errorf("tabletest: deleting queue %s: %v", name, err)
 		}
 	})
-	return q
+	return svc.NewQueueClient(name)
 }
 
 // Container creates a blob container with a fresh name and returns a client
 // for it, built with opts (nil means defaults). The container is deleted when
-// the test ends.
+// the test ends. Creation and deletion use default options.
 func (e *Env) Container(opts *azblob.ClientOptions) *container.Client {
 	e.t.Helper()
-	svc, err := azblob.NewClientFromConnectionString(e.ConnectionString, opts)
+	admin, err := azblob.NewClientFromConnectionString(e.ConnectionString, nil)
 	if err != nil {
 		e.t.Fatalf("tabletest: blob service client (does the account have a blob endpoint?): %v", err)
 	}
+	svc, err := azblob.NewClientFromConnectionString(e.ConnectionString, opts)
+	if err != nil {
+		e.t.Fatalf("tabletest: blob service client: %v", err)
+	}
 	name := e.Name()
-	c := svc.ServiceClient().NewContainerClient(name)
+	c := admin.ServiceClient().NewContainerClient(name)
 	ctx, cancel := cleanupContext()
 	defer cancel()
 	if _, err := c.Create(ctx, nil); err != nil {
@@ -233,7 +243,7 @@ func (e *Env) Container(opts *azblob.ClientOptions) *container.Client {
 			e.t.Errorf("tabletest: deleting container %s: %v", name, err)
 		}
 	})
-	return c
+	return svc.ServiceClient().NewContainerClient(name)
 }
 
 func isStatus(err error, code int) bool {

@@ -1,0 +1,158 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+)
+
+// RetryableStatus reports whether an HTTP status is transient per the
+// partitioning article: 408 Request Timeout, 429 Too Many Requests (the
+// Cosmos DB Table API's throttling), and 5xx except 501 Not Implemented and
+// 505 HTTP Version Not Supported. Every other status, including 400, 401,
+// 403, 404, 409, 412 and 413, is final.
+func RetryableStatus(code int) bool {
+	switch {
+	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests:
+		return true
+	case code == http.StatusNotImplemented, code == http.StatusHTTPVersionNotSupported:
+		return false
+	}
+	return code >= 500 && code <= 599
+}
+
+// IsRetryable reports whether err is a transient failure worth retrying:
+// a *azcore.ResponseError whose status RetryableStatus accepts, or a
+// transient transport error (connection reset, refused or aborted, broken
+// pipe, unexpected EOF, network timeouts, temporary DNS failures). Context
+// cancellation and deadlines are never retryable, and neither is nil.
+func IsRetryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if re := responseErrorOf(err); re != nil {
+		return RetryableStatus(re.StatusCode)
+	}
+	return transientTransport(err)
+}
+
+// RetryOn412 is a Retryable classifier for optimistic-concurrency loops:
+// it retries what IsRetryable does, and also 412 Precondition Failed (a
+// stale ETag: re-read and try again) and 409 Conflict (a concurrent insert of
+// the same key).
+func RetryOn412(err error) bool {
+	if re := responseErrorOf(err); re != nil && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict) {
+		return true
+	}
+	return IsRetryable(err)
+}
+
+func responseErrorOf(err error) *azcore.ResponseError {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re
+	}
+	return nil
+}
+
+func transientTransport(err error) bool {
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.IsTemporary || dns.IsTimeout
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// retryAfter returns the wait the service asked for in resp, or 0. It reads
+// x-ms-retry-after-ms, retry-after-ms and Retry-After (seconds or an HTTP
+// date).
+func retryAfter(resp *http.Response) time.Duration {
+	if resp == nil {
+		return 0
+	}
+	for _, h := range []string{"x-ms-retry-after-ms", "retry-after-ms"} {
+		if v := resp.Header.Get(h); v != "" {
+			if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+				return time.Duration(ms * float64(time.Millisecond))
+			}
+		}
+	}
+	v := resp.Header.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(0, time.Until(t))
+	}
+	return 0
+}
+
+// pastDeadline reports whether waiting d would end after ctx's deadline.
+func pastDeadline(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && time.Until(deadline) < d
+}
+
+// sleep waits d or until ctx ends, returning ctx's error in that case.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// notify calls the OnRetry hook, if any.
+func (p Policy) notify(attempt int, delay time.Duration, resp *http.Response, err error) {
+	if p.OnRetry == nil {
+		return
+	}
+	ev := Event{Attempt: attempt, Delay: delay, Err: redact(err)}
+	if resp != nil {
+		ev.StatusCode = resp.StatusCode
+		ev.ErrorCode = resp.Header.Get("x-ms-error-code")
+	}
+	p.OnRetry(ev)
+}
+
+// redact removes the URL (which may carry a SAS token) from transport errors.
+func redact(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return &url.Error{Op: ue.Op, URL: "(redacted)", Err: ue.Err}
+	}
+	return err
+}
+
+// Log returns an OnRetry hook that logs each retry to l at Warn level with
+// the attributes attempt, delay, status, code and err.
+func Log(l *slog.Logger) func(Event) {
+	return func(e Event) {
+		l.Warn("retrying", "attempt", e.Attempt, "delay", e.Delay, "status", e.StatusCode, "code", e.ErrorCode, "err", e.Err)
+	}
+}
