@@ -1,0 +1,540 @@
+package table
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+)
+
+// Batch limits of the service (entity group transactions).
+const (
+	// MaxBatchOps is the most operations in one transaction.
+	MaxBatchOps = 100
+	// MaxBatchSize is the largest transaction request body, in bytes.
+	MaxBatchSize = 4 << 20
+)
+
+// Size accounting for the SDK's $batch body (see SubmitTransaction): each
+// operation is a MIME part holding an HTTP request whose URL carries the
+// endpoint, table name and quoted, escaped keys. opOverhead bounds the part
+// headers, request line and HTTP headers with a 512-byte allowance for the
+// endpoint and table name; keys count 6 bytes per byte (quote doubling, then
+// percent-encoding). batchEnvelope bounds the outer multipart framing.
+const (
+	opOverhead    = 1024
+	batchEnvelope = 512
+)
+
+// Op is one write for Submit: build it with a Table's InsertOp, UpsertOp,
+// UpdateOp or DeleteOp. An Op is an immutable value; one that could not be
+// encoded carries its error, which Submit reports before sending anything.
+type Op struct {
+	kind   aztables.TransactionType
+	pk, rk string
+	body   []byte
+	etag   *azcore.ETag
+	size   int    // bytes in the batch request, an upper bound
+	group  uint64 // atomic group, 0 for none
+	err    error
+}
+
+// PartitionKey returns the op's PartitionKey.
+func (o Op) PartitionKey() string { return o.pk }
+
+// RowKey returns the op's RowKey.
+func (o Op) RowKey() string { return o.rk }
+
+// Err returns the error that keeps the op from being sent, or nil.
+func (o Op) Err() error { return o.err }
+
+func (t *Table[T]) op(name string, kind aztables.TransactionType, v *T, etag *azcore.ETag) Op {
+	if t.keyFn == nil {
+		_, _, err := t.encode(name, v)
+		return Op{kind: kind, err: err}
+	}
+	pk, rk := t.keyFn(v)
+	e, err := t.codec.encode(make([]byte, 0, 256), reflect.ValueOf(v).Elem(), pk, rk)
+	if err != nil {
+		return Op{kind: kind, pk: pk, rk: rk, err: relabel(err, name)}
+	}
+	return newOp(kind, e.pk, e.rk, e.body, etag)
+}
+
+func newOp(kind aztables.TransactionType, pk, rk string, body []byte, etag *azcore.ETag) Op {
+	o := Op{kind: kind, pk: pk, rk: rk, body: body, etag: etag}
+	o.size = opOverhead + 6*(len(pk)+len(rk)) + len(body)
+	if etag != nil {
+		o.size += len(*etag)
+	}
+	return o
+}
+
+// InsertOp is an insert for Submit; it fails if the entity exists.
+func (t *Table[T]) InsertOp(v T) Op { return t.op("insert", aztables.TransactionTypeAdd, &v, nil) }
+
+// UpsertOp is an insert-or-merge or insert-or-replace for Submit.
+func (t *Table[T]) UpsertOp(v T, mode Mode) Op {
+	switch mode {
+	case Merge:
+		return t.op("upsert", aztables.TransactionTypeInsertMerge, &v, nil)
+	case Replace:
+		return t.op("upsert", aztables.TransactionTypeInsertReplace, &v, nil)
+	}
+	_, err := updateMode("upsert", mode)
+	return Op{err: err}
+}
+
+// UpdateOp is a conditional update for Submit: etag is the version read,
+// or azcore.ETagAny for any existing version; empty is ErrNoETag.
+func (t *Table[T]) UpdateOp(v T, etag azcore.ETag, mode Mode) Op {
+	if etag == "" {
+		return Op{err: &Error{Op: "update", Err: ErrNoETag}}
+	}
+	switch mode {
+	case Merge:
+		return t.op("update", aztables.TransactionTypeUpdateMerge, &v, &etag)
+	case Replace:
+		return t.op("update", aztables.TransactionTypeUpdateReplace, &v, &etag)
+	}
+	_, err := updateMode("update", mode)
+	return Op{err: err}
+}
+
+// DeleteOp is a conditional delete for Submit: etag is the version read,
+// or azcore.ETagAny; empty is ErrNoETag.
+func (t *Table[T]) DeleteOp(partitionKey, rowKey string, etag azcore.ETag) Op {
+	return DeleteOp(partitionKey, rowKey, etag)
+}
+
+// DeleteOp is a conditional delete of any entity type, for Submit.
+func DeleteOp(partitionKey, rowKey string, etag azcore.ETag) Op {
+	if etag == "" {
+		return Op{pk: partitionKey, rk: rowKey, err: &Error{Op: "delete", PartitionKey: partitionKey, RowKey: rowKey, Err: ErrNoETag}}
+	}
+	if err := validKeys(partitionKey, rowKey); err != nil {
+		return Op{pk: partitionKey, rk: rowKey, err: relabel(err, "delete")}
+	}
+	b, _ := appendString([]byte(`{"PartitionKey":`), partitionKey)
+	b = append(b, `,"RowKey":`...)
+	b, _ = appendString(b, rowKey)
+	return newOp(aztables.TransactionTypeDelete, partitionKey, rowKey, append(b, '}'), &etag)
+}
+
+var groupSeq atomic.Uint64
+
+// Atomic marks ops as one atomic group: Submit sends them in a single
+// transaction (together with other ops when they fit), so they are applied
+// all or none. They must share a PartitionKey, touch each entity once and
+// fit one transaction (100 operations, 4 MiB), else Submit fails before
+// sending anything. It returns copies of ops; append them to the ops list.
+func Atomic(ops ...Op) []Op {
+	id := groupSeq.Add(1)
+	out := make([]Op, len(ops))
+	for i, o := range ops {
+		o.group = id
+		out[i] = o
+	}
+	return out
+}
+
+// BatchOptions configures Submit. A nil *BatchOptions means defaults.
+type BatchOptions struct {
+	// Concurrency is the most transactions in flight at once; transactions
+	// of one partition always run one after another, in order. Default: 4.
+	Concurrency int
+	// ContinueOnError keeps sending a partition's later transactions after
+	// one of its transactions failed. Default (false): they are not sent
+	// (their ops report ErrNotApplied), since later ops may depend on
+	// earlier ones. Other partitions continue either way.
+	ContinueOnError bool
+}
+
+// OpResult is the outcome of one op of Submit.
+type OpResult struct {
+	// Applied reports whether the op took effect.
+	Applied bool
+	// ETag is the entity's new ETag (empty for deletes).
+	ETag azcore.ETag
+	// Err says why the op was not applied: the service's error for the op
+	// that failed its transaction (*Error), or ErrNotApplied for the ops
+	// rolled back with it or never sent.
+	Err error
+}
+
+// BatchResult reports every op of Submit, in the order given.
+type BatchResult struct {
+	Ops []OpResult
+	// Transactions is the number of transactions sent: the round trips.
+	Transactions int
+}
+
+// BatchError is returned by Submit when some ops were not applied.
+type BatchError struct {
+	Failed int     // ops not applied
+	Total  int     // ops submitted
+	Errs   []error // the distinct causes: failing ops' errors, validation errors, context errors
+}
+
+func (e *BatchError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table: batch: %d of %d operations not applied", e.Failed, e.Total)
+	for i, err := range e.Errs {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Errs)-3)
+			break
+		}
+		b.WriteString("; ")
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the causes, so errors.Is and errors.As see them.
+func (e *BatchError) Unwrap() []error { return e.Errs }
+
+// OpError names the failing op of a transaction by its index in the ops
+// given to Submit. It wraps the service's error for that op.
+type OpError struct {
+	Index int    // index in Submit's ops
+	Err   *Error // what failed
+}
+
+func (e *OpError) Error() string { return fmt.Sprintf("op %d: %v", e.Index, e.Err) }
+
+// Unwrap returns the *Error.
+func (e *OpError) Unwrap() error { return e.Err }
+
+// Submit writes ops with as few transactions as the service allows: it
+// groups them by PartitionKey, cuts each partition's ops into transactions
+// of at most 100 operations and under 4 MiB of request body, never splits
+// an Atomic group, never puts one entity twice into a transaction (a repeat
+// starts a new one, keeping the order), and runs independent partitions
+// concurrently. Everything is validated before the first request.
+//
+// It returns a result for every op, and a *BatchError when any op was not
+// applied. Transactions are atomic: when one op fails, the service rolls
+// back its whole transaction; the result names the failing op (OpError)
+// and marks the rest of that transaction ErrNotApplied.
+//
+// If a transaction's response is lost and the retry policy resends it, the
+// resend fails (409 on inserts, 412 on conditional writes) although the first
+// attempt was applied; verify by reading when that matters.
+func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOptions) (BatchResult, error) {
+	if opts == nil {
+		opts = &BatchOptions{}
+	}
+	res := BatchResult{Ops: make([]OpResult, len(ops))}
+	parts, err := plan(ops)
+	if err != nil {
+		for i := range res.Ops {
+			res.Ops[i].Err = fmt.Errorf("%w: the batch failed validation", ErrNotApplied)
+		}
+		return res, err
+	}
+	conc := opts.Concurrency
+	if conc <= 0 {
+		conc = 4
+	}
+	work := make(chan []txn)
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	for w := 0; w < min(conc, len(parts)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for txns := range work {
+				failed := false
+				for _, tx := range txns {
+					if ctx.Err() != nil || (failed && !opts.ContinueOnError) {
+						cause := ctx.Err()
+						if cause == nil {
+							cause = errors.New("an earlier transaction of its partition failed")
+						}
+						for _, i := range tx {
+							res.Ops[i].Err = fmt.Errorf("%w: %w", ErrNotApplied, cause)
+						}
+						continue
+					}
+					sent.Add(1)
+					if !send(ctx, c, ops, tx, res.Ops) {
+						failed = true
+					}
+				}
+			}
+		}()
+	}
+	for _, p := range parts {
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+	res.Transactions = int(sent.Load())
+	return res, batchError(res.Ops)
+}
+
+// Submit is the package-level Submit on t's client.
+func (t *Table[T]) Submit(ctx context.Context, ops []Op, opts *BatchOptions) (BatchResult, error) {
+	return Submit(ctx, t.client, ops, opts)
+}
+
+func batchError(results []OpResult) error {
+	be := &BatchError{Total: len(results)}
+	var notApplied error
+	for _, r := range results {
+		if r.Applied {
+			continue
+		}
+		be.Failed++
+		if errors.Is(r.Err, ErrNotApplied) {
+			if notApplied == nil {
+				notApplied = r.Err
+			}
+			continue
+		}
+		be.Errs = append(be.Errs, r.Err)
+	}
+	if be.Failed == 0 {
+		return nil
+	}
+	if len(be.Errs) == 0 {
+		be.Errs = []error{notApplied}
+	}
+	return be
+}
+
+// txn is one transaction: indexes into the ops.
+type txn []int
+
+// plan validates ops and cuts them into transactions per partition, in the
+// order partitions first appear.
+func plan(ops []Op) ([][]txn, error) {
+	var errs []error
+	for i, o := range ops {
+		if o.err != nil {
+			errs = append(errs, &OpError{Index: i, Err: asError(o.err)})
+		}
+	}
+	byPK := map[string]int{}
+	var parts [][]int // op indexes per partition, in order
+	groups := map[uint64][]int{}
+	for i, o := range ops {
+		if o.err != nil {
+			continue
+		}
+		p, ok := byPK[o.pk]
+		if !ok {
+			p = len(parts)
+			byPK[o.pk] = p
+			parts = append(parts, nil)
+		}
+		if o.group != 0 {
+			if first, seen := groups[o.group]; seen && ops[first[0]].pk != o.pk {
+				errs = append(errs, &OpError{Index: i, Err: &Error{Op: "batch", PartitionKey: o.pk, RowKey: o.rk,
+					Err: fmt.Errorf("%w: atomic group spans partitions %q and %q: a transaction holds one partition", ErrInvalidBatch, ops[first[0]].pk, o.pk)}})
+				continue
+			}
+			groups[o.group] = append(groups[o.group], i)
+		}
+		parts[p] = append(parts[p], i)
+	}
+	for _, members := range groups {
+		size, rows := batchEnvelope, map[string]bool{}
+		for _, i := range members {
+			size += ops[i].size
+			if rows[ops[i].rk] {
+				errs = append(errs, &OpError{Index: i, Err: &Error{Op: "batch", PartitionKey: ops[i].pk, RowKey: ops[i].rk,
+					Err: fmt.Errorf("%w: the entity appears twice in one atomic group", ErrInvalidBatch)}})
+			}
+			rows[ops[i].rk] = true
+		}
+		if len(members) > MaxBatchOps || size > MaxBatchSize {
+			o := ops[members[0]]
+			errs = append(errs, &OpError{Index: members[0], Err: &Error{Op: "batch", PartitionKey: o.pk, RowKey: o.rk,
+				Err: fmt.Errorf("%w: atomic group of %d operations and about %d bytes does not fit one transaction (%d operations, %d bytes)", ErrTooLarge, len(members), size, MaxBatchOps, MaxBatchSize)}})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &BatchError{Failed: len(ops), Total: len(ops), Errs: errs}
+	}
+	out := make([][]txn, len(parts))
+	for p, idx := range parts {
+		out[p] = chunk(ops, idx)
+	}
+	return out, nil
+}
+
+func asError(err error) *Error {
+	var te *Error
+	if errors.As(err, &te) {
+		return te
+	}
+	return &Error{Op: "batch", Err: err}
+}
+
+// chunk packs one partition's ops into transactions, keeping each atomic
+// group whole (placed where its first op is) and the order of ops.
+func chunk(ops []Op, idx []int) []txn {
+	var units [][]int
+	unitOf := map[uint64]int{}
+	for _, i := range idx {
+		if g := ops[i].group; g != 0 {
+			if u, ok := unitOf[g]; ok {
+				units[u] = append(units[u], i)
+				continue
+			}
+			unitOf[g] = len(units)
+		}
+		units = append(units, []int{i})
+	}
+	var txns []txn
+	var cur txn
+	size := batchEnvelope
+	rows := map[string]bool{}
+	for _, u := range units {
+		usize, clash := 0, false
+		for _, i := range u {
+			usize += ops[i].size
+			clash = clash || rows[ops[i].rk]
+		}
+		if len(cur) > 0 && (clash || len(cur)+len(u) > MaxBatchOps || size+usize > MaxBatchSize) {
+			txns = append(txns, cur)
+			cur, size, rows = nil, batchEnvelope, map[string]bool{}
+		}
+		cur = append(cur, u...)
+		size += usize
+		for _, i := range u {
+			rows[ops[i].rk] = true
+		}
+	}
+	if len(cur) > 0 {
+		txns = append(txns, cur)
+	}
+	return txns
+}
+
+// send submits one transaction and records its ops' results. It reports
+// whether the transaction was applied.
+func send(ctx context.Context, c *aztables.Client, ops []Op, tx txn, results []OpResult) bool {
+	acts := make([]aztables.TransactionAction, len(tx))
+	for j, i := range tx {
+		acts[j] = aztables.TransactionAction{ActionType: ops[i].kind, Entity: ops[i].body, IfMatch: ops[i].etag}
+	}
+	var raw *http.Response
+	_, err := c.SubmitTransaction(policy.WithCaptureResponse(ctx, &raw), acts, nil)
+	if err == nil {
+		etags := batchETags(raw)
+		for j, i := range tx {
+			results[i].Applied = true
+			if j < len(etags) && ops[i].kind != aztables.TransactionTypeDelete {
+				results[i].ETag = etags[j]
+			}
+		}
+		return true
+	}
+	failed, opErr := transactionError(err, ops, tx)
+	for j, i := range tx {
+		if j == failed {
+			results[i].Err = &OpError{Index: i, Err: opErr}
+			continue
+		}
+		if failed < 0 {
+			results[i].Err = fmt.Errorf("%w: its transaction failed: %w", ErrNotApplied, opErr)
+			continue
+		}
+		results[i].Err = fmt.Errorf("%w: rolled back because op %d of its transaction failed", ErrNotApplied, tx[failed])
+	}
+	return false
+}
+
+var (
+	innerStatus = regexp.MustCompile(`HTTP/1\.1 (\d{3})`)
+	innerCode   = regexp.MustCompile(`"code"\s*:\s*"([^"]+)"`)
+	innerIndex  = regexp.MustCompile(`"value"\s*:\s*"(\d+):`)
+)
+
+// transactionError interprets a failed SubmitTransaction: for the service's
+// 202 with an inner failure it finds the failing op (its position in tx, or
+// -1 when the whole transaction failed) and its status and code.
+func transactionError(err error, ops []Op, tx txn) (int, *Error) {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return -1, &Error{Op: "batch", PartitionKey: ops[tx[0]].pk, Err: err}
+	}
+	if re.StatusCode != http.StatusAccepted || re.RawResponse == nil {
+		return -1, &Error{Op: "batch", PartitionKey: ops[tx[0]].pk, StatusCode: re.StatusCode, Code: re.ErrorCode, Err: err}
+	}
+	body, perr := runtime.Payload(re.RawResponse)
+	if perr != nil {
+		return -1, &Error{Op: "batch", PartitionKey: ops[tx[0]].pk, StatusCode: re.StatusCode, Err: err}
+	}
+	status, code, index := 0, "", -1
+	if m := innerStatus.FindSubmatch(body); m != nil {
+		status, _ = strconv.Atoi(string(m[1]))
+	}
+	if m := innerCode.FindSubmatch(body); m != nil {
+		code = string(m[1])
+	}
+	if m := innerIndex.FindSubmatch(body); m != nil {
+		index, _ = strconv.Atoi(string(m[1]))
+	}
+	inner := &azcore.ResponseError{StatusCode: status, ErrorCode: code, RawResponse: re.RawResponse}
+	if index < 0 || index >= len(tx) {
+		return -1, &Error{Op: "batch", PartitionKey: ops[tx[0]].pk, StatusCode: status, Code: code, Err: inner}
+	}
+	o := ops[tx[index]]
+	return index, &Error{Op: opName(o.kind), PartitionKey: o.pk, RowKey: o.rk, StatusCode: status, Code: code, Err: inner}
+}
+
+func opName(k aztables.TransactionType) string {
+	switch k {
+	case aztables.TransactionTypeAdd:
+		return "insert"
+	case aztables.TransactionTypeDelete:
+		return "delete"
+	case aztables.TransactionTypeUpdateMerge, aztables.TransactionTypeUpdateReplace:
+		return "update"
+	}
+	return "upsert"
+}
+
+// batchETags extracts the per-operation ETags of a successful transaction
+// from its multipart response, in operation order.
+func batchETags(raw *http.Response) []azcore.ETag {
+	if raw == nil {
+		return nil
+	}
+	body, err := runtime.Payload(raw)
+	if err != nil {
+		return nil
+	}
+	var etags []azcore.ETag
+	// Each operation's response is an HTTP message inside the changeset;
+	// read them in order.
+	for rest := body; ; {
+		i := bytes.Index(rest, []byte("HTTP/1.1 "))
+		if i < 0 {
+			return etags
+		}
+		rest = rest[i:]
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(rest)), nil)
+		if err != nil {
+			return etags
+		}
+		etags = append(etags, azcore.ETag(resp.Header.Get("ETag")))
+		rest = rest[len("HTTP/1.1 "):]
+	}
+}

@@ -1,0 +1,502 @@
+package table
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// Service limits the codec enforces before the network (Azure Table
+// Storage; Azurite enforces fewer of them).
+const (
+	// MaxProperties is the number of user properties an entity may have
+	// (255 including PartitionKey, RowKey and Timestamp).
+	MaxProperties = 252
+	// MaxEntitySize is the largest entity, in bytes as the service counts
+	// them (strings as UTF-16).
+	MaxEntitySize = 1 << 20
+	// MaxValueSize is the largest string (in UTF-16 bytes) or binary value.
+	MaxValueSize = 64 << 10
+	// MaxPropertyNameLength is the longest property name, in characters.
+	MaxPropertyNameLength = 255
+)
+
+// kind is how a Go field is stored.
+type kind uint8
+
+const (
+	kString kind = iota + 1
+	kBool
+	kInt32
+	kInt64
+	kDouble
+	kTime
+	kBinary
+	kGUID       // [16]byte-based types
+	kGUIDString // aztables.EDMGUID and `table:",guid"` strings
+	kJSON       // `table:",json"`: any value, stored as a JSON string
+)
+
+var edmNames = map[kind]string{kInt64: "Edm.Int64", kDouble: "Edm.Double", kTime: "Edm.DateTime", kBinary: "Edm.Binary", kGUID: "Edm.Guid", kGUIDString: "Edm.Guid"}
+
+// field is one stored property of a struct type.
+type field struct {
+	name      string
+	prefix    []byte // `"Name":` pre-escaped
+	annot     []byte // `,"Name@odata.type":"Edm.X"` or nil
+	index     []int
+	kind      kind
+	ptr       bool // a pointer field: nil means absent
+	omitempty bool
+	nameSize  int // 8 + 2*len(name) UTF-16: the service's per-property overhead
+}
+
+// codec encodes and decodes one struct type. It is computed once per type
+// and is immutable, so safe for concurrent use.
+type codec struct {
+	typ       reflect.Type
+	fields    []field
+	byName    map[string]int
+	pk, rk    []int // index paths of the key fields, or nil
+	meta      []int // a Meta field
+	timestamp []int // a time.Time field named Timestamp
+	extra     []int // a map[string]any field tagged extra
+	selects   []string
+}
+
+var codecs sync.Map // reflect.Type -> *codec or error
+
+var (
+	timeType    = reflect.TypeOf(time.Time{})
+	metaType    = reflect.TypeOf(Meta{})
+	etagType    = reflect.TypeOf(azcore.ETag(""))
+	edmGUIDType = reflect.TypeOf(aztables.EDMGUID(""))
+	extraType   = reflect.TypeOf(map[string]any(nil))
+)
+
+// codecFor returns the codec of struct type t, building it on first use.
+func codecFor(t reflect.Type) (*codec, error) {
+	if c, ok := codecs.Load(t); ok {
+		if err, isErr := c.(error); isErr {
+			return nil, err
+		}
+		return c.(*codec), nil
+	}
+	c, err := buildCodec(t)
+	if err != nil {
+		codecs.Store(t, err)
+		return nil, err
+	}
+	actual, _ := codecs.LoadOrStore(t, c)
+	return actual.(*codec), nil
+}
+
+func buildCodec(t reflect.Type) (*codec, error) {
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: %v is not a struct type", ErrInvalidEntity, t)
+	}
+	c := &codec{typ: t, byName: map[string]int{}}
+	if err := c.addFields(t, nil); err != nil {
+		return nil, err
+	}
+	if len(c.fields) > MaxProperties {
+		return nil, fmt.Errorf("%w: %v has %d properties, more than the service's %d", ErrInvalidEntity, t, len(c.fields), MaxProperties)
+	}
+	if c.extra == nil {
+		c.selects = make([]string, 0, len(c.fields)+3)
+		if c.pk != nil {
+			c.selects = append(c.selects, "PartitionKey")
+		}
+		if c.rk != nil {
+			c.selects = append(c.selects, "RowKey")
+		}
+		if c.timestamp != nil || c.meta != nil {
+			c.selects = append(c.selects, "Timestamp")
+		}
+		for _, f := range c.fields {
+			c.selects = append(c.selects, f.name)
+		}
+	}
+	return c, nil
+}
+
+func (c *codec) addFields(t reflect.Type, parent []int) error {
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		index := append(slices.Clone(parent), i)
+		tag := sf.Tag.Get("table")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		opt := func(o string) bool { return slices.Contains(strings.Split(opts, ","), o) }
+		ft := sf.Type
+		switch {
+		case ft == metaType:
+			c.meta = index
+			continue
+		case sf.Anonymous && ft.Kind() == reflect.Struct && name == "" && ft != timeType:
+			if err := c.addFields(ft, index); err != nil {
+				return err
+			}
+			continue
+		case !sf.IsExported():
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		where := fmt.Sprintf("%v.%s", c.typ, sf.Name)
+		switch {
+		case opt("pk") || (name == "PartitionKey" && !opt("rk")):
+			if ft.Kind() != reflect.String {
+				return fmt.Errorf("%w: %s: the PartitionKey field must be a string", ErrInvalidEntity, where)
+			}
+			c.pk = index
+			continue
+		case opt("rk") || name == "RowKey":
+			if ft.Kind() != reflect.String {
+				return fmt.Errorf("%w: %s: the RowKey field must be a string", ErrInvalidEntity, where)
+			}
+			c.rk = index
+			continue
+		case name == "Timestamp":
+			if ft != timeType {
+				return fmt.Errorf("%w: %s: Timestamp is service-maintained and must be a time.Time", ErrInvalidEntity, where)
+			}
+			c.timestamp = index
+			continue
+		case opt("extra"):
+			if ft != extraType {
+				return fmt.Errorf("%w: %s: an extra field must be a map[string]any", ErrInvalidEntity, where)
+			}
+			c.extra = index
+			continue
+		}
+		if err := validPropertyName(name); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if _, dup := c.byName[name]; dup {
+			return fmt.Errorf("%w: %s: property %q is defined twice", ErrInvalidEntity, where, name)
+		}
+		f := field{name: name, index: index, omitempty: opt("omitempty")}
+		if ft.Kind() == reflect.Pointer {
+			f.ptr, ft = true, ft.Elem()
+		}
+		switch {
+		case opt("json"):
+			f.kind = kJSON
+		case opt("guid") && ft.Kind() == reflect.String:
+			f.kind = kGUIDString
+		default:
+			k, err := kindOf(ft)
+			if err != nil {
+				return fmt.Errorf("%w: %s: %v", ErrInvalidEntity, where, err)
+			}
+			f.kind = k
+		}
+		f.prefix, _ = appendString(nil, name)
+		f.prefix = append(f.prefix, ':')
+		if edm, ok := edmNames[f.kind]; ok {
+			f.annot = append([]byte{','}, f.prefix[:len(f.prefix)-2]...)
+			f.annot = append(f.annot, `@odata.type":"`+edm+`"`...)
+		}
+		f.nameSize = 8 + 2*utf16Len(name)
+		c.byName[name] = len(c.fields)
+		c.fields = append(c.fields, f)
+	}
+	return nil
+}
+
+func kindOf(t reflect.Type) (kind, error) {
+	switch {
+	case t == timeType:
+		return kTime, nil
+	case t == edmGUIDType:
+		return kGUIDString, nil
+	case t == etagType:
+		return kString, nil
+	case t.Kind() == reflect.Array && t.Len() == 16 && t.Elem().Kind() == reflect.Uint8:
+		return kGUID, nil
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		return kBinary, nil
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return kString, nil
+	case reflect.Bool:
+		return kBool, nil
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Uint8, reflect.Uint16:
+		return kInt32, nil
+	case reflect.Int, reflect.Int64, reflect.Uint32:
+		return kInt64, nil
+	case reflect.Float32, reflect.Float64:
+		return kDouble, nil
+	}
+	return 0, fmt.Errorf("type %v cannot be stored as a table property (tag the field `table:\",json\"` to store it as JSON)", t)
+}
+
+// validPropertyName checks the service's rules: at most 255 characters, a
+// C# identifier (a letter or '_', then letters, digits or '_'), and not a
+// name the service reserves.
+func validPropertyName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty property name", ErrInvalidEntity)
+	case utf8.RuneCountInString(name) > MaxPropertyNameLength:
+		return fmt.Errorf("%w: property name %.20q... is longer than %d characters", ErrInvalidEntity, name, MaxPropertyNameLength)
+	case name == "PartitionKey" || name == "RowKey" || name == "Timestamp":
+		return fmt.Errorf("%w: property name %q is reserved", ErrInvalidEntity, name)
+	}
+	for i, r := range name {
+		if r == '_' || unicode.IsLetter(r) || (i > 0 && (unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) || unicode.Is(unicode.Pc, r))) {
+			continue
+		}
+		return fmt.Errorf("%w: property name %q is not a C# identifier (character %q)", ErrInvalidEntity, name, r)
+	}
+	return nil
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// encoded is an entity ready to send.
+type encoded struct {
+	body   []byte
+	pk, rk string
+	props  int
+	size   int // as the service counts it
+}
+
+// encode writes v (an addressable struct value) as entity JSON with the
+// given keys, validating everything the service would check.
+func (c *codec) encode(b []byte, v reflect.Value, pk, rk string) (encoded, error) {
+	e := encoded{pk: pk, rk: rk}
+	if err := validKeys(pk, rk); err != nil {
+		return e, err
+	}
+	var n int
+	b = append(b, `{"PartitionKey":`...)
+	b, n = appendString(b, pk)
+	e.size = 4 + 2*n
+	b = append(b, `,"RowKey":`...)
+	b, n = appendString(b, rk)
+	e.size += 2 * n
+	for i := range c.fields {
+		f := &c.fields[i]
+		fv := v.FieldByIndex(f.index)
+		if f.ptr {
+			if fv.IsNil() {
+				continue
+			}
+			fv = fv.Elem()
+		} else if f.omitempty && fv.IsZero() {
+			continue
+		}
+		b = append(b, ',')
+		b = append(b, f.prefix...)
+		var size int
+		var err error
+		if b, size, err = appendValue(b, f.kind, fv); err != nil {
+			return e, invalid("encode", pk, rk, ErrInvalidEntity, "property %s: %v", f.name, err)
+		}
+		if size > MaxValueSize+4 {
+			return e, invalid("encode", pk, rk, ErrTooLarge, "property %s is %d bytes, more than the service's %d", f.name, size-4, MaxValueSize)
+		}
+		b = append(b, f.annot...)
+		e.size += f.nameSize + size
+		e.props++
+	}
+	if c.extra != nil {
+		var err error
+		if b, err = c.appendExtra(b, v.FieldByIndex(c.extra), &e); err != nil {
+			return e, err
+		}
+	}
+	e.body = append(b, '}')
+	if e.props > MaxProperties {
+		return e, invalid("encode", pk, rk, ErrInvalidEntity, "%d properties, more than the service's %d", e.props, MaxProperties)
+	}
+	if e.size > MaxEntitySize {
+		return e, invalid("encode", pk, rk, ErrTooLarge, "entity is %d bytes as the service counts them, more than %d", e.size, MaxEntitySize)
+	}
+	return e, nil
+}
+
+// validKeys checks keys as the real service (and the SDK) would.
+func validKeys(pk, rk string) error {
+	if pk == "" {
+		return invalid("encode", pk, rk, ErrInvalidKey, "empty PartitionKey (the service allows it, but the Azure SDK cannot get, update or delete such an entity)")
+	}
+	if err := keys.Validate(pk); err != nil {
+		return &Error{Op: "encode", PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("PartitionKey: %w", err)}
+	}
+	if err := keys.Validate(rk); err != nil {
+		return &Error{Op: "encode", PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("RowKey: %w", err)}
+	}
+	return nil
+}
+
+// appendValue writes one value; size is its size as the service counts it.
+func appendValue(b []byte, k kind, v reflect.Value) ([]byte, int, error) {
+	switch k {
+	case kString:
+		b, n := appendString(b, v.String())
+		return b, 4 + 2*n, nil
+	case kGUIDString:
+		b, _ = appendString(b, v.String())
+		return b, 16, nil
+	case kBool:
+		return strconv.AppendBool(b, v.Bool()), 1, nil
+	case kInt32:
+		if v.CanInt() {
+			return strconv.AppendInt(b, v.Int(), 10), 4, nil
+		}
+		return strconv.AppendUint(b, v.Uint(), 10), 4, nil
+	case kInt64:
+		b = append(b, '"')
+		if v.CanInt() {
+			b = strconv.AppendInt(b, v.Int(), 10)
+		} else {
+			b = strconv.AppendUint(b, v.Uint(), 10)
+		}
+		return append(b, '"'), 8, nil
+	case kDouble:
+		return appendDouble(b, v.Float()), 8, nil
+	case kTime:
+		return appendTime(b, *v.Addr().Interface().(*time.Time)), 8, nil
+	case kBinary:
+		return appendBinary(b, v.Bytes()), 4 + v.Len(), nil
+	case kGUID:
+		var g [16]byte
+		reflect.Copy(reflect.ValueOf(&g).Elem(), v)
+		b = append(b, '"')
+		return append(appendGUID(b, g), '"'), 16, nil
+	case kJSON:
+		j, err := json.Marshal(v.Interface())
+		if err != nil {
+			return b, 0, err
+		}
+		b, n := appendString(b, string(j))
+		return b, 4 + 2*n, nil
+	}
+	return b, 0, fmt.Errorf("unknown kind %d", k)
+}
+
+func appendDouble(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...)
+	}
+	return appendFloat(b, f)
+}
+
+// appendTime writes t in UTC with 100 ns precision, the service's format.
+func appendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().Truncate(100).AppendFormat(b, "2006-01-02T15:04:05.0000000Z")
+	return append(b, '"')
+}
+
+func appendBinary(b []byte, p []byte) []byte {
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, p)
+	return append(b, '"')
+}
+
+// appendExtra writes the properties of an extra map, sorted by name.
+func (c *codec) appendExtra(b []byte, m reflect.Value, e *encoded) ([]byte, error) {
+	if m.IsNil() || m.Len() == 0 {
+		return b, nil
+	}
+	props := m.Interface().(map[string]any)
+	names := make([]string, 0, len(props))
+	for name, v := range props {
+		if v != nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if _, typed := c.byName[name]; typed {
+			continue // the struct field wins
+		}
+		if err := validPropertyName(name); err != nil {
+			return b, &Error{Op: "encode", PartitionKey: e.pk, RowKey: e.rk, Err: err}
+		}
+		k, rv, err := dynamicKind(props[name])
+		if err != nil {
+			return b, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "property %s: %v", name, err)
+		}
+		b = append(b, ',')
+		b, _ = appendString(b, name)
+		b = append(b, ':')
+		var size int
+		if b, size, err = appendValue(b, k, rv); err != nil {
+			return b, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "property %s: %v", name, err)
+		}
+		if size > MaxValueSize+4 {
+			return b, invalid("encode", e.pk, e.rk, ErrTooLarge, "property %s is %d bytes, more than the service's %d", name, size-4, MaxValueSize)
+		}
+		if edm, ok := edmNames[k]; ok {
+			b = append(b, ',')
+			b, _ = appendString(b, name+"@odata.type")
+			b = append(b, `:"`+edm+`"`...)
+		}
+		e.size += 8 + 2*utf16Len(name) + size
+		e.props++
+	}
+	return b, nil
+}
+
+// dynamicKind maps a property-bag value to its kind and an addressable
+// reflect.Value holding it.
+func dynamicKind(v any) (kind, reflect.Value, error) {
+	switch x := v.(type) {
+	case aztables.EDMInt64:
+		v = int64(x)
+	case aztables.EDMBinary:
+		v = []byte(x)
+	case aztables.EDMDateTime:
+		v = time.Time(x)
+	case aztables.EDMGUID:
+		return kGUIDString, addressable(string(x)), nil
+	case uint, uint64, uintptr:
+		return 0, reflect.Value{}, fmt.Errorf("unsigned value %v cannot be stored exactly (use int64)", v)
+	}
+	rv := addressable(v)
+	k, err := kindOf(rv.Type())
+	return k, rv, err
+}
+
+func addressable(v any) reflect.Value {
+	rv := reflect.New(reflect.TypeOf(v)).Elem()
+	rv.Set(reflect.ValueOf(v))
+	return rv
+}

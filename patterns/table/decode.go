@@ -1,0 +1,256 @@
+package table
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+)
+
+var propsPool = sync.Pool{New: func() any { s := make([]property, 0, 32); return &s }}
+
+// decode parses entity JSON into v (an addressable struct value). etag,
+// when not empty, overrides the body's odata.etag (GetEntity's header).
+func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag) error {
+	pp := propsPool.Get().(*[]property)
+	defer func() {
+		clear(*pp)
+		*pp = (*pp)[:0]
+		propsPool.Put(pp)
+	}()
+	props, bodyETag, err := scanObject(data, (*pp)[:0])
+	*pp = props
+	if err != nil {
+		return err
+	}
+	if etag == "" {
+		etag = azcore.ETag(bodyETag)
+	}
+	var extra map[string]any
+	for i := range props {
+		p := &props[i]
+		if j, ok := c.byName[string(p.name)]; ok {
+			f := &c.fields[j]
+			if err := setValue(v.FieldByIndex(f.index), f, p); err != nil {
+				return fmt.Errorf("property %s: %w", f.name, err)
+			}
+			continue
+		}
+		switch string(p.name) {
+		case "PartitionKey":
+			if c.pk != nil && p.value.kind == 's' {
+				v.FieldByIndex(c.pk).SetString(stringOf(p.value))
+			}
+			continue
+		case "RowKey":
+			if c.rk != nil && p.value.kind == 's' {
+				v.FieldByIndex(c.rk).SetString(stringOf(p.value))
+			}
+			continue
+		case "Timestamp":
+			if c.timestamp != nil || c.meta != nil {
+				ts, err := parseTime(p.value)
+				if err != nil {
+					return fmt.Errorf("Timestamp: %w", err)
+				}
+				if c.timestamp != nil {
+					v.FieldByIndex(c.timestamp).Set(reflect.ValueOf(ts))
+				}
+				if c.meta != nil {
+					v.FieldByIndex(c.meta).Field(1).Set(reflect.ValueOf(ts))
+				}
+			}
+			continue
+		}
+		if c.extra != nil && p.value.kind != 'z' {
+			val, err := dynamicValue(p)
+			if err != nil {
+				return fmt.Errorf("property %s: %w", p.name, err)
+			}
+			if extra == nil {
+				extra = make(map[string]any, len(props))
+			}
+			extra[string(p.name)] = val
+		}
+	}
+	if c.meta != nil {
+		v.FieldByIndex(c.meta).Field(0).SetString(string(etag))
+	}
+	if c.extra != nil {
+		v.FieldByIndex(c.extra).Set(reflect.ValueOf(extra))
+	}
+	return nil
+}
+
+// setValue stores one property into a struct field.
+func setValue(fv reflect.Value, f *field, p *property) error {
+	if p.value.kind == 'z' {
+		fv.SetZero()
+		return nil
+	}
+	if f.ptr {
+		if fv.IsNil() {
+			fv.Set(reflect.New(fv.Type().Elem()))
+		}
+		fv = fv.Elem()
+	}
+	val := p.value
+	mismatch := func() error {
+		stored := p.edm
+		if stored == "" {
+			stored = map[byte]string{'s': "a string", 'n': "a number", 't': "a boolean", 'f': "a boolean"}[val.kind]
+		}
+		return fmt.Errorf("stored value is %s, the field is %v", stored, fv.Type())
+	}
+	switch f.kind {
+	case kString, kGUIDString:
+		if val.kind != 's' {
+			return mismatch()
+		}
+		fv.SetString(stringOf(val))
+	case kBool:
+		if val.kind != 't' && val.kind != 'f' {
+			return mismatch()
+		}
+		fv.SetBool(val.kind == 't')
+	case kInt32, kInt64:
+		if val.kind != 'n' && val.kind != 's' {
+			return mismatch()
+		}
+		if fv.CanInt() {
+			n, err := strconv.ParseInt(string(val.raw), 10, fv.Type().Bits())
+			if err != nil {
+				return fmt.Errorf("%s does not fit %v: %w", val.raw, fv.Type(), mismatchOr(err))
+			}
+			fv.SetInt(n)
+		} else {
+			n, err := strconv.ParseUint(string(val.raw), 10, fv.Type().Bits())
+			if err != nil {
+				return fmt.Errorf("%s does not fit %v: %w", val.raw, fv.Type(), mismatchOr(err))
+			}
+			fv.SetUint(n)
+		}
+	case kDouble:
+		x, err := parseDouble(val)
+		if err != nil {
+			return err
+		}
+		fv.SetFloat(x)
+	case kTime:
+		t, err := parseTime(val)
+		if err != nil {
+			return err
+		}
+		fv.Set(reflect.ValueOf(t))
+	case kBinary:
+		if val.kind != 's' {
+			return mismatch()
+		}
+		b, err := base64.StdEncoding.AppendDecode(nil, unescapedBytes(val))
+		if err != nil {
+			return fmt.Errorf("invalid Edm.Binary: %w", err)
+		}
+		fv.SetBytes(b)
+	case kGUID:
+		if val.kind != 's' {
+			return mismatch()
+		}
+		g, err := ParseGUID(stringOf(val))
+		if err != nil {
+			return err
+		}
+		reflect.Copy(fv, reflect.ValueOf(g[:]))
+	case kJSON:
+		if val.kind != 's' {
+			return mismatch()
+		}
+		ptr := reflect.New(fv.Type())
+		if err := json.Unmarshal(unescapedBytes(val), ptr.Interface()); err != nil {
+			return err
+		}
+		fv.Set(ptr.Elem())
+	}
+	return nil
+}
+
+func mismatchOr(err error) error {
+	if ne, ok := err.(*strconv.NumError); ok {
+		return ne.Err
+	}
+	return err
+}
+
+func unescapedBytes(v jsonValue) []byte {
+	if v.esc {
+		return unescape(v.raw)
+	}
+	return v.raw
+}
+
+func parseDouble(v jsonValue) (float64, error) {
+	switch {
+	case v.kind == 'n':
+		return strconv.ParseFloat(string(v.raw), 64)
+	case v.kind == 's':
+		switch string(v.raw) {
+		case "NaN":
+			return math.NaN(), nil
+		case "Infinity", "INF":
+			return math.Inf(1), nil
+		case "-Infinity", "-INF":
+			return math.Inf(-1), nil
+		}
+		return strconv.ParseFloat(string(v.raw), 64)
+	}
+	return 0, fmt.Errorf("stored value is not a number")
+}
+
+func parseTime(v jsonValue) (time.Time, error) {
+	if v.kind != 's' {
+		return time.Time{}, fmt.Errorf("stored value is not an Edm.DateTime")
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(v.raw))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("invalid Edm.DateTime: %w", err)
+	}
+	return t.UTC(), nil
+}
+
+// dynamicValue converts a stored property to its Go value for a property
+// bag: by annotation, else by JSON type (a whole number that fits is int32,
+// as the service types unannotated numbers).
+func dynamicValue(p *property) (any, error) {
+	v := p.value
+	switch p.edm {
+	case "Edm.Int64":
+		return strconv.ParseInt(string(v.raw), 10, 64)
+	case "Edm.Double":
+		return parseDouble(v)
+	case "Edm.DateTime":
+		return parseTime(v)
+	case "Edm.Binary":
+		return base64.StdEncoding.AppendDecode(nil, unescapedBytes(v))
+	case "Edm.Guid":
+		return ParseGUID(stringOf(v))
+	}
+	switch v.kind {
+	case 's':
+		return stringOf(v), nil
+	case 't':
+		return true, nil
+	case 'f':
+		return false, nil
+	case 'n':
+		if n, err := strconv.ParseInt(string(v.raw), 10, 32); err == nil {
+			return int32(n), nil
+		}
+		return strconv.ParseFloat(string(v.raw), 64)
+	}
+	return nil, nil
+}

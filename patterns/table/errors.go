@@ -1,0 +1,146 @@
+package table
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// Sentinel errors. Every error tablekit returns for these conditions
+// satisfies errors.Is with the matching sentinel, whether it was detected
+// before the network or reported by the service; service errors also still
+// satisfy errors.As(err, **azcore.ResponseError).
+var (
+	// ErrNotFound: the entity does not exist (404 ResourceNotFound).
+	ErrNotFound = errors.New("entity not found")
+	// ErrTableNotFound: the table does not exist (404 TableNotFound).
+	ErrTableNotFound = errors.New("table not found")
+	// ErrAlreadyExists: an insert found an entity with the same keys, or a
+	// table create found the table (409).
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrPreconditionFailed: the ETag did not match; the entity changed
+	// since it was read (412).
+	ErrPreconditionFailed = errors.New("precondition failed: the entity changed since it was read")
+	// ErrTooLarge: an entity, property value or batch exceeds a service
+	// limit (1 MiB entity, 64 KiB value, 4 MiB or 100 operations per batch).
+	ErrTooLarge = errors.New("too large")
+	// ErrInvalidKey: a PartitionKey or RowKey the service would reject. It is
+	// keys.ErrInvalidKey, so errors from package keys match it too.
+	ErrInvalidKey = keys.ErrInvalidKey
+	// ErrInvalidEntity: an entity the service would reject for a reason other
+	// than its size or keys: too many properties, a bad property name, a
+	// value that cannot be represented.
+	ErrInvalidEntity = errors.New("invalid entity")
+	// ErrInvalidBatch: a batch the service would reject: several partitions
+	// in one atomic group, the same entity twice in one transaction.
+	ErrInvalidBatch = errors.New("invalid batch")
+	// ErrNoETag: an update or delete was given no ETag. Pass the ETag read
+	// with the entity, or azcore.ETagAny to write unconditionally.
+	ErrNoETag = errors.New("no ETag: pass the entity's ETag, or azcore.ETagAny for an unconditional write")
+	// ErrInvalidFilter: a filter that cannot be rendered (an unsupported
+	// value type, an invalid property name).
+	ErrInvalidFilter = errors.New("invalid filter")
+	// ErrThrottled: the service asked the client to slow down (503
+	// ServerBusy, 429) and the retry policy gave up.
+	ErrThrottled = errors.New("throttled by the service")
+	// ErrNotApplied: a batch operation was not applied because another
+	// operation of its transaction failed, or its transaction was not sent.
+	ErrNotApplied = errors.New("not applied")
+)
+
+// Error is a failed operation on one entity. It names the operation and the
+// entity, satisfies errors.Is with the sentinel for its status and code, and
+// unwraps to the underlying error (a *azcore.ResponseError for service
+// errors).
+type Error struct {
+	Op           string // "insert", "get", "update", "delete", "upsert", "query", "batch"
+	Table        string
+	PartitionKey string
+	RowKey       string
+	StatusCode   int    // HTTP status; 0 when detected before the network
+	Code         string // service error code, such as "EntityAlreadyExists"
+	Err          error
+}
+
+func (e *Error) Error() string {
+	where := e.Op
+	if e.Table != "" {
+		where += " " + e.Table
+	}
+	if e.PartitionKey != "" || e.RowKey != "" {
+		where += fmt.Sprintf(" (PartitionKey %q, RowKey %q)", e.PartitionKey, e.RowKey)
+	}
+	if e.StatusCode != 0 {
+		return fmt.Sprintf("table: %s: %d %s: %s", where, e.StatusCode, e.Code, short(e.Err))
+	}
+	return fmt.Sprintf("table: %s: %v", where, e.Err)
+}
+
+// short keeps a service error to its first line: azcore's messages are
+// multi-line dumps of the whole response.
+func short(err error) string {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		if re.ErrorCode != "" {
+			return re.ErrorCode
+		}
+		return http.StatusText(re.StatusCode)
+	}
+	return err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches the sentinel for the error's status and code.
+func (e *Error) Is(target error) bool {
+	return e.StatusCode != 0 && sentinelFor(e.StatusCode, e.Code) == target
+}
+
+// sentinelFor maps a service status and error code to a sentinel.
+func sentinelFor(status int, code string) error {
+	switch {
+	case code == "TableNotFound":
+		return ErrTableNotFound
+	case status == http.StatusNotFound:
+		return ErrNotFound
+	case status == http.StatusConflict && (code == "EntityAlreadyExists" || code == "TableAlreadyExists" || code == ""):
+		return ErrAlreadyExists
+	case status == http.StatusPreconditionFailed:
+		return ErrPreconditionFailed
+	case status == http.StatusRequestEntityTooLarge, code == "EntityTooLarge", code == "PropertyValueTooLarge", code == "RequestBodyTooLarge":
+		return ErrTooLarge
+	case status == http.StatusTooManyRequests, status == http.StatusServiceUnavailable && code == "ServerBusy":
+		return ErrThrottled
+	case code == "InvalidDuplicateRow", code == "CommandsInBatchActOnDifferentPartitions":
+		return ErrInvalidBatch
+	case code == "TooManyProperties", code == "PropertyNameInvalid", code == "PropertyNameTooLong":
+		return ErrInvalidEntity
+	}
+	return nil
+}
+
+// wrap turns an SDK error into an *Error naming the operation and entity.
+// Errors detected before the network (already *Error or sentinel-bearing)
+// and context errors pass through unchanged.
+func wrap(op, table, pk, rk string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		var te *Error
+		if errors.As(err, &te) {
+			return err
+		}
+		return &Error{Op: op, Table: table, PartitionKey: pk, RowKey: rk, Err: err}
+	}
+	return &Error{Op: op, Table: table, PartitionKey: pk, RowKey: rk, StatusCode: re.StatusCode, Code: re.ErrorCode, Err: err}
+}
+
+// invalid reports an error found before the network; it wraps sentinel.
+func invalid(op, pk, rk string, sentinel error, format string, args ...any) error {
+	return &Error{Op: op, PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
+}

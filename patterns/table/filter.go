@@ -1,0 +1,197 @@
+package table
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/keys"
+)
+
+// Filter is an OData filter expression built only from quoted, typed
+// literals: user input can never change its structure. The zero Filter
+// matches everything. Filters are immutable values.
+//
+// Literal types follow the codec: string ('...' with quotes doubled), bool,
+// int32/int16/int8/uint8/uint16 (Edm.Int32), int/int64/uint32 (Edm.Int64, with
+// the L suffix), float32/float64 (always with a decimal point or exponent),
+// time.Time (datetime'...Z'), []byte (X'...'), [16]byte types and
+// aztables.EDMGUID (guid'...'). A literal must have the same EDM type as the
+// stored property to match it.
+type Filter struct {
+	expr string
+	err  error
+}
+
+// String returns the OData expression ("" for the zero Filter).
+func (f Filter) String() string { return f.expr }
+
+// Err returns why the filter cannot be used, or nil. Queries return this
+// error before sending anything.
+func (f Filter) Err() error { return f.err }
+
+// Raw wraps a hand-written OData expression. Never build it from user
+// input; use the typed constructors for values.
+func Raw(expr string) Filter { return Filter{expr: expr} }
+
+func compare(op, prop string, v any) Filter {
+	if err := validFilterProperty(prop); err != nil {
+		return Filter{err: err}
+	}
+	lit, err := Literal(v)
+	if err != nil {
+		return Filter{err: fmt.Errorf("%w: property %s: %v", ErrInvalidFilter, prop, err)}
+	}
+	return Filter{expr: prop + " " + op + " " + lit}
+}
+
+func validFilterProperty(prop string) error {
+	switch prop {
+	case "PartitionKey", "RowKey", "Timestamp":
+		return nil
+	}
+	if err := validPropertyName(prop); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidFilter, err)
+	}
+	return nil
+}
+
+// Eq matches entities whose property prop equals v.
+func Eq(prop string, v any) Filter { return compare("eq", prop, v) }
+
+// Ne matches entities whose property prop differs from v.
+func Ne(prop string, v any) Filter { return compare("ne", prop, v) }
+
+// Gt matches entities whose property prop is greater than v.
+func Gt(prop string, v any) Filter { return compare("gt", prop, v) }
+
+// Ge matches entities whose property prop is greater than or equal to v.
+func Ge(prop string, v any) Filter { return compare("ge", prop, v) }
+
+// Lt matches entities whose property prop is less than v.
+func Lt(prop string, v any) Filter { return compare("lt", prop, v) }
+
+// Le matches entities whose property prop is less than or equal to v.
+func Le(prop string, v any) Filter { return compare("le", prop, v) }
+
+// And matches entities that every filter matches. Zero filters are skipped.
+func And(fs ...Filter) Filter { return join(" and ", fs) }
+
+// Or matches entities that any filter matches. Zero filters are skipped.
+func Or(fs ...Filter) Filter { return join(" or ", fs) }
+
+func join(op string, fs []Filter) Filter {
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		if f.err != nil {
+			return f
+		}
+		if f.expr != "" {
+			parts = append(parts, "("+f.expr+")")
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return Filter{}
+	case 1:
+		return Filter{expr: parts[0][1 : len(parts[0])-1]}
+	}
+	return Filter{expr: strings.Join(parts, op)}
+}
+
+// Not matches entities f does not match.
+func Not(f Filter) Filter {
+	if f.err != nil || f.expr == "" {
+		return f
+	}
+	return Filter{expr: "not (" + f.expr + ")"}
+}
+
+// PartitionKey matches one partition.
+func PartitionKey(pk string) Filter { return Eq("PartitionKey", pk) }
+
+// RowKeyRange matches RowKeys in [lo, hi); an empty bound is open.
+func RowKeyRange(lo, hi string) Filter {
+	var fs []Filter
+	if lo != "" {
+		fs = append(fs, Ge("RowKey", lo))
+	}
+	if hi != "" {
+		fs = append(fs, Lt("RowKey", hi))
+	}
+	return And(fs...)
+}
+
+// RowKeyPrefix matches the compound RowKeys (keys.Join) that start with
+// parts, using keys.PrefixRange: a range query, not a scan.
+func RowKeyPrefix(parts ...string) Filter {
+	if len(parts) == 0 {
+		return Filter{}
+	}
+	lo, hi := keys.PrefixRange(parts...)
+	return RowKeyRange(lo, hi)
+}
+
+// Literal renders v as an OData literal of its EDM type (see Filter).
+func Literal(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return "'" + strings.ReplaceAll(x, "'", "''") + "'", nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case int8, int16, int32, uint8, uint16:
+		return fmt.Sprint(x), nil
+	case int:
+		return strconv.Itoa(x) + "L", nil
+	case int64:
+		return strconv.FormatInt(x, 10) + "L", nil
+	case uint32:
+		return strconv.FormatUint(uint64(x), 10) + "L", nil
+	case aztables.EDMInt64:
+		return strconv.FormatInt(int64(x), 10) + "L", nil
+	case float32:
+		return doubleLiteral(float64(x))
+	case float64:
+		return doubleLiteral(x)
+	case time.Time:
+		return "datetime'" + x.UTC().Truncate(100).Format("2006-01-02T15:04:05.0000000Z") + "'", nil
+	case aztables.EDMDateTime:
+		return Literal(time.Time(x))
+	case []byte:
+		return "X'" + hex.EncodeToString(x) + "'", nil
+	case aztables.EDMBinary:
+		return Literal([]byte(x))
+	case aztables.EDMGUID:
+		g, err := ParseGUID(string(x))
+		if err != nil {
+			return "", err
+		}
+		return "guid'" + g.String() + "'", nil
+	}
+	rv := reflect.ValueOf(v)
+	switch {
+	case rv.Kind() == reflect.Array && rv.Len() == 16 && rv.Type().Elem().Kind() == reflect.Uint8:
+		var g GUID
+		reflect.Copy(reflect.ValueOf(&g).Elem(), rv)
+		return "guid'" + g.String() + "'", nil
+	case rv.Kind() == reflect.String:
+		return Literal(rv.String())
+	}
+	return "", fmt.Errorf("unsupported literal type %T", v)
+}
+
+func doubleLiteral(f float64) (string, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "", fmt.Errorf("no OData literal for %v", f)
+	}
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEn") {
+		s += ".0"
+	}
+	return s, nil
+}

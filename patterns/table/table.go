@@ -1,0 +1,249 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+)
+
+// Table is a typed view of one table: entities of type T (a struct) over an
+// aztables client. It is safe for concurrent use; it holds no per-call state.
+//
+// How T maps to an entity:
+//   - A string field named PartitionKey or tagged `table:",pk"` is the
+//     PartitionKey; likewise RowKey / `table:",rk"`. Computed keys (compound
+//     keys, index rows) come from WithKeys instead.
+//   - A field of type Meta (usually embedded) receives the ETag and
+//     Timestamp on reads; a time.Time field named Timestamp receives the
+//     Timestamp. Neither is ever written.
+//   - Every other exported field is a property, named by the field or by
+//     its tag `table:"Name"`. `table:"-"` skips a field; `omitempty` skips
+//     zero values; `json` stores any value as a JSON string; `guid` stores a
+//     string as Edm.Guid; `extra` on a map[string]any field captures stored
+//     properties T has no field for (and writes them back).
+//   - Types: string, bool, int8/16/32 and uint8/16 (Edm.Int32), int, int64
+//     and uint32 (Edm.Int64, sent as a string), float32/64 (always
+//     Edm.Double, also for whole numbers), time.Time (Edm.DateTime, UTC,
+//     100 ns), []byte (Edm.Binary), [16]byte types such as uuid.UUID
+//     (Edm.Guid), and pointers to these (nil = no property). Other types are
+//     rejected by New unless tagged `json`.
+type Table[T any] struct {
+	client *aztables.Client
+	codec  *codec
+	keyFn  func(*T) (pk, rk string)
+}
+
+// New returns a Table for entities of type T in the table client c talks
+// to. It analyses T once and fails with ErrInvalidEntity when T cannot be
+// stored (no way to find its keys, unsupported field types, more than 252
+// properties, invalid property names).
+func New[T any](c *aztables.Client) (*Table[T], error) {
+	if c == nil {
+		return nil, errors.New("table.New: nil *aztables.Client")
+	}
+	cd, err := codecFor(reflect.TypeFor[T]())
+	if err != nil {
+		return nil, err
+	}
+	t := &Table[T]{client: c, codec: cd}
+	if cd.pk != nil && cd.rk != nil {
+		t.keyFn = func(v *T) (string, string) {
+			rv := reflect.ValueOf(v).Elem()
+			return rv.FieldByIndex(cd.pk).String(), rv.FieldByIndex(cd.rk).String()
+		}
+	}
+	return t, nil
+}
+
+// WithKeys returns a view of the table that computes each entity's keys
+// with fn instead of reading them from its key fields. Use it for compound
+// and computed keys, and for storing the same entity under several keys
+// (index rows):
+//
+//	byEmail := employees.WithKeys(func(e *Employee) (string, string) {
+//		return e.Department, keys.Join("email", e.Email)
+//	})
+func (t *Table[T]) WithKeys(fn func(*T) (pk, rk string)) *Table[T] {
+	c := *t
+	c.keyFn = fn
+	return &c
+}
+
+// Client returns the underlying aztables client.
+func (t *Table[T]) Client() *aztables.Client { return t.client }
+
+// Properties returns the names of the properties T stores, in field order:
+// the default projection of queries.
+func (t *Table[T]) Properties() []string {
+	names := make([]string, len(t.codec.fields))
+	for i, f := range t.codec.fields {
+		names[i] = f.name
+	}
+	return names
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// encode encodes v with its keys. The caller must release the buffer with
+// release once the SDK call has returned.
+func (t *Table[T]) encode(op string, v *T) (encoded, *[]byte, error) {
+	if t.keyFn == nil {
+		return encoded{}, nil, &Error{Op: op, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them or use WithKeys", ErrInvalidEntity, t.codec.typ)}
+	}
+	pk, rk := t.keyFn(v)
+	bp := bufPool.Get().(*[]byte)
+	e, err := t.codec.encode((*bp)[:0], reflect.ValueOf(v).Elem(), pk, rk)
+	if err != nil {
+		release(bp)
+		var te *Error
+		if errors.As(err, &te) {
+			te.Op = op
+		}
+		return e, nil, err
+	}
+	*bp = e.body
+	return e, bp, nil
+}
+
+func release(bp *[]byte) {
+	if bp != nil && cap(*bp) <= 4<<20 {
+		bufPool.Put(bp)
+	}
+}
+
+// Insert adds v; it fails with ErrAlreadyExists when an entity with the same
+// keys exists. One round trip.
+//
+// If the response is lost and the retry policy resends the insert, the
+// resend answers ErrAlreadyExists although the first attempt succeeded;
+// callers that must tell the two apart re-read the entity.
+func (t *Table[T]) Insert(ctx context.Context, v T) (Result, error) {
+	e, bp, err := t.encode("insert", &v)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release(bp)
+	resp, err := t.client.AddEntity(ctx, e.body, &aztables.AddEntityOptions{Format: ptr(aztables.MetadataFormatNone)})
+	if err != nil {
+		return Result{}, wrap("insert", "", e.pk, e.rk, err)
+	}
+	return Result{ETag: resp.ETag}, nil
+}
+
+// Upsert inserts v or, when it exists, merges or replaces it (InsertOrMerge,
+// InsertOrReplace). The service has no conditional upsert; use Update with
+// an ETag for that. One round trip.
+func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (Result, error) {
+	um, err := updateMode("upsert", mode)
+	if err != nil {
+		return Result{}, err
+	}
+	e, bp, err := t.encode("upsert", &v)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release(bp)
+	resp, err := t.client.UpsertEntity(ctx, e.body, &aztables.UpsertEntityOptions{UpdateMode: um})
+	if err != nil {
+		return Result{}, wrap("upsert", "", e.pk, e.rk, err)
+	}
+	return Result{ETag: resp.ETag}, nil
+}
+
+// Update merges or replaces an existing entity, if its ETag still matches:
+// pass the ETag read with the entity (ErrPreconditionFailed when it changed
+// since), or azcore.ETagAny to update whatever version exists. An empty ETag
+// is an error (ErrNoETag): the choice must be explicit. ErrNotFound when the
+// entity does not exist. One round trip.
+func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode Mode) (Result, error) {
+	um, err := updateMode("update", mode)
+	if err != nil {
+		return Result{}, err
+	}
+	if etag == "" {
+		return Result{}, &Error{Op: "update", Err: ErrNoETag}
+	}
+	e, bp, err := t.encode("update", &v)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release(bp)
+	resp, err := t.client.UpdateEntity(ctx, e.body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: um})
+	if err != nil {
+		return Result{}, wrap("update", "", e.pk, e.rk, err)
+	}
+	return Result{ETag: resp.ETag}, nil
+}
+
+// Delete removes the entity with the given keys if its ETag still matches,
+// or whatever version exists with azcore.ETagAny. An empty ETag is an error
+// (ErrNoETag). ErrNotFound when the entity does not exist, which after a
+// lost response and a retry can also mean the first attempt deleted it. One
+// round trip.
+func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
+	if etag == "" {
+		return &Error{Op: "delete", PartitionKey: partitionKey, RowKey: rowKey, Err: ErrNoETag}
+	}
+	if err := validKeys(partitionKey, rowKey); err != nil {
+		return relabel(err, "delete")
+	}
+	_, err := t.client.DeleteEntity(ctx, partitionKey, rowKey, &aztables.DeleteEntityOptions{IfMatch: &etag})
+	return wrap("delete", "", partitionKey, rowKey, err)
+}
+
+// GetOptions configures Get. A nil *GetOptions means defaults.
+type GetOptions struct {
+	// Select limits the properties read (server-side projection). Default
+	// (nil): every property. The keys, ETag and Timestamp are always read.
+	Select []string
+}
+
+// Get reads one entity: a point query, one round trip. ErrNotFound when it
+// does not exist. With Select, only those properties are transferred.
+func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *GetOptions) (T, error) {
+	var v T
+	if err := validKeys(partitionKey, rowKey); err != nil {
+		return v, relabel(err, "get")
+	}
+	if opts != nil && opts.Select != nil {
+		// GetEntity has no $select: a point query through the list API has.
+		q := &Query{Filter: And(PartitionKey(partitionKey), Eq("RowKey", rowKey)), Select: opts.Select, Limit: 1}
+		for e, err := range t.Query(ctx, q) {
+			return e, relabel(err, "get")
+		}
+		return v, &Error{Op: "get", PartitionKey: partitionKey, RowKey: rowKey, StatusCode: 404, Code: "ResourceNotFound", Err: ErrNotFound}
+	}
+	resp, err := t.client.GetEntity(ctx, partitionKey, rowKey, &aztables.GetEntityOptions{Format: ptr(aztables.MetadataFormatMinimal)})
+	if err != nil {
+		return v, wrap("get", "", partitionKey, rowKey, err)
+	}
+	if err := t.codec.decode(resp.Value, reflect.ValueOf(&v).Elem(), resp.ETag); err != nil {
+		return v, &Error{Op: "get", PartitionKey: partitionKey, RowKey: rowKey, Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
+	}
+	return v, nil
+}
+
+func relabel(err error, op string) error {
+	var te *Error
+	if errors.As(err, &te) {
+		te.Op = op
+	}
+	return err
+}
+
+func updateMode(op string, m Mode) (aztables.UpdateMode, error) {
+	switch m {
+	case Merge:
+		return aztables.UpdateModeMerge, nil
+	case Replace:
+		return aztables.UpdateModeReplace, nil
+	}
+	return "", &Error{Op: op, Err: fmt.Errorf("%w: mode must be table.Merge or table.Replace, got %v", ErrInvalidEntity, m)}
+}
+
+func ptr[V any](v V) *V { return &v }

@@ -1,0 +1,99 @@
+package table
+
+import (
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+)
+
+// Meta receives an entity's service-maintained metadata on reads. Embed it
+// (or add a field of this type) in an entity struct; it is never written.
+type Meta struct {
+	// ETag identifies the version read; pass it to Update or Delete for
+	// optimistic concurrency.
+	ETag azcore.ETag
+	// Timestamp is the service's last-modified time, in UTC.
+	Timestamp time.Time
+}
+
+// GUID is an Edm.Guid value. Any type whose underlying type is [16]byte
+// (such as github.com/google/uuid.UUID) is stored as Edm.Guid; GUID is the
+// type Dynamic properties use.
+type GUID [16]byte
+
+// String formats g as xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
+func (g GUID) String() string {
+	var b [36]byte
+	return string(appendGUID(b[:0], g))
+}
+
+func appendGUID(b []byte, g [16]byte) []byte {
+	var h [32]byte
+	hex.Encode(h[:], g[:])
+	b = append(b, h[0:8]...)
+	b = append(b, '-')
+	b = append(b, h[8:12]...)
+	b = append(b, '-')
+	b = append(b, h[12:16]...)
+	b = append(b, '-')
+	b = append(b, h[16:20]...)
+	b = append(b, '-')
+	return append(b, h[20:32]...)
+}
+
+// ParseGUID parses the canonical 36-character form (case-insensitive).
+func ParseGUID(s string) (GUID, error) {
+	var g GUID
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return g, fmt.Errorf("invalid GUID %q", s)
+	}
+	src := []byte(s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:36])
+	if _, err := hex.Decode(g[:], src); err != nil {
+		return g, fmt.Errorf("invalid GUID %q", s)
+	}
+	return g, nil
+}
+
+// Mode chooses how an update or upsert treats properties the entity does
+// not carry.
+type Mode int
+
+const (
+	// Merge updates the properties sent and keeps the others (HTTP MERGE).
+	// A nil pointer field or an omitted zero value leaves the stored value.
+	Merge Mode = iota + 1
+	// Replace makes the entity exactly what is sent: stored properties that
+	// are not sent are removed (HTTP PUT).
+	Replace
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Merge:
+		return "merge"
+	case Replace:
+		return "replace"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// Dynamic is an entity whose shape is not known up front: keys, metadata
+// and a property bag. Use Table[Dynamic] to read or write any entity.
+//
+// Property values are string, bool, int32, int64, float64, time.Time,
+// []byte and GUID when read. Writes also accept int (as Int64), float32,
+// any [16]byte type (Guid) and the aztables EDM types.
+type Dynamic struct {
+	Meta
+	PartitionKey string
+	RowKey       string
+	Properties   map[string]any `table:",extra"`
+}
+
+// Result is the outcome of a successful write.
+type Result struct {
+	// ETag is the entity's new version.
+	ETag azcore.ETag
+}
