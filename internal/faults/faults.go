@@ -42,6 +42,10 @@ type Fault struct {
 	// response and returns ErrLost: the server applied the request but the
 	// client does not know.
 	LoseResponse bool
+	// Respond, if set, answers with the response it builds, without
+	// forwarding: for shapes of answers a real service gives and the
+	// emulator does not.
+	Respond func(*http.Request) *http.Response
 }
 
 // Request is what the transport recorded of one request that reached it.
@@ -153,6 +157,8 @@ func (t *Transport) apply(req *http.Request, f Fault, ok bool) (*http.Response, 
 		}
 	}
 	switch {
+	case f.Respond != nil:
+		return f.Respond(req), nil
 	case f.Err != nil:
 		return nil, f.Err
 	case f.Status != 0:

@@ -538,3 +538,13 @@ func batchETags(raw *http.Response) []azcore.ETag {
 		rest = rest[len("HTTP/1.1 "):]
 	}
 }
+
+// EstimateBatchSize returns the upper bound Submit uses for the request body
+// of one transaction holding ops.
+func EstimateBatchSize(ops []Op) int {
+	n := batchEnvelope
+	for _, o := range ops {
+		n += o.size
+	}
+	return n
+}

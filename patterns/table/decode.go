@@ -17,7 +17,8 @@ var propsPool = sync.Pool{New: func() any { s := make([]property, 0, 32); return
 
 // decode parses entity JSON into v (an addressable struct value). etag,
 // when not empty, overrides the body's odata.etag (GetEntity's header).
-func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag) error {
+// When keys is not nil it receives the stored PartitionKey and RowKey.
+func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]string) error {
 	pp := propsPool.Get().(*[]property)
 	defer func() {
 		clear(*pp)
@@ -43,14 +44,19 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag) error {
 			continue
 		}
 		switch string(p.name) {
-		case "PartitionKey":
-			if c.pk != nil && p.value.kind == 's' {
-				v.FieldByIndex(c.pk).SetString(stringOf(p.value))
+		case "PartitionKey", "RowKey":
+			at, pos := c.pk, 0
+			if p.name[0] == 'R' {
+				at, pos = c.rk, 1
 			}
-			continue
-		case "RowKey":
-			if c.rk != nil && p.value.kind == 's' {
-				v.FieldByIndex(c.rk).SetString(stringOf(p.value))
+			if (at != nil || keys != nil) && p.value.kind == 's' {
+				s := stringOf(p.value)
+				if at != nil {
+					v.FieldByIndex(at).SetString(s)
+				}
+				if keys != nil {
+					keys[pos] = s
+				}
 			}
 			continue
 		case "Timestamp":

@@ -98,7 +98,8 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *Query) (Page[T], error) {
 	if q == nil {
 		q = &Query{}
 	}
-	return t.page(ctx, q, q.Cursor, pageSize(q, 0))
+	p, _, err := t.fetch(ctx, q, q.Cursor, pageSize(q, 0), false)
+	return p, err
 }
 
 func pageSize(q *Query, returned int) int {
@@ -112,24 +113,34 @@ func pageSize(q *Query, returned int) int {
 	return n
 }
 
-func (t *Table[T]) page(ctx context.Context, q *Query, at Cursor, top int) (Page[T], error) {
+// fetch gets one page starting at at, with at most top entities, and
+// when wantKeys each entity's stored keys.
+func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, top int, wantKeys bool) (Page[T], [][2]string, error) {
 	var p Page[T]
 	opts, err := t.listOptions(q, at, top)
 	if err != nil {
-		return p, err
+		return p, nil, err
 	}
 	resp, err := t.client.NewListEntitiesPager(opts).NextPage(ctx)
 	if err != nil {
-		return p, wrap("query", "", "", "", err)
+		return p, nil, wrap("query", "", "", "", err)
 	}
 	p.Items = make([]T, len(resp.Entities))
+	var ks [][2]string
+	if wantKeys {
+		ks = make([][2]string, len(resp.Entities))
+	}
 	for i, raw := range resp.Entities {
-		if err := t.codec.decode(raw, reflect.ValueOf(&p.Items[i]).Elem(), ""); err != nil {
-			return Page[T]{}, &Error{Op: "query", Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
+		var k *[2]string
+		if wantKeys {
+			k = &ks[i]
+		}
+		if err := t.codec.decode(raw, reflect.ValueOf(&p.Items[i]).Elem(), "", k); err != nil {
+			return Page[T]{}, nil, &Error{Op: "query", Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
 		}
 	}
 	p.Next = newCursor(resp.NextPartitionKey, resp.NextRowKey)
-	return p, nil
+	return p, ks, nil
 }
 
 func (t *Table[T]) listOptions(q *Query, at Cursor, top int) (*aztables.ListEntitiesOptions, error) {
@@ -170,7 +181,7 @@ func (t *Table[T]) Query(ctx context.Context, q *Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		at, returned := q.Cursor, 0
 		for {
-			p, err := t.page(ctx, q, at, pageSize(q, returned))
+			p, _, err := t.fetch(ctx, q, at, pageSize(q, returned), false)
 			if err != nil {
 				var zero T
 				yield(zero, err)

@@ -222,7 +222,7 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *G
 	if err != nil {
 		return v, wrap("get", "", partitionKey, rowKey, err)
 	}
-	if err := t.codec.decode(resp.Value, reflect.ValueOf(&v).Elem(), resp.ETag); err != nil {
+	if err := t.codec.decode(resp.Value, reflect.ValueOf(&v).Elem(), resp.ETag, nil); err != nil {
 		return v, &Error{Op: "get", PartitionKey: partitionKey, RowKey: rowKey, Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
 	}
 	return v, nil

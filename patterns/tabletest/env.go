@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/retry"
 )
 
 // ConnectionStringEnv names the environment variable that points tests at an
@@ -90,7 +91,8 @@ func Main(m *testing.M) {
 type Env struct {
 	// ConnectionString is the account's connection string.
 	ConnectionString string
-	// Tables is a table service client with the SDK's default options.
+	// Tables is a table service client using retry.Default in place of
+	// azcore's built-in retry.
 	Tables *aztables.ServiceClient
 
 	t testing.TB
@@ -108,7 +110,7 @@ func New(t testing.TB) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := aztables.NewServiceClientFromConnectionString(cs, nil)
+	svc, err := aztables.NewServiceClientFromConnectionString(cs, clientOptions())
 	if err != nil {
 		t.Fatalf("tabletest: table service client: %v", err)
 	}
@@ -139,13 +141,19 @@ func uniqueName(hint string) string {
 	return b.String()
 }
 
+func clientOptions() *aztables.ClientOptions {
+	o := &aztables.ClientOptions{}
+	retry.Default.ApplyTo(&o.ClientOptions)
+	return o
+}
+
 func cleanupContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
 // Table creates a table with a fresh name and returns a client for it, built
-// with opts (nil means the SDK's defaults). The table is deleted when the
-// test ends.
+// with opts (nil means the Tables client's options, with retry.Default).
+// The table is deleted when the test ends.
 func (e *Env) Table(opts *aztables.ClientOptions) *aztables.Client {
 	e.t.Helper()
 	return e.CreateTable(e.Name(), opts)

@@ -1,0 +1,104 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"regexp"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/retry"
+)
+
+var tableName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{2,62}$`)
+
+// ValidTableName reports whether name is a valid table name: 3 to 63
+// letters and digits, starting with a letter (case-insensitive; "tables" is
+// reserved).
+func ValidTableName(name string) error {
+	if !tableName.MatchString(name) || name == "tables" || name == "Tables" {
+		return fmt.Errorf("%w: table name %q: want 3-63 letters and digits, starting with a letter", ErrInvalidEntity, name)
+	}
+	return nil
+}
+
+// tableBeingDeleted waits for a deleted table name to become usable: the
+// service needs 40 s or more after a delete. About 3 minutes in all.
+var tableBeingDeleted = retry.Policy{Default: time.Second, Min: time.Second, Max: 10 * time.Second, MaxRetries: 20}
+
+// CreateTable creates the table called name if it does not exist. While the
+// name still belongs to a table being deleted (409 TableBeingDeleted, which
+// lasts 40 s or more after a delete), it waits and tries again, for up to
+// about 3 minutes or until ctx ends. One round trip when nothing is in the
+// way.
+func CreateTable(ctx context.Context, svc *aztables.ServiceClient, name string) error {
+	if err := ValidTableName(name); err != nil {
+		return &Error{Op: "create table", Table: name, Err: err}
+	}
+	p := tableBeingDeleted
+	p.Retryable = func(err error) bool {
+		var re *azcore.ResponseError
+		return errors.As(err, &re) && re.ErrorCode == "TableBeingDeleted"
+	}
+	err := p.Do(ctx, func(ctx context.Context) error {
+		_, err := svc.CreateTable(ctx, name, nil)
+		var re *azcore.ResponseError
+		if errors.As(err, &re) && re.ErrorCode == "TableAlreadyExists" {
+			return nil
+		}
+		return err
+	})
+	var re *retry.Error
+	if errors.As(err, &re) {
+		err = re.Err
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			err = fmt.Errorf("%w (last answer: %w)", ctxErr, re.Err)
+		}
+	}
+	return wrap("create table", name, "", "", err)
+}
+
+// DeleteTable deletes the table called name: one round trip, and the
+// cheapest way to delete many entities (the guide's high-volume delete).
+// ErrTableNotFound when it does not exist. The name cannot be reused for 40 s
+// or more; use a fresh name for the next table.
+func DeleteTable(ctx context.Context, svc *aztables.ServiceClient, name string) error {
+	if err := ValidTableName(name); err != nil {
+		return &Error{Op: "delete table", Table: name, Err: err}
+	}
+	_, err := svc.DeleteTable(ctx, name, nil)
+	err = wrap("delete table", name, "", "", err)
+	var te *Error
+	if errors.As(err, &te) && te.StatusCode == 404 {
+		te.Code = "TableNotFound" // Azurite says ResourceNotFound
+	}
+	return err
+}
+
+// ListTables returns the names of the tables whose names start with prefix
+// ("" for all), in name order, one round trip per page.
+func ListTables(ctx context.Context, svc *aztables.ServiceClient, prefix string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		opts := &aztables.ListTablesOptions{}
+		if prefix != "" {
+			f := And(Ge("TableName", prefix), Lt("TableName", prefix+"{")).String() // '{' follows 'z'
+			opts.Filter = &f
+		}
+		pager := svc.NewListTablesPager(opts)
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				yield("", wrap("list tables", "", "", "", err))
+				return
+			}
+			for _, t := range page.Tables {
+				if t.Name != nil && !yield(*t.Name, nil) {
+					return
+				}
+			}
+		}
+	}
+}

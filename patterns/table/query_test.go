@@ -1,0 +1,292 @@
+package table_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/tabletest"
+)
+
+func load(t *testing.T, tb *table.Table[employee], dept string, n int) {
+	t.Helper()
+	var ops []table.Op
+	for i := 0; i < n; i++ {
+		ops = append(ops, tb.InsertOp(emp(dept, i)))
+	}
+	if _, err := tb.Submit(context.Background(), ops, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ids(es []employee) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Department + "/" + e.ID
+	}
+	return out
+}
+
+func TestQueryPagingLimitAndProjection(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable[employee](t)
+	load(t, tb, "Sales", 250)
+	load(t, tb, "Marketing", 20)
+	ctx := context.Background()
+
+	ft.Reset()
+	all, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 100}))
+	if err != nil || len(all) != 250 || ft.Count() != 3 {
+		t.Fatalf("got %d entities in %d round trips (%v), want 250 in 3", len(all), ft.Count(), err)
+	}
+	if !slices.IsSortedFunc(all, func(a, b employee) int { return strings.Compare(a.ID, b.ID) }) || all[0].ETag == "" {
+		t.Fatal("results not in RowKey order, or without ETags")
+	}
+	// Limit: the last page asks only for what is missing.
+	ft.Reset()
+	some, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 100, Limit: 130}))
+	if err != nil || len(some) != 130 || ft.Count() != 2 {
+		t.Fatalf("Limit 130: %d entities in %d round trips (%v)", len(some), ft.Count(), err)
+	}
+	if q := ft.Requests()[1].URL; !strings.Contains(q, "%24top=30") {
+		t.Fatalf("second page asked %s, want $top=30", q)
+	}
+	// Default projection: the fields of T; explicit projection.
+	if q := ft.Requests()[0].URL; !strings.Contains(q, "%24select=PartitionKey%2CRowKey%2CTimestamp%2CFirstName") {
+		t.Fatalf("default $select missing in %s", q)
+	}
+	ft.Reset()
+	proj, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.PartitionKey("Marketing"), Select: []string{"Age"}}))
+	if err != nil || len(proj) != 20 || proj[0].Age == 0 || proj[0].FirstName != "" || proj[0].ID != "" {
+		t.Fatalf("projection: %+v, %v", proj[0], err)
+	}
+	// A range query over compound RowKeys.
+	rng, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.And(table.PartitionKey("Sales"), table.RowKeyRange(keys.Pad(100, 6), keys.Pad(110, 6)))}))
+	if err != nil || len(rng) != 10 || rng[0].ID != "000100" || rng[9].ID != "000109" {
+		t.Fatalf("range query: %v, %v", ids(rng), err)
+	}
+	// Breaking out of the loop stops fetching.
+	ft.Reset()
+	n := 0
+	for _, err := range tb.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 10}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n++; n == 15 {
+			break
+		}
+	}
+	if ft.Count() != 2 {
+		t.Fatalf("breaking after 15 of pages of 10 fetched %d pages, want 2", ft.Count())
+	}
+}
+
+// A cursor is a string: a later process (a new client and Table) resumes
+// exactly where the earlier one stopped.
+func TestCursorResumesInAnotherProcess(t *testing.T) {
+	t.Parallel()
+	env := tabletest.New(t)
+	name := env.Name()
+	first, err := table.New[employee](env.CreateTable(name, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load(t, first, "Sales", 95)
+	ctx := context.Background()
+	want, err := table.Collect(first.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []employee
+	var saved string // what a process would persist between runs
+	for pages := 1; ; pages++ {
+		// Each page is read by a "new process": a new client and Table.
+		svc, err := aztables.NewServiceClientFromConnectionString(env.ConnectionString, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := table.New[employee](svc.NewClient(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := tb.QueryPage(ctx, &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 20, Cursor: table.Cursor(saved)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p.Items...)
+		saved = string(p.Next)
+		if saved == "" {
+			if pages != 5 {
+				t.Fatalf("%d pages of 20 for 95 entities, want 5", pages)
+			}
+			break
+		}
+	}
+	if !slices.Equal(ids(got), ids(want)) {
+		t.Fatalf("resumed reading returned %d entities, want the same %d as one query", len(got), len(want))
+	}
+}
+
+func TestFilterInjectionSelectsNothingExtra(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTable[employee](t)
+	load(t, tb, "Sales", 5)
+	load(t, tb, "x", 3)
+	ctx := context.Background()
+	for _, evil := range []string{
+		"x' or PartitionKey ne 'y",
+		"x' or '1' eq '1",
+		"Sales') or (PartitionKey ne '",
+		"x'",
+		"'",
+	} {
+		got, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.PartitionKey(evil)}))
+		if err != nil || len(got) != 0 {
+			t.Fatalf("PartitionKey(%q) returned %d entities (%v), want none", evil, len(got), err)
+		}
+	}
+	// A quote inside a real key matches exactly.
+	if _, err := tb.Insert(ctx, employee{Department: "o'brien", ID: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.PartitionKey("o'brien")}))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("PartitionKey(o'brien) = %d, %v", len(got), err)
+	}
+}
+
+func TestFilterLiterals(t *testing.T) {
+	g := uuidLike{0x41, 0x85, 0x40, 0x4a, 0x58, 0x18, 0x48, 0xc3, 0xb9, 0xbe, 0xf2, 0x17, 0xdf, 0x0d, 0xba, 0x6f}
+	tests := []struct {
+		f    table.Filter
+		want string
+	}{
+		{table.Eq("S", "it's"), "S eq 'it''s'"},
+		{table.Eq("I", int32(5)), "I eq 5"},
+		{table.Eq("I", 5), "I eq 5L"},
+		{table.Gt("I", int64(math.MaxInt64)), "I gt 9223372036854775807L"},
+		{table.Ge("F", 2.0), "F ge 2.0"},
+		{table.Lt("F", 1e-7), "F lt 1e-07"},
+		{table.Le("B", true), "B le true"},
+		{table.Ne("T", time.Date(2024, 5, 6, 9, 8, 9, 123456789, time.FixedZone("", 7200))), "T ne datetime'2024-05-06T07:08:09.1234567Z'"},
+		{table.Eq("Bin", []byte{0, 1, 0xff}), "Bin eq X'0001ff'"},
+		{table.Eq("G", g), "G eq guid'4185404a-5818-48c3-b9be-f217df0dba6f'"},
+		{table.Eq("G", aztables.EDMGUID("4185404A-5818-48C3-B9BE-F217DF0DBA6F")), "G eq guid'4185404a-5818-48c3-b9be-f217df0dba6f'"},
+		{table.And(table.PartitionKey("p"), table.Or(table.Eq("A", int32(1)), table.Not(table.Eq("A", int32(2))))), "(PartitionKey eq 'p') and ((A eq 1) or (not (A eq 2)))"},
+		{table.And(table.Filter{}, table.PartitionKey("p")), "PartitionKey eq 'p'"},
+		{table.RowKeyPrefix("empid", "0001"), "(RowKey ge 'empid!0001') and (RowKey lt 'empid!0001\"')"},
+		{table.RowKeyRange("", "b"), "RowKey lt 'b'"},
+	}
+	for _, tt := range tests {
+		if tt.f.Err() != nil || tt.f.String() != tt.want {
+			t.Errorf("got %q (%v), want %q", tt.f.String(), tt.f.Err(), tt.want)
+		}
+	}
+	for _, bad := range []table.Filter{
+		table.Eq("a b", "x"),
+		table.Eq("X", struct{}{}),
+		table.Eq("X", math.NaN()),
+		table.And(table.PartitionKey("p"), table.Eq("X", uint64(1))),
+		table.Not(table.Eq("1x", 1)),
+	} {
+		if !errors.Is(bad.Err(), table.ErrInvalidFilter) {
+			t.Errorf("filter %q: Err() = %v, want ErrInvalidFilter", bad.String(), bad.Err())
+		}
+	}
+}
+
+func TestTypedFiltersMatchStoredTypes(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTable[allTypes](t)
+	ctx := context.Background()
+	ts := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	g := uuidLike{9, 8, 7}
+	for i := 0; i < 10; i++ {
+		e := allTypes{PartitionKey: "p", RowKey: fmt.Sprint(i), I64: int64(i) << 40, I32: int32(i), F64: float64(i) + 0.5, T: ts.Add(time.Duration(i) * time.Hour), B: i%2 == 0, Bin: []byte{byte(i)}}
+		if i == 3 {
+			e.G = g
+		}
+		if _, err := tb.Insert(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		f    table.Filter
+		want int
+	}{
+		{table.Eq("I64", int64(3)<<40), 1},
+		{table.Ge("I32", int32(7)), 3},
+		{table.Gt("F64", 4.0), 6},
+		{table.Lt("T", ts.Add(2*time.Hour)), 2},
+		{table.Eq("B", true), 5},
+		{table.Eq("Bin", []byte{4}), 1},
+		{table.Eq("G", g), 1},
+	}
+	for _, tt := range tests {
+		got, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.And(table.PartitionKey("p"), tt.f)}))
+		if err != nil || len(got) != tt.want {
+			t.Errorf("%s: %d entities (%v), want %d", tt.f, len(got), err, tt.want)
+		}
+	}
+	// An invalid filter fails before the network.
+	if _, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.Eq("X", struct{}{})})); !errors.Is(err, table.ErrInvalidFilter) {
+		t.Fatalf("invalid filter: %v", err)
+	}
+}
+
+// The real service may answer with an empty page that still has a
+// continuation (Azurite never does). Query must follow the token.
+func TestEmptyPageWithContinuation(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable[employee](t)
+	load(t, tb, "Sales", 30)
+	ft.Reset()
+	ctx := context.Background()
+	b64 := base64.StdEncoding.EncodeToString
+	// First request: no entities, a continuation pointing at the first
+	// entity (Azurite's token format: base64 of the keys).
+	ft.Inject(faults.Fault{Respond: func(req *http.Request) *http.Response {
+		h := http.Header{"Content-Type": {"application/json"}}
+		h.Set("x-ms-continuation-NextPartitionKey", b64([]byte("Sales")))
+		h.Set("x-ms-continuation-NextRowKey", b64([]byte(keys.Pad(0, 6))))
+		body := `{"odata.metadata":"x","value":[]}`
+		return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req}
+	}})
+	got, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 7}))
+	if err != nil || len(got) != 30 {
+		t.Fatalf("%d entities (%v), want 30 after an empty first page", len(got), err)
+	}
+	if ft.Count() != 1+5 {
+		t.Fatalf("%d round trips, want 6 (the empty page, then 5 pages of up to 7)", ft.Count())
+	}
+	// QueryPage surfaces the empty page and its cursor.
+	ft.Inject(faults.Fault{Respond: func(req *http.Request) *http.Response {
+		h := http.Header{"Content-Type": {"application/json"}}
+		h.Set("x-ms-continuation-NextPartitionKey", b64([]byte("Sales")))
+		h.Set("x-ms-continuation-NextRowKey", b64([]byte(keys.Pad(5, 6))))
+		return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader(`{"value":[]}`)), Request: req}
+	}})
+	p, err := tb.QueryPage(ctx, &table.Query{Filter: table.PartitionKey("Sales")})
+	if err != nil || len(p.Items) != 0 || p.Next == "" {
+		t.Fatalf("empty page: %d items, Next %q, %v", len(p.Items), p.Next, err)
+	}
+	p, err = tb.QueryPage(ctx, &table.Query{Filter: table.PartitionKey("Sales"), Cursor: p.Next})
+	if err != nil || len(p.Items) != 25 || p.Items[0].ID != keys.Pad(5, 6) || p.Next != "" {
+		t.Fatalf("after the empty page: %d items from %v, Next %q, %v", len(p.Items), ids(p.Items[:1]), p.Next, err)
+	}
+	if _, err := tb.QueryPage(ctx, &table.Query{Cursor: "garbage"}); err == nil {
+		t.Fatal("a malformed cursor must be an error")
+	}
+}
