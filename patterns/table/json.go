@@ -1,6 +1,7 @@
 package table
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"strconv"
@@ -109,6 +110,8 @@ type property struct {
 
 var errSyntax = errors.New("malformed entity JSON")
 
+const odataType = "@odata.type"
+
 // scanObject parses a flat JSON object into props (reusing its storage).
 // Annotations ("X@odata.type") are attached to their property; other
 // "odata." metadata is returned only for odata.etag. Nested objects and
@@ -147,9 +150,9 @@ func scanObject(data []byte, props []property) ([]property, string, error) {
 			return props, "", err
 		}
 		switch {
-		case len(name) > 12 && string(name[len(name)-12:]) == "@odata.type":
+		case bytes.HasSuffix(name, []byte(odataType)):
 			if v.kind == 's' {
-				anns = append(anns, annotation{name[:len(name)-12], v.raw})
+				anns = append(anns, annotation{name[:len(name)-len(odataType)], v.raw})
 			}
 		case string(name) == "odata.etag":
 			if v.kind == 's' {

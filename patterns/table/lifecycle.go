@@ -51,13 +51,8 @@ func CreateTable(ctx context.Context, svc *aztables.ServiceClient, name string) 
 		}
 		return err
 	})
-	var re *retry.Error
-	if errors.As(err, &re) {
-		err = re.Err
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			err = fmt.Errorf("%w (last answer: %w)", ctxErr, re.Err)
-		}
-	}
+	// A *retry.Error: it names the attempts and wraps the last answer (and
+	// the context's error when that ended the wait).
 	return wrap("create table", name, "", "", err)
 }
 

@@ -85,6 +85,11 @@ func (m Mode) String() string {
 // Property values are string, bool, int32, int64, float64, time.Time,
 // []byte and GUID when read. Writes also accept int (as Int64), float32,
 // any [16]byte type (Guid) and the aztables EDM types.
+//
+// One ambiguity is inherent: the service (and Azurite) return a whole-number
+// Edm.Double such as 2.0 as the JSON number 2 without a type annotation, so
+// a property bag reads it as int32(2). Typed struct fields do not have this
+// problem: a float64 field reads 2 as 2.0.
 type Dynamic struct {
 	Meta
 	PartitionKey string
