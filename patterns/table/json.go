@@ -236,18 +236,28 @@ func hasWord(data []byte, i int, w string) bool {
 
 // stringOf returns the unescaped string value.
 func stringOf(v jsonValue) string {
-	if !v.esc {
+	if !v.esc && utf8.Valid(v.raw) {
 		return string(v.raw)
 	}
 	return string(unescape(v.raw))
 }
 
-// unescape decodes JSON string escapes. Invalid escapes decode as U+FFFD,
-// as encoding/json does with lone surrogates.
+// unescape decodes JSON string escapes. Invalid escapes, lone surrogates
+// and invalid UTF-8 bytes decode as U+FFFD, as in encoding/json.
 func unescape(s []byte) []byte {
 	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				out = utf8.AppendRune(out, utf8.RuneError)
+				continue
+			}
+			out = append(out, s[i:i+size]...)
+			i += size - 1
+			continue
+		}
 		if c != '\\' || i+1 >= len(s) {
 			out = append(out, c)
 			continue
