@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
 )
 
@@ -30,9 +31,10 @@ func main() {
 
 // tour holds what the steps share.
 type tour struct {
-	svc   *aztables.ServiceClient
-	name  string // the tour's table
-	table *aztables.Client
+	connStr   string
+	svc       *aztables.ServiceClient
+	name      string // the tour's table
+	employees *table.Table[Employee]
 }
 
 // step is one narrated part of the tour.
@@ -45,7 +47,13 @@ var steps = []step{
 	{"Create a table for the company", (*tour).createTable},
 	{"Store employees: PartitionKey = department, RowKey = zero-padded employee id", (*tour).storeEmployees},
 	{"Point query: one department, one employee id", (*tour).pointQuery},
-	{"Range query: employees 000100-000199 of Sales", (*tour).rangeQuery},
+	{"Range query with projection: employees 000100-000199 of Sales, names only", (*tour).rangeQuery},
+	{"Continuation tokens: page through a partition and resume from a saved cursor", (*tour).continuation},
+	{"Merge or replace", (*tour).mergeOrReplace},
+	{"Optimistic concurrency: two writers, one ETag", (*tour).concurrency},
+	{"Bulk load: 1,000 entities in entity group transactions", (*tour).bulkLoad},
+	{"Shared access signature: read-only, one partition", (*tour).sas},
+	{"Bad input is stopped before the network", (*tour).validation},
 }
 
 func run() error {
@@ -62,11 +70,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	svc, err := aztables.NewServiceClientFromConnectionString(cs, nil)
+	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
 	if err != nil {
 		return err
 	}
-	t := &tour{svc: svc, name: fmt.Sprintf("tour%d", time.Now().UnixNano())}
+	t := &tour{connStr: cs, svc: svc, name: fmt.Sprintf("tour%d", time.Now().UnixNano())}
 	defer t.cleanup()
 
 	for i, s := range steps {
@@ -82,23 +90,27 @@ func run() error {
 func (t *tour) say(format string, args ...any) { fmt.Printf("   "+format+"\n", args...) }
 
 func (t *tour) cleanup() {
-	if t.table == nil {
+	if t.employees == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := t.table.Delete(ctx, nil); err != nil {
+	if err := table.DeleteTable(ctx, t.svc, t.name); err != nil {
 		fmt.Fprintln(os.Stderr, "deleting the tour's table:", err)
 		return
 	}
-	fmt.Printf("Deleted table %s.\n", t.name)
+	fmt.Printf("Deleted table %s (one request, however many entities: the guide's high-volume delete).\n", t.name)
 }
 
 func (t *tour) createTable(ctx context.Context) error {
-	if _, err := t.svc.CreateTable(ctx, t.name, nil); err != nil {
+	if err := table.CreateTable(ctx, t.svc, t.name); err != nil {
 		return err
 	}
-	t.table = t.svc.NewClient(t.name)
+	employees, err := table.New[Employee](t.svc.NewClient(t.name))
+	if err != nil {
+		return err
+	}
+	t.employees = employees
 	t.say("created table %s (unique name: a deleted name cannot be reused for 40 s or more)", t.name)
 	return nil
 }

@@ -73,23 +73,21 @@ func (e *Error) Error() string {
 	if e.PartitionKey != "" || e.RowKey != "" {
 		where += fmt.Sprintf(" (PartitionKey %q, RowKey %q)", e.PartitionKey, e.RowKey)
 	}
-	if e.StatusCode != 0 {
-		return fmt.Sprintf("table: %s: %d %s: %s", where, e.StatusCode, e.Code, short(e.Err))
+	if e.StatusCode == 0 {
+		return fmt.Sprintf("table: %s: %v", where, e.Err)
 	}
-	return fmt.Sprintf("table: %s: %v", where, e.Err)
-}
-
-// short keeps a service error to its first line: azcore's messages are
-// multi-line dumps of the whole response.
-func short(err error) string {
+	// Not e.Err's text: azcore's messages are multi-line dumps of the
+	// whole response. errors.As reaches it.
+	code := e.Code
+	if code == "" {
+		code = http.StatusText(e.StatusCode)
+	}
+	msg := fmt.Sprintf("table: %s: %d %s", where, e.StatusCode, code)
 	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		if re.ErrorCode != "" {
-			return re.ErrorCode
-		}
-		return http.StatusText(re.StatusCode)
+	if !errors.As(e.Err, &re) {
+		msg += ": " + e.Err.Error()
 	}
-	return err.Error()
+	return msg
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -1,0 +1,90 @@
+// Package table is the typed core every tablekit pattern builds on: a
+// Table[T] of Go structs over an *aztables.Client, with exact EDM types,
+// explicit optimistic concurrency, safe filters, lazy queries with
+// resumable cursors, a batch planner and parallel fan-out. It layers on the
+// Azure SDK rather than hiding it: Client returns the raw client, service
+// errors still unwrap to *azcore.ResponseError, and clients built here are
+// ordinary aztables clients.
+//
+// # When to use it
+//
+// Use it for any entity you read or write from Go: it replaces hand-written
+// JSON with a codec that keeps Int64, Double, DateTime, Binary and Guid
+// types, it validates every limit of the real service before the network
+// (Azurite accepts much that Azure rejects), and it makes the guide's
+// implementation considerations (point and range queries, projection,
+// continuation tokens, entity group transactions, merge or replace,
+// optimistic concurrency, shared access signatures, parallel queries) one
+// call each.
+//
+// # Mapping
+//
+// See Table for the struct rules. In short: key fields are PartitionKey and
+// RowKey (or tagged pk and rk), or computed by WithKeys; an embedded Meta
+// receives ETag and Timestamp; every other exported field is a property.
+// Dynamic reads and writes entities of any shape.
+//
+// # Consistency
+//
+// One entity is strongly consistent. Update and Delete take an ETag: the one
+// read with the entity (the write fails with ErrPreconditionFailed if the
+// entity changed since; retry with retry.Policy.Do and retry.RetryOn412), or
+// azcore.ETagAny to overwrite whatever is there. There is no default: an
+// empty ETag is ErrNoETag. Submit's transactions are atomic per transaction:
+// ops of one partition travel together, and Atomic groups are never split.
+// Across transactions, partitions and tables there is no atomicity; see
+// package eventual.
+//
+// Retries (retry.Default, installed by ClientOptions and the constructors
+// here) may resend a request whose response was lost: a resent insert then
+// answers ErrAlreadyExists, a resent conditional write ErrPreconditionFailed,
+// a resent delete ErrNotFound, although the first attempt succeeded. When the
+// difference matters, re-read.
+//
+// # Cost in round trips
+//
+//	Insert, Upsert, Update, Delete, Get        1
+//	Get with Select (projection)              1 (a point query)
+//	QueryPage                                 1
+//	Query / Collect                           1 per page (at most 1,000 entities a page)
+//	FanOut over n queries                     1 per page of each, Concurrency at a time
+//	Submit of n ops                           1 per transaction: ceil(n/100) per partition
+//	                                          when under 4 MiB; Transactions reports it
+//	CreateTable, DeleteTable                  1 (CreateTable waits out TableBeingDeleted)
+//	SASURL                                    0 (signed locally)
+//
+// # Limits checked before the network
+//
+// Keys (keys.Validate: no / \ # ? or control characters, at most 1 KiB of
+// UTF-16, and a non-empty PartitionKey, which the SDK cannot address), at
+// most 252 properties, property names (C# identifiers, at most 255
+// characters, not PartitionKey, RowKey or Timestamp), string and binary
+// values up to 64 KiB (strings counted as UTF-16), entities up to 1 MiB as
+// the service counts them, and for Submit one partition per atomic group,
+// each entity once per transaction, 100 operations and 4 MiB per
+// transaction. A rejected write names the entity and the limit and sends
+// nothing.
+//
+// # Errors
+//
+// Every error is a *Error (or *BatchError for Submit) naming the operation
+// and entity, and satisfies errors.Is with ErrNotFound, ErrTableNotFound,
+// ErrAlreadyExists, ErrPreconditionFailed, ErrTooLarge, ErrInvalidKey,
+// ErrInvalidEntity, ErrInvalidBatch, ErrNoETag, ErrInvalidFilter,
+// ErrThrottled or ErrNotApplied as fits. Batch failures name the failing
+// op by its index in the ops given to Submit (OpError), with its keys, status
+// and service error code, parsed from the 202 multipart answer the SDK
+// reports without a code.
+//
+// # Performance
+//
+// The codec reflects over T once; encoding writes JSON straight into a
+// pooled buffer and decoding scans the flat entity object without building
+// maps. Encode plus decode of a 10-property entity takes about 3.8 µs and 14
+// allocations, against 32 µs and 203 allocations for aztables.EDMEntity and
+// 15 µs and 115 allocations for encoding/json with a map (see BENCHMARKS.md).
+// Against Azurite, point operations run at the raw SDK's speed and Submit
+// loads 10,000 entities at about 1.4 times the rate of a hand-written
+// sequential 100-op SubmitTransaction loop (Concurrency 4), about 11 times
+// the rate of single inserts.
+package table
