@@ -53,73 +53,74 @@ func benchTable(b *testing.B) (*aztables.Client, *table.Table[row]) {
 	return c, tb
 }
 
-func BenchmarkInsert(b *testing.B) {
+// BenchmarkPointOps interleaves one tablekit call and one raw call per
+// iteration and times each, so that the emulator's drift (it speeds up and
+// slows down over a run by more than 10%) affects both alike. It reports
+// both rates and their ratio.
+func BenchmarkPointOps(b *testing.B) {
 	ctx := context.Background()
-	b.Run("tablekit", func(b *testing.B) {
-		_, tb := benchTable(b)
+	paired := func(b *testing.B, tk, raw func(i int) error) {
+		var tkTime, rawTime time.Duration
 		b.ReportAllocs()
-		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if _, err := tb.Insert(ctx, newRow("p", i)); err != nil {
+			start := time.Now()
+			if err := tk(i); err != nil {
 				b.Fatal(err)
 			}
+			mid := time.Now()
+			if err := raw(i); err != nil {
+				b.Fatal(err)
+			}
+			tkTime, rawTime = tkTime+mid.Sub(start), rawTime+time.Since(mid)
 		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entities/s")
-	})
-	b.Run("raw", func(b *testing.B) {
-		c, _ := benchTable(b)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			body, err := rawEntity(newRow("p", i))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := c.AddEntity(ctx, body, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entities/s")
-	})
-}
-
-func BenchmarkGet(b *testing.B) {
-	ctx := context.Background()
-	c, tb := benchTable(b)
-	const n = 200
-	var ops []table.Op
-	for i := 0; i < n; i++ {
-		ops = append(ops, tb.InsertOp(newRow("p", i)))
+		b.ReportMetric(float64(b.N)/tkTime.Seconds(), "tablekit-ops/s")
+		b.ReportMetric(float64(b.N)/rawTime.Seconds(), "raw-ops/s")
+		b.ReportMetric(rawTime.Seconds()/tkTime.Seconds(), "tablekit/raw")
 	}
-	if _, err := tb.Submit(ctx, ops, nil); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("tablekit", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			if _, err := tb.Get(ctx, "p", keys.Pad(uint64(i%n), 8), nil); err != nil {
-				b.Fatal(err)
+	b.Run("insert", func(b *testing.B) {
+		c, tb := benchTable(b)
+		paired(b, func(i int) error {
+			_, err := tb.Insert(ctx, newRow("tk", i))
+			return err
+		}, func(i int) error {
+			body, err := rawEntity(newRow("raw", i))
+			if err == nil {
+				_, err = c.AddEntity(ctx, body, nil)
 			}
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entities/s")
+			return err
+		})
 	})
-	b.Run("raw", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			resp, err := c.GetEntity(ctx, "p", keys.Pad(uint64(i%n), 8), nil)
+	b.Run("get", func(b *testing.B) {
+		c, tb := benchTable(b)
+		const n = 200
+		var ops []table.Op
+		for i := 0; i < n; i++ {
+			ops = append(ops, tb.InsertOp(newRow("p", i)))
+		}
+		if _, err := tb.Submit(ctx, ops, nil); err != nil {
+			b.Fatal(err)
+		}
+		paired(b, func(i int) error {
+			_, err := tb.Get(ctx, "p", keys.Pad(uint64(i%n), 8), nil)
+			return err
+		}, func(i int) error {
+			resp, err := c.GetEntity(ctx, "p", keys.Pad(uint64((i+n/2)%n), 8), nil)
 			if err != nil {
-				b.Fatal(err)
+				return err
 			}
 			var e aztables.EDMEntity
-			if err := json.Unmarshal(resp.Value, &e); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entities/s")
+			return json.Unmarshal(resp.Value, &e)
+		})
 	})
 }
 
-// BenchmarkBulkLoad loads 10,000 entities over 10 partitions per iteration.
+// BenchmarkBulkLoad loads 10,000 entities over 10 partitions per variant
+// and iteration, interleaving the variants within each iteration (so the
+// emulator's drift affects all alike): the planner with its default
+// concurrency (4), the planner with Concurrency 1, and the hand-written loop
+// a careful user would write (group by partition, 100-op SubmitTransaction,
+// one after another). Single inserts are measured on 1,000 entities, first
+// in each iteration.
 func BenchmarkBulkLoad(b *testing.B) {
 	const total, parts = 10000, 10
 	ctx := context.Background()
@@ -127,79 +128,93 @@ func BenchmarkBulkLoad(b *testing.B) {
 	for i := range rows {
 		rows[i] = newRow(fmt.Sprint(i%parts), i)
 	}
-	report := func(b *testing.B, n int) {
-		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "entities/s")
+	planner := func(tb *table.Table[row], conc int) error {
+		ops := make([]table.Op, len(rows))
+		for j, r := range rows {
+			ops[j] = tb.InsertOp(r)
+		}
+		_, err := tb.Submit(ctx, ops, &table.BatchOptions{Concurrency: conc})
+		return err
 	}
-	b.Run("tablekit", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			_, tb := benchTable(b)
-			b.StartTimer()
-			ops := make([]table.Op, len(rows))
-			for j, r := range rows {
-				ops[j] = tb.InsertOp(r)
+	raw := func(c *aztables.Client) error {
+		byPK := map[string][]aztables.TransactionAction{}
+		for _, r := range rows {
+			body, err := rawEntity(r)
+			if err != nil {
+				return err
 			}
-			if _, err := tb.Submit(ctx, ops, nil); err != nil {
+			byPK[r.PartitionKey] = append(byPK[r.PartitionKey], aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: body})
+		}
+		for _, acts := range byPK {
+			for len(acts) > 0 {
+				n := min(100, len(acts))
+				if _, err := c.SubmitTransaction(ctx, acts[:n], nil); err != nil {
+					return err
+				}
+				acts = acts[n:]
+			}
+		}
+		return nil
+	}
+	env := tabletest.New(b)
+	fresh := func() (*aztables.Client, *table.Table[row], func()) {
+		name := env.Name()
+		if err := table.CreateTable(ctx, env.Tables, name); err != nil {
+			b.Fatal(err)
+		}
+		c := env.Tables.NewClient(name)
+		tb, err := table.New[row](c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c, tb, func() { _ = table.DeleteTable(ctx, env.Tables, name) }
+	}
+	var tkTime, seqTime, rawTime, singleTime time.Duration
+	for i := 0; i < b.N; i++ {
+		// Fresh tables each iteration, deleted after it: the emulator slows
+		// down as it holds more entities.
+		b.StopTimer()
+		_, t1, d1 := fresh()
+		_, t2, d2 := fresh()
+		c3, _, d3 := fresh()
+		_, t4, d4 := fresh()
+		b.StartTimer()
+		start := time.Now()
+		for _, r := range rows[:1000] { // first: the emulator is freshest
+			if _, err := t4.Insert(ctx, r); err != nil {
 				b.Fatal(err)
 			}
 		}
-		report(b, total)
-	})
-	b.Run("tablekit-sequential", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			_, tb := benchTable(b)
-			b.StartTimer()
-			ops := make([]table.Op, len(rows))
-			for j, r := range rows {
-				ops[j] = tb.InsertOp(r)
-			}
-			if _, err := tb.Submit(ctx, ops, &table.BatchOptions{Concurrency: 1}); err != nil {
-				b.Fatal(err)
-			}
+		t := time.Now()
+		singleTime += t.Sub(start)
+		if err := planner(t1, 0); err != nil {
+			b.Fatal(err)
 		}
-		report(b, total)
-	})
-	// The hand-written loop: group by partition, 100-op SubmitTransaction.
-	b.Run("raw", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			c, _ := benchTable(b)
-			b.StartTimer()
-			byPK := map[string][]aztables.TransactionAction{}
-			for _, r := range rows {
-				body, err := rawEntity(r)
-				if err != nil {
-					b.Fatal(err)
-				}
-				byPK[r.PartitionKey] = append(byPK[r.PartitionKey], aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd, Entity: body})
-			}
-			for _, acts := range byPK {
-				for len(acts) > 0 {
-					n := min(100, len(acts))
-					if _, err := c.SubmitTransaction(ctx, acts[:n], nil); err != nil {
-						b.Fatal(err)
-					}
-					acts = acts[n:]
-				}
-			}
+		t, start = time.Now(), t
+		tkTime += t.Sub(start)
+		if err := planner(t2, 1); err != nil {
+			b.Fatal(err)
 		}
-		report(b, total)
-	})
-	// Per-entity inserts, for comparison (1,000 entities per iteration).
-	b.Run("single-inserts", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			_, tb := benchTable(b)
-			b.StartTimer()
-			for _, r := range rows[:1000] {
-				if _, err := tb.Insert(ctx, r); err != nil {
-					b.Fatal(err)
-				}
-			}
+		t, start = time.Now(), t
+		seqTime += t.Sub(start)
+		if err := raw(c3); err != nil {
+			b.Fatal(err)
 		}
-		report(b, 1000)
-	})
+		rawTime += time.Since(t)
+		b.StopTimer()
+		d1()
+		d2()
+		d3()
+		d4()
+		b.StartTimer()
+	}
+	rate := func(n int, d time.Duration) float64 { return float64(n*b.N) / d.Seconds() }
+	b.ReportMetric(rate(total, tkTime), "tablekit-entities/s")
+	b.ReportMetric(rate(total, seqTime), "tablekit-seq-entities/s")
+	b.ReportMetric(rate(total, rawTime), "raw-entities/s")
+	b.ReportMetric(rate(1000, singleTime), "single-entities/s")
+	b.ReportMetric(rawTime.Seconds()/tkTime.Seconds(), "tablekit/raw")
+	b.ReportMetric(rawTime.Seconds()/seqTime.Seconds(), "tablekit-seq/raw")
 }
 
 // BenchmarkStream reads whole partitions and reports allocations and the
