@@ -4,7 +4,7 @@
 GO      ?= go
 AZURITE := node_modules/azurite/dist/src/azurite.js
 
-.PHONY: demo test bench emulator
+.PHONY: demo test bench lint emulator
 
 # The pinned emulator (package-lock.json), installed into ./node_modules.
 emulator: $(AZURITE)
@@ -31,3 +31,8 @@ bench: $(AZURITE)
 	$(GO) test -run '^$$' -bench 'PointOps' -benchmem -benchtime 3s ./patterns/table | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'BulkLoad|Stream' -benchmem -benchtime 2x ./patterns/table | tee -a bench.out
 	@echo; awk -f .ci/benchtable.awk bench.out
+
+# staticcheck, installed into ./bin at a pinned version.
+lint:
+	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+	./bin/staticcheck ./...

@@ -24,6 +24,7 @@ type Error struct {
 	Reason string // what is wrong
 }
 
+// Error describes the problem, quoting the key.
 func (e *Error) Error() string {
 	if e.Pos >= 0 {
 		return fmt.Sprintf("invalid key %q: %s at byte %d", e.Key, e.Reason, e.Pos)

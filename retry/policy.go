@@ -116,6 +116,7 @@ type Error struct {
 	ctxErr   error // set when the context ended the loop
 }
 
+// Error gives the last error and the number of attempts.
 func (e *Error) Error() string {
 	if e.ctxErr != nil {
 		return fmt.Sprintf("%v after %d attempt(s); last error: %v", e.ctxErr, e.Attempts, e.Err)

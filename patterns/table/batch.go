@@ -61,11 +61,10 @@ func (o Op) RowKey() string { return o.rk }
 func (o Op) Err() error { return o.err }
 
 func (t *Table[T]) op(name string, kind aztables.TransactionType, v *T, etag *azcore.ETag) Op {
-	if t.keyFn == nil {
-		_, _, err := t.encode(name, v)
+	pk, rk, err := t.keysOf(name, v)
+	if err != nil {
 		return Op{kind: kind, err: err}
 	}
-	pk, rk := t.keyFn(v)
 	e, err := t.codec.encode(make([]byte, 0, 256), reflect.ValueOf(v).Elem(), pk, rk)
 	if err != nil {
 		return Op{kind: kind, pk: pk, rk: rk, err: relabel(err, name)}
@@ -188,6 +187,7 @@ type BatchError struct {
 	Errs   []error // the distinct causes: failing ops' errors, validation errors, context errors
 }
 
+// Error summarises the failures, naming up to three causes.
 func (e *BatchError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "table: batch: %d of %d operations not applied", e.Failed, e.Total)
@@ -212,6 +212,7 @@ type OpError struct {
 	Err   *Error // what failed
 }
 
+// Error names the op by its index, then the failure.
 func (e *OpError) Error() string { return fmt.Sprintf("op %d: %v", e.Index, e.Err) }
 
 // Unwrap returns the *Error.

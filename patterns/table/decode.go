@@ -63,7 +63,7 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 			if c.timestamp != nil || c.meta != nil {
 				ts, err := parseTime(p.value)
 				if err != nil {
-					return fmt.Errorf("Timestamp: %w", err)
+					return fmt.Errorf("property Timestamp: %w", err)
 				}
 				if c.timestamp != nil {
 					v.FieldByIndex(c.timestamp).Set(reflect.ValueOf(ts))

@@ -65,6 +65,7 @@ type Error struct {
 	Err          error
 }
 
+// Error names the operation, the entity and the failure in one line.
 func (e *Error) Error() string {
 	where := e.Op
 	if e.Table != "" {
@@ -90,6 +91,7 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is matches the sentinel for the error's status and code.

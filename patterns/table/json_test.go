@@ -55,7 +55,7 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 
 func TestAppendFloatMatchesEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 2))
-	vals := []float64{0, -0.0, 1, 2, 1e20, 1e21, 1e-6, 1e-7, 123.456, math.MaxFloat64, math.SmallestNonzeroFloat64, -1e-300}
+	vals := []float64{0, math.Copysign(0, -1), 1, 2, 1e20, 1e21, 1e-6, 1e-7, 123.456, math.MaxFloat64, math.SmallestNonzeroFloat64, -1e-300}
 	for i := 0; i < 100000; i++ {
 		vals = append(vals, math.Float64frombits(r.Uint64()))
 	}

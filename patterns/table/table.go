@@ -89,13 +89,22 @@ func (t *Table[T]) Properties() []string {
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
+// keysOf returns v's keys, or an error when T has no way to give them.
+func (t *Table[T]) keysOf(op string, v *T) (pk, rk string, err error) {
+	if t.keyFn == nil {
+		return "", "", &Error{Op: op, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them or use WithKeys", ErrInvalidEntity, t.codec.typ)}
+	}
+	pk, rk = t.keyFn(v)
+	return pk, rk, nil
+}
+
 // encode encodes v with its keys. The caller must release the buffer with
 // release once the SDK call has returned.
 func (t *Table[T]) encode(op string, v *T) (encoded, *[]byte, error) {
-	if t.keyFn == nil {
-		return encoded{}, nil, &Error{Op: op, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them or use WithKeys", ErrInvalidEntity, t.codec.typ)}
+	pk, rk, err := t.keysOf(op, v)
+	if err != nil {
+		return encoded{}, nil, err
 	}
-	pk, rk := t.keyFn(v)
 	bp := bufPool.Get().(*[]byte)
 	e, err := t.codec.encode((*bp)[:0], reflect.ValueOf(v).Elem(), pk, rk)
 	if err != nil {

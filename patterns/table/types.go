@@ -10,6 +10,7 @@ import (
 
 // Meta receives an entity's service-maintained metadata on reads. Embed it
 // (or add a field of this type) in an entity struct; it is never written.
+// (The codec sets its fields by position: ETag first, Timestamp second.)
 type Meta struct {
 	// ETag identifies the version read; pass it to Update or Delete for
 	// optimistic concurrency.
@@ -69,6 +70,7 @@ const (
 	Replace
 )
 
+// String returns "merge" or "replace".
 func (m Mode) String() string {
 	switch m {
 	case Merge:
