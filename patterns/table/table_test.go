@@ -218,3 +218,39 @@ func TestPointOperationsAndConcurrency(t *testing.T) {
 		t.Fatalf("projected Get of a missing entity = %v, want ErrNotFound", err)
 	}
 }
+
+// The cost table of the package documentation, asserted.
+func TestRoundTripsPerOperation(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable[employee](t)
+	ctx := context.Background()
+	e := employee{Department: "Sales", ID: "000001", FirstName: "A"}
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"Insert", func() error { _, err := tb.Insert(ctx, e); return err }},
+		{"Get", func() error { _, err := tb.Get(ctx, "Sales", "000001", nil); return err }},
+		{"Get with Select", func() error {
+			_, err := tb.Get(ctx, "Sales", "000001", &table.GetOptions{Select: []string{"FirstName"}})
+			return err
+		}},
+		{"Update", func() error { _, err := tb.Update(ctx, e, azcore.ETagAny, table.Merge); return err }},
+		{"Upsert", func() error { _, err := tb.Upsert(ctx, e, table.Replace); return err }},
+		{"QueryPage", func() error { _, err := tb.QueryPage(ctx, &table.Query{Filter: table.PartitionKey("Sales")}); return err }},
+		{"Submit of 3 ops", func() error {
+			_, err := tb.Submit(ctx, []table.Op{tb.InsertOp(employee{Department: "Sales", ID: "2"}), tb.InsertOp(employee{Department: "Sales", ID: "3"}), tb.DeleteOp("Sales", "000001", azcore.ETagAny)}, nil)
+			return err
+		}},
+		{"Delete", func() error { return tb.Delete(ctx, "Sales", "2", azcore.ETagAny) }},
+	}
+	for _, s := range steps {
+		ft.Reset()
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if n := ft.Count(); n != 1 {
+			t.Errorf("%s took %d round trips, want 1", s.name, n)
+		}
+	}
+}

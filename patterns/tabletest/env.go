@@ -194,19 +194,36 @@ func (e *Env) TableClient(name string, opts *aztables.ClientOptions) *aztables.C
 	return svc.NewClient(name)
 }
 
+// QueueService returns a queue service client for the account, built with
+// opts (nil means defaults). It fails the test when the account has no
+// queue endpoint (a Cosmos DB Table API account).
+func (e *Env) QueueService(opts *azqueue.ClientOptions) *azqueue.ServiceClient {
+	e.t.Helper()
+	svc, err := azqueue.NewServiceClientFromConnectionString(e.ConnectionString, opts)
+	if err != nil {
+		e.t.Fatalf("tabletest: queue service client (does the account have a queue endpoint?): %v", err)
+	}
+	return svc
+}
+
+// BlobService returns a blob service client for the account, built with
+// opts (nil means defaults). It fails the test when the account has no blob
+// endpoint.
+func (e *Env) BlobService(opts *azblob.ClientOptions) *azblob.Client {
+	e.t.Helper()
+	svc, err := azblob.NewClientFromConnectionString(e.ConnectionString, opts)
+	if err != nil {
+		e.t.Fatalf("tabletest: blob service client (does the account have a blob endpoint?): %v", err)
+	}
+	return svc
+}
+
 // Queue creates a queue with a fresh name and returns a client for it, built
 // with opts (nil means defaults). The queue is deleted when the test ends.
 // Creation and deletion use default options.
 func (e *Env) Queue(opts *azqueue.ClientOptions) *azqueue.QueueClient {
 	e.t.Helper()
-	admin, err := azqueue.NewServiceClientFromConnectionString(e.ConnectionString, nil)
-	if err != nil {
-		e.t.Fatalf("tabletest: queue service client (does the account have a queue endpoint?): %v", err)
-	}
-	svc, err := azqueue.NewServiceClientFromConnectionString(e.ConnectionString, opts)
-	if err != nil {
-		e.t.Fatalf("tabletest: queue service client: %v", err)
-	}
+	admin, svc := e.QueueService(nil), e.QueueService(opts)
 	name := e.Name()
 	q := admin.NewQueueClient(name)
 	ctx, cancel := cleanupContext()
@@ -229,14 +246,7 @@ func (e *Env) Queue(opts *azqueue.ClientOptions) *azqueue.QueueClient {
 // the test ends. Creation and deletion use default options.
 func (e *Env) Container(opts *azblob.ClientOptions) *container.Client {
 	e.t.Helper()
-	admin, err := azblob.NewClientFromConnectionString(e.ConnectionString, nil)
-	if err != nil {
-		e.t.Fatalf("tabletest: blob service client (does the account have a blob endpoint?): %v", err)
-	}
-	svc, err := azblob.NewClientFromConnectionString(e.ConnectionString, opts)
-	if err != nil {
-		e.t.Fatalf("tabletest: blob service client: %v", err)
-	}
+	admin, svc := e.BlobService(nil), e.BlobService(opts)
 	name := e.Name()
 	c := admin.ServiceClient().NewContainerClient(name)
 	ctx, cancel := cleanupContext()

@@ -162,3 +162,15 @@ func TestMissingEmulatorNamesInstallCommand(t *testing.T) {
 		t.Fatalf("error %q does not name the install command %q", err, tabletest.InstallCommand)
 	}
 }
+
+func TestServiceClients(t *testing.T) {
+	t.Parallel()
+	env := tabletest.New(t)
+	ctx := context.Background()
+	if _, err := env.QueueService(nil).GetServiceProperties(ctx, nil); err != nil {
+		t.Fatalf("queue service: %v", err)
+	}
+	if _, err := env.BlobService(nil).ServiceClient().GetProperties(ctx, nil); err != nil {
+		t.Fatalf("blob service: %v", err)
+	}
+}
