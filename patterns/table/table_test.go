@@ -237,7 +237,10 @@ func TestRoundTripsPerOperation(t *testing.T) {
 		}},
 		{"Update", func() error { _, err := tb.Update(ctx, e, azcore.ETagAny, table.Merge); return err }},
 		{"Upsert", func() error { _, err := tb.Upsert(ctx, e, table.Replace); return err }},
-		{"QueryPage", func() error { _, err := tb.QueryPage(ctx, &table.Query{Filter: table.PartitionKey("Sales")}); return err }},
+		{"QueryPage", func() error {
+			_, err := tb.QueryPage(ctx, &table.Query{Filter: table.PartitionKey("Sales")})
+			return err
+		}},
 		{"Submit of 3 ops", func() error {
 			_, err := tb.Submit(ctx, []table.Op{tb.InsertOp(employee{Department: "Sales", ID: "2"}), tb.InsertOp(employee{Department: "Sales", ID: "3"}), tb.DeleteOp("Sales", "000001", azcore.ETagAny)}, nil)
 			return err
