@@ -7,9 +7,10 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/patterns/tabletest"
 )
@@ -142,13 +143,17 @@ func TestParallelEmulatorsAndStop(t *testing.T) {
 		}
 	}
 	for _, e := range []*tabletest.Emulator{a, b} {
-		pid := e.PID()
 		if err := e.Stop(); err != nil {
 			t.Fatal(err)
 		}
-		<-e.Exited()
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Fatalf("process %d still exists after Stop (kill -0: %v)", pid, err)
+		select {
+		case <-e.Exited(): // closed once the process has been waited for
+		default:
+			t.Fatalf("process %d has not exited after Stop returned", e.PID())
+		}
+		svc, _ := aztables.NewServiceClientFromConnectionString(e.ConnectionString(), &aztables.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
+		if _, err := svc.CreateTable(ctx, "after", nil); err == nil {
+			t.Fatalf("the emulator at %s still answers after Stop", e.TableURL)
 		}
 	}
 }
