@@ -115,6 +115,7 @@ func (t *Transport) Do(req *http.Request) (*http.Response, error) {
 		}
 		rec.Body = body
 		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	f, ok := t.take(req)
 	resp, err := t.apply(req, f, ok)
@@ -208,6 +209,22 @@ func wait(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// BodyContains matches requests whose body contains s (for Fault.Match).
+func BodyContains(s string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		if r.GetBody == nil {
+			return false
+		}
+		body, err := r.GetBody()
+		if err != nil {
+			return false
+		}
+		defer body.Close()
+		b, _ := io.ReadAll(body)
+		return bytes.Contains(b, []byte(s))
 	}
 }
 

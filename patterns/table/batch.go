@@ -252,6 +252,18 @@ func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOption
 	work := make(chan []txn)
 	var wg sync.WaitGroup
 	var sent atomic.Int64
+	var mu sync.Mutex
+	var causes []error // one per failed transaction, and the context's error
+	addCause := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range causes {
+			if c == err {
+				return
+			}
+		}
+		causes = append(causes, err)
+	}
 	for w := 0; w < min(conc, len(parts)); w++ {
 		wg.Add(1)
 		go func() {
@@ -259,19 +271,23 @@ func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOption
 			for txns := range work {
 				failed := false
 				for _, tx := range txns {
-					if ctx.Err() != nil || (failed && !opts.ContinueOnError) {
-						cause := ctx.Err()
-						if cause == nil {
-							cause = errors.New("an earlier transaction of its partition failed")
-						}
+					if err := ctx.Err(); err != nil {
+						addCause(err)
 						for _, i := range tx {
-							res.Ops[i].Err = fmt.Errorf("%w: %w", ErrNotApplied, cause)
+							res.Ops[i].Err = fmt.Errorf("%w: not sent: %w", ErrNotApplied, err)
+						}
+						continue
+					}
+					if failed && !opts.ContinueOnError {
+						for _, i := range tx {
+							res.Ops[i].Err = fmt.Errorf("%w: not sent because an earlier transaction of its partition failed", ErrNotApplied)
 						}
 						continue
 					}
 					sent.Add(1)
-					if !send(ctx, c, ops, tx, res.Ops) {
+					if cause := send(ctx, c, ops, tx, res.Ops); cause != nil {
 						failed = true
+						addCause(cause)
 					}
 				}
 			}
@@ -283,7 +299,7 @@ func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOption
 	close(work)
 	wg.Wait()
 	res.Transactions = int(sent.Load())
-	return res, batchError(res.Ops)
+	return res, batchError(res.Ops, causes)
 }
 
 // Submit is the package-level Submit on t's client.
@@ -291,27 +307,18 @@ func (t *Table[T]) Submit(ctx context.Context, ops []Op, opts *BatchOptions) (Ba
 	return Submit(ctx, t.client, ops, opts)
 }
 
-func batchError(results []OpResult) error {
-	be := &BatchError{Total: len(results)}
-	var notApplied error
+// batchError reports the ops not applied and why: the causes are the
+// failing op of each failed transaction, or the transaction's own failure
+// (throttling, transport, context), each once.
+func batchError(results []OpResult, causes []error) error {
+	be := &BatchError{Total: len(results), Errs: causes}
 	for _, r := range results {
-		if r.Applied {
-			continue
+		if !r.Applied {
+			be.Failed++
 		}
-		be.Failed++
-		if errors.Is(r.Err, ErrNotApplied) {
-			if notApplied == nil {
-				notApplied = r.Err
-			}
-			continue
-		}
-		be.Errs = append(be.Errs, r.Err)
 	}
 	if be.Failed == 0 {
 		return nil
-	}
-	if len(be.Errs) == 0 {
-		be.Errs = []error{notApplied}
 	}
 	return be
 }
@@ -352,6 +359,7 @@ func plan(ops []Op) ([][]txn, error) {
 		parts[p] = append(parts[p], i)
 	}
 	for _, members := range groups {
+		errs = append(errs, reorders(ops, members)...)
 		size, rows := batchEnvelope, map[string]bool{}
 		for _, i := range members {
 			size += ops[i].size
@@ -375,6 +383,27 @@ func plan(ops []Op) ([][]txn, error) {
 		out[p] = chunk(ops, idx)
 	}
 	return out, nil
+}
+
+// reorders reports ops that an atomic group would overtake: the group is
+// sent where its first member stands, so a later member moves ahead of the
+// ops between; if one of those touches the same entity, their order would
+// change.
+func reorders(ops []Op, members []int) []error {
+	var errs []error
+	in := map[int]bool{}
+	for _, m := range members {
+		in[m] = true
+	}
+	for _, m := range members[1:] {
+		for i := members[0] + 1; i < m; i++ {
+			if !in[i] && ops[i].err == nil && ops[i].pk == ops[m].pk && ops[i].rk == ops[m].rk {
+				errs = append(errs, &OpError{Index: i, Err: &Error{Op: "batch", PartitionKey: ops[i].pk, RowKey: ops[i].rk,
+					Err: fmt.Errorf("%w: op %d touches the same entity as op %d of an atomic group that starts before it; the group is sent as one transaction at its first op, which would reorder them", ErrInvalidBatch, i, m)}})
+			}
+		}
+	}
+	return errs
 }
 
 func asError(err error) *Error {
@@ -426,9 +455,10 @@ func chunk(ops []Op, idx []int) []txn {
 	return txns
 }
 
-// send submits one transaction and records its ops' results. It reports
-// whether the transaction was applied.
-func send(ctx context.Context, c *aztables.Client, ops []Op, tx txn, results []OpResult) bool {
+// send submits one transaction and records its ops' results. It returns
+// nil when the transaction was applied, else the cause of its failure: the
+// failing op's *OpError, or the transaction's *Error.
+func send(ctx context.Context, c *aztables.Client, ops []Op, tx txn, results []OpResult) error {
 	acts := make([]aztables.TransactionAction, len(tx))
 	for j, i := range tx {
 		acts[j] = aztables.TransactionAction{ActionType: ops[i].kind, Entity: ops[i].body, IfMatch: ops[i].etag}
@@ -443,21 +473,22 @@ func send(ctx context.Context, c *aztables.Client, ops []Op, tx txn, results []O
 				results[i].ETag = etags[j]
 			}
 		}
-		return true
+		return nil
 	}
 	failed, opErr := transactionError(err, ops, tx)
+	var cause error = opErr
 	for j, i := range tx {
-		if j == failed {
-			results[i].Err = &OpError{Index: i, Err: opErr}
-			continue
-		}
-		if failed < 0 {
+		switch {
+		case j == failed:
+			cause = &OpError{Index: i, Err: opErr}
+			results[i].Err = cause
+		case failed < 0:
 			results[i].Err = fmt.Errorf("%w: its transaction failed: %w", ErrNotApplied, opErr)
-			continue
+		default:
+			results[i].Err = fmt.Errorf("%w: rolled back because op %d of its transaction failed", ErrNotApplied, tx[failed])
 		}
-		results[i].Err = fmt.Errorf("%w: rolled back because op %d of its transaction failed", ErrNotApplied, tx[failed])
 	}
-	return false
+	return cause
 }
 
 var (

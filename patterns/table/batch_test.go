@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -172,6 +173,12 @@ func TestSubmitAtomicGroupsAndDuplicates(t *testing.T) {
 		"over 100":       {table.Atomic(big...), table.ErrTooLarge},
 		"bad key":        {[]table.Op{tb.InsertOp(emp("P", 4)), tb.InsertOp(employee{Department: "P", ID: "a/b"})}, table.ErrInvalidKey},
 		"no etag":        {[]table.Op{tb.UpdateOp(emp("P", 4), "", table.Merge)}, table.ErrNoETag},
+		// The group is sent at its first op, which would move its delete of
+		// 000006 ahead of the insert of 000006 that the caller put first.
+		"reorder": {func() []table.Op {
+			g := table.Atomic(tb.InsertOp(emp("P", 5)), tb.DeleteOp("P", keys.Pad(6, 6), azcore.ETagAny))
+			return []table.Op{g[0], tb.InsertOp(emp("P", 6)), g[1]}
+		}(), table.ErrInvalidBatch},
 	}
 	for name, c := range cases {
 		res, err := tb.Submit(ctx, c.ops, nil)
@@ -269,5 +276,34 @@ func TestBatchSizeEstimateBoundsTheRealBody(t *testing.T) {
 	est := table.EstimateBatchSize(ops)
 	if est < len(body) || est > len(body)+len(ops)*1024+1024 {
 		t.Fatalf("estimate %d for a %d-byte body: not a tight upper bound", est, len(body))
+	}
+}
+
+// Every failed transaction's cause is reported, also when another
+// transaction failed for a different reason.
+func TestSubmitReportsEveryCause(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable[employee](t)
+	ctx := context.Background()
+	if _, err := tb.Insert(ctx, emp("A", 1)); err != nil {
+		t.Fatal(err)
+	}
+	broken := errors.New("injected: connection to B broke")
+	ft.Reset()
+	ft.Inject(faults.Fault{Match: faults.BodyContains(`"PartitionKey":"B"`), Err: broken})
+	ops := []table.Op{tb.InsertOp(emp("A", 1)), tb.InsertOp(emp("B", 1))}
+	res, err := tb.Submit(ctx, ops, nil)
+	if !errors.Is(err, table.ErrAlreadyExists) || !errors.Is(err, broken) {
+		t.Fatalf("Submit = %v; want both the 409 of A and B's transport error", err)
+	}
+	if res.Ops[0].Applied || res.Ops[1].Applied || !errors.Is(res.Ops[1].Err, table.ErrNotApplied) {
+		t.Fatalf("results %+v", res.Ops)
+	}
+	// A cancelled context is reported as such.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = tb.Submit(cctx, []table.Op{tb.InsertOp(emp("C", 1))}, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Submit with a cancelled context = %v", err)
 	}
 }

@@ -55,7 +55,7 @@ func newTable[T any](t *testing.T) (*table.Table[T], *faults.Transport) {
 	t.Helper()
 	env := tabletest.New(t)
 	ft := &faults.Transport{}
-	opts := &aztables.ClientOptions{}
+	opts := table.ClientOptions() // retry.Default, as tablekit's clients use
 	opts.Transport = ft
 	tb, err := table.New[T](env.Table(opts))
 	if err != nil {
