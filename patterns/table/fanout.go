@@ -25,8 +25,9 @@ type FanOutOptions struct {
 // key range: the guide's parallel queries across partitions, or the buckets
 // of keys.Bucket) and merges their results into one sequence. Each query
 // costs one round trip per page, as with Query; at most Concurrency are in
-// flight. The first error ends the sequence; breaking out of the loop stops
-// all queries. Each query's Limit applies to that query.
+// flight. The first error ends the sequence, and so does the end of ctx
+// (with its error); breaking out of the loop stops all queries. Each query's
+// Limit applies to that query.
 func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOptions) iter.Seq2[T, error] {
 	if opts == nil {
 		opts = &FanOutOptions{}
@@ -36,6 +37,7 @@ func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOpt
 		conc = 8
 	}
 	return func(yield func(T, error) bool) {
+		parent := ctx
 		ctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		defer wg.Wait() // after cancel (deferred below, runs first)
@@ -56,10 +58,28 @@ func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOpt
 				t.produce(ctx, q, opts.Ordered, slots, streams[i])
 			}()
 		}
+		// Producers stop quietly when the context ends, so a merge can run
+		// out of pages early: unless the loop already ended (a break, or an
+		// error yielded), the end of a cancelled parent is an error.
+		ended := false
+		watch := func(v T, err error) bool {
+			if err != nil {
+				ended = true
+			}
+			if !yield(v, err) {
+				ended = true
+				return false
+			}
+			return true
+		}
 		if opts.Ordered {
-			mergeOrdered(streams, yield)
+			mergeOrdered(streams, watch)
 		} else {
-			mergeUnordered(ctx, streams, yield)
+			mergeUnordered(ctx, streams, watch)
+		}
+		if err := parent.Err(); err != nil && !ended {
+			var zero T
+			yield(zero, &Error{Op: "query", Err: err})
 		}
 	}
 }

@@ -198,6 +198,34 @@ func TestWithKeysAndFanOut(t *testing.T) {
 	}
 }
 
+// Cancelling the context mid-way never looks like a complete result.
+func TestFanOutReportsCancellation(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTable[employee](t)
+	load(t, tb, "a", 50)
+	load(t, tb, "b", 50)
+	qs := []*table.Query{{Filter: table.PartitionKey("a"), PageSize: 5}, {Filter: table.PartitionKey("b"), PageSize: 5}}
+	for _, ordered := range []bool{false, true} {
+		for run := 0; run < 20; run++ {
+			ctx, cancel := context.WithCancel(context.Background())
+			n, sawErr := 0, error(nil)
+			for _, err := range tb.FanOut(ctx, qs, &table.FanOutOptions{Ordered: ordered}) {
+				if err != nil {
+					sawErr = err
+					break
+				}
+				if n++; n == 3 {
+					cancel()
+				}
+			}
+			cancel()
+			if n < 100 && !errors.Is(sawErr, context.Canceled) {
+				t.Fatalf("ordered=%v run %d: %d of 100 entities and no error (%v)", ordered, run, n, sawErr)
+			}
+		}
+	}
+}
+
 func TestFanOutBoundsConcurrency(t *testing.T) {
 	t.Parallel()
 	env := tabletest.New(t)
