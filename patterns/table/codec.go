@@ -315,6 +315,11 @@ func (c *codec) encode(b []byte, v reflect.Value, pk, rk string) (encoded, error
 		} else if f.omitempty && fv.IsZero() {
 			continue
 		}
+		if skip, err := unset(f.kind, fv); err != nil {
+			return e, invalid("encode", pk, rk, ErrInvalidEntity, "property %s: %v", f.name, err)
+		} else if skip {
+			continue
+		}
 		b = append(b, ',')
 		b = append(b, f.prefix...)
 		var size int
@@ -405,6 +410,42 @@ func appendValue(b []byte, k kind, v reflect.Value) ([]byte, int, error) {
 	return b, 0, fmt.Errorf("unknown kind %d", k)
 }
 
+// The range of Edm.DateTime on the service.
+var (
+	minDateTime = time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxDateTime = time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC)
+)
+
+// unset reports whether a value of a kind whose zero value the service
+// cannot store is to be left out, so that it reads back as that zero value:
+// the zero time.Time (outside Edm.DateTime's range) and the empty GUID
+// string. Other values of those kinds must be valid: a time within
+// 1601-01-01 to 9999-12-31 UTC, a well-formed GUID.
+func unset(k kind, v reflect.Value) (skip bool, err error) {
+	switch k {
+	case kTime:
+		t := *v.Addr().Interface().(*time.Time)
+		if t.IsZero() {
+			return true, nil
+		}
+		return false, dateTimeInRange(t)
+	case kGUIDString:
+		if v.String() == "" {
+			return true, nil
+		}
+		_, err := ParseGUID(v.String())
+		return false, err
+	}
+	return false, nil
+}
+
+func dateTimeInRange(t time.Time) error {
+	if t.Before(minDateTime) || t.After(maxDateTime) {
+		return fmt.Errorf("time %s is outside the Edm.DateTime range (1601-01-01 to 9999-12-31 UTC)", t.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
 func appendDouble(b []byte, f float64) []byte {
 	switch {
 	case math.IsNaN(f):
@@ -453,6 +494,11 @@ func (c *codec) appendExtra(b []byte, m reflect.Value, e *encoded) ([]byte, erro
 		k, rv, err := dynamicKind(props[name])
 		if err != nil {
 			return b, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "property %s: %v", name, err)
+		}
+		if skip, err := unset(k, rv); err != nil {
+			return b, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "property %s: %v", name, err)
+		} else if skip {
+			continue
 		}
 		b = append(b, ',')
 		b, _ = appendString(b, name)

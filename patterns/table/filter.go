@@ -159,6 +159,9 @@ func Literal(v any) (string, error) {
 	case float64:
 		return doubleLiteral(x)
 	case time.Time:
+		if err := dateTimeInRange(x); err != nil {
+			return "", err
+		}
 		return "datetime'" + x.UTC().Truncate(100).Format("2006-01-02T15:04:05.0000000Z") + "'", nil
 	case aztables.EDMDateTime:
 		return Literal(time.Time(x))

@@ -200,6 +200,7 @@ func TestFilterLiterals(t *testing.T) {
 		table.Eq("X", math.NaN()),
 		table.And(table.PartitionKey("p"), table.Eq("X", uint64(1))),
 		table.Not(table.Eq("1x", 1)),
+		table.Eq("T", time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)),
 	} {
 		if !errors.Is(bad.Err(), table.ErrInvalidFilter) {
 			t.Errorf("filter %q: Err() = %v, want ErrInvalidFilter", bad.String(), bad.Err())

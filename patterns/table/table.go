@@ -29,9 +29,12 @@ import (
 //   - Types: string, bool, int8/16/32 and uint8/16 (Edm.Int32), int, int64
 //     and uint32 (Edm.Int64, sent as a string), float32/64 (always
 //     Edm.Double, also for whole numbers), time.Time (Edm.DateTime, UTC,
-//     100 ns), []byte (Edm.Binary), [16]byte types such as uuid.UUID
-//     (Edm.Guid), and pointers to these (nil = no property). Other types are
-//     rejected by New unless tagged `json`.
+//     100 ns, 1601-01-01 to 9999-12-31; the zero time.Time is stored as no
+//     property and reads back as the zero time), []byte (Edm.Binary),
+//     [16]byte types such as uuid.UUID (Edm.Guid; so are aztables.EDMGUID
+//     and strings tagged `guid`, where "" is no property), and pointers to
+//     these (nil = no property). Other types are rejected by New unless
+//     tagged `json`.
 type Table[T any] struct {
 	client *aztables.Client
 	codec  *codec

@@ -219,6 +219,29 @@ func TestPointOperationsAndConcurrency(t *testing.T) {
 	}
 }
 
+// The zero time.Time is not a storable Edm.DateTime: it is written as no
+// property and reads back as the zero time.
+func TestZeroTimeIsNoProperty(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTable[allTypes](t)
+	ctx := context.Background()
+	if _, err := tb.Insert(ctx, allTypes{PartitionKey: "p", RowKey: "z"}); err != nil {
+		t.Fatal(err)
+	}
+	dyn, _ := table.New[table.Dynamic](tb.Client())
+	d, err := dyn.Get(ctx, "p", "z", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, stored := d.Properties["T"]; stored {
+		t.Fatalf("the zero time was stored as %v", d.Properties["T"])
+	}
+	got, err := tb.Get(ctx, "p", "z", nil)
+	if err != nil || !got.T.IsZero() {
+		t.Fatalf("read back %v, %v; want the zero time", got.T, err)
+	}
+}
+
 // The cost table of the package documentation, asserted.
 func TestRoundTripsPerOperation(t *testing.T) {
 	t.Parallel()

@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -54,6 +56,8 @@ func TestValidationSendsNothing(t *testing.T) {
 		{"entity over 1 MiB", dyn("p", "r", huge), table.ErrTooLarge},
 		{"unsupported value", dyn("p", "r", map[string]any{"X": struct{}{}}), table.ErrInvalidEntity},
 		{"unsigned value", dyn("p", "r", map[string]any{"X": uint64(1)}), table.ErrInvalidEntity},
+		{"malformed GUID", dyn("p", "r", map[string]any{"G": aztables.EDMGUID("not-a-guid")}), table.ErrInvalidEntity},
+		{"time before 1601", dyn("p", "r", map[string]any{"T": time.Date(1600, 12, 31, 0, 0, 0, 0, time.UTC)}), table.ErrInvalidEntity},
 	}
 	for _, c := range cases {
 		_, err := tb.Insert(ctx, c.v)
