@@ -13,6 +13,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
 
+// stringEDM is the annotation a JSON string value must carry for each kind
+// of field ("" where a string is not acceptable at all).
+var stringEDM = [...]string{
+	kString: "Edm.String", kGUIDString: "Edm.Guid", kInt64: "Edm.Int64", kDouble: "Edm.Double",
+	kTime: "Edm.DateTime", kBinary: "Edm.Binary", kGUID: "Edm.Guid", kJSON: "Edm.String",
+}
+
 var propsPool = sync.Pool{New: func() any { s := make([]property, 0, 32); return &s }}
 
 // decode parses entity JSON into v (an addressable struct value). etag,
@@ -110,9 +117,18 @@ func setValue(fv reflect.Value, f *field, p *property) error {
 	mismatch := func() error {
 		stored := p.edm
 		if stored == "" {
-			stored = map[byte]string{'s': "a string", 'n': "a number", 't': "a boolean", 'f': "a boolean"}[val.kind]
+			stored = map[byte]string{'s': "Edm.String", 'n': "a number", 't': "Edm.Boolean", 'f': "Edm.Boolean"}[val.kind]
 		}
 		return fmt.Errorf("stored value is %s, the field is %v", stored, fv.Type())
+	}
+	// The stored type must fit the field: a JSON string is typed by its
+	// annotation (none means Edm.String); a number may widen Int32 to
+	// Int64 or Double, never the other way.
+	switch want := stringEDM[f.kind]; {
+	case val.kind == 's' && p.edm != want && !(want == "Edm.String" && p.edm == ""):
+		return mismatch()
+	case val.kind == 's' && want == "":
+		return mismatch()
 	}
 	switch f.kind {
 	case kString, kGUIDString:
@@ -126,7 +142,7 @@ func setValue(fv reflect.Value, f *field, p *property) error {
 		}
 		fv.SetBool(val.kind == 't')
 	case kInt32, kInt64:
-		if val.kind != 'n' && val.kind != 's' {
+		if val.kind != 'n' && val.kind != 's' || f.kind == kInt32 && val.kind != 'n' {
 			return mismatch()
 		}
 		if fv.CanInt() {
