@@ -89,7 +89,7 @@ func retryAfter(resp *http.Response) time.Duration {
 	for _, h := range []string{"x-ms-retry-after-ms", "retry-after-ms"} {
 		if v := resp.Header.Get(h); v != "" {
 			if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-				return time.Duration(ms * float64(time.Millisecond))
+				return time.Duration(min(ms, float64(maxRetryAfter/time.Millisecond)) * float64(time.Millisecond))
 			}
 		}
 	}
@@ -97,14 +97,18 @@ func retryAfter(resp *http.Response) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(v); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
+		return time.Duration(min(s, int64(maxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(0, time.Until(t))
+		return min(max(0, time.Until(t)), maxRetryAfter)
 	}
 	return 0
 }
+
+// maxRetryAfter bounds the service's hint, so that absurd values cannot
+// overflow a Duration; the context still bounds every wait.
+const maxRetryAfter = 24 * time.Hour
 
 // pastDeadline reports whether waiting d would end after ctx's deadline.
 func pastDeadline(ctx context.Context, d time.Duration) bool {

@@ -92,8 +92,9 @@ func (p Policy) Delay(x int) time.Duration {
 	if p.Max > 0 {
 		ceiling = p.Max
 	}
-	// z(2^x - 1); x is bounded so the float never becomes +Inf, and a zero z
-	// stays zero.
+	// z(2^x - 1), as a float: it may reach +Inf for huge x, which the
+	// comparison with the ceiling below handles; bounding x keeps a zero z
+	// at zero (0 * 2^1000, not 0 * Inf = NaN).
 	expo := float64(p.Default) * (math.Exp2(float64(min(x, 1000))) - 1)
 	var y float64
 	if p.FullJitter {

@@ -251,6 +251,19 @@ func TestDoHonoursRetryAfter(t *testing.T) {
 	if len(delays) != 1 || delays[0] != 25*time.Millisecond {
 		t.Fatalf("delays = %v, want [25ms] from x-ms-retry-after-ms", delays)
 	}
+	// Absurd hints are clamped, never wrapped into negative waits.
+	for _, h := range []http.Header{{"Retry-After": {"99999999999999999"}}, {"X-Ms-Retry-After-Ms": {"1e300"}}} {
+		delays, calls = nil, 0
+		ctx, cancel := context.WithCancel(context.Background())
+		p.OnRetry = func(e retry.Event) { delays = append(delays, e.Delay); cancel() }
+		_ = p.Do(ctx, func(context.Context) error {
+			return &azcore.ResponseError{StatusCode: 503, RawResponse: &http.Response{StatusCode: 503, Header: h}}
+		})
+		cancel()
+		if len(delays) != 1 || delays[0] != 24*time.Hour {
+			t.Fatalf("header %v: delays %v, want the 24 h clamp", h, delays)
+		}
+	}
 }
 
 func TestLogHook(t *testing.T) {

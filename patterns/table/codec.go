@@ -162,14 +162,14 @@ func (c *codec) addFields(t reflect.Type, parent []int) error {
 		where := fmt.Sprintf("%v.%s", c.typ, sf.Name)
 		switch {
 		case opt("pk") || (name == "PartitionKey" && !opt("rk")):
-			if ft.Kind() != reflect.String {
-				return fmt.Errorf("%w: %s: the PartitionKey field must be a string", ErrInvalidEntity, where)
+			if ft.Kind() != reflect.String || c.pk != nil {
+				return fmt.Errorf("%w: %s: the PartitionKey field must be one string field", ErrInvalidEntity, where)
 			}
 			c.pk = index
 			continue
 		case opt("rk") || name == "RowKey":
-			if ft.Kind() != reflect.String {
-				return fmt.Errorf("%w: %s: the RowKey field must be a string", ErrInvalidEntity, where)
+			if ft.Kind() != reflect.String || c.rk != nil {
+				return fmt.Errorf("%w: %s: the RowKey field must be one string field", ErrInvalidEntity, where)
 			}
 			c.rk = index
 			continue

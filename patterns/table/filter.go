@@ -79,18 +79,39 @@ func Lt(prop string, v any) Filter { return compare("lt", prop, v) }
 // Le matches entities whose property prop is less than or equal to v.
 func Le(prop string, v any) Filter { return compare("le", prop, v) }
 
-// And matches entities that every filter matches. Zero filters are skipped.
+// And matches entities that every filter matches. Zero filters (which match
+// everything) are skipped.
 func And(fs ...Filter) Filter { return join(" and ", fs) }
 
-// Or matches entities that any filter matches. Zero filters are skipped.
-func Or(fs ...Filter) Filter { return join(" or ", fs) }
+// Or matches entities that any filter matches. A zero filter among them
+// matches everything, and so does the result.
+func Or(fs ...Filter) Filter {
+	for _, f := range fs {
+		if f.err == nil && f.expr == "" {
+			if err := firstErr(fs); err != nil {
+				return Filter{err: err}
+			}
+			return Filter{}
+		}
+	}
+	return join(" or ", fs)
+}
 
-func join(op string, fs []Filter) Filter {
-	parts := make([]string, 0, len(fs))
+func firstErr(fs []Filter) error {
 	for _, f := range fs {
 		if f.err != nil {
-			return f
+			return f.err
 		}
+	}
+	return nil
+}
+
+func join(op string, fs []Filter) Filter {
+	if err := firstErr(fs); err != nil {
+		return Filter{err: err}
+	}
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
 		if f.expr != "" {
 			parts = append(parts, "("+f.expr+")")
 		}
@@ -104,10 +125,15 @@ func join(op string, fs []Filter) Filter {
 	return Filter{expr: strings.Join(parts, op)}
 }
 
-// Not matches entities f does not match.
+// Not matches entities f does not match. Not of the zero Filter (which
+// matches everything) would match nothing, which OData cannot express: it is
+// an ErrInvalidFilter.
 func Not(f Filter) Filter {
-	if f.err != nil || f.expr == "" {
+	if f.err != nil {
 		return f
+	}
+	if f.expr == "" {
+		return Filter{err: fmt.Errorf("%w: Not of an empty filter matches nothing", ErrInvalidFilter)}
 	}
 	return Filter{expr: "not (" + f.expr + ")"}
 }
@@ -188,12 +214,15 @@ func Literal(v any) (string, error) {
 	return "", fmt.Errorf("unsupported literal type %T", v)
 }
 
+// doubleLiteral writes f in plain decimal notation with a decimal point
+// (2.0, 0.0000001, 1000000000000000000000.0): exponents are spelled
+// differently across OData versions and parsers; plain decimals are not.
 func doubleLiteral(f float64) (string, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return "", fmt.Errorf("no OData literal for %v", f)
 	}
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	if !strings.ContainsAny(s, ".eEn") {
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
 		s += ".0"
 	}
 	return s, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -19,7 +20,7 @@ var tableName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{2,62}$`)
 // letters and digits, starting with a letter (case-insensitive; "tables" is
 // reserved).
 func ValidTableName(name string) error {
-	if !tableName.MatchString(name) || name == "tables" || name == "Tables" {
+	if !tableName.MatchString(name) || strings.EqualFold(name, "tables") {
 		return fmt.Errorf("%w: table name %q: want 3-63 letters and digits, starting with a letter", ErrInvalidEntity, name)
 	}
 	return nil

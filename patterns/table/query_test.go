@@ -178,7 +178,9 @@ func TestFilterLiterals(t *testing.T) {
 		{table.Eq("I", 5), "I eq 5L"},
 		{table.Gt("I", int64(math.MaxInt64)), "I gt 9223372036854775807L"},
 		{table.Ge("F", 2.0), "F ge 2.0"},
-		{table.Lt("F", 1e-7), "F lt 1e-07"},
+		{table.Lt("F", 1e-7), "F lt 0.0000001"},
+		{table.Lt("F", -1e21), "F lt -1000000000000000000000.0"},
+		{table.Or(table.Eq("A", int32(1)), table.Filter{}), ""},
 		{table.Le("B", true), "B le true"},
 		{table.Ne("T", time.Date(2024, 5, 6, 9, 8, 9, 123456789, time.FixedZone("", 7200))), "T ne datetime'2024-05-06T07:08:09.1234567Z'"},
 		{table.Eq("Bin", []byte{0, 1, 0xff}), "Bin eq X'0001ff'"},
@@ -201,6 +203,8 @@ func TestFilterLiterals(t *testing.T) {
 		table.And(table.PartitionKey("p"), table.Eq("X", uint64(1))),
 		table.Not(table.Eq("1x", 1)),
 		table.Eq("T", time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)),
+		table.Not(table.Filter{}),
+		table.Or(table.Filter{}, table.Eq("X", struct{}{})),
 	} {
 		if !errors.Is(bad.Err(), table.ErrInvalidFilter) {
 			t.Errorf("filter %q: Err() = %v, want ErrInvalidFilter", bad.String(), bad.Err())
@@ -230,6 +234,8 @@ func TestTypedFiltersMatchStoredTypes(t *testing.T) {
 		{table.Eq("I64", int64(3)<<40), 1},
 		{table.Ge("I32", int32(7)), 3},
 		{table.Gt("F64", 4.0), 6},
+		{table.Lt("F64", 1e21), 10},
+		{table.Gt("F64", 1e-7), 10},
 		{table.Lt("T", ts.Add(2*time.Hour)), 2},
 		{table.Eq("B", true), 5},
 		{table.Eq("Bin", []byte{4}), 1},

@@ -224,7 +224,8 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *G
 	}
 	if opts != nil && opts.Select != nil {
 		// GetEntity has no $select: a point query through the list API has.
-		q := &Query{Filter: And(PartitionKey(partitionKey), Eq("RowKey", rowKey)), Select: opts.Select, Limit: 1}
+		sel := append([]string{"PartitionKey", "RowKey", "Timestamp"}, opts.Select...)
+		q := &Query{Filter: And(PartitionKey(partitionKey), Eq("RowKey", rowKey)), Select: sel, Limit: 1}
 		for e, err := range t.Query(ctx, q) {
 			return e, relabel(err, "get")
 		}

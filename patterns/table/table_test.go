@@ -190,8 +190,8 @@ func TestPointOperationsAndConcurrency(t *testing.T) {
 	}
 	// Projection: only the selected property is transferred.
 	proj, err := tb.Get(ctx, "Sales", "000223", &table.GetOptions{Select: []string{"Age"}})
-	if err != nil || proj.Age != 31 || proj.FirstName != "" || proj.ID != "" || proj.ETag == "" {
-		t.Fatalf("projected Get = %+v, %v; want only Age and the ETag", proj, err)
+	if err != nil || proj.Age != 31 || proj.FirstName != "" || proj.ID != "000223" || proj.ETag == "" || proj.Timestamp.IsZero() {
+		t.Fatalf("projected Get = %+v, %v; want only Age, the keys, ETag and Timestamp", proj, err)
 	}
 	// Upsert creates and replaces.
 	if _, err := tb.Upsert(ctx, employee{Department: "Sales", ID: "000300", FirstName: "New"}, table.Replace); err != nil {

@@ -123,6 +123,11 @@ func TestNewRejectsUnstorableTypes(t *testing.T) {
 	type badKey struct {
 		PartitionKey int
 	}
+	type twoKeys struct {
+		PartitionKey string
+		Dept         string `table:",pk"`
+		RowKey       string
+	}
 	fields := []reflect.StructField{{Name: "PartitionKey", Type: reflect.TypeOf("")}, {Name: "RowKey", Type: reflect.TypeOf("")}}
 	for i := 0; i <= table.MaxProperties; i++ { // 253 properties
 		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: reflect.TypeOf(int32(0))})
@@ -136,6 +141,7 @@ func TestNewRejectsUnstorableTypes(t *testing.T) {
 		"dup":      newErr[dup](env),
 		"unsigned": newErr[unsigned](env),
 		"bad key":  newErr[badKey](env),
+		"two keys": newErr[twoKeys](env),
 		"not a struct": func() error {
 			_, err := table.New[int](env)
 			return err
