@@ -75,13 +75,6 @@ func (t *Transport) Inject(f ...Fault) {
 	t.faults = append(t.faults, f...)
 }
 
-// Pending returns how many injected faults have not been used.
-func (t *Transport) Pending() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.faults)
-}
-
 // Count returns how many requests reached the transport: the round trips
 // the client attempted.
 func (t *Transport) Count() int {
@@ -226,9 +219,4 @@ func BodyContains(s string) func(*http.Request) bool {
 		b, _ := io.ReadAll(body)
 		return bytes.Contains(b, []byte(s))
 	}
-}
-
-// Method matches requests by HTTP method (for Fault.Match).
-func Method(m string) func(*http.Request) bool {
-	return func(r *http.Request) bool { return strings.EqualFold(r.Method, m) }
 }

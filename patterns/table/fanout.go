@@ -43,20 +43,31 @@ func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOpt
 		defer wg.Wait() // after cancel (deferred below, runs first)
 		defer cancel()
 		slots := make(chan struct{}, conc)
+		// Ordered: one channel per query, for the merge to compare heads.
+		// Unordered: all queries share one channel.
 		streams := make([]chan keyedPage[T], len(queries))
+		shared := make(chan keyedPage[T], len(queries))
 		for i, q := range queries {
 			if q == nil {
 				q = &Query{}
 			}
+			out := shared
 			if opts.Ordered {
 				q = t.withKeys(q)
+				streams[i] = make(chan keyedPage[T], 1)
+				out = streams[i]
 			}
-			streams[i] = make(chan keyedPage[T], 1)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				t.produce(ctx, q, opts.Ordered, slots, streams[i])
+				if opts.Ordered {
+					defer close(out)
+				}
+				t.produce(ctx, q, opts.Ordered, slots, out)
 			}()
+		}
+		if !opts.Ordered {
+			go func() { wg.Wait(); close(shared) }()
 		}
 		// Producers stop quietly when the context ends, so a merge can run
 		// out of pages early: unless the loop already ended (a break, or an
@@ -75,7 +86,7 @@ func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOpt
 		if opts.Ordered {
 			mergeOrdered(streams, watch)
 		} else {
-			mergeUnordered(ctx, streams, watch)
+			mergeUnordered(shared, watch)
 		}
 		if err := parent.Err(); err != nil && !ended {
 			var zero T
@@ -84,8 +95,7 @@ func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOpt
 	}
 }
 
-// keyedPage is one page of one stream, or its error. A closed channel is
-// the end of the stream.
+// keyedPage is one page of one query's results, or its error.
 type keyedPage[T any] struct {
 	items []T
 	keys  [][2]string
@@ -112,8 +122,8 @@ func (t *Table[T]) withKeys(q *Query) *Query {
 	return &c
 }
 
+// produce sends q's pages to out, fetching while it holds one of slots.
 func (t *Table[T]) produce(ctx context.Context, q *Query, wantKeys bool, slots chan struct{}, out chan<- keyedPage[T]) {
-	defer close(out)
 	at, returned := q.Cursor, 0
 	for {
 		select {
@@ -136,24 +146,8 @@ func (t *Table[T]) produce(ctx context.Context, q *Query, wantKeys bool, slots c
 	}
 }
 
-func mergeUnordered[T any](ctx context.Context, streams []chan keyedPage[T], yield func(T, error) bool) {
-	merged := make(chan keyedPage[T])
-	var wg sync.WaitGroup
-	for _, s := range streams {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range s {
-				select {
-				case merged <- p:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(merged) }()
-	for p := range merged {
+func mergeUnordered[T any](pages <-chan keyedPage[T], yield func(T, error) bool) {
+	for p := range pages {
 		if p.err != nil {
 			var zero T
 			yield(zero, p.err)
@@ -212,13 +206,16 @@ func (c *cursorHead[T]) next(streams []chan keyedPage[T]) (bool, error) {
 }
 
 func mergeOrdered[T any](streams []chan keyedPage[T], yield func(T, error) bool) {
+	fail := func(err error) {
+		var zero T
+		yield(zero, err)
+	}
 	h := headHeap[T]{}
 	for s := range streams {
 		c := &cursorHead[T]{stream: s}
 		ok, err := c.next(streams)
 		if err != nil {
-			var zero T
-			yield(zero, err)
+			fail(err)
 			return
 		}
 		if ok {
@@ -233,14 +230,13 @@ func mergeOrdered[T any](streams []chan keyedPage[T], yield func(T, error) bool)
 		}
 		c.i++
 		ok, err := c.next(streams)
-		if err != nil {
-			var zero T
-			yield(zero, err)
+		switch {
+		case err != nil:
+			fail(err)
 			return
-		}
-		if ok {
+		case ok:
 			heap.Fix(&h, 0)
-		} else {
+		default:
 			heap.Pop(&h)
 		}
 	}

@@ -80,16 +80,6 @@ func (t *Table[T]) WithKeys(fn func(*T) (pk, rk string)) *Table[T] {
 // Client returns the underlying aztables client.
 func (t *Table[T]) Client() *aztables.Client { return t.client }
 
-// Properties returns the names of the properties T stores, in field order:
-// the default projection of queries.
-func (t *Table[T]) Properties() []string {
-	names := make([]string, len(t.codec.fields))
-	for i, f := range t.codec.fields {
-		names[i] = f.name
-	}
-	return names
-}
-
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // keysOf returns v's keys, or an error when T has no way to give them.
