@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/redact"
 )
 
 // RetryableStatus reports whether an HTTP status is transient per the
@@ -34,9 +34,11 @@ func RetryableStatus(code int) bool {
 // a *azcore.ResponseError whose status RetryableStatus accepts, or a
 // transient transport error (connection reset, refused or aborted, broken
 // pipe, unexpected EOF, network timeouts, temporary DNS failures). Context
-// cancellation and deadlines are never retryable, and neither is nil.
+// cancellation and deadlines are never retryable, nor is an error whose
+// outcome is unknown (ErrOutcomeUnknown: the write may have been applied),
+// nor nil.
 func IsRetryable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrOutcomeUnknown) {
 		return false
 	}
 	if re := responseErrorOf(err); re != nil {
@@ -48,8 +50,15 @@ func IsRetryable(err error) bool {
 // RetryOn412 is a Retryable classifier for optimistic-concurrency loops:
 // it retries what IsRetryable does, and also 412 Precondition Failed (a
 // stale ETag: re-read and try again) and 409 Conflict (a concurrent insert of
-// the same key).
+// the same key). It never retries ErrOutcomeUnknown: a 412 or 409 that
+// follows an attempt whose response was lost may be the answer to the loop's
+// own earlier write, and running the loop again would apply it twice.
+// (Package table's writes verify such answers by reading, so they return
+// ErrPreconditionFailed only when the write was certainly not applied.)
 func RetryOn412(err error) bool {
+	if errors.Is(err, ErrOutcomeUnknown) {
+		return false
+	}
 	if re := responseErrorOf(err); re != nil && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict) {
 		return true
 	}
@@ -79,17 +88,37 @@ func transientTransport(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// retryAfter returns the wait the service asked for in resp, or 0. It reads
-// x-ms-retry-after-ms, retry-after-ms and Retry-After (seconds or an HTTP
-// date).
-func retryAfter(resp *http.Response) time.Duration {
+// retryAfter returns the wait the service asked for in resp, or 0, capped
+// by p's MaxRetryAfter. It reads x-ms-retry-after-ms, retry-after-ms and
+// Retry-After (seconds or an HTTP date).
+func (p Policy) retryAfter(resp *http.Response) time.Duration {
+	return min(serviceHint(resp), p.maxRetryAfter())
+}
+
+// maxRetryAfter is the cap on the service's hint: MaxRetryAfter when set,
+// else Max when set, else DefaultMaxRetryAfter.
+func (p Policy) maxRetryAfter() time.Duration {
+	switch {
+	case p.MaxRetryAfter > 0:
+		return p.MaxRetryAfter
+	case p.Max > 0:
+		return p.Max
+	}
+	return DefaultMaxRetryAfter
+}
+
+// DefaultMaxRetryAfter caps the service's Retry-After hint for a Policy
+// with neither MaxRetryAfter nor Max.
+const DefaultMaxRetryAfter = time.Minute
+
+func serviceHint(resp *http.Response) time.Duration {
 	if resp == nil {
 		return 0
 	}
 	for _, h := range []string{"x-ms-retry-after-ms", "retry-after-ms"} {
 		if v := resp.Header.Get(h); v != "" {
 			if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-				return time.Duration(min(ms, float64(maxRetryAfter/time.Millisecond)) * float64(time.Millisecond))
+				return time.Duration(min(ms, float64(maxHint/time.Millisecond)) * float64(time.Millisecond))
 			}
 		}
 	}
@@ -98,17 +127,17 @@ func retryAfter(resp *http.Response) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
-		return time.Duration(min(s, int64(maxRetryAfter/time.Second))) * time.Second
+		return time.Duration(min(s, int64(maxHint/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return min(max(0, time.Until(t)), maxRetryAfter)
+		return min(max(0, time.Until(t)), maxHint)
 	}
 	return 0
 }
 
-// maxRetryAfter bounds the service's hint, so that absurd values cannot
-// overflow a Duration; the context still bounds every wait.
-const maxRetryAfter = 24 * time.Hour
+// maxHint bounds the parsed hint so that absurd values cannot overflow a
+// Duration; maxRetryAfter then caps it to the policy's limit.
+const maxHint = 24 * time.Hour
 
 // pastDeadline reports whether waiting d would end after ctx's deadline.
 func pastDeadline(ctx context.Context, d time.Duration) bool {
@@ -136,21 +165,12 @@ func (p Policy) notify(attempt int, delay time.Duration, resp *http.Response, er
 	if p.OnRetry == nil {
 		return
 	}
-	ev := Event{Attempt: attempt, Delay: delay, Err: redact(err)}
+	ev := Event{Attempt: attempt, Delay: delay, Err: redact.Error(err)}
 	if resp != nil {
 		ev.StatusCode = resp.StatusCode
 		ev.ErrorCode = resp.Header.Get("x-ms-error-code")
 	}
 	p.OnRetry(ev)
-}
-
-// redact removes the URL (which may carry a SAS token) from transport errors.
-func redact(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return &url.Error{Op: ue.Op, URL: "(redacted)", Err: ue.Err}
-	}
-	return err
 }
 
 // Log returns an OnRetry hook that logs each retry to l at Warn level with

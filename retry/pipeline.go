@@ -7,6 +7,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/tablekit/tablekit/internal/redact"
 )
 
 // ApplyTo installs p in o in place of azcore's built-in retry: it disables
@@ -22,8 +23,13 @@ import (
 // (IsRetryable); p.Retryable is not consulted. It retries every method,
 // including inserts and batches: when a response is lost after the service
 // applied the request, the retry answers 409 (insert) or 412 (conditional
-// update) although the first attempt succeeded. tablekit's packages handle
-// those answers; code using the raw client must too.
+// update) although the first attempt succeeded. The policy therefore
+// tracks, for every write (any method but GET, HEAD and OPTIONS), whether an
+// attempt's outcome was ambiguous (see Trace.Ambiguous); when one was and
+// the final attempt did not succeed, the client returns an *OutcomeError
+// (errors.Is(err, ErrOutcomeUnknown)) wrapping the final answer instead of
+// the bare 409, 412 or 404, so no caller mistakes it for a rejection.
+// tablekit's packages go further and resolve the question by reading.
 func (p Policy) ApplyTo(o *azcore.ClientOptions) {
 	o.Retry.MaxRetries = -1
 	kept := o.PerCallPolicies[:0:0]
@@ -40,26 +46,60 @@ type pipelinePolicy struct{ p Policy }
 
 func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 	ctx := req.Raw().Context()
+	tr := traceOf(ctx)
+	if tr != nil {
+		tr.seen.Store(true)
+	}
+	write := isWrite(req.Raw())
+	ambiguous := false
 	for attempt := 1; ; attempt++ {
 		if err := req.RewindBody(); err != nil {
 			return nil, fmt.Errorf("retry: rewinding the request body: %w", err)
 		}
+		if tr != nil {
+			tr.attempts.Add(1)
+		}
 		resp, err := req.Clone(ctx).Next()
+		if write && attemptAmbiguous(resp, err) {
+			ambiguous = true
+			if tr != nil {
+				tr.ambiguous.Store(true)
+			}
+		}
 		if ctx.Err() != nil || attempt > pp.p.MaxRetries || !shouldRetry(resp, err) {
-			return resp, err
+			return final(ambiguous, resp, err)
 		}
-		delay := max(pp.p.Delay(attempt), retryAfter(resp))
+		delay := max(pp.p.Delay(attempt), pp.p.retryAfter(resp))
 		if pastDeadline(ctx, delay) {
-			return resp, err // the caller sees the real failure, not a bare deadline
+			return final(ambiguous, resp, err) // the caller sees the real failure, not a bare deadline
 		}
-		pp.p.notify(attempt, delay, resp, responseAsError(resp, err))
+		last := responseAsError(resp, err)
+		pp.p.notify(attempt, delay, resp, last)
 		if resp != nil {
 			runtime.Drain(resp)
 		}
 		if cerr := sleep(ctx, delay); cerr != nil {
-			return nil, cerr
+			// The last real failure, wrapped with the context's error.
+			return final(ambiguous, nil, &Error{Attempts: attempt, Err: last, ctxErr: cerr})
 		}
 	}
+}
+
+// final is what the policy returns for a write whose attempts may have been
+// applied: a success stands (a resend that succeeds proves the earlier
+// attempt was not applied, or was idempotent), anything else is an
+// *OutcomeError around the final answer.
+func final(ambiguous bool, resp *http.Response, err error) (*http.Response, error) {
+	err = redact.Error(err)
+	switch {
+	case !ambiguous:
+		return resp, err
+	case err != nil:
+		return nil, &OutcomeError{Err: err}
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return resp, nil
+	}
+	return nil, &OutcomeError{Err: runtime.NewResponseError(resp)}
 }
 
 func shouldRetry(resp *http.Response, err error) bool {

@@ -40,6 +40,11 @@ type Policy struct {
 	// pipeline policy of ApplyTo classifies HTTP responses itself and ignores
 	// this field.
 	Retryable func(error) bool
+	// MaxRetryAfter caps how long a service's Retry-After hint (or
+	// x-ms-retry-after-ms) may make a wait: the wait is the larger of
+	// Delay(x) and the capped hint. Default (0): Max, or
+	// DefaultMaxRetryAfter (1 minute) when Max is not set either.
+	MaxRetryAfter time.Duration
 	// OnRetry, if set, is called before each retry's wait, with what failed
 	// and how long the wait will be. It must be safe for concurrent use; it
 	// is never given request bodies, keys or SAS tokens.
@@ -164,7 +169,7 @@ func (p Policy) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 		if re := responseErrorOf(err); re != nil {
 			resp = re.RawResponse
 		}
-		delay := max(p.Delay(attempt), retryAfter(resp))
+		delay := max(p.Delay(attempt), p.retryAfter(resp))
 		if pastDeadline(ctx, delay) {
 			return &Error{Attempts: attempt, Err: err, ctxErr: context.DeadlineExceeded}
 		}

@@ -251,18 +251,44 @@ func TestDoHonoursRetryAfter(t *testing.T) {
 	if len(delays) != 1 || delays[0] != 25*time.Millisecond {
 		t.Fatalf("delays = %v, want [25ms] from x-ms-retry-after-ms", delays)
 	}
-	// Absurd hints are clamped, never wrapped into negative waits.
-	for _, h := range []http.Header{{"Retry-After": {"99999999999999999"}}, {"X-Ms-Retry-After-Ms": {"1e300"}}} {
-		delays, calls = nil, 0
-		ctx, cancel := context.WithCancel(context.Background())
-		p.OnRetry = func(e retry.Event) { delays = append(delays, e.Delay); cancel() }
-		_ = p.Do(ctx, func(context.Context) error {
-			return &azcore.ResponseError{StatusCode: 503, RawResponse: &http.Response{StatusCode: 503, Header: h}}
-		})
-		cancel()
-		if len(delays) != 1 || delays[0] != 24*time.Hour {
-			t.Fatalf("header %v: delays %v, want the 24 h clamp", h, delays)
+	// Absurd hints are capped (MaxRetryAfter, else Max, else
+	// DefaultMaxRetryAfter), never wrapped into negative waits.
+	for _, c := range []struct {
+		p    retry.Policy
+		want time.Duration
+	}{
+		{retry.Policy{MaxRetries: 1}, retry.DefaultMaxRetryAfter},
+		{retry.Policy{MaxRetries: 1, Max: 3 * time.Second}, 3 * time.Second},
+		{retry.Policy{MaxRetries: 1, Max: 3 * time.Second, MaxRetryAfter: 7 * time.Second}, 7 * time.Second},
+	} {
+		for _, h := range []http.Header{{"Retry-After": {"99999999999999999"}}, {"X-Ms-Retry-After-Ms": {"1e300"}}} {
+			delays = nil
+			ctx, cancel := context.WithCancel(context.Background())
+			p := c.p
+			p.OnRetry = func(e retry.Event) { delays = append(delays, e.Delay); cancel() }
+			_ = p.Do(ctx, func(context.Context) error {
+				return &azcore.ResponseError{StatusCode: 503, RawResponse: &http.Response{StatusCode: 503, Header: h}}
+			})
+			cancel()
+			if len(delays) != 1 || delays[0] != c.want {
+				t.Fatalf("policy %+v, header %v: delays %v, want the %v cap", c.p, h, delays, c.want)
+			}
 		}
+	}
+}
+
+// TestDoEndsWithLastFailureAndContext checks that a context ending during a
+// back-off wait returns the last real failure wrapped with the context's
+// error, not the context's error alone.
+func TestDoEndsWithLastFailureAndContext(t *testing.T) {
+	p := retry.Policy{Default: time.Hour, MaxRetries: 3}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.OnRetry = func(retry.Event) { cancel() }
+	busy := &azcore.ResponseError{StatusCode: 503, ErrorCode: "ServerBusy"}
+	err := p.Do(ctx, func(context.Context) error { return busy })
+	var re *azcore.ResponseError
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &re) || re != busy {
+		t.Fatalf("Do = %v; want the 503 wrapped with context.Canceled", err)
 	}
 }
 

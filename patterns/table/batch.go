@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/retry"
 )
 
 // Batch limits of the service (entity group transactions).
@@ -49,6 +51,10 @@ type Op struct {
 	size   int    // bytes in the batch request, an upper bound
 	group  uint64 // atomic group, 0 for none
 	err    error
+	// stamped ops get WriteProperty when sent: the transaction's identity,
+	// then prev (the history read with etag, for updates).
+	stamped bool
+	prev    string
 }
 
 // PartitionKey returns the op's PartitionKey.
@@ -67,9 +73,18 @@ func (t *Table[T]) op(name string, kind aztables.TransactionType, v *T, etag *az
 	}
 	e, err := t.codec.encode(make([]byte, 0, 256), reflect.ValueOf(v).Elem(), pk, rk)
 	if err != nil {
-		return Op{kind: kind, pk: pk, rk: rk, err: relabel(err, name)}
+		return Op{kind: kind, pk: pk, rk: rk, err: relabel(err, name, t.name)}
 	}
-	return newOp(kind, e.pk, e.rk, e.body, etag)
+	o := newOp(kind, e.pk, e.rk, e.body, etag)
+	conditional := etag != nil && *etag != azcore.ETagAny
+	if (kind == aztables.TransactionTypeAdd || conditional) && e.stampable() {
+		o.stamped = true
+		o.size += stampSize
+		if conditional {
+			o.prev = t.prevWrites(v, *etag)
+		}
+	}
+	return o
 }
 
 func newOp(kind aztables.TransactionType, pk, rk string, body []byte, etag *azcore.ETag) Op {
@@ -124,7 +139,7 @@ func DeleteOp(partitionKey, rowKey string, etag azcore.ETag) Op {
 		return Op{pk: partitionKey, rk: rowKey, err: &Error{Op: "delete", PartitionKey: partitionKey, RowKey: rowKey, Err: ErrNoETag}}
 	}
 	if err := validKeys(partitionKey, rowKey); err != nil {
-		return Op{pk: partitionKey, rk: rowKey, err: relabel(err, "delete")}
+		return Op{pk: partitionKey, rk: rowKey, err: relabel(err, "delete", "")}
 	}
 	b, _ := appendString([]byte(`{"PartitionKey":`), partitionKey)
 	b = append(b, `,"RowKey":`...)
@@ -161,15 +176,22 @@ type BatchOptions struct {
 	ContinueOnError bool
 }
 
-// OpResult is the outcome of one op of Submit.
+// OpResult is the outcome of one op of Submit: applied (Applied), not
+// applied (Err is set and is not ErrOutcomeUnknown), or unknown
+// (errors.Is(Err, ErrOutcomeUnknown): its transaction's response was lost
+// and a read could not settle whether it was applied).
 type OpResult struct {
 	// Applied reports whether the op took effect.
 	Applied bool
+	// Verified reports that the transaction's response was lost and a read
+	// proved it applied; ETag is then empty except for the op verified.
+	Verified bool
 	// ETag is the entity's new ETag (empty for deletes).
 	ETag azcore.ETag
 	// Err says why the op was not applied: the service's error for the op
 	// that failed its transaction (*Error), or ErrNotApplied for the ops
-	// rolled back with it or never sent.
+	// rolled back with it or never sent; or that its outcome is unknown
+	// (ErrOutcomeUnknown).
 	Err error
 }
 
@@ -180,17 +202,22 @@ type BatchResult struct {
 	Transactions int
 }
 
-// BatchError is returned by Submit when some ops were not applied.
+// BatchError is returned by Submit when some ops were not applied, or their
+// outcome is unknown (then errors.Is(err, ErrOutcomeUnknown)).
 type BatchError struct {
-	Failed int     // ops not applied
-	Total  int     // ops submitted
-	Errs   []error // the distinct causes: failing ops' errors, validation errors, context errors
+	Failed  int     // ops not applied, or of unknown outcome
+	Unknown int     // of those, the ops whose outcome is unknown
+	Total   int     // ops submitted
+	Errs    []error // the distinct causes: failing ops' errors, validation errors, context errors
 }
 
 // Error summarises the failures, naming up to three causes.
 func (e *BatchError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "table: batch: %d of %d operations not applied", e.Failed, e.Total)
+	fmt.Fprintf(&b, "table: batch: %d of %d operations not applied", e.Failed-e.Unknown, e.Total)
+	if e.Unknown > 0 {
+		fmt.Fprintf(&b, ", %d of unknown outcome", e.Unknown)
+	}
 	for i, err := range e.Errs {
 		if i == 3 {
 			fmt.Fprintf(&b, "; and %d more", len(e.Errs)-3)
@@ -315,6 +342,9 @@ func batchError(results []OpResult, causes []error) error {
 	for _, r := range results {
 		if !r.Applied {
 			be.Failed++
+			if errors.Is(r.Err, ErrOutcomeUnknown) {
+				be.Unknown++
+			}
 		}
 	}
 	if be.Failed == 0 {
@@ -457,14 +487,24 @@ func chunk(ops []Op, idx []int) []txn {
 
 // send submits one transaction and records its ops' results. It returns
 // nil when the transaction was applied, else the cause of its failure: the
-// failing op's *OpError, or the transaction's *Error.
+// failing op's *OpError, or the transaction's *Error. When an attempt's
+// response was lost and the transaction then failed, it reads one of the
+// transaction's entities to learn whether the lost attempt was applied
+// (see verify); if that cannot be settled, every op is reported with
+// ErrOutcomeUnknown.
 func send(ctx context.Context, c *aztables.Client, ops []Op, tx txn, results []OpResult) error {
+	id := newWriteID()
 	acts := make([]aztables.TransactionAction, len(tx))
 	for j, i := range tx {
-		acts[j] = aztables.TransactionAction{ActionType: ops[i].kind, Entity: ops[i].body, IfMatch: ops[i].etag}
+		body := ops[i].body
+		if ops[i].stamped {
+			body = appendStamp(slices.Clip(body), stampValue(id, ops[i].prev))
+		}
+		acts[j] = aztables.TransactionAction{ActionType: ops[i].kind, Entity: body, IfMatch: ops[i].etag}
 	}
 	var raw *http.Response
-	_, err := c.SubmitTransaction(policy.WithCaptureResponse(ctx, &raw), acts, nil)
+	tctx, tr := retry.Track(ctx)
+	_, err := c.SubmitTransaction(policy.WithCaptureResponse(tctx, &raw), acts, nil)
 	if err == nil {
 		etags := batchETags(raw)
 		for j, i := range tx {
@@ -476,6 +516,30 @@ func send(ctx context.Context, c *aztables.Client, ops []Op, tx txn, results []O
 		return nil
 	}
 	failed, opErr := transactionError(err, ops, tx)
+	opErr.Table = tableNameOf(c)
+	if ambiguous(tr, err) {
+		o, verified, etag := unknown, -1, azcore.ETag("")
+		if ctx.Err() == nil {
+			o, verified, etag = verifyTransaction(ctx, c, ops, tx, failed, id)
+		}
+		switch o {
+		case applied:
+			for j, i := range tx {
+				results[i] = OpResult{Applied: true, Verified: true}
+				if j == verified {
+					results[i].ETag = etag
+				}
+			}
+			return nil
+		case unknown:
+			opErr.Unknown = true
+			for _, i := range tx {
+				results[i].Err = opErr
+			}
+			return opErr
+		}
+		opErr.Unknown = false
+	}
 	var cause error = opErr
 	for j, i := range tx {
 		switch {
@@ -491,6 +555,46 @@ func send(ctx context.Context, c *aztables.Client, ops []Op, tx txn, results []O
 	return cause
 }
 
+// verifyTransaction settles whether a transaction whose response was lost
+// was applied, by verifying its failing op and, failing that, its first
+// other verifiable op: a transaction is atomic, so one op settles all. It
+// returns the outcome, the position in tx of the op verified and, when that
+// op is still the entity's newest write, its ETag.
+func verifyTransaction(ctx context.Context, c *aztables.Client, ops []Op, tx txn, failed int, id string) (outcome, int, azcore.ETag) {
+	order := make([]int, 0, len(tx))
+	if failed >= 0 {
+		order = append(order, failed)
+	}
+	for j := range tx {
+		if j != failed {
+			order = append(order, j)
+		}
+	}
+	tried := 0
+	for _, j := range order {
+		if tried == 2 {
+			break
+		}
+		o := ops[tx[j]]
+		w := write{kind: o.kind, pk: o.pk, rk: o.rk}
+		if o.etag != nil {
+			w.etag = *o.etag
+		}
+		if o.stamped {
+			w.id = id
+			w.prev, _, _ = strings.Cut(o.prev, ",")
+		}
+		if !w.verifiable() {
+			continue
+		}
+		tried++
+		if out, etag := verify(ctx, c, w); out != unknown {
+			return out, j, etag
+		}
+	}
+	return unknown, -1, ""
+}
+
 var (
 	innerStatus = regexp.MustCompile(`HTTP/1\.1 (\d{3})`)
 	innerCode   = regexp.MustCompile(`"code"\s*:\s*"([^"]+)"`)
@@ -502,11 +606,8 @@ var (
 // -1 when the whole transaction failed) and its status and code.
 func transactionError(err error, ops []Op, tx txn) (int, *Error) {
 	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		return -1, &Error{Op: "batch", PartitionKey: ops[tx[0]].pk, Err: err}
-	}
-	if re.StatusCode != http.StatusAccepted || re.RawResponse == nil {
-		return -1, &Error{Op: "batch", PartitionKey: ops[tx[0]].pk, StatusCode: re.StatusCode, Code: re.ErrorCode, Err: err}
+	if !errors.As(err, &re) || re.StatusCode != http.StatusAccepted || re.RawResponse == nil {
+		return -1, newError("batch", "", ops[tx[0]].pk, "", err)
 	}
 	body, perr := runtime.Payload(re.RawResponse)
 	if perr != nil {

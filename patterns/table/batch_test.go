@@ -296,8 +296,17 @@ func TestSubmitReportsEveryCause(t *testing.T) {
 	if !errors.Is(err, table.ErrAlreadyExists) || !errors.Is(err, broken) {
 		t.Fatalf("Submit = %v; want both the 409 of A and B's transport error", err)
 	}
-	if res.Ops[0].Applied || res.Ops[1].Applied || !errors.Is(res.Ops[1].Err, table.ErrNotApplied) {
+	// A's 409 is a definite rejection. B's transport error may have come
+	// after the request was sent, and B's entity is absent: its insert
+	// either never arrived or arrived and was deleted since, so its outcome
+	// is unknown, never "not applied".
+	if res.Ops[0].Applied || errors.Is(res.Ops[0].Err, table.ErrOutcomeUnknown) ||
+		res.Ops[1].Applied || !errors.Is(res.Ops[1].Err, table.ErrOutcomeUnknown) {
 		t.Fatalf("results %+v", res.Ops)
+	}
+	var be *table.BatchError
+	if !errors.As(err, &be) || be.Failed != 2 || be.Unknown != 1 {
+		t.Fatalf("BatchError = %+v", be)
 	}
 	// A cancelled context is reported as such.
 	cctx, cancel := context.WithCancel(ctx)

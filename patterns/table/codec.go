@@ -126,6 +126,9 @@ func buildCodec(t reflect.Type) (*codec, error) {
 		if c.timestamp != nil || c.meta != nil {
 			c.selects = append(c.selects, "Timestamp")
 		}
+		if c.meta != nil {
+			c.selects = append(c.selects, WriteProperty)
+		}
 		for _, f := range c.fields {
 			c.selects = append(c.selects, f.name)
 		}
@@ -249,6 +252,13 @@ func kindOf(t reflect.Type) (kind, error) {
 	return 0, fmt.Errorf("type %v cannot be stored as a table property (tag the field `table:\",json\"` to store it as JSON)", t)
 }
 
+// odataKeywords are the words of the service's filter language ($filter,
+// OData v3): a property named like one could not be used in a filter.
+var odataKeywords = map[string]bool{
+	"and": true, "or": true, "not": true, "eq": true, "ne": true, "gt": true, "ge": true, "lt": true, "le": true,
+	"true": true, "false": true, "null": true, "add": true, "sub": true, "mul": true, "div": true, "mod": true,
+}
+
 // validPropertyName checks the service's rules: at most 255 characters, a
 // C# identifier (a letter or '_', then letters, digits or '_'), and not a
 // name the service reserves.
@@ -258,8 +268,10 @@ func validPropertyName(name string) error {
 		return fmt.Errorf("%w: empty property name", ErrInvalidEntity)
 	case utf8.RuneCountInString(name) > MaxPropertyNameLength:
 		return fmt.Errorf("%w: property name %.20q... is longer than %d characters", ErrInvalidEntity, name, MaxPropertyNameLength)
-	case name == "PartitionKey" || name == "RowKey" || name == "Timestamp":
+	case name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == WriteProperty:
 		return fmt.Errorf("%w: property name %q is reserved", ErrInvalidEntity, name)
+	case odataKeywords[name]:
+		return fmt.Errorf("%w: property name %q is an OData keyword, which a filter cannot name", ErrInvalidEntity, name)
 	}
 	for i, r := range name {
 		if r == '_' || unicode.IsLetter(r) || (i > 0 && (unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) || unicode.Is(unicode.Pc, r))) {
@@ -288,6 +300,11 @@ type encoded struct {
 	pk, rk string
 	props  int
 	size   int // as the service counts it
+}
+
+// stampable reports whether WriteProperty fits the entity's limits.
+func (e encoded) stampable() bool {
+	return e.props < MaxProperties && e.size+stampSize <= MaxEntitySize
 }
 
 // encode writes v (an addressable struct value) as entity JSON with the

@@ -41,6 +41,7 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 		etag = azcore.ETag(bodyETag)
 	}
 	var extra map[string]any
+	var writes string
 	for i := range props {
 		p := &props[i]
 		if j, ok := c.byName[string(p.name)]; ok {
@@ -76,8 +77,13 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 					v.FieldByIndex(c.timestamp).Set(reflect.ValueOf(ts))
 				}
 				if c.meta != nil {
-					v.FieldByIndex(c.meta).Field(1).Set(reflect.ValueOf(ts))
+					metaOf(v, c.meta).Timestamp = ts
 				}
+			}
+			continue
+		case WriteProperty:
+			if p.value.kind == 's' {
+				writes = stringOf(p.value)
 			}
 			continue
 		}
@@ -93,12 +99,18 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 		}
 	}
 	if c.meta != nil {
-		v.FieldByIndex(c.meta).Field(0).SetString(string(etag))
+		m := metaOf(v, c.meta)
+		m.ETag, m.writes = etag, writes
 	}
 	if c.extra != nil {
 		v.FieldByIndex(c.extra).Set(reflect.ValueOf(extra))
 	}
 	return nil
+}
+
+// metaOf returns the Meta field at index of struct value v.
+func metaOf(v reflect.Value, index []int) *Meta {
+	return v.FieldByIndex(index).Addr().Interface().(*Meta)
 }
 
 // setValue stores one property into a struct field.

@@ -6,7 +6,9 @@ import (
 	"net/http"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/retry"
 )
 
 // Sentinel errors. Every error tablekit returns for these conditions
@@ -60,9 +62,15 @@ type Error struct {
 	Table        string
 	PartitionKey string
 	RowKey       string
+	Filter       string // the query's filter, for query errors
 	StatusCode   int    // HTTP status; 0 when detected before the network
 	Code         string // service error code, such as "EntityAlreadyExists"
-	Err          error
+	// Unknown reports that the write may or may not have been applied
+	// (errors.Is(err, ErrOutcomeUnknown)): an attempt's response was lost
+	// and reading the entity could not settle it. StatusCode and Code are
+	// then the last attempt's answer, if it got one.
+	Unknown bool
+	Err     error
 }
 
 // Error names the operation, the entity and the failure in one line.
@@ -73,6 +81,12 @@ func (e *Error) Error() string {
 	}
 	if e.PartitionKey != "" || e.RowKey != "" {
 		where += fmt.Sprintf(" (PartitionKey %q, RowKey %q)", e.PartitionKey, e.RowKey)
+	}
+	if e.Filter != "" {
+		where += fmt.Sprintf(" (filter %q)", e.Filter)
+	}
+	if e.Unknown {
+		where = "outcome unknown: " + where
 	}
 	if e.StatusCode == 0 {
 		return fmt.Sprintf("table: %s: %v", where, e.Err)
@@ -94,8 +108,12 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Is matches the sentinel for the error's status and code.
+// Is matches the sentinel for the error's status and code, and
+// ErrOutcomeUnknown when the outcome is unknown.
 func (e *Error) Is(target error) bool {
+	if e.Unknown && target == ErrOutcomeUnknown {
+		return true
+	}
 	return e.StatusCode != 0 && sentinelFor(e.StatusCode, e.Code) == target
 }
 
@@ -123,21 +141,35 @@ func sentinelFor(status int, code string) error {
 }
 
 // wrap turns an SDK error into an *Error naming the operation and entity.
-// Errors detected before the network (already *Error or sentinel-bearing)
-// and context errors pass through unchanged.
+// Errors detected before the network (already *Error) pass through
+// unchanged.
 func wrap(op, table, pk, rk string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		var te *Error
-		if errors.As(err, &te) {
-			return err
-		}
-		return &Error{Op: op, Table: table, PartitionKey: pk, RowKey: rk, Err: err}
+	var te *Error
+	if errors.As(err, &te) {
+		return err
 	}
-	return &Error{Op: op, Table: table, PartitionKey: pk, RowKey: rk, StatusCode: re.StatusCode, Code: re.ErrorCode, Err: err}
+	return newError(op, table, pk, rk, err)
+}
+
+// newError is the one place where errors from the SDK and the network
+// become *Error: the pipeline's ErrOutcomeUnknown verdict becomes the
+// Unknown field (which settle may clear by reading), and shared access
+// signatures are removed from transport errors.
+func newError(op, table, pk, rk string, err error) *Error {
+	e := &Error{Op: op, Table: table, PartitionKey: pk, RowKey: rk}
+	var oe *retry.OutcomeError
+	if errors.As(err, &oe) {
+		err, e.Unknown = oe.Err, true
+	}
+	e.Err = redact.Error(err)
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		e.StatusCode, e.Code = re.StatusCode, re.ErrorCode
+	}
+	return e
 }
 
 // invalid reports an error found before the network; it wraps sentinel.

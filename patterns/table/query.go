@@ -123,7 +123,9 @@ func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, top int, want
 	}
 	resp, err := t.client.NewListEntitiesPager(opts).NextPage(ctx)
 	if err != nil {
-		return p, nil, wrap("query", "", "", "", err)
+		e := newError("query", t.name, "", "", err)
+		e.Filter = q.Filter.String()
+		return p, nil, e
 	}
 	p.Items = make([]T, len(resp.Entities))
 	var ks [][2]string
@@ -136,7 +138,7 @@ func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, top int, want
 			k = &ks[i]
 		}
 		if err := t.codec.decode(raw, reflect.ValueOf(&p.Items[i]).Elem(), "", k); err != nil {
-			return Page[T]{}, nil, &Error{Op: "query", Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
+			return Page[T]{}, nil, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
 		}
 	}
 	p.Next = newCursor(resp.NextPartitionKey, resp.NextRowKey)
@@ -145,11 +147,11 @@ func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, top int, want
 
 func (t *Table[T]) listOptions(q *Query, at Cursor, top int) (*aztables.ListEntitiesOptions, error) {
 	if err := q.Filter.Err(); err != nil {
-		return nil, &Error{Op: "query", Err: err}
+		return nil, &Error{Op: "query", Table: t.name, Err: err}
 	}
 	pk, rk, err := at.tokens()
 	if err != nil {
-		return nil, &Error{Op: "query", Err: err}
+		return nil, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: err}
 	}
 	opts := &aztables.ListEntitiesOptions{NextPartitionKey: pk, NextRowKey: rk, Top: ptr(int32(top)), Format: ptr(aztables.MetadataFormatMinimal)}
 	if f := q.Filter.String(); f != "" {

@@ -64,7 +64,7 @@ func TestQueryPagingLimitAndProjection(t *testing.T) {
 		t.Fatalf("second page asked %s, want $top=30", q)
 	}
 	// Default projection: the fields of T; explicit projection.
-	if q := ft.Requests()[0].URL; !strings.Contains(q, "%24select=PartitionKey%2CRowKey%2CTimestamp%2CFirstName") {
+	if q := ft.Requests()[0].URL; !strings.Contains(q, "%24select=PartitionKey%2CRowKey%2CTimestamp%2CTkWrites%2CFirstName") {
 		t.Fatalf("default $select missing in %s", q)
 	}
 	ft.Reset()

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/retry"
 )
 
 // Table is a typed view of one table: entities of type T (a struct) over an
@@ -37,6 +39,7 @@ import (
 //     tagged `json`.
 type Table[T any] struct {
 	client *aztables.Client
+	name   string // the table's name, for errors
 	codec  *codec
 	keyFn  func(*T) (pk, rk string)
 }
@@ -53,7 +56,7 @@ func New[T any](c *aztables.Client) (*Table[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Table[T]{client: c, codec: cd}
+	t := &Table[T]{client: c, name: tableNameOf(c), codec: cd}
 	if cd.pk != nil && cd.rk != nil {
 		t.keyFn = func(v *T) (string, string) {
 			rv := reflect.ValueOf(v).Elem()
@@ -62,6 +65,20 @@ func New[T any](c *aztables.Client) (*Table[T], error) {
 	}
 	return t, nil
 }
+
+// tableNameOf returns the name of the table c talks to. aztables.Client
+// does not export it; errors name the table, so it is read from the
+// client's (unexported, stable since v1.0) name field, or "" if absent.
+func tableNameOf(c *aztables.Client) string {
+	f := reflect.ValueOf(c).Elem().FieldByName("name")
+	if f.Kind() != reflect.String {
+		return ""
+	}
+	return f.String()
+}
+
+// Name returns the name of the table, as the client was given it.
+func (t *Table[T]) Name() string { return t.name }
 
 // WithKeys returns a view of the table that computes each entity's keys
 // with fn instead of reading them from its key fields. Use it for compound
@@ -85,7 +102,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b 
 // keysOf returns v's keys, or an error when T has no way to give them.
 func (t *Table[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 	if t.keyFn == nil {
-		return "", "", &Error{Op: op, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them or use WithKeys", ErrInvalidEntity, t.codec.typ)}
+		return "", "", &Error{Op: op, Table: t.name, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them or use WithKeys", ErrInvalidEntity, t.codec.typ)}
 	}
 	pk, rk = t.keyFn(v)
 	return pk, rk, nil
@@ -102,11 +119,7 @@ func (t *Table[T]) encode(op string, v *T) (encoded, *[]byte, error) {
 	e, err := t.codec.encode((*bp)[:0], reflect.ValueOf(v).Elem(), pk, rk)
 	if err != nil {
 		release(bp)
-		var te *Error
-		if errors.As(err, &te) {
-			te.Op = op
-		}
-		return e, nil, err
+		return e, nil, relabel(err, op, t.name)
 	}
 	*bp = e.body
 	return e, bp, nil
@@ -121,25 +134,34 @@ func release(bp *[]byte) {
 // Insert adds v; it fails with ErrAlreadyExists when an entity with the same
 // keys exists. One round trip.
 //
-// If the response is lost and the retry policy resends the insert, the
-// resend answers ErrAlreadyExists although the first attempt succeeded;
-// callers that must tell the two apart re-read the entity.
+// Insert records its identity in WriteProperty, so when its response is
+// lost and the retry policy's resend answers 409, one read tells whether the
+// entity is the one this Insert wrote (success, Result.Verified) or another
+// writer's; see the package documentation's outcome table.
 func (t *Table[T]) Insert(ctx context.Context, v T) (Result, error) {
 	e, bp, err := t.encode("insert", &v)
 	if err != nil {
 		return Result{}, err
 	}
 	defer release(bp)
-	resp, err := t.client.AddEntity(ctx, e.body, &aztables.AddEntityOptions{Format: ptr(aztables.MetadataFormatNone)})
+	w := write{kind: aztables.TransactionTypeAdd, pk: e.pk, rk: e.rk}
+	if e.stampable() {
+		w.id = newWriteID()
+		e.body = appendStamp(e.body, w.id)
+		*bp = e.body
+	}
+	tctx, tr := retry.Track(ctx)
+	resp, err := t.client.AddEntity(tctx, e.body, &aztables.AddEntityOptions{Format: ptr(aztables.MetadataFormatNone)})
 	if err != nil {
-		return Result{}, wrap("insert", "", e.pk, e.rk, err)
+		return t.settle(ctx, tr, w, "insert", err)
 	}
 	return Result{ETag: resp.ETag}, nil
 }
 
 // Upsert inserts v or, when it exists, merges or replaces it (InsertOrMerge,
 // InsertOrReplace). The service has no conditional upsert; use Update with
-// an ETag for that. One round trip.
+// an ETag for that. One round trip. An upsert is idempotent: resent after a
+// lost response, it succeeds.
 func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (Result, error) {
 	um, err := updateMode("upsert", mode)
 	if err != nil {
@@ -150,9 +172,10 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (Result, error) {
 		return Result{}, err
 	}
 	defer release(bp)
-	resp, err := t.client.UpsertEntity(ctx, e.body, &aztables.UpsertEntityOptions{UpdateMode: um})
+	tctx, tr := retry.Track(ctx)
+	resp, err := t.client.UpsertEntity(tctx, e.body, &aztables.UpsertEntityOptions{UpdateMode: um})
 	if err != nil {
-		return Result{}, wrap("upsert", "", e.pk, e.rk, err)
+		return t.settle(ctx, tr, write{kind: aztables.TransactionTypeInsertReplace, pk: e.pk, rk: e.rk}, "upsert", err)
 	}
 	return Result{ETag: resp.ETag}, nil
 }
@@ -162,40 +185,81 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (Result, error) {
 // since), or azcore.ETagAny to update whatever version exists. An empty ETag
 // is an error (ErrNoETag): the choice must be explicit. ErrNotFound when the
 // entity does not exist. One round trip.
+//
+// A conditional Update extends the entity's WriteProperty history, so a
+// lost response is settled by one read: ErrPreconditionFailed is returned
+// only when the update was certainly not applied, and a retry.Do loop with
+// retry.RetryOn412 never applies a change twice. Pass v with the Meta read
+// with etag (T embeds Meta) for exact verification; without it a lost
+// response may end in ErrOutcomeUnknown.
 func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode Mode) (Result, error) {
 	um, err := updateMode("update", mode)
 	if err != nil {
 		return Result{}, err
 	}
 	if etag == "" {
-		return Result{}, &Error{Op: "update", Err: ErrNoETag}
+		return Result{}, &Error{Op: "update", Table: t.name, Err: ErrNoETag}
 	}
 	e, bp, err := t.encode("update", &v)
 	if err != nil {
 		return Result{}, err
 	}
 	defer release(bp)
-	resp, err := t.client.UpdateEntity(ctx, e.body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: um})
+	kind := aztables.TransactionTypeUpdateMerge
+	if mode == Replace {
+		kind = aztables.TransactionTypeUpdateReplace
+	}
+	w := write{kind: kind, pk: e.pk, rk: e.rk, etag: etag}
+	if etag != azcore.ETagAny && e.stampable() {
+		w.id, w.prev = newWriteID(), t.prevWrites(&v, etag)
+		e.body = appendStamp(e.body, stampValue(w.id, w.prev))
+		*bp = e.body
+		w.prev, _, _ = strings.Cut(w.prev, ",")
+	}
+	tctx, tr := retry.Track(ctx)
+	resp, err := t.client.UpdateEntity(tctx, e.body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: um})
 	if err != nil {
-		return Result{}, wrap("update", "", e.pk, e.rk, err)
+		return t.settle(ctx, tr, w, "update", err)
 	}
 	return Result{ETag: resp.ETag}, nil
 }
 
+// prevWrites returns the write history read with etag, if v carries it.
+func (t *Table[T]) prevWrites(v *T, etag azcore.ETag) string {
+	if t.codec.meta == nil {
+		return ""
+	}
+	if m := metaOf(reflect.ValueOf(v).Elem(), t.codec.meta); m.ETag == etag {
+		return m.writes
+	}
+	return ""
+}
+
 // Delete removes the entity with the given keys if its ETag still matches,
 // or whatever version exists with azcore.ETagAny. An empty ETag is an error
-// (ErrNoETag). ErrNotFound when the entity does not exist, which after a
-// lost response and a retry can also mean the first attempt deleted it. One
-// round trip.
+// (ErrNoETag). ErrNotFound when the entity does not exist. One round trip.
+//
+// When a response is lost and the resend answers 404, the delete may have
+// been the one that removed the entity: the error is then ErrOutcomeUnknown
+// (and still ErrNotFound, for callers to whom either means "gone").
 func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
 	if etag == "" {
-		return &Error{Op: "delete", PartitionKey: partitionKey, RowKey: rowKey, Err: ErrNoETag}
+		return &Error{Op: "delete", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: ErrNoETag}
 	}
 	if err := validKeys(partitionKey, rowKey); err != nil {
-		return relabel(err, "delete")
+		return relabel(err, "delete", t.name)
 	}
-	_, err := t.client.DeleteEntity(ctx, partitionKey, rowKey, &aztables.DeleteEntityOptions{IfMatch: &etag})
-	return wrap("delete", "", partitionKey, rowKey, err)
+	tctx, tr := retry.Track(ctx)
+	_, err := t.client.DeleteEntity(tctx, partitionKey, rowKey, &aztables.DeleteEntityOptions{IfMatch: &etag})
+	if err != nil {
+		_, err = t.settle(ctx, tr, write{kind: aztables.TransactionTypeDelete, pk: partitionKey, rk: rowKey, etag: etag}, "delete", err)
+	}
+	return err
+}
+
+// settle reports a failed write: see the package function settle.
+func (t *Table[T]) settle(ctx context.Context, tr *retry.Trace, w write, op string, err error) (Result, error) {
+	return settle(ctx, t.client, tr, w, newError(op, t.name, w.pk, w.rk, err))
 }
 
 // GetOptions configures Get. A nil *GetOptions means defaults.
@@ -210,20 +274,20 @@ type GetOptions struct {
 func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *GetOptions) (T, error) {
 	var v T
 	if err := validKeys(partitionKey, rowKey); err != nil {
-		return v, relabel(err, "get")
+		return v, relabel(err, "get", t.name)
 	}
 	if opts != nil && opts.Select != nil {
 		// GetEntity has no $select: a point query through the list API has.
 		sel := append([]string{"PartitionKey", "RowKey", "Timestamp"}, opts.Select...)
 		q := &Query{Filter: And(PartitionKey(partitionKey), Eq("RowKey", rowKey)), Select: sel, Limit: 1}
 		for e, err := range t.Query(ctx, q) {
-			return e, relabel(err, "get")
+			return e, relabel(err, "get", t.name)
 		}
 		return v, &Error{Op: "get", PartitionKey: partitionKey, RowKey: rowKey, StatusCode: 404, Code: "ResourceNotFound", Err: ErrNotFound}
 	}
 	resp, err := t.client.GetEntity(ctx, partitionKey, rowKey, &aztables.GetEntityOptions{Format: ptr(aztables.MetadataFormatMinimal)})
 	if err != nil {
-		return v, wrap("get", "", partitionKey, rowKey, err)
+		return v, wrap("get", t.name, partitionKey, rowKey, err)
 	}
 	if err := t.codec.decode(resp.Value, reflect.ValueOf(&v).Elem(), resp.ETag, nil); err != nil {
 		return v, &Error{Op: "get", PartitionKey: partitionKey, RowKey: rowKey, Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
@@ -231,10 +295,15 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *G
 	return v, nil
 }
 
-func relabel(err error, op string) error {
+// relabel names the operation (and table) in an error found before the
+// network.
+func relabel(err error, op, table string) error {
 	var te *Error
 	if errors.As(err, &te) {
 		te.Op = op
+		if te.Table == "" {
+			te.Table = table
+		}
 	}
 	return err
 }

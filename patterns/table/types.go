@@ -10,13 +10,17 @@ import (
 
 // Meta receives an entity's service-maintained metadata on reads. Embed it
 // (or add a field of this type) in an entity struct; it is never written.
-// (The codec sets its fields by position: ETag first, Timestamp second.)
 type Meta struct {
 	// ETag identifies the version read; pass it to Update or Delete for
 	// optimistic concurrency.
 	ETag azcore.ETag
 	// Timestamp is the service's last-modified time, in UTC.
 	Timestamp time.Time
+
+	// writes is the version's write history (WriteProperty), read with
+	// ETag: an Update or UpdateOp conditioned on ETag extends it, which
+	// lets a lost response be verified exactly.
+	writes string
 }
 
 // GUID is an Edm.Guid value. Any type whose underlying type is [16]byte
@@ -101,6 +105,10 @@ type Dynamic struct {
 
 // Result is the outcome of a successful write.
 type Result struct {
-	// ETag is the entity's new version.
+	// ETag is the entity's new version. It is empty when the write was
+	// Verified and the entity has been written again since.
 	ETag azcore.ETag
+	// Verified reports that the write's response was lost and a read of the
+	// entity proved it applied (see WriteProperty).
+	Verified bool
 }
