@@ -42,6 +42,11 @@ type Fault struct {
 	// response and returns ErrLost: the server applied the request but the
 	// client does not know.
 	LoseResponse bool
+	// AfterServer, if set with LoseResponse, is called after the server
+	// answered and before the loss is reported: a hook to cancel the
+	// request's context between commit and response, or to let another
+	// writer act before the client's next attempt.
+	AfterServer func()
 	// Respond, if set, answers with the response it builds, without
 	// forwarding: for shapes of answers a real service gives and the
 	// emulator does not.
@@ -164,6 +169,12 @@ func (t *Transport) apply(req *http.Request, f Fault, ok bool) (*http.Response, 
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		if f.AfterServer != nil {
+			f.AfterServer()
+			if err := req.Context().Err(); err != nil {
+				return nil, err
+			}
+		}
 		return nil, ErrLost
 	}
 	return t.next().Do(req)

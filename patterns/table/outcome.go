@@ -29,7 +29,7 @@ var ErrOutcomeUnknown = retry.ErrOutcomeUnknown
 // reading. Inserts and conditional updates (an ETag other than
 // azcore.ETagAny) write it, single or in Submit; upserts and unconditional
 // updates leave it alone (a merge keeps it, a replace removes it). It costs
-// one property and at most about 120 bytes of the entity's 1 MiB; an entity
+// one property and at most about 230 bytes of the entity's 1 MiB; an entity
 // that already has 252 properties, or would pass 1 MiB with it, is written
 // without it and its lost responses are reported as ErrOutcomeUnknown.
 //
@@ -37,8 +37,13 @@ var ErrOutcomeUnknown = retry.ErrOutcomeUnknown
 // rejected, it is never decoded into T, and other code must not write it.
 const WriteProperty = "TkWrites"
 
-// HistoryLength is how many write identities WriteProperty keeps.
-const HistoryLength = 4
+// HistoryLength is how many write identities WriteProperty keeps. A lost
+// response is settled exactly as long as fewer than HistoryLength other
+// writes reached the entity between the lost attempt and the verifying
+// read; past that it is ErrOutcomeUnknown. An inserted entity carries one
+// identity (about 60 bytes); each conditional update adds one (12 bytes),
+// up to about 230 bytes.
+const HistoryLength = 8
 
 // writeIDLen is the length of one write identity: 64 random bits in
 // unpadded base64url.
