@@ -74,7 +74,8 @@ type codec struct {
 	meta      []int // a Meta field
 	timestamp []int // a time.Time field named Timestamp
 	extra     []int // a map[string]any field tagged extra
-	selects   []string
+	selects   []string // the default projection; nil for every property
+	implicit  []string // what every projection adds: keys, Timestamp, history
 }
 
 var codecs sync.Map // reflect.Type -> *codec or error
@@ -115,20 +116,15 @@ func buildCodec(t reflect.Type) (*codec, error) {
 	if len(c.fields) > MaxProperties {
 		return nil, fmt.Errorf("%w: %v has %d properties, more than the service's %d", ErrInvalidEntity, t, len(c.fields), MaxProperties)
 	}
+	c.implicit = []string{"PartitionKey", "RowKey"}
+	if c.timestamp != nil || c.meta != nil {
+		c.implicit = append(c.implicit, "Timestamp")
+	}
+	if c.meta != nil {
+		c.implicit = append(c.implicit, WriteProperty)
+	}
 	if c.extra == nil {
-		c.selects = make([]string, 0, len(c.fields)+3)
-		if c.pk != nil {
-			c.selects = append(c.selects, "PartitionKey")
-		}
-		if c.rk != nil {
-			c.selects = append(c.selects, "RowKey")
-		}
-		if c.timestamp != nil || c.meta != nil {
-			c.selects = append(c.selects, "Timestamp")
-		}
-		if c.meta != nil {
-			c.selects = append(c.selects, WriteProperty)
-		}
+		c.selects = slices.Clone(c.implicit)
 		for _, f := range c.fields {
 			c.selects = append(c.selects, f.name)
 		}

@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"context"
 	"iter"
-	"slices"
 	"sync"
 
 	"github.com/tablekit/tablekit/keys"
@@ -53,7 +52,6 @@ func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOpt
 			}
 			out := shared
 			if opts.Ordered {
-				q = t.withKeys(q)
 				streams[i] = make(chan keyedPage[T], 1)
 				out = streams[i]
 			}
@@ -102,44 +100,23 @@ type keyedPage[T any] struct {
 	err   error
 }
 
-// withKeys makes sure a projection includes the keys the ordered merge
-// compares.
-func (t *Table[T]) withKeys(q *Query) *Query {
-	sel := q.Select
-	if sel == nil {
-		sel = t.codec.selects
-	}
-	if len(sel) == 0 || (len(sel) == 1 && sel[0] == "*") {
-		return q
-	}
-	c := *q
-	c.Select = slices.Clone(sel)
-	for _, k := range []string{"PartitionKey", "RowKey"} {
-		if !slices.Contains(c.Select, k) {
-			c.Select = append(c.Select, k)
-		}
-	}
-	return &c
-}
-
 // produce sends q's pages to out, fetching while it holds one of slots.
 func (t *Table[T]) produce(ctx context.Context, q *Query, wantKeys bool, slots chan struct{}, out chan<- keyedPage[T]) {
-	at, returned := q.Cursor, 0
+	at := q.Cursor
 	for {
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
 			return
 		}
-		p, ks, err := t.fetch(ctx, q, at, pageSize(q, returned), wantKeys)
+		p, ks, err := t.fetch(ctx, q, at, wantKeys)
 		<-slots
 		select {
 		case out <- keyedPage[T]{items: p.Items, keys: ks, err: err}:
 		case <-ctx.Done():
 			return
 		}
-		returned += len(p.Items)
-		if err != nil || p.Next == "" || (q.Limit > 0 && returned >= q.Limit) {
+		if err != nil || p.Next == "" {
 			return
 		}
 		at = p.Next

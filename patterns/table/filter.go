@@ -26,14 +26,27 @@ import (
 type Filter struct {
 	expr string
 	err  error
+	n    int // comparisons, for MaxFilterComparisons
 }
+
+// MaxFilterComparisons is the most comparisons the service allows in one
+// filter (Azure Table Storage: "no more than 15 discrete comparisons").
+// Queries with a longer filter built here fail with ErrInvalidFilter before
+// the network; split them into several queries (FanOut runs them in
+// parallel).
+const MaxFilterComparisons = 15
 
 // String returns the OData expression ("" for the zero Filter).
 func (f Filter) String() string { return f.expr }
 
 // Err returns why the filter cannot be used, or nil. Queries return this
 // error before sending anything.
-func (f Filter) Err() error { return f.err }
+func (f Filter) Err() error {
+	if f.err == nil && f.n > MaxFilterComparisons {
+		return fmt.Errorf("%w: %d comparisons, more than the service's %d", ErrInvalidFilter, f.n, MaxFilterComparisons)
+	}
+	return f.err
+}
 
 // Raw wraps a hand-written OData expression. Never build it from user
 // input; use the typed constructors for values.
@@ -47,7 +60,7 @@ func compare(op, prop string, v any) Filter {
 	if err != nil {
 		return Filter{err: fmt.Errorf("%w: property %s: %v", ErrInvalidFilter, prop, err)}
 	}
-	return Filter{expr: prop + " " + op + " " + lit}
+	return Filter{expr: prop + " " + op + " " + lit, n: 1}
 }
 
 func validFilterProperty(prop string) error {
@@ -84,8 +97,13 @@ func Le(prop string, v any) Filter { return compare("le", prop, v) }
 func And(fs ...Filter) Filter { return join(" and ", fs) }
 
 // Or matches entities that any filter matches. A zero filter among them
-// matches everything, and so does the result.
+// matches everything, and so does the result. Or of no filters at all would
+// match nothing, which OData cannot express: it is an ErrInvalidFilter (an
+// allow-list that turned out empty must not widen a query to everything).
 func Or(fs ...Filter) Filter {
+	if len(fs) == 0 {
+		return Filter{err: fmt.Errorf("%w: Or of no filters matches nothing", ErrInvalidFilter)}
+	}
 	for _, f := range fs {
 		if f.err == nil && f.expr == "" {
 			if err := firstErr(fs); err != nil {
@@ -111,18 +129,20 @@ func join(op string, fs []Filter) Filter {
 		return Filter{err: err}
 	}
 	parts := make([]string, 0, len(fs))
+	n := 0
 	for _, f := range fs {
 		if f.expr != "" {
 			parts = append(parts, "("+f.expr+")")
+			n += f.n
 		}
 	}
 	switch len(parts) {
 	case 0:
 		return Filter{}
 	case 1:
-		return Filter{expr: parts[0][1 : len(parts[0])-1]}
+		return Filter{expr: parts[0][1 : len(parts[0])-1], n: n}
 	}
-	return Filter{expr: strings.Join(parts, op)}
+	return Filter{expr: strings.Join(parts, op), n: n}
 }
 
 // Not matches entities f does not match. Not of the zero Filter (which
@@ -135,7 +155,7 @@ func Not(f Filter) Filter {
 	if f.expr == "" {
 		return Filter{err: fmt.Errorf("%w: Not of an empty filter matches nothing", ErrInvalidFilter)}
 	}
-	return Filter{expr: "not (" + f.expr + ")"}
+	return Filter{expr: "not (" + f.expr + ")", n: f.n}
 }
 
 // PartitionKey matches one partition.

@@ -2,10 +2,14 @@ package table
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"iter"
+	"net/url"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -19,9 +23,10 @@ type Query struct {
 	// Filter selects entities. The zero Filter matches every entity (a
 	// table scan: give at least a PartitionKey whenever you can).
 	Filter Filter
-	// Select lists the properties to transfer (server-side projection).
-	// Default (nil): the properties T has fields for, plus the keys and
-	// Timestamp T reads; every property when T has an extra field.
+	// Select lists the properties to transfer (server-side projection);
+	// the keys, and the Timestamp and write history (WriteProperty) when T
+	// has a Meta field, are always added. Default (nil): the properties T
+	// has fields for; every property when T has an extra field.
 	// []string{"*"} transfers every property.
 	Select []string
 	// PageSize is the most entities per page ($top). Default (0): the
@@ -31,47 +36,74 @@ type Query struct {
 	// limit. The last page asks only for what is missing.
 	Limit int
 	// Cursor resumes a query where an earlier page ended (Page.Next). The
-	// Filter and Select must be the same as the earlier query's.
+	// Filter and Select must be the same as the earlier query's (checked:
+	// ErrInvalidFilter otherwise).
 	Cursor Cursor
 }
 
 // Cursor is an opaque, serializable position in a query's results: the
-// service's continuation token. The empty Cursor is the start (as a
-// query's position) or the end (as Page.Next). A Cursor is a plain string:
-// store it anywhere and resume later, in another process.
+// service's continuation token, how many entities the query has returned
+// so far (so that Limit holds across pages and processes), and a
+// fingerprint of the query's Filter and Select. The empty Cursor is the
+// start (as a query's position) or the end (as Page.Next). A Cursor is a
+// plain string: store it anywhere and resume later, in another process.
+// Resuming it with a different Filter or Select is an ErrInvalidFilter.
 type Cursor string
 
-const cursorVersion = "c1"
+const cursorVersion = "c2"
 
-func newCursor(pk, rk *string) Cursor {
-	if (pk == nil || *pk == "") && (rk == nil || *rk == "") {
+// position is a decoded Cursor.
+type position struct {
+	pk, rk   *string
+	returned int
+	fp       string // "" for a version 1 cursor, which had none
+}
+
+func (p position) cursor() Cursor {
+	if (p.pk == nil || *p.pk == "") && (p.rk == nil || *p.rk == "") {
 		return ""
 	}
 	enc := base64.RawURLEncoding.EncodeToString
-	return Cursor(cursorVersion + "." + enc([]byte(deref(pk))) + "." + enc([]byte(deref(rk))))
+	return Cursor(cursorVersion + "." + enc([]byte(deref(p.pk))) + "." + enc([]byte(deref(p.rk))) + "." + strconv.Itoa(p.returned) + "." + p.fp)
 }
 
-func (c Cursor) tokens() (pk, rk *string, err error) {
+func (c Cursor) position() (position, error) {
+	var p position
 	if c == "" {
-		return nil, nil, nil
+		return p, nil
 	}
 	parts := strings.Split(string(c), ".")
-	if len(parts) != 3 || parts[0] != cursorVersion {
-		return nil, nil, fmt.Errorf("table: malformed cursor %q", string(c))
+	bad := fmt.Errorf("%w: malformed cursor %q", ErrInvalidFilter, string(c))
+	switch {
+	case len(parts) == 3 && parts[0] == "c1":
+	case len(parts) == 5 && parts[0] == cursorVersion:
+		n, err := strconv.Atoi(parts[3])
+		if err != nil || n < 0 {
+			return p, bad
+		}
+		p.returned, p.fp = n, parts[4]
+	default:
+		return p, bad
 	}
 	dec := base64.RawURLEncoding.DecodeString
-	p, err1 := dec(parts[1])
-	r, err2 := dec(parts[2])
+	pk, err1 := dec(parts[1])
+	rk, err2 := dec(parts[2])
 	if err1 != nil || err2 != nil {
-		return nil, nil, fmt.Errorf("table: malformed cursor %q", string(c))
+		return p, bad
 	}
-	if len(p) > 0 {
-		pk = ptr(string(p))
+	if len(pk) > 0 {
+		p.pk = ptr(string(pk))
 	}
-	if len(r) > 0 {
-		rk = ptr(string(r))
+	if len(rk) > 0 {
+		p.rk = ptr(string(rk))
 	}
-	return pk, rk, nil
+	return p, nil
+}
+
+// fingerprint identifies a query's Filter and Select for its cursors.
+func fingerprint(filter, sel string) string {
+	h := sha256.Sum256([]byte(filter + "\x00" + sel))
+	return base64.RawURLEncoding.EncodeToString(h[:9])
 }
 
 func deref(s *string) string {
@@ -86,20 +118,41 @@ type Page[T any] struct {
 	// Items are the page's entities, in PartitionKey, RowKey order. A page
 	// may be short, or empty, even when more results follow.
 	Items []T
-	// Next is where the next page starts; empty when the query is done.
+	// Next is where the next page starts; empty when the query is done
+	// (no more results, or Limit reached).
 	Next Cursor
 }
 
 // QueryPage fetches one page of results: one round trip. Continue with
 // q.Cursor = page.Next until Next is empty. The service may return short or
 // empty pages with a continuation (at partition boundaries, after 5 s of
-// work); only an empty Next means the end.
+// work); only an empty Next means the end. Limit counts across the pages of
+// one query: the cursor carries the count.
 func (t *Table[T]) QueryPage(ctx context.Context, q *Query) (Page[T], error) {
 	if q == nil {
 		q = &Query{}
 	}
-	p, _, err := t.fetch(ctx, q, q.Cursor, pageSize(q, 0), false)
+	p, _, err := t.fetch(ctx, q, q.Cursor, false)
 	return p, err
+}
+
+// Pages returns the query's results page by page, fetching lazily (one
+// round trip per page), starting at q.Cursor. Each page's Next is the
+// cursor to resume from after it. An error ends the sequence.
+func (t *Table[T]) Pages(ctx context.Context, q *Query) iter.Seq2[Page[T], error] {
+	if q == nil {
+		q = &Query{}
+	}
+	return func(yield func(Page[T], error) bool) {
+		at := q.Cursor
+		for {
+			p, _, err := t.fetch(ctx, q, at, false)
+			if !yield(p, err) || err != nil || p.Next == "" {
+				return
+			}
+			at = p.Next
+		}
+	}
 }
 
 func pageSize(q *Query, returned int) int {
@@ -113,13 +166,25 @@ func pageSize(q *Query, returned int) int {
 	return n
 }
 
-// fetch gets one page starting at at, with at most top entities, and
-// when wantKeys each entity's stored keys.
-func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, top int, wantKeys bool) (Page[T], [][2]string, error) {
+// MaxQueryLength is the longest query string tablekit sends (filter,
+// projection and continuation token, URL-encoded). The service's front ends
+// and the emulator (whose HTTP server caps a request's head at 16 KiB) reset
+// the connection of longer requests, which would otherwise be retried as
+// transient failures; a filter this long is better split into several
+// queries, or replaced by a key range.
+const MaxQueryLength = 8 << 10
+
+// fetch gets the page that starts at at, and when wantKeys each entity's
+// stored keys. When at says Limit has been reached it returns the empty
+// last page without a round trip.
+func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool) (Page[T], [][2]string, error) {
 	var p Page[T]
-	opts, err := t.listOptions(q, at, top)
+	opts, pos, err := t.listOptions(q, at)
 	if err != nil {
 		return p, nil, err
+	}
+	if q.Limit > 0 && pos.returned >= q.Limit {
+		return p, nil, nil
 	}
 	resp, err := t.client.NewListEntitiesPager(opts).NextPage(ctx)
 	if err != nil {
@@ -141,30 +206,83 @@ func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, top int, want
 			return Page[T]{}, nil, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
 		}
 	}
-	p.Next = newCursor(resp.NextPartitionKey, resp.NextRowKey)
+	next := position{pk: resp.NextPartitionKey, rk: resp.NextRowKey, returned: pos.returned + len(p.Items), fp: pos.fp}
+	if q.Limit == 0 || next.returned < q.Limit {
+		p.Next = next.cursor()
+	}
 	return p, ks, nil
 }
 
-func (t *Table[T]) listOptions(q *Query, at Cursor, top int) (*aztables.ListEntitiesOptions, error) {
+// listOptions builds the request for the page at at, checking the cursor
+// against the query and the request's length against MaxQueryLength.
+func (t *Table[T]) listOptions(q *Query, at Cursor) (*aztables.ListEntitiesOptions, position, error) {
+	fail := func(err error) (*aztables.ListEntitiesOptions, position, error) {
+		return nil, position{}, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: err}
+	}
 	if err := q.Filter.Err(); err != nil {
-		return nil, &Error{Op: "query", Table: t.name, Err: err}
+		return fail(err)
 	}
-	pk, rk, err := at.tokens()
+	sel, err := t.projection(q.Select)
 	if err != nil {
-		return nil, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: err}
+		return fail(err)
 	}
-	opts := &aztables.ListEntitiesOptions{NextPartitionKey: pk, NextRowKey: rk, Top: ptr(int32(top)), Format: ptr(aztables.MetadataFormatMinimal)}
-	if f := q.Filter.String(); f != "" {
-		opts.Filter = &f
+	filter := q.Filter.String()
+	pos, err := at.position()
+	if err != nil {
+		return fail(err)
 	}
-	sel := q.Select
+	fp := fingerprint(filter, sel)
+	if pos.fp != "" && pos.fp != fp {
+		return fail(fmt.Errorf("%w: the cursor belongs to a query with another Filter or Select", ErrInvalidFilter))
+	}
+	pos.fp = fp
+	opts := &aztables.ListEntitiesOptions{NextPartitionKey: pos.pk, NextRowKey: pos.rk, Top: ptr(int32(pageSize(q, pos.returned))), Format: ptr(aztables.MetadataFormatMinimal)}
+	v := url.Values{}
+	if filter != "" {
+		opts.Filter = &filter
+		v.Set("$filter", filter)
+	}
+	if sel != "" {
+		opts.Select = &sel
+		v.Set("$select", sel)
+	}
+	v.Set("NextPartitionKey", deref(pos.pk))
+	v.Set("NextRowKey", deref(pos.rk))
+	if n := len(v.Encode()); n > MaxQueryLength {
+		return fail(fmt.Errorf("%w: the query string would be %d bytes URL-encoded, more than %d (MaxQueryLength): split the filter or use a key range", ErrTooLarge, n, MaxQueryLength))
+	}
+	return opts, pos, nil
+}
+
+// projection returns the $select value for sel ("" for every property):
+// the default projection of T for nil, and for an explicit list the
+// properties named plus the keys, Timestamp and write history T reads.
+func (t *Table[T]) projection(sel []string) (string, error) {
 	if sel == nil {
-		sel = t.codec.selects
+		return strings.Join(t.codec.selects, ","), nil
 	}
-	if len(sel) > 0 && !(len(sel) == 1 && sel[0] == "*") {
-		opts.Select = ptr(strings.Join(sel, ","))
+	if len(sel) == 1 && sel[0] == "*" {
+		return "", nil
 	}
-	return opts, nil
+	out := make([]string, 0, len(sel)+4)
+	for _, name := range sel {
+		switch name {
+		case "PartitionKey", "RowKey", "Timestamp", WriteProperty:
+		default:
+			if err := validPropertyName(name); err != nil {
+				return "", fmt.Errorf("in Select: %w", err)
+			}
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	for _, name := range t.codec.implicit {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return strings.Join(out, ","), nil
 }
 
 // Query returns the query's results as a sequence, fetching pages lazily
@@ -181,9 +299,7 @@ func (t *Table[T]) Query(ctx context.Context, q *Query) iter.Seq2[T, error] {
 		q = &Query{}
 	}
 	return func(yield func(T, error) bool) {
-		at, returned := q.Cursor, 0
-		for {
-			p, _, err := t.fetch(ctx, q, at, pageSize(q, returned), false)
+		for p, err := range t.Pages(ctx, q) {
 			if err != nil {
 				var zero T
 				yield(zero, err)
@@ -194,11 +310,6 @@ func (t *Table[T]) Query(ctx context.Context, q *Query) iter.Seq2[T, error] {
 					return
 				}
 			}
-			returned += len(p.Items)
-			if p.Next == "" || (q.Limit > 0 && returned >= q.Limit) {
-				return
-			}
-			at = p.Next
 		}
 	}
 }

@@ -278,8 +278,7 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *G
 	}
 	if opts != nil && opts.Select != nil {
 		// GetEntity has no $select: a point query through the list API has.
-		sel := append([]string{"PartitionKey", "RowKey", "Timestamp"}, opts.Select...)
-		q := &Query{Filter: And(PartitionKey(partitionKey), Eq("RowKey", rowKey)), Select: sel, Limit: 1}
+		q := &Query{Filter: And(PartitionKey(partitionKey), Eq("RowKey", rowKey)), Select: opts.Select, Limit: 1}
 		for e, err := range t.Query(ctx, q) {
 			return e, relabel(err, "get", t.name)
 		}
