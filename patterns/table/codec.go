@@ -70,10 +70,10 @@ type codec struct {
 	typ       reflect.Type
 	fields    []field
 	byName    map[string]int
-	pk, rk    []int // index paths of the key fields, or nil
-	meta      []int // a Meta field
-	timestamp []int // a time.Time field named Timestamp
-	extra     []int // a map[string]any field tagged extra
+	pk, rk    []int    // index paths of the key fields, or nil
+	meta      []int    // a Meta field
+	timestamp []int    // a time.Time field named Timestamp
+	extra     []int    // a map[string]any field tagged extra
 	selects   []string // the default projection; nil for every property
 	implicit  []string // what every projection adds: keys, Timestamp, history
 }
