@@ -57,7 +57,10 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 			if p.name[0] == 'R' {
 				at, pos = c.rk, 1
 			}
-			if (at != nil || keys != nil) && p.value.kind == 's' {
+			if p.value.kind != 's' {
+				return fmt.Errorf("property %s: stored value is not a string", p.name)
+			}
+			if at != nil || keys != nil {
 				s := stringOf(p.value)
 				if at != nil {
 					v.FieldByIndex(at).SetString(s)
@@ -141,6 +144,8 @@ func setValue(fv reflect.Value, f *field, p *property) error {
 		return mismatch()
 	case val.kind == 's' && want == "":
 		return mismatch()
+	case val.kind == 'n' && !numberFits(p.edm, f.kind):
+		return mismatch()
 	}
 	switch f.kind {
 	case kString, kGUIDString:
@@ -213,6 +218,21 @@ func setValue(fv reflect.Value, f *field, p *property) error {
 	return nil
 }
 
+// numberFits reports whether a JSON number annotated edm ("" means
+// Edm.Int32, or a whole-number Edm.Double the service sent without its
+// annotation) may be stored in a field of kind k.
+func numberFits(edm string, k kind) bool {
+	switch edm {
+	case "", "Edm.Int32":
+		return true
+	case "Edm.Int64":
+		return k == kInt64 || k == kDouble
+	case "Edm.Double":
+		return k == kDouble
+	}
+	return false
+}
+
 func mismatchOr(err error) error {
 	if ne, ok := err.(*strconv.NumError); ok {
 		return ne.Err
@@ -239,6 +259,13 @@ func parseDouble(v jsonValue) (float64, error) {
 			return math.Inf(1), nil
 		case "-Infinity", "-INF":
 			return math.Inf(-1), nil
+		}
+		// Only decimal notation: ParseFloat would also take "Inf",
+		// "0x1p4" and "1_0", which the service never sends.
+		for _, c := range v.raw {
+			if !('0' <= c && c <= '9' || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E') {
+				return 0, fmt.Errorf("invalid Edm.Double %q", v.raw)
+			}
 		}
 		return strconv.ParseFloat(string(v.raw), 64)
 	}

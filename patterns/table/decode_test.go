@@ -35,6 +35,12 @@ func TestDecodeChecksStoredTypes(t *testing.T) {
 		"int64 into double":   `{"F":"5","F@odata.type":"Edm.Int64"}`,
 		"int32 overflow":      `{"I":2147483648}`,
 		"fraction into int32": `{"I":1.5}`,
+		"double into int32":   `{"I":2,"I@odata.type":"Edm.Double"}`,
+		"double into int64":   `{"N":2,"N@odata.type":"Edm.Double"}`,
+		"Inf as double":       `{"F":"Inf","F@odata.type":"Edm.Double"}`,
+		"hex float as double": `{"F":"0x1p4","F@odata.type":"Edm.Double"}`,
+		"number PartitionKey": `{"PartitionKey":5}`,
+		"bool RowKey":         `{"RowKey":true}`,
 	}
 	for name, js := range bad {
 		var v target
@@ -49,6 +55,8 @@ func TestDecodeChecksStoredTypes(t *testing.T) {
 		"int32 into double": `{"F":2}`,
 		"typed int64":       `{"N":"42","N@odata.type":"Edm.Int64"}`,
 		"typed double NaN":  `{"F":"NaN","F@odata.type":"Edm.Double"}`,
+		"typed double 2":    `{"F":2,"F@odata.type":"Edm.Double"}`,
+		"string double":     `{"F":"2.5e3","F@odata.type":"Edm.Double"}`,
 		"typed time":        `{"T":"2024-01-02T03:04:05Z","T@odata.type":"Edm.DateTime"}`,
 		"null":              `{"S":null,"T":null}`,
 	}
