@@ -32,23 +32,76 @@
 // azcore.ETagAny to overwrite whatever is there. There is no default: an
 // empty ETag is ErrNoETag. Submit's transactions are atomic per transaction:
 // ops of one partition travel together, and Atomic groups are never split.
-// Across transactions, partitions and tables there is no atomicity; see
-// package eventual.
+// Across transactions, partitions and tables there is no atomicity (the
+// queue-driven pattern for that, package eventual, is coming).
 //
-// Retries (retry.Default, installed by ClientOptions and the constructors
-// here) may resend a request whose response was lost: a resent insert then
-// answers ErrAlreadyExists, a resent conditional write ErrPreconditionFailed,
-// a resent delete ErrNotFound, although the first attempt succeeded. When the
-// difference matters, re-read.
+// # Write outcomes
 //
+// Every write, single or in Submit, ends in one of three outcomes, and
+// never reports a guess as a fact:
+//
+//   - applied: the call returns no error (OpResult.Applied in Submit);
+//   - not applied: an error that is not ErrOutcomeUnknown: a rejection by
+//     the service (ErrAlreadyExists, ErrPreconditionFailed, ErrNotFound,
+//     ...), a limit checked before the network, or a request that was
+//     certainly not sent or not applied;
+//   - unknown: errors.Is(err, ErrOutcomeUnknown). The write may or may not
+//     have been applied; do not repeat it blindly.
+//
+// The difficult case is a lost response: the service applied the write but
+// the answer never arrived (a connection reset, a timeout, a 500 or 504).
+// The retry policy (retry.Default, installed by ClientOptions and the
+// constructors here) resends, and the resend of a non-idempotent write
+// answers 409, 412 or 404 although the first attempt succeeded. The policy
+// marks such a request as ambiguous, and tablekit settles it with one read
+// of the entity: inserts and conditional updates record their identity in
+// the entity's write history (WriteProperty, one reserved property), so the
+// read tells "this write was applied" from "another write won". A
+// read-modify-write loop (retry.Do with retry.RetryOn412 over Get and
+// Update) therefore never applies a change twice.
+//
+//	fault (then the policy resends)        what the caller sees
+//	no fault                                 the service's answer
+//	request dropped before the service      the resend's answer (applied
+//	                                         or a definite rejection)
+//	response lost: Insert                    applied (Result.Verified),
+//	                                         after 1 extra read
+//	response lost: Update with an ETag       applied (Verified) or
+//	                                         ErrPreconditionFailed, after
+//	                                         1 extra read; unknown if more
+//	                                         than HistoryLength writes
+//	                                         intervened, or v did not carry
+//	                                         the Meta read with the ETag
+//	response lost: Upsert, Update with *     applied (resending is harmless)
+//	response lost: Delete                    unknown (and ErrNotFound): a
+//	                                         delete leaves nothing to read
+//	response lost: Submit transaction        every op applied (Verified) or
+//	                                         the resend's failure, after 1
+//	                                         extra read of an insert or
+//	                                         conditional op; unknown for a
+//	                                         transaction of unconditional
+//	                                         deletes and updates only
+//	every attempt lost                       as above, settled by the read
+//	context ends while a write is in flight  unknown (no read: the caller's
+//	                                         context is over)
+//	context ends before a write is sent      not applied (ErrNotApplied in
+//	                                         Submit, the context's error)
+//
+// The read costs one round trip, only on the rare ambiguous path. A write
+// whose client was built without the retry package's policy (a plain
+// aztables client) is settled the same way after a transport error, but a
+// resend made by azcore's own retry policy cannot be detected: its 409, 412
+// or 404 is reported as the service's answer.
+
 // # Cost in round trips
 //
-//	Insert, Upsert, Update, Delete, Get        1
+//	Insert, Upsert, Update, Delete, Get        1 (+1 read to settle a lost response)
 //	Get with Select (projection)              1 (a point query)
 //	QueryPage                                 1
 //	Query / Collect                           1 per page (at most 1,000 entities a page)
 //	FanOut over n queries                     1 per page of each, Concurrency at a time
 //	Submit of n ops                           1 per transaction: ceil(n/100) per partition
+//	                                          (+1 read per transaction whose response was lost)
 //	                                          when under 4 MiB; Transactions reports it
 //	CreateTable, DeleteTable                  1 (CreateTable waits out TableBeingDeleted)
 //	SASURL                                    0 (signed locally)
@@ -85,10 +138,11 @@
 // maps. Encode plus decode of a 10-property entity takes about 3.6 µs and 14
 // allocations, against 37 µs and 203 allocations for aztables.EDMEntity and
 // 18 µs and 115 allocations for encoding/json with a map (BENCHMARKS.md).
-// Against Azurite, point operations run at the raw SDK's speed (ratio
-// 1.01-1.04), and Submit loads 10,000 entities at about 1.5 times the rate
-// of a hand-written sequential 100-op SubmitTransaction loop (1.2 times at
-// equal concurrency) and about 11 times the rate of single inserts.
+// Against Azurite, point operations run at the raw SDK's speed, and Submit
+// loads entities at about the rate of a hand-written SubmitTransaction loop
+// at the same concurrency (an earlier claim of 1.5 times compared unequal
+// concurrency; BENCHMARKS.md has the corrected numbers), and about 11 times
+// the rate of single inserts.
 //
 // Decoding checks the stored type: a JSON string is typed by its annotation
 // (none means Edm.String), and a number may widen from Int32 to Int64 or
