@@ -13,7 +13,9 @@ import (
 
 // SASOptions describes a table shared access signature.
 type SASOptions struct {
-	// Permissions granted: any of Read, Add, Update, Delete. Required.
+	// Permissions granted: any of Read, Add, Update, Delete. Required. Its
+	// StartPartitionKey, StartRowKey, EndPartitionKey and EndRowKey fields
+	// are honoured as the key range, like the fields below.
 	Permissions aztables.SASPermissions
 	// Start is when the SAS becomes valid. Default (zero): immediately.
 	Start time.Time
@@ -21,7 +23,9 @@ type SASOptions struct {
 	Expiry time.Time
 	// StartPartitionKey, StartRowKey, EndPartitionKey and EndRowKey limit
 	// the SAS to a key range (inclusive bounds). A RowKey bound needs the
-	// PartitionKey bound beside it. Default: the whole table.
+	// PartitionKey bound beside it. Each may be set here or in the fields
+	// of the same name in Permissions; setting one in both places with
+	// different values is an error. Default: the whole table.
 	StartPartitionKey, StartRowKey, EndPartitionKey, EndRowKey string
 	// AllowHTTP lets the SAS be used over plain HTTP (for an emulator).
 	// Default (false): HTTPS only.
@@ -37,6 +41,10 @@ type SASOptions struct {
 // signs spk/srk/epk/erk but drops them, so its ranged SAS are rejected), and
 // the URL is built correctly whether or not serviceURL ends in a slash.
 func SASURL(serviceURL string, cred *aztables.SharedKeyCredential, name string, o SASOptions) (string, error) {
+	o, err := o.withRange()
+	if err != nil {
+		return "", &Error{Op: "sas", Table: name, Err: err}
+	}
 	if err := o.validate(name); err != nil {
 		return "", &Error{Op: "sas", Table: name, Err: err}
 	}
@@ -69,6 +77,31 @@ func SASURL(serviceURL string, cred *aztables.SharedKeyCredential, name string, 
 		}
 	}
 	return strings.TrimSuffix(serviceURL, "/") + "/" + name + "?" + q.Encode(), nil
+}
+
+// withRange returns o with the key range of o.Permissions merged into o's
+// own range fields, and o.Permissions holding only the permissions.
+func (o SASOptions) withRange() (SASOptions, error) {
+	p := &o.Permissions
+	for _, f := range []struct {
+		name       string
+		own, other *string
+	}{
+		{"StartPartitionKey", &o.StartPartitionKey, &p.StartPartitionKey},
+		{"StartRowKey", &o.StartRowKey, &p.StartRowKey},
+		{"EndPartitionKey", &o.EndPartitionKey, &p.EndPartitionKey},
+		{"EndRowKey", &o.EndRowKey, &p.EndRowKey},
+	} {
+		switch {
+		case *f.other == "" || *f.other == *f.own:
+		case *f.own == "":
+			*f.own = *f.other
+		default:
+			return o, fmt.Errorf("%s is %q in SASOptions but %q in SASOptions.Permissions: set it in one place", f.name, *f.own, *f.other)
+		}
+		*f.other = ""
+	}
+	return o, nil
 }
 
 func (o SASOptions) validate(name string) error {
