@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +101,173 @@ func TestSASURLRangeInPermissions(t *testing.T) {
 	var te *table.Error
 	if !errors.As(err, &te) || te.Op != "sas" || te.StatusCode != 0 {
 		t.Fatalf("conflicting StartPartitionKey: %v, want a *table.Error with Op sas", err)
+	}
+}
+
+// checkSASError fails t unless err is a *table.Error with Op "sas" for
+// table name that satisfies errors.Is(err, table.ErrInvalidSAS) and shows
+// neither a signature nor the account key.
+func checkSASError(t *testing.T, err error, name string) {
+	t.Helper()
+	var te *table.Error
+	if !errors.As(err, &te) || te.Op != "sas" || te.Table != name || te.StatusCode != 0 {
+		t.Fatalf("error %v: want a *table.Error with Op sas for table %s", err, name)
+	}
+	if !errors.Is(err, table.ErrInvalidSAS) {
+		t.Errorf("error %v: errors.Is(err, ErrInvalidSAS) is false", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "sig=") || strings.Contains(msg, tabletest.DevKey) || strings.Contains(msg, "SECRET") {
+		t.Errorf("error shows a secret: %s", msg)
+	}
+}
+
+// Bad options and bad service URLs fail before signing, each with an error
+// that says what was wrong.
+func TestSASURLValidation(t *testing.T) {
+	t.Parallel()
+	cred := devCred(t)
+	const svc, name = "https://acct.table.core.windows.net", "employees"
+	r := aztables.SASPermissions{Read: true}
+	now := time.Now()
+	hour := now.Add(time.Hour)
+	// A time in the future, but within the current second: signed to the
+	// second, it is already past.
+	thisSecond := now.Truncate(time.Second).Add(999 * time.Millisecond)
+	// Two different times that are the same second once signed.
+	t0 := hour.Truncate(time.Second)
+
+	for _, tc := range []struct {
+		what string
+		url  string
+		name string
+		o    table.SASOptions
+		want string // in the message
+	}{
+		{what: "no permissions", o: table.SASOptions{Expiry: hour}, want: "no permissions"},
+		{what: "only a range in Permissions", o: table.SASOptions{Permissions: aztables.SASPermissions{StartPartitionKey: "a"}, Expiry: hour}, want: "no permissions"},
+		{what: "no expiry", o: table.SASOptions{Permissions: r}, want: "no expiry"},
+		{what: "expiry in the past", o: table.SASOptions{Permissions: r, Expiry: now.Add(-time.Minute)}, want: "not in the future"},
+		{what: "expiry within this second", o: table.SASOptions{Permissions: r, Expiry: thisSecond}, want: "not in the future"},
+		{what: "expiry before start", o: table.SASOptions{Permissions: r, Start: hour.Add(time.Hour), Expiry: hour}, want: "not after start"},
+		{what: "expiry and start in one second", o: table.SASOptions{Permissions: r, Start: t0.Add(100 * time.Millisecond), Expiry: t0.Add(900 * time.Millisecond)}, want: "not after start"},
+		{what: "inverted PartitionKeys", o: table.SASOptions{Permissions: r, Expiry: hour, StartPartitionKey: "b", EndPartitionKey: "a"}, want: "inverted"},
+		{what: "inverted RowKeys in one partition", o: table.SASOptions{Permissions: r, Expiry: hour, StartPartitionKey: "p", StartRowKey: "2", EndPartitionKey: "p", EndRowKey: "1"}, want: "inverted"},
+		{what: "inverted, split between Permissions and options", o: table.SASOptions{Permissions: aztables.SASPermissions{Read: true, EndPartitionKey: "a"}, Expiry: hour, StartPartitionKey: "b"}, want: "inverted"},
+		{what: "RowKey bound alone", o: table.SASOptions{Permissions: r, Expiry: hour, StartRowKey: "r"}, want: "RowKey bound"},
+		{what: "bad key", o: table.SASOptions{Permissions: r, Expiry: hour, StartPartitionKey: "a/b"}, want: "not allowed"},
+		{what: "bad table name", name: "no", o: table.SASOptions{Permissions: r, Expiry: hour}, want: "table name"},
+		{what: "not http", url: "ftp://acct.table.core.windows.net", want: "https"},
+		{what: "no host", url: "https:///devstoreaccount1", want: "no host"},
+		{what: "not a URL", url: "https://acct.table.core.windows.net/%zz?sig=SECRET", want: "does not parse"},
+		{what: "relative", url: "acct.table.core.windows.net", want: "https"},
+		{what: "user information", url: "https://me:SECRET@acct.table.core.windows.net", want: "user information"},
+		{what: "fragment", url: "https://acct.table.core.windows.net/#SECRET", want: "fragment"},
+		{what: "http without AllowHTTP", url: "http://127.0.0.1:10002/devstoreaccount1", want: "AllowHTTP"},
+		{what: "already a SAS", url: svc + "/?sv=2019-02-02&sig=SECRET", want: "SAS parameter"},
+		{what: "already a SAS, upper case", url: svc + "/?foo=bar&SIG=SECRET", want: "SAS parameter"},
+		{what: "bad query", url: svc + "/?a=%zz&sig=SECRET", want: "query does not parse"},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			u, n, o := tc.url, tc.name, tc.o
+			if u == "" {
+				u = svc
+			}
+			if n == "" {
+				n = name
+			}
+			if o == (table.SASOptions{}) {
+				o = table.SASOptions{Permissions: r, Expiry: hour}
+			}
+			got, err := table.SASURL(u, cred, n, o)
+			if err == nil {
+				t.Fatalf("SASURL succeeded: %s", got)
+			}
+			checkSASError(t, err, n)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+	// Errors keep the sentinels of what they found.
+	_, err := table.SASURL(svc, cred, "no", table.SASOptions{Permissions: r, Expiry: hour})
+	if !errors.Is(err, table.ErrInvalidEntity) {
+		t.Errorf("bad table name: %v, want ErrInvalidEntity too", err)
+	}
+	_, err = table.SASURL(svc, cred, name, table.SASOptions{Permissions: r, Expiry: hour, StartPartitionKey: "a/b"})
+	if !errors.Is(err, table.ErrInvalidKey) {
+		t.Errorf("bad key: %v, want ErrInvalidKey too", err)
+	}
+	_, err = table.SASURL(svc, nil, name, table.SASOptions{Permissions: r, Expiry: hour})
+	checkSASError(t, err, name)
+
+	// Ranges that are valid in the service's order (UTF-16 code units),
+	// though not in Go's byte order, and ranges open at one end.
+	for _, o := range []table.SASOptions{
+		{StartPartitionKey: "\U0001F600", EndPartitionKey: "\uFF61"}, // a surrogate pair sorts before U+FF61
+		{StartPartitionKey: "p", StartRowKey: "1", EndPartitionKey: "p", EndRowKey: "1"},
+		{StartPartitionKey: "p", StartRowKey: "2", EndPartitionKey: "q", EndRowKey: "1"},
+		{StartPartitionKey: "p", StartRowKey: "2", EndPartitionKey: "p"},
+		{StartPartitionKey: "b"},
+		{EndPartitionKey: "a", EndRowKey: "1"},
+	} {
+		o.Permissions, o.Expiry = r, hour
+		if _, err := table.SASURL(svc, cred, name, o); err != nil {
+			t.Errorf("SASURL(%+v): %v", o, err)
+		}
+	}
+}
+
+// The table goes into the path of the service URL, whatever its shape, and
+// a query string the URL already has is kept.
+func TestSASURLServiceURLShapes(t *testing.T) {
+	t.Parallel()
+	cred := devCred(t)
+	o := table.SASOptions{Permissions: aztables.SASPermissions{Read: true}, Expiry: time.Now().Add(time.Hour), AllowHTTP: true}
+	for _, tc := range []struct {
+		url, wantPath string
+		wantQuery     url.Values // besides the SAS
+	}{
+		{"https://acct.table.core.windows.net", "/employees", nil},
+		{"https://acct.table.core.windows.net/", "/employees", nil},
+		{"https://acct.table.core.windows.net/?foo=bar", "/employees", url.Values{"foo": {"bar"}}},
+		{"https://acct.table.core.windows.net?foo=bar&x=1&x=2", "/employees", url.Values{"foo": {"bar"}, "x": {"1", "2"}}},
+		{"https://acct.table.core.windows.net/?", "/employees", nil},
+		{"http://127.0.0.1:10002/devstoreaccount1", "/devstoreaccount1/employees", nil},
+		{"http://127.0.0.1:10002/devstoreaccount1/", "/devstoreaccount1/employees", nil},
+		{"http://127.0.0.1:10002/devstoreaccount1?timeout=30", "/devstoreaccount1/employees", url.Values{"timeout": {"30"}}},
+	} {
+		got, err := table.SASURL(tc.url, cred, "employees", o)
+		if err != nil {
+			t.Errorf("SASURL(%s): %v", tc.url, err)
+			continue
+		}
+		u, err := url.Parse(got)
+		if err != nil {
+			t.Errorf("SASURL(%s) = %s: %v", tc.url, got, err)
+			continue
+		}
+		q := u.Query()
+		if u.Path != tc.wantPath || q.Get("sig") == "" || q.Get("tn") != "employees" || q.Get("sp") != "r" {
+			t.Errorf("SASURL(%s): path %q (want %q), SAS parameters %v", tc.url, u.Path, tc.wantPath, q)
+		}
+		for k, want := range tc.wantQuery {
+			if !slices.Equal(q[k], want) {
+				t.Errorf("SASURL(%s): %s = %q, want %q kept", tc.url, k, q[k], want)
+			}
+		}
+	}
+
+	// Against the emulator: its endpoint has a path, and an extra query
+	// parameter rides along with the SAS.
+	env := tabletest.New(t)
+	name := env.Name()
+	tb, _ := table.New[employee](env.CreateTable(name, nil))
+	load(t, tb, "Sales", 2)
+	sas, err := table.SASURL(serviceURL(t, env.ConnectionString)+"/?foo=bar", cred, name, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readAll(t, sas); err != nil || len(got) != 2 {
+		t.Fatalf("reading through %s: %d rows, %v", sas, len(got), err)
 	}
 }
