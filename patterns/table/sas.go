@@ -1,36 +1,49 @@
 package table
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/keys"
 )
 
 // ErrInvalidSAS: SAS options, or a service URL, from which SASURL cannot
-// make a usable shared access signature: no permissions or expiry, an
+// make a usable shared access signature (no permissions or expiry, an
 // expiry in the past or not after the start, an inverted key range, a
-// service URL that is not an http(s) URL or already carries a SAS. Errors
-// for a bad table name or key also satisfy ErrInvalidEntity or
-// ErrInvalidKey.
+// service URL that is not an http(s) URL or already carries a SAS), or
+// stored access policies the service would reject (more than 5, an ID
+// that is empty, too long or repeated). Errors for a bad table name or key
+// also satisfy ErrInvalidEntity or ErrInvalidKey.
 var ErrInvalidSAS = errors.New("invalid shared access signature")
 
 // SASOptions describes a table shared access signature.
 type SASOptions struct {
-	// Permissions granted: any of Read, Add, Update, Delete. Required. Its
-	// StartPartitionKey, StartRowKey, EndPartitionKey and EndRowKey fields
-	// are honoured as the key range, like the fields below.
+	// Identifier names a stored access policy of the table (see
+	// SetAccessPolicy) that the SAS is bound to: its "si" parameter.
+	// Removing the policy, or giving it an expiry in the past, revokes
+	// every SAS bound to it; changing it changes them all. Permissions,
+	// Start and Expiry may then be left empty for the policy to supply;
+	// the service rejects (400) a SAS that sets one the policy also sets.
+	// 1 to 64 characters. Default: no policy.
+	Identifier string
+	// Permissions granted: any of Read, Add, Update, Delete. Required
+	// unless Identifier is set. Its StartPartitionKey, StartRowKey,
+	// EndPartitionKey and EndRowKey fields are honoured as the key range,
+	// like the fields below.
 	Permissions aztables.SASPermissions
-	// Start is when the SAS becomes valid. Default (zero): immediately.
-	// Signed to the second, in UTC.
+	// Start is when the SAS becomes valid. Default (zero): immediately,
+	// or the policy's start. Signed to the second, in UTC.
 	Start time.Time
-	// Expiry is when the SAS stops being valid. Required, after Start,
-	// and in the future: an expiry that has passed (to the second, as
-	// signed) is an error, with no allowance for clock skew.
+	// Expiry is when the SAS stops being valid. Required unless
+	// Identifier is set. When set, it must be after Start and in the
+	// future: an expiry that has passed (to the second, as signed) is an
+	// error, with no allowance for clock skew.
 	Expiry time.Time
 	// StartPartitionKey, StartRowKey, EndPartitionKey and EndRowKey limit
 	// the SAS to a key range (inclusive bounds). A RowKey bound needs the
@@ -88,6 +101,7 @@ func SASURL(serviceURL string, cred *aztables.SharedKeyCredential, name string, 
 	}
 	v := aztables.SASSignatureValues{
 		Protocol: proto, StartTime: o.Start.UTC(), ExpiryTime: o.Expiry.UTC(), Permissions: o.Permissions.String(), TableName: name,
+		Identifier:        o.Identifier,
 		StartPartitionKey: o.StartPartitionKey, StartRowKey: o.StartRowKey, EndPartitionKey: o.EndPartitionKey, EndRowKey: o.EndRowKey,
 	}
 	qs, err := v.Sign(cred)
@@ -153,20 +167,58 @@ func (o SASOptions) validate(name string, now time.Time) error {
 	if err := ValidTableName(name); err != nil {
 		return err
 	}
-	if o.Permissions.String() == "" {
-		return errors.New("no permissions: set at least one of Read, Add, Update, Delete")
+	if o.Identifier != "" {
+		if err := validPolicyID(o.Identifier); err != nil {
+			return err
+		}
+	} else {
+		if o.Permissions.String() == "" {
+			return errors.New("no permissions: set at least one of Read, Add, Update, Delete, or an Identifier whose policy has them")
+		}
+		if o.Expiry.IsZero() {
+			return errors.New("no expiry: set one, or an Identifier whose policy has one")
+		}
 	}
-	if o.Expiry.IsZero() {
-		return errors.New("no expiry")
+	if !o.Expiry.IsZero() {
+		if expiry := signedTime(o.Expiry); !expiry.After(now) {
+			return fmt.Errorf("expiry %s is not in the future (now %s)", expiry.Format(sasTime), now.UTC().Format(sasTime))
+		}
 	}
-	start, expiry := signedTime(o.Start), signedTime(o.Expiry)
-	if !expiry.After(now) {
-		return fmt.Errorf("expiry %s is not in the future (now %s)", expiry.Format(sasTime), now.UTC().Format(sasTime))
-	}
-	if !o.Start.IsZero() && !expiry.After(start) {
-		return fmt.Errorf("expiry %s is not after start %s (both signed to the second)", expiry.Format(sasTime), start.Format(sasTime))
+	if err := checkWindow(o.Start, o.Expiry); err != nil {
+		return err
 	}
 	return o.validateRange()
+}
+
+// checkWindow reports an expiry that is not after the start, when both are
+// set, compared as signed.
+func checkWindow(start, expiry time.Time) error {
+	if start.IsZero() || expiry.IsZero() {
+		return nil
+	}
+	if s, e := signedTime(start), signedTime(expiry); !e.After(s) {
+		return fmt.Errorf("expiry %s is not after start %s (both signed to the second)", e.Format(sasTime), s.Format(sasTime))
+	}
+	return nil
+}
+
+// maxPolicyID and maxPolicies are the service's limits on stored access
+// policies: IDs up to 64 characters, at most 5 policies per table.
+const (
+	maxPolicyID = 64
+	maxPolicies = 5
+)
+
+func validPolicyID(id string) error {
+	switch n := utf8.RuneCountInString(id); {
+	case n == 0:
+		return errors.New("empty access policy ID")
+	case !utf8.ValidString(id):
+		return fmt.Errorf("access policy ID %q is not valid UTF-8", id)
+	case n > maxPolicyID:
+		return fmt.Errorf("access policy ID %q is %d characters, more than the service's %d", id, n, maxPolicyID)
+	}
+	return nil
 }
 
 func (o SASOptions) validateRange() error {
@@ -238,4 +290,126 @@ func sasBase(serviceURL, name string, allowHTTP bool) (*url.URL, error) {
 		u.RawPath = strings.TrimRight(u.RawPath, "/") + "/" + name
 	}
 	return u, nil
+}
+
+// AccessPolicy is a stored access policy on a table: permissions and a
+// validity window that the service keeps under an ID, and that a SAS names
+// (SASOptions.Identifier) instead of carrying them itself. Changing or
+// removing the policy changes or revokes every SAS that names it, without
+// changing the account key.
+type AccessPolicy struct {
+	// ID names the policy: 1 to 64 characters, unique among the table's
+	// policies. Required.
+	ID string
+	// Permissions granted to a SAS bound to the policy. Its key range
+	// fields must be empty: a key range can only be set in the SAS.
+	// Default (none): each SAS carries its own.
+	Permissions aztables.SASPermissions
+	// Start is when SAS bound to the policy become valid. Default (zero):
+	// each SAS carries its own, or is valid immediately. Sent to the
+	// second, in UTC.
+	Start time.Time
+	// Expiry is when SAS bound to the policy stop being valid. Default
+	// (zero): each SAS carries its own. It may be in the past: that
+	// disables every SAS bound to the policy and keeps the ID. Sent to the
+	// second, in UTC.
+	Expiry time.Time
+}
+
+// SetAccessPolicy replaces the stored access policies of the table c talks
+// to with policies (at most 5); with none, it removes them all, revoking
+// every SAS bound to one. One round trip. The policies are checked first:
+// more than 5, an empty, repeated or over-long ID, a key range in
+// Permissions, or an expiry not after the start fail with ErrInvalidSAS
+// before the network. To add or change one policy, read the others with
+// GetAccessPolicy and pass them all.
+//
+// The service may take up to 30 seconds to apply a change: until then, a
+// SAS bound to a new policy can fail with 403 and one bound to a removed
+// policy can still work. Azurite (3.37) applies changes at once, but
+// rejects (400, no error code) a policy that lacks any of Permissions,
+// Start or Expiry, which the service allows.
+func SetAccessPolicy(ctx context.Context, c *aztables.Client, policies ...AccessPolicy) error {
+	const op = "set access policy"
+	if c == nil {
+		return &Error{Op: op, Err: errors.New("nil *aztables.Client")}
+	}
+	if len(policies) > maxPolicies {
+		return &Error{Op: op, Err: invalidSAS{fmt.Errorf("%d access policies; a table can have at most %d", len(policies), maxPolicies)}}
+	}
+	var acl []*aztables.SignedIdentifier
+	seen := make(map[string]bool, len(policies))
+	for _, p := range policies {
+		if err := p.validate(seen); err != nil {
+			return &Error{Op: op, Err: invalidSAS{err}}
+		}
+		ap := &aztables.AccessPolicy{}
+		if perms := p.Permissions.String(); perms != "" {
+			ap.Permission = &perms
+		}
+		if !p.Start.IsZero() {
+			t := signedTime(p.Start)
+			ap.Start = &t
+		}
+		if !p.Expiry.IsZero() {
+			t := signedTime(p.Expiry)
+			ap.Expiry = &t
+		}
+		id := p.ID
+		acl = append(acl, &aztables.SignedIdentifier{ID: &id, AccessPolicy: ap})
+	}
+	_, err := c.SetAccessPolicy(ctx, &aztables.SetAccessPolicyOptions{TableACL: acl})
+	return wrap(op, "", "", "", err)
+}
+
+func (p AccessPolicy) validate(seen map[string]bool) error {
+	if err := validPolicyID(p.ID); err != nil {
+		return err
+	}
+	if seen[p.ID] {
+		return fmt.Errorf("access policy ID %q appears twice", p.ID)
+	}
+	seen[p.ID] = true
+	if r := p.Permissions; r.StartPartitionKey != "" || r.StartRowKey != "" || r.EndPartitionKey != "" || r.EndRowKey != "" {
+		return fmt.Errorf("access policy %q has a key range in Permissions; the service keeps key ranges only in the SAS", p.ID)
+	}
+	if err := checkWindow(p.Start, p.Expiry); err != nil {
+		return fmt.Errorf("access policy %q: %w", p.ID, err)
+	}
+	return nil
+}
+
+// GetAccessPolicy returns the stored access policies of the table c talks
+// to, in the service's order. One round trip.
+func GetAccessPolicy(ctx context.Context, c *aztables.Client) ([]AccessPolicy, error) {
+	const op = "get access policy"
+	if c == nil {
+		return nil, &Error{Op: op, Err: errors.New("nil *aztables.Client")}
+	}
+	resp, err := c.GetAccessPolicy(ctx, nil)
+	if err != nil {
+		return nil, wrap(op, "", "", "", err)
+	}
+	var out []AccessPolicy
+	for _, si := range resp.SignedIdentifiers {
+		if si == nil || si.ID == nil {
+			continue
+		}
+		p := AccessPolicy{ID: *si.ID}
+		if ap := si.AccessPolicy; ap != nil {
+			if ap.Permission != nil {
+				if err := p.Permissions.Parse(*ap.Permission); err != nil {
+					return nil, &Error{Op: op, Err: fmt.Errorf("access policy %q: %w", p.ID, err)}
+				}
+			}
+			if ap.Start != nil {
+				p.Start = ap.Start.UTC()
+			}
+			if ap.Expiry != nil {
+				p.Expiry = ap.Expiry.UTC()
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

@@ -3,13 +3,16 @@ package table_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
 )
@@ -269,5 +272,203 @@ func TestSASURLServiceURLShapes(t *testing.T) {
 	}
 	if got, err := readAll(t, sas); err != nil || len(got) != 2 {
 		t.Fatalf("reading through %s: %d rows, %v", sas, len(got), err)
+	}
+}
+
+// waitFor calls cond until it returns nil, for up to 45 s: the service
+// applies a stored access policy change within 30 s. Azurite applies it at
+// once, so there cond succeeds on the first call and nothing waits.
+func waitFor(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		<-tick.C
+	}
+}
+
+// status is the HTTP status of a service error, 0 for none.
+func status(err error) int {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode
+	}
+	return 0
+}
+
+// A SAS bound to a stored access policy (si) takes its permissions and
+// expiry from the policy, and stops working when the policy is removed.
+func TestStoredAccessPolicy(t *testing.T) {
+	t.Parallel()
+	env := tabletest.New(t)
+	name := env.Name()
+	c := env.CreateTable(name, nil)
+	tb, _ := table.New[employee](c)
+	load(t, tb, "Sales", 3)
+	ctx := context.Background()
+	cred := devCred(t)
+	svcURL := serviceURL(t, env.ConnectionString)
+	now := time.Now()
+	// Azurite needs all three fields in every policy (the service does not).
+	readers := table.AccessPolicy{ID: "readers", Permissions: aztables.SASPermissions{Read: true}, Start: now.Add(-time.Minute), Expiry: now.Add(time.Hour)}
+	writers := table.AccessPolicy{ID: "writers", Permissions: aztables.SASPermissions{Add: true, Update: true}, Start: now.Add(-time.Minute), Expiry: now.Add(time.Hour)}
+	if err := table.SetAccessPolicy(ctx, c, readers, writers); err != nil {
+		t.Fatal(err)
+	}
+	got, err := table.GetAccessPolicy(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []table.AccessPolicy{readers, writers}
+	for i := range want {
+		want[i].Start = want[i].Start.UTC().Truncate(time.Second)
+		want[i].Expiry = want[i].Expiry.UTC().Truncate(time.Second)
+	}
+	if !slices.EqualFunc(got, want, func(a, b table.AccessPolicy) bool {
+		return a.ID == b.ID && a.Permissions == b.Permissions && a.Start.Equal(b.Start) && a.Expiry.Equal(b.Expiry)
+	}) {
+		t.Fatalf("GetAccessPolicy = %+v, want %+v", got, want)
+	}
+
+	// The SAS names the policy and carries no permissions or expiry.
+	sas, err := table.SASURL(svcURL, cred, name, table.SASOptions{Identifier: "readers", AllowHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(sas)
+	if q := u.Query(); q.Get("si") != "readers" || q.Has("sp") || q.Has("se") {
+		t.Fatalf("SAS query %v: want si=readers and no sp or se", q)
+	}
+	waitFor(t, "reading through a SAS bound to a policy", func() error {
+		rows, err := readAll(t, sas)
+		if err == nil && len(rows) != 3 {
+			err = fmt.Errorf("%d rows, want 3", len(rows))
+		}
+		return err
+	})
+	ro, _ := table.New[employee](mustSASClient(t, sas))
+	if _, err := ro.Insert(ctx, emp("Sales", 99)); status(err) != 403 {
+		t.Fatalf("insert through a SAS bound to a read-only policy = %v, want 403", err)
+	}
+
+	// Revocation: keep only the writers' policy.
+	if err := table.SetAccessPolicy(ctx, c, writers); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "reading through a SAS whose policy was removed", func() error {
+		if _, err := readAll(t, sas); status(err) != 403 {
+			return fmt.Errorf("got %v, want 403", err)
+		}
+		return nil
+	})
+	// Removing them all.
+	if err := table.SetAccessPolicy(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := table.GetAccessPolicy(ctx, c); err != nil || len(got) != 0 {
+		t.Fatalf("after removing every policy: %+v, %v", got, err)
+	}
+}
+
+func mustSASClient(t *testing.T, sasURL string) *aztables.Client {
+	t.Helper()
+	c, err := table.NewClientFromSASURL(sasURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Policies the service would reject fail before the network; a SAS bound to
+// a policy may leave permissions and expiry out, but what it sets is still
+// checked.
+func TestStoredAccessPolicyValidation(t *testing.T) {
+	t.Parallel()
+	env := tabletest.New(t)
+	ft := &faults.Transport{}
+	opts := table.ClientOptions()
+	opts.Transport = ft
+	c := env.Table(opts)
+	ft.Reset()
+	ctx := context.Background()
+	now := time.Now()
+	p := func(id string) table.AccessPolicy {
+		return table.AccessPolicy{ID: id, Permissions: aztables.SASPermissions{Read: true}, Start: now, Expiry: now.Add(time.Hour)}
+	}
+	ranged := p("ranged")
+	ranged.Permissions.StartPartitionKey = "a"
+	inverted := p("inverted")
+	inverted.Start = now.Add(2 * time.Hour)
+	for _, tc := range []struct {
+		what     string
+		policies []table.AccessPolicy
+	}{
+		{"six policies", []table.AccessPolicy{p("a"), p("b"), p("c"), p("d"), p("e"), p("f")}},
+		{"empty ID", []table.AccessPolicy{p("")}},
+		{"65-character ID", []table.AccessPolicy{p(strings.Repeat("x", 65))}},
+		{"repeated ID", []table.AccessPolicy{p("a"), p("a")}},
+		{"key range", []table.AccessPolicy{ranged}},
+		{"expiry before start", []table.AccessPolicy{inverted}},
+	} {
+		err := table.SetAccessPolicy(ctx, c, tc.policies...)
+		var te *table.Error
+		if !errors.As(err, &te) || te.Op != "set access policy" || !errors.Is(err, table.ErrInvalidSAS) {
+			t.Errorf("%s: %v, want a *table.Error satisfying ErrInvalidSAS", tc.what, err)
+		}
+	}
+	if n := ft.Count(); n != 0 {
+		t.Errorf("%d requests sent for invalid policies", n)
+	}
+	// The limits themselves are fine: 5 policies, a 64-character ID; so
+	// is a policy that has already expired (it disables its SAS).
+	five := []table.AccessPolicy{p("a"), p("b"), p("c"), p("d"), p(strings.Repeat("é", 64))}
+	if err := table.SetAccessPolicy(ctx, c, five...); err != nil {
+		t.Fatalf("5 policies, 64-character ID: %v", err)
+	}
+	expired := table.AccessPolicy{ID: "old", Permissions: aztables.SASPermissions{Read: true}, Start: now.Add(-2 * time.Hour), Expiry: now.Add(-time.Hour)}
+	if err := table.SetAccessPolicy(ctx, c, expired); err != nil {
+		t.Fatalf("an expired policy: %v", err)
+	}
+	if err := table.SetAccessPolicy(ctx, nil, p("a")); err == nil {
+		t.Error("SetAccessPolicy with a nil client succeeded")
+	}
+	if _, err := table.GetAccessPolicy(ctx, nil); err == nil {
+		t.Error("GetAccessPolicy with a nil client succeeded")
+	}
+
+	cred := devCred(t)
+	const svc, name = "https://acct.table.core.windows.net", "employees"
+	for _, o := range []table.SASOptions{
+		{Identifier: "readers"},
+		{Identifier: "readers", Expiry: now.Add(time.Hour)},
+		{Identifier: "readers", Permissions: aztables.SASPermissions{Read: true}},
+		{Identifier: "readers", StartPartitionKey: "a", EndPartitionKey: "b"},
+		{Identifier: strings.Repeat("x", 64)},
+	} {
+		if _, err := table.SASURL(svc, cred, name, o); err != nil {
+			t.Errorf("SASURL(%+v): %v", o, err)
+		}
+	}
+	for _, o := range []table.SASOptions{
+		{Identifier: strings.Repeat("x", 65)},
+		{Identifier: "readers", Expiry: now.Add(-time.Minute)},
+		{Identifier: "readers", Start: now.Add(2 * time.Hour), Expiry: now.Add(time.Hour)},
+		{Identifier: "readers", StartPartitionKey: "b", EndPartitionKey: "a"},
+		{Identifier: "bad\xff"},
+	} {
+		_, err := table.SASURL(svc, cred, name, o)
+		if err == nil {
+			t.Errorf("SASURL(%+v) succeeded", o)
+			continue
+		}
+		checkSASError(t, err, name)
 	}
 }
