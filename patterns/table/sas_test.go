@@ -472,3 +472,121 @@ func TestStoredAccessPolicyValidation(t *testing.T) {
 		checkSASError(t, err, name)
 	}
 }
+
+// The connection string of the test account gives a service URL and key
+// that work for shared key requests and for minting a SAS.
+func TestParseConnectionString(t *testing.T) {
+	t.Parallel()
+	env := tabletest.New(t)
+	ctx := context.Background()
+	svcURL, cred, err := table.ParseConnectionString(env.ConnectionString)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep, ok := tableEndpoint(env.ConnectionString); ok && svcURL != strings.TrimRight(ep, "/") {
+		t.Errorf("service URL %s, want the TableEndpoint %s", svcURL, ep)
+	}
+	svc, err := aztables.NewServiceClientWithSharedKey(svcURL, cred, table.ClientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := env.Name()
+	if err := table.CreateTable(ctx, svc, name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = table.DeleteTable(context.Background(), svc, name) })
+	tb, _ := table.New[employee](svc.NewClient(name))
+	load(t, tb, "Sales", 2)
+	sas, err := table.SASURL(svcURL, cred, name, table.SASOptions{
+		Permissions: aztables.SASPermissions{Read: true}, Expiry: time.Now().Add(time.Hour),
+		AllowHTTP: strings.HasPrefix(svcURL, "http:"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readAll(t, sas); err != nil || len(got) != 2 {
+		t.Fatalf("reading through the SAS: %d rows, %v", len(got), err)
+	}
+}
+
+// tableEndpoint is the TableEndpoint of a connection string, if it has one.
+func tableEndpoint(cs string) (string, bool) {
+	for _, part := range strings.Split(cs, ";") {
+		if v, ok := strings.CutPrefix(part, "TableEndpoint="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// The forms of connection string Azure documents, and the errors for those
+// that cannot give a shared key.
+func TestParseConnectionStringForms(t *testing.T) {
+	t.Parallel()
+	const key = "U0VDUkVULUtFWS1CWVRFUw==" // base64("SECRET-KEY-BYTES")
+	for _, tc := range []struct {
+		cs, wantURL, wantAccount string
+	}{
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + key + ";EndpointSuffix=core.windows.net",
+			"https://acct.table.core.windows.net", "acct"},
+		{"AccountName=acct;AccountKey=" + key, "https://acct.table.core.windows.net", "acct"},
+		{"DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=" + key + ";EndpointSuffix=core.chinacloudapi.cn;",
+			"http://acct.table.core.chinacloudapi.cn", "acct"},
+		{" accountname = acct ; ACCOUNTKEY=" + key + " ;defaultendpointsprotocol=HTTPS;;", "https://acct.table.core.windows.net", "acct"},
+		{"DefaultEndpointsProtocol=https;AccountName=cosmos-acct;AccountKey=" + key + ";TableEndpoint=https://cosmos-acct.table.cosmos.azure.com:443/;",
+			"https://cosmos-acct.table.cosmos.azure.com:443", "cosmos-acct"},
+		{"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + key +
+			";BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;",
+			"http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1"},
+		{"AccountName=acct;AccountKey=" + key + ";SharedAccessSignature=sv=2019-02-02&sig=abc", "https://acct.table.core.windows.net", "acct"},
+		{"UseDevelopmentStorage=true", "http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1"},
+		{"usedevelopmentstorage=TRUE;", "http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1"},
+	} {
+		u, cred, err := table.ParseConnectionString(tc.cs)
+		if err != nil {
+			t.Errorf("ParseConnectionString(%q): %v", tc.cs, err)
+			continue
+		}
+		if u != tc.wantURL || cred.AccountName() != tc.wantAccount {
+			t.Errorf("ParseConnectionString(%q) = %s, account %s; want %s, account %s", tc.cs, u, cred.AccountName(), tc.wantURL, tc.wantAccount)
+		}
+	}
+
+	for _, tc := range []struct{ what, cs, want string }{
+		{"empty", "", "empty"},
+		{"only separators", " ; ;", "empty"},
+		{"SAS only", "TableEndpoint=https://acct.table.core.windows.net;AccountName=acct;SharedAccessSignature=sv=2019-02-02&sig=SECRET", "SharedAccessSignature"},
+		{"no key", "AccountName=acct", "no AccountKey"},
+		{"empty key", "AccountName=acct;AccountKey=", "no AccountKey"},
+		{"no account", "AccountKey=" + key, "no AccountName"},
+		{"key not base64", "AccountName=acct;AccountKey=SECRET*not*base64", "base64"},
+		{"key twice", "AccountName=acct;AccountKey=" + key + ";accountkey=" + key, "AccountKey is set twice"},
+		{"unknown setting twice", "AccountName=acct;AccountKey=" + key + ";X=1;x=2", "setting 4 repeats"},
+		{"no equals sign", "AccountName=acct;" + "SECRETKEY", "setting 2 is not of the form"},
+		{"no name", "AccountName=acct;=SECRET", "setting 2 is not of the form"},
+		{"bad protocol", "DefaultEndpointsProtocol=ftp;AccountName=acct;AccountKey=" + key, "DefaultEndpointsProtocol"},
+		{"bad endpoint", "TableEndpoint=127.0.0.1:10002/x?sig=SECRET;AccountName=acct;AccountKey=" + key, "TableEndpoint"},
+		{"endpoint with a user", "TableEndpoint=https://me:SECRET@acct.table.core.windows.net;AccountName=acct;AccountKey=" + key, "TableEndpoint"},
+		{"account not a host name", "AccountName=my acct;AccountKey=" + key, "AccountName"},
+		{"bad suffix", "AccountName=acct;AccountKey=" + key + ";EndpointSuffix=core.windows.net/x", "EndpointSuffix"},
+		{"empty suffix", "AccountName=acct;AccountKey=" + key + ";EndpointSuffix=", "EndpointSuffix"},
+		{"development storage false", "UseDevelopmentStorage=false", "UseDevelopmentStorage"},
+		{"development storage with a proxy", "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://proxy", "no other settings"},
+	} {
+		_, cred, err := table.ParseConnectionString(tc.cs)
+		var te *table.Error
+		if !errors.As(err, &te) || te.Op != "connection string" || !errors.Is(err, table.ErrInvalidConnectionString) || cred != nil {
+			t.Errorf("%s: %v, want a *table.Error satisfying ErrInvalidConnectionString", tc.what, err)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: error %q does not say %q", tc.what, msg, tc.want)
+		}
+		for _, secret := range []string{key, "SECRET", "sig="} {
+			if strings.Contains(msg, secret) {
+				t.Errorf("%s: error shows %q: %s", tc.what, secret, msg)
+			}
+		}
+	}
+}
