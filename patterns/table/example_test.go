@@ -243,3 +243,51 @@ func ExampleTable_FanOut() {
 	// Sales 1
 	// Sales 2
 }
+
+// A read-only SAS minted from a connection string, and a client that reads
+// through it. Only the code that mints the SAS needs the account key; the
+// client gets a URL that expires, and that cannot write.
+func ExampleSASURL_fromConnectionString() {
+	svc, name, done := exampleTable()
+	defer done()
+	ctx := context.Background()
+	employees, _ := table.New[Employee](svc.NewClient(name))
+	if _, err := employees.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jo"}); err != nil {
+		log.Fatal(err)
+	}
+
+	// Where the key is kept: the service URL and key from configuration.
+	cs, err := tabletest.ConnectionString()
+	if err != nil {
+		log.Fatal(err)
+	}
+	serviceURL, cred, err := table.ParseConnectionString(cs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	sasURL, err := table.SASURL(serviceURL, cred, name, table.SASOptions{
+		Permissions: aztables.SASPermissions{Read: true},
+		Expiry:      time.Now().Add(time.Hour),
+		AllowHTTP:   true, // the emulator listens on http; leave false for Azure
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// In the client: only the URL.
+	c, err := table.NewClientFromSASURL(sasURL, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	readOnly, _ := table.New[Employee](c)
+	e, err := readOnly.Get(ctx, "Sales", "000223", nil)
+	fmt.Println(e.FirstName, err)
+	_, err = readOnly.Insert(ctx, Employee{Department: "Sales", ID: "000224"})
+	var te *table.Error
+	if errors.As(err, &te) {
+		fmt.Println(te.StatusCode, te.Code)
+	}
+	// Output:
+	// Jo <nil>
+	// 403 AuthorizationPermissionMismatch
+}

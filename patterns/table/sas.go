@@ -59,17 +59,17 @@ type SASOptions struct {
 
 // SASURL returns the URL of a table SAS for table name in the account at
 // serviceURL, signed with cred. Mint it where the account key is safe and
-// hand the URL to a client, which uses it with
-// aztables.NewClientWithNoCredential. It is computed locally (no round
-// trip) and is safe for concurrent use.
+// hand the URL to a client, which uses it with NewClientFromSASURL. It is
+// computed locally (no round trip) and is safe for concurrent use.
 //
 // serviceURL is the table service endpoint, such as
 // https://myaccount.table.core.windows.net, or one with a path for an
-// emulator, such as http://127.0.0.1:10002/devstoreaccount1. The table name
-// is appended to its path, whether or not it ends in a slash. A query
-// string on serviceURL is kept, parameters and values, unless it already
-// holds SAS parameters (sv, sig, se, ...): then SASURL fails rather than
-// return a URL with two signatures in it.
+// emulator, such as http://127.0.0.1:10002/devstoreaccount1.
+// ParseConnectionString returns it, and cred, from a connection string. The
+// table name is appended to its path, whether or not it ends in a slash. A
+// query string on serviceURL is kept, parameters and values, unless it
+// already holds SAS parameters (sv, sig, se, ...): then SASURL fails rather
+// than return a URL with two signatures in it.
 //
 // Unlike aztables' own SAS helpers, the key range reaches the URL (the SDK
 // signs spk/srk/epk/erk but drops them, so its ranged SAS are rejected), and
