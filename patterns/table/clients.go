@@ -106,7 +106,7 @@ var accountName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$
 // their values, so they never contain the key or a signature.
 func ParseConnectionString(connStr string) (serviceURL string, cred *aztables.SharedKeyCredential, err error) {
 	fail := func(format string, args ...any) (string, *aztables.SharedKeyCredential, error) {
-		return "", nil, &Error{Op: "connection string", Err: fmt.Errorf("%w: "+format, append([]any{ErrInvalidConnectionString}, args...)...)}
+		return "", nil, &Error{Op: "connection string", Err: marked{ErrInvalidConnectionString, fmt.Errorf(format, args...)}}
 	}
 	settings := map[string]string{}
 	for i, part := range strings.Split(connStr, ";") {

@@ -22,7 +22,8 @@ import (
 // also satisfy ErrInvalidEntity or ErrInvalidKey.
 var ErrInvalidSAS = errors.New("invalid shared access signature")
 
-// SASOptions describes a table shared access signature.
+// SASOptions describes a table shared access signature. It is a plain
+// value: SASURL does not keep or modify it.
 type SASOptions struct {
 	// Identifier names a stored access policy of the table (see
 	// SetAccessPolicy) that the SAS is bound to: its "si" parameter.
@@ -79,7 +80,7 @@ type SASOptions struct {
 // ErrInvalidSAS); they never contain the account key or a signature.
 func SASURL(serviceURL string, cred *aztables.SharedKeyCredential, name string, o SASOptions) (string, error) {
 	fail := func(err error) (string, error) {
-		return "", &Error{Op: "sas", Table: name, Err: invalidSAS{err}}
+		return "", &Error{Op: "sas", Table: name, Err: invalidSAS(err)}
 	}
 	if cred == nil {
 		return fail(errors.New("nil credential"))
@@ -125,13 +126,17 @@ func SASURL(serviceURL string, cred *aztables.SharedKeyCredential, name string, 
 	return u.String(), nil
 }
 
-// invalidSAS marks an error as ErrInvalidSAS, keeping its text and what it
-// wraps (ErrInvalidEntity, ErrInvalidKey).
-type invalidSAS struct{ err error }
+// invalidSAS marks err as ErrInvalidSAS.
+func invalidSAS(err error) error { return marked{ErrInvalidSAS, err} }
 
-func (e invalidSAS) Error() string        { return e.err.Error() }
-func (e invalidSAS) Unwrap() error        { return e.err }
-func (e invalidSAS) Is(target error) bool { return target == ErrInvalidSAS }
+// marked is an error that satisfies errors.Is with sentinel while keeping
+// its own text (no "invalid ...: " prefix repeating the operation) and what
+// it wraps (ErrInvalidEntity, ErrInvalidKey).
+type marked struct{ sentinel, err error }
+
+func (e marked) Error() string        { return e.err.Error() }
+func (e marked) Unwrap() error        { return e.err }
+func (e marked) Is(target error) bool { return target == e.sentinel }
 
 // withRange returns o with the key range of o.Permissions merged into o's
 // own range fields, and o.Permissions holding only the permissions.
@@ -181,7 +186,7 @@ func (o SASOptions) validate(name string, now time.Time) error {
 	}
 	if !o.Expiry.IsZero() {
 		if expiry := signedTime(o.Expiry); !expiry.After(now) {
-			return fmt.Errorf("expiry %s is not in the future (now %s)", expiry.Format(sasTime), now.UTC().Format(sasTime))
+			return fmt.Errorf("expiry %s is not in the future (now %s; SAS times are whole seconds)", expiry.Format(sasTime), now.UTC().Format(sasTime))
 		}
 	}
 	if err := checkWindow(o.Start, o.Expiry); err != nil {
@@ -322,7 +327,9 @@ type AccessPolicy struct {
 // more than 5, an empty, repeated or over-long ID, a key range in
 // Permissions, or an expiry not after the start fail with ErrInvalidSAS
 // before the network. To add or change one policy, read the others with
-// GetAccessPolicy and pass them all.
+// GetAccessPolicy and pass them all. Safe for concurrent use, but two
+// concurrent read-modify-write sequences can lose a change: the last
+// replacement wins.
 //
 // The service may take up to 30 seconds to apply a change: until then, a
 // SAS bound to a new policy can fail with 403 and one bound to a removed
@@ -335,13 +342,13 @@ func SetAccessPolicy(ctx context.Context, c *aztables.Client, policies ...Access
 		return &Error{Op: op, Err: errors.New("nil *aztables.Client")}
 	}
 	if len(policies) > maxPolicies {
-		return &Error{Op: op, Err: invalidSAS{fmt.Errorf("%d access policies; a table can have at most %d", len(policies), maxPolicies)}}
+		return &Error{Op: op, Err: invalidSAS(fmt.Errorf("%d access policies; a table can have at most %d", len(policies), maxPolicies))}
 	}
 	var acl []*aztables.SignedIdentifier
 	seen := make(map[string]bool, len(policies))
 	for _, p := range policies {
 		if err := p.validate(seen); err != nil {
-			return &Error{Op: op, Err: invalidSAS{err}}
+			return &Error{Op: op, Err: invalidSAS(err)}
 		}
 		ap := &aztables.AccessPolicy{}
 		if perms := p.Permissions.String(); perms != "" {
@@ -380,7 +387,8 @@ func (p AccessPolicy) validate(seen map[string]bool) error {
 }
 
 // GetAccessPolicy returns the stored access policies of the table c talks
-// to, in the service's order. One round trip.
+// to, in the service's order, with times in UTC. One round trip; safe for
+// concurrent use.
 func GetAccessPolicy(ctx context.Context, c *aztables.Client) ([]AccessPolicy, error) {
 	const op = "get access policy"
 	if c == nil {
