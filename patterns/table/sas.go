@@ -366,7 +366,7 @@ func SetAccessPolicy(ctx context.Context, c *aztables.Client, policies ...Access
 		acl = append(acl, &aztables.SignedIdentifier{ID: &id, AccessPolicy: ap})
 	}
 	_, err := c.SetAccessPolicy(ctx, &aztables.SetAccessPolicyOptions{TableACL: acl})
-	return wrap(op, "", "", "", err)
+	return wrap(op, tableNameOf(c), "", "", err)
 }
 
 func (p AccessPolicy) validate(seen map[string]bool) error {
@@ -396,7 +396,7 @@ func GetAccessPolicy(ctx context.Context, c *aztables.Client) ([]AccessPolicy, e
 	}
 	resp, err := c.GetAccessPolicy(ctx, nil)
 	if err != nil {
-		return nil, wrap(op, "", "", "", err)
+		return nil, wrap(op, tableNameOf(c), "", "", err)
 	}
 	var out []AccessPolicy
 	for _, si := range resp.SignedIdentifiers {
