@@ -66,12 +66,16 @@ func (o Op) RowKey() string { return o.rk }
 // Err returns the error that keeps the op from being sent, or nil.
 func (o Op) Err() error { return o.err }
 
-func (t *Table[T]) op(name string, kind aztables.TransactionType, v *T, etag *azcore.ETag) Op {
+func (t *Table[T]) op(name string, kind aztables.TransactionType, v *T, etag *azcore.ETag, m Mode) Op {
 	pk, rk, err := t.keysOf(name, v)
 	if err != nil {
 		return Op{kind: kind, err: err}
 	}
-	e, err := t.codec.encode(make([]byte, 0, 256), reflect.ValueOf(v).Elem(), pk, rk)
+	mask, err := t.codec.mask(m.fields)
+	if err != nil {
+		return Op{kind: kind, pk: pk, rk: rk, err: &Error{Op: name, Table: t.name, PartitionKey: pk, RowKey: rk, Err: err}}
+	}
+	e, err := t.codec.encode(make([]byte, 0, 256), reflect.ValueOf(v).Elem(), pk, rk, mask)
 	if err != nil {
 		return Op{kind: kind, pk: pk, rk: rk, err: relabel(err, name, t.name)}
 	}
@@ -97,34 +101,31 @@ func newOp(kind aztables.TransactionType, pk, rk string, body []byte, etag *azco
 }
 
 // InsertOp is an insert for Submit; it fails if the entity exists.
-func (t *Table[T]) InsertOp(v T) Op { return t.op("insert", aztables.TransactionTypeAdd, &v, nil) }
+func (t *Table[T]) InsertOp(v T) Op {
+	return t.op("insert", aztables.TransactionTypeAdd, &v, nil, Mode{})
+}
 
-// UpsertOp is an insert-or-merge or insert-or-replace for Submit.
+// UpsertOp is an insert-or-merge or insert-or-replace for Submit (Fields
+// merges only the named properties).
 func (t *Table[T]) UpsertOp(v T, mode Mode) Op {
-	switch mode {
-	case Merge:
-		return t.op("upsert", aztables.TransactionTypeInsertMerge, &v, nil)
-	case Replace:
-		return t.op("upsert", aztables.TransactionTypeInsertReplace, &v, nil)
+	kind, err := txType("upsert", mode)
+	if err != nil {
+		return Op{err: err}
 	}
-	_, err := updateMode("upsert", mode)
-	return Op{err: err}
+	return t.op("upsert", kind, &v, nil, mode)
 }
 
 // UpdateOp is a conditional update for Submit: etag is the version read,
 // or azcore.ETagAny for any existing version; empty is ErrNoETag.
 func (t *Table[T]) UpdateOp(v T, etag azcore.ETag, mode Mode) Op {
 	if etag == "" {
-		return Op{err: &Error{Op: "update", Err: ErrNoETag}}
+		return Op{err: &Error{Op: "update", Table: t.name, Err: ErrNoETag}}
 	}
-	switch mode {
-	case Merge:
-		return t.op("update", aztables.TransactionTypeUpdateMerge, &v, &etag)
-	case Replace:
-		return t.op("update", aztables.TransactionTypeUpdateReplace, &v, &etag)
+	kind, err := txType("update", mode)
+	if err != nil {
+		return Op{err: err}
 	}
-	_, err := updateMode("update", mode)
-	return Op{err: err}
+	return t.op("update", kind, &v, &etag, mode)
 }
 
 // DeleteOp is a conditional delete for Submit: etag is the version read,

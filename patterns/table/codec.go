@@ -290,6 +290,41 @@ func utf16Len(s string) int {
 	return n
 }
 
+// fieldMask selects the properties a partial merge writes (Fields).
+type fieldMask struct {
+	fields []bool          // by index in codec.fields
+	extra  map[string]bool // names of extra-map properties
+}
+
+// mask builds the fieldMask for names, which must be properties of T
+// (fields, or any valid name when T has an extra map). nil names: nil.
+func (c *codec) mask(names []string) (*fieldMask, error) {
+	if names == nil {
+		return nil, nil
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: Fields() names no property", ErrInvalidEntity)
+	}
+	m := &fieldMask{fields: make([]bool, len(c.fields))}
+	for _, name := range names {
+		if i, ok := c.byName[name]; ok {
+			m.fields[i] = true
+			continue
+		}
+		if c.extra == nil {
+			return nil, fmt.Errorf("%w: Fields: %v has no property %q", ErrInvalidEntity, c.typ, name)
+		}
+		if err := validPropertyName(name); err != nil {
+			return nil, fmt.Errorf("Fields: %w", err)
+		}
+		if m.extra == nil {
+			m.extra = map[string]bool{}
+		}
+		m.extra[name] = true
+	}
+	return m, nil
+}
+
 // encoded is an entity ready to send.
 type encoded struct {
 	body   []byte
@@ -305,7 +340,7 @@ func (e encoded) stampable() bool {
 
 // encode writes v (an addressable struct value) as entity JSON with the
 // given keys, validating everything the service would check.
-func (c *codec) encode(b []byte, v reflect.Value, pk, rk string) (encoded, error) {
+func (c *codec) encode(b []byte, v reflect.Value, pk, rk string, only *fieldMask) (encoded, error) {
 	e := encoded{pk: pk, rk: rk}
 	if err := validKeys(pk, rk); err != nil {
 		return e, err
@@ -319,6 +354,9 @@ func (c *codec) encode(b []byte, v reflect.Value, pk, rk string) (encoded, error
 	e.size += 2 * n
 	for i := range c.fields {
 		f := &c.fields[i]
+		if only != nil && !only.fields[i] {
+			continue
+		}
 		fv := v.FieldByIndex(f.index)
 		if f.ptr {
 			if fv.IsNil() {
@@ -349,7 +387,7 @@ func (c *codec) encode(b []byte, v reflect.Value, pk, rk string) (encoded, error
 	}
 	if c.extra != nil {
 		var err error
-		if b, err = c.appendExtra(b, v.FieldByIndex(c.extra), &e); err != nil {
+		if b, err = c.appendExtra(b, v.FieldByIndex(c.extra), &e, only); err != nil {
 			return e, err
 		}
 	}
@@ -429,11 +467,11 @@ var (
 	maxDateTime = time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC)
 )
 
-// unset reports whether a value of a kind whose zero value the service
-// cannot store is to be left out, so that it reads back as that zero value:
-// the zero time.Time (outside Edm.DateTime's range) and the empty GUID
-// string. Other values of those kinds must be valid: a time within
-// 1601-01-01 to 9999-12-31 UTC, a well-formed GUID.
+// unset reports whether a value is to be left out, so that it reads back
+// as its zero value: the zero time.Time (outside Edm.DateTime's range), the
+// empty GUID string, and a nil []byte (like a nil pointer; an empty non-nil
+// []byte is an empty Edm.Binary). Other times and GUIDs must be valid: a
+// time within 1601-01-01 to 9999-12-31 UTC, a well-formed GUID.
 func unset(k kind, v reflect.Value) (skip bool, err error) {
 	switch k {
 	case kTime:
@@ -448,6 +486,8 @@ func unset(k kind, v reflect.Value) (skip bool, err error) {
 		}
 		_, err := ParseGUID(v.String())
 		return false, err
+	case kBinary:
+		return v.IsNil(), nil
 	}
 	return false, nil
 }
@@ -485,7 +525,7 @@ func appendBinary(b []byte, p []byte) []byte {
 }
 
 // appendExtra writes the properties of an extra map, sorted by name.
-func (c *codec) appendExtra(b []byte, m reflect.Value, e *encoded) ([]byte, error) {
+func (c *codec) appendExtra(b []byte, m reflect.Value, e *encoded, only *fieldMask) ([]byte, error) {
 	if m.IsNil() || m.Len() == 0 {
 		return b, nil
 	}
@@ -500,6 +540,9 @@ func (c *codec) appendExtra(b []byte, m reflect.Value, e *encoded) ([]byte, erro
 	for _, name := range names {
 		if _, typed := c.byName[name]; typed {
 			continue // the struct field wins
+		}
+		if only != nil && !only.extra[name] {
+			continue
 		}
 		if err := validPropertyName(name); err != nil {
 			return b, &Error{Op: "encode", PartitionKey: e.pk, RowKey: e.rk, Err: err}

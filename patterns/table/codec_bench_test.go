@@ -50,7 +50,7 @@ func BenchmarkCodec(b *testing.B) {
 		buf := make([]byte, 0, 1024)
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			e, err := c.encode(buf[:0], reflect.ValueOf(&v).Elem(), v.PartitionKey, v.RowKey)
+			e, err := c.encode(buf[:0], reflect.ValueOf(&v).Elem(), v.PartitionKey, v.RowKey, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

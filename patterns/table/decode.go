@@ -191,11 +191,11 @@ func setValue(fv reflect.Value, f *field, p *property) error {
 		if val.kind != 's' {
 			return mismatch()
 		}
-		b, err := base64.StdEncoding.AppendDecode(nil, unescapedBytes(val))
+		b, err := base64.StdEncoding.AppendDecode([]byte{}, unescapedBytes(val))
 		if err != nil {
 			return fmt.Errorf("invalid Edm.Binary: %w", err)
 		}
-		fv.SetBytes(b)
+		fv.SetBytes(b) // never nil: nil means no property
 	case kGUID:
 		if val.kind != 's' {
 			return mismatch()

@@ -110,13 +110,17 @@ func (t *Table[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 
 // encode encodes v with its keys. The caller must release the buffer with
 // release once the SDK call has returned.
-func (t *Table[T]) encode(op string, v *T) (encoded, *[]byte, error) {
+func (t *Table[T]) encode(op string, v *T, m Mode) (encoded, *[]byte, error) {
 	pk, rk, err := t.keysOf(op, v)
 	if err != nil {
 		return encoded{}, nil, err
 	}
+	mask, err := t.codec.mask(m.fields)
+	if err != nil {
+		return encoded{}, nil, &Error{Op: op, Table: t.name, PartitionKey: pk, RowKey: rk, Err: err}
+	}
 	bp := bufPool.Get().(*[]byte)
-	e, err := t.codec.encode((*bp)[:0], reflect.ValueOf(v).Elem(), pk, rk)
+	e, err := t.codec.encode((*bp)[:0], reflect.ValueOf(v).Elem(), pk, rk, mask)
 	if err != nil {
 		release(bp)
 		return e, nil, relabel(err, op, t.name)
@@ -139,7 +143,7 @@ func release(bp *[]byte) {
 // entity is the one this Insert wrote (success, Result.Verified) or another
 // writer's; see the package documentation's outcome table.
 func (t *Table[T]) Insert(ctx context.Context, v T) (Result, error) {
-	e, bp, err := t.encode("insert", &v)
+	e, bp, err := t.encode("insert", &v, Mode{})
 	if err != nil {
 		return Result{}, err
 	}
@@ -163,19 +167,19 @@ func (t *Table[T]) Insert(ctx context.Context, v T) (Result, error) {
 // an ETag for that. One round trip. An upsert is idempotent: resent after a
 // lost response, it succeeds.
 func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (Result, error) {
-	um, err := updateMode("upsert", mode)
+	kind, err := txType("upsert", mode)
 	if err != nil {
 		return Result{}, err
 	}
-	e, bp, err := t.encode("upsert", &v)
+	e, bp, err := t.encode("upsert", &v, mode)
 	if err != nil {
 		return Result{}, err
 	}
 	defer release(bp)
 	tctx, tr := retry.Track(ctx)
-	resp, err := t.client.UpsertEntity(tctx, e.body, &aztables.UpsertEntityOptions{UpdateMode: um})
+	resp, err := t.client.UpsertEntity(tctx, e.body, &aztables.UpsertEntityOptions{UpdateMode: updateModes[kind]})
 	if err != nil {
-		return t.settle(ctx, tr, write{kind: aztables.TransactionTypeInsertReplace, pk: e.pk, rk: e.rk}, "upsert", err)
+		return t.settle(ctx, tr, write{kind: kind, pk: e.pk, rk: e.rk}, "upsert", err)
 	}
 	return Result{ETag: resp.ETag}, nil
 }
@@ -193,33 +197,34 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (Result, error) {
 // with etag (T embeds Meta) for exact verification; without it a lost
 // response may end in ErrOutcomeUnknown.
 func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode Mode) (Result, error) {
-	um, err := updateMode("update", mode)
+	return t.update(ctx, "update", &v, etag, mode, t.prevWrites(&v, etag))
+}
+
+// update is Update with the write history read with etag given.
+func (t *Table[T]) update(ctx context.Context, op string, v *T, etag azcore.ETag, mode Mode, prev string) (Result, error) {
+	kind, err := txType(op, mode)
 	if err != nil {
 		return Result{}, err
 	}
 	if etag == "" {
-		return Result{}, &Error{Op: "update", Table: t.name, Err: ErrNoETag}
+		return Result{}, &Error{Op: op, Table: t.name, Err: ErrNoETag}
 	}
-	e, bp, err := t.encode("update", &v)
+	e, bp, err := t.encode(op, v, mode)
 	if err != nil {
 		return Result{}, err
 	}
 	defer release(bp)
-	kind := aztables.TransactionTypeUpdateMerge
-	if mode == Replace {
-		kind = aztables.TransactionTypeUpdateReplace
-	}
 	w := write{kind: kind, pk: e.pk, rk: e.rk, etag: etag}
 	if etag != azcore.ETagAny && e.stampable() {
-		w.id, w.prev = newWriteID(), t.prevWrites(&v, etag)
-		e.body = appendStamp(e.body, stampValue(w.id, w.prev))
+		w.id = newWriteID()
+		e.body = appendStamp(e.body, stampValue(w.id, prev))
 		*bp = e.body
-		w.prev, _, _ = strings.Cut(w.prev, ",")
+		w.prev, _, _ = strings.Cut(prev, ",")
 	}
 	tctx, tr := retry.Track(ctx)
-	resp, err := t.client.UpdateEntity(tctx, e.body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: um})
+	resp, err := t.client.UpdateEntity(tctx, e.body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: updateModes[kind]})
 	if err != nil {
-		return t.settle(ctx, tr, w, "update", err)
+		return t.settle(ctx, tr, w, op, err)
 	}
 	return Result{ETag: resp.ETag}, nil
 }
@@ -282,17 +287,112 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *G
 		for e, err := range t.Query(ctx, q) {
 			return e, relabel(err, "get", t.name)
 		}
-		return v, &Error{Op: "get", PartitionKey: partitionKey, RowKey: rowKey, StatusCode: 404, Code: "ResourceNotFound", Err: ErrNotFound}
+		return v, &Error{Op: "get", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, StatusCode: 404, Code: "ResourceNotFound", Err: ErrNotFound}
 	}
-	resp, err := t.client.GetEntity(ctx, partitionKey, rowKey, &aztables.GetEntityOptions{Format: ptr(aztables.MetadataFormatMinimal)})
+	v, _, _, err := t.get(ctx, "get", partitionKey, rowKey)
+	return v, err
+}
+
+// get reads one entity with its ETag and write history.
+func (t *Table[T]) get(ctx context.Context, op, pk, rk string) (v T, etag azcore.ETag, writes string, err error) {
+	resp, err := t.client.GetEntity(ctx, pk, rk, &aztables.GetEntityOptions{Format: ptr(aztables.MetadataFormatMinimal)})
 	if err != nil {
-		return v, wrap("get", t.name, partitionKey, rowKey, err)
+		return v, "", "", wrap(op, t.name, pk, rk, err)
 	}
 	if err := t.codec.decode(resp.Value, reflect.ValueOf(&v).Elem(), resp.ETag, nil); err != nil {
-		return v, &Error{Op: "get", PartitionKey: partitionKey, RowKey: rowKey, Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
+		return v, "", "", &Error{Op: op, Table: t.name, PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
 	}
-	return v, nil
+	if t.codec.meta != nil {
+		writes = metaOf(reflect.ValueOf(&v).Elem(), t.codec.meta).writes
+	} else if h, ok := storedHistory(resp.Value); ok {
+		writes = strings.Join(h, ",")
+	}
+	return v, resp.ETag, writes, nil
 }
+
+// ModifyOptions configures Modify. A nil *ModifyOptions means defaults.
+type ModifyOptions struct {
+	// Mode is how the changed entity is written back. Default (the zero
+	// Mode): Merge, which keeps stored properties T has no field for; use
+	// Replace to remove properties the change cleared (nil pointers).
+	Mode Mode
+	// Retry is the policy for conflicts: on ErrPreconditionFailed (another
+	// writer changed the entity in between) Modify reads and calls fn
+	// again. Default: retry.Default. Its Retryable, if nil, is
+	// retry.RetryOn412.
+	Retry *retry.Policy
+}
+
+// Modify changes one entity with a read-modify-write: it reads the entity,
+// calls fn with it, and writes the result back conditioned on the ETag it
+// read, so no concurrent change is lost; on a conflict it reads and calls
+// fn again (fn must be safe to call several times). It returns the entity
+// as written and the write's Result. An error from fn ends Modify with
+// that error and writes nothing; fn must not change the keys.
+//
+// Two round trips without contention, two more per conflict. A lost
+// response is settled by reading the write history (see WriteProperty), so
+// a change is never applied twice; when that cannot be settled Modify
+// returns ErrOutcomeUnknown and does not call fn again. ErrNotFound when
+// the entity does not exist.
+func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *ModifyOptions) (T, Result, error) {
+	var v T
+	var res Result
+	if err := validKeys(partitionKey, rowKey); err != nil {
+		return v, res, relabel(err, "modify", t.name)
+	}
+	if opts == nil {
+		opts = &ModifyOptions{}
+	}
+	mode := opts.Mode
+	if mode.kind == 0 {
+		mode = Merge
+	}
+	p := retry.Default
+	if opts.Retry != nil {
+		p = *opts.Retry
+	}
+	retryable := p.Retryable
+	if retryable == nil {
+		retryable = retry.RetryOn412
+	}
+	p.Retryable = func(err error) bool {
+		var fe fnError
+		return !errors.As(err, &fe) && retryable(err)
+	}
+	err := p.Do(ctx, func(ctx context.Context) error {
+		cur, etag, writes, err := t.get(ctx, "modify", partitionKey, rowKey)
+		if err != nil {
+			return err
+		}
+		if err := fn(&cur); err != nil {
+			return &Error{Op: "modify", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: fnError{err}}
+		}
+		if pk, rk, err := t.keysOf("modify", &cur); err != nil {
+			return err
+		} else if pk != partitionKey || rk != rowKey {
+			return invalid("modify", partitionKey, rowKey, ErrInvalidKey, "fn changed the keys to (%q, %q)", pk, rk)
+		}
+		v = cur
+		res, err = t.update(ctx, "modify", &cur, etag, mode, writes)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, Result{}, err
+	}
+	if t.codec.meta != nil {
+		m := metaOf(reflect.ValueOf(&v).Elem(), t.codec.meta)
+		m.ETag, m.writes = res.ETag, ""
+	}
+	return v, res, nil
+}
+
+// fnError is an error of Modify's fn, which is never retried.
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+func (e fnError) Unwrap() error { return e.err }
 
 // relabel names the operation (and table) in an error found before the
 // network.
@@ -307,14 +407,25 @@ func relabel(err error, op, table string) error {
 	return err
 }
 
-func updateMode(op string, m Mode) (aztables.UpdateMode, error) {
-	switch m {
-	case Merge:
-		return aztables.UpdateModeMerge, nil
-	case Replace:
-		return aztables.UpdateModeReplace, nil
+// txType returns the transaction type of an upsert or update in mode m.
+func txType(op string, m Mode) (aztables.TransactionType, error) {
+	types := map[string][3]aztables.TransactionType{
+		"upsert": {"", aztables.TransactionTypeInsertMerge, aztables.TransactionTypeInsertReplace},
+		"update": {"", aztables.TransactionTypeUpdateMerge, aztables.TransactionTypeUpdateReplace},
+		"modify": {"", aztables.TransactionTypeUpdateMerge, aztables.TransactionTypeUpdateReplace},
+	}[op]
+	if m.kind == 1 || m.kind == 2 {
+		return types[m.kind], nil
 	}
-	return "", &Error{Op: op, Err: fmt.Errorf("%w: mode must be table.Merge or table.Replace, got %v", ErrInvalidEntity, m)}
+	return "", &Error{Op: op, Err: fmt.Errorf("%w: mode must be table.Merge, table.Replace or table.Fields(...), got %v", ErrInvalidEntity, m)}
+}
+
+// updateModes maps transaction types to the SDK's update modes.
+var updateModes = map[aztables.TransactionType]aztables.UpdateMode{
+	aztables.TransactionTypeInsertMerge:   aztables.UpdateModeMerge,
+	aztables.TransactionTypeUpdateMerge:   aztables.UpdateModeMerge,
+	aztables.TransactionTypeInsertReplace: aztables.UpdateModeReplace,
+	aztables.TransactionTypeUpdateReplace: aztables.UpdateModeReplace,
 }
 
 func ptr[V any](v V) *V { return &v }

@@ -61,28 +61,48 @@ func ParseGUID(s string) (GUID, error) {
 	return g, nil
 }
 
-// Mode chooses how an update or upsert treats properties the entity does
-// not carry.
-type Mode int
+// Mode chooses what an update or upsert writes: Merge, Replace, or a
+// Fields merge of named properties only. The zero Mode is invalid (the
+// choice must be explicit).
+//
+// What a merge of a struct sends: every property field, including zero
+// values (a zero string, number or bool overwrites the stored value), except
+// nil pointers, nil []byte, the zero time.Time, empty `guid` strings and
+// zero values of `omitempty` fields, which are left out and so keep their
+// stored values. To change some properties and keep the rest, use
+// Fields(...), or Modify (read, change, write back with the ETag).
+type Mode struct {
+	kind   uint8 // 1 merge, 2 replace
+	fields []string
+}
 
-const (
+var (
 	// Merge updates the properties sent and keeps the others (HTTP MERGE).
-	// A nil pointer field or an omitted zero value leaves the stored value.
-	Merge Mode = iota + 1
+	Merge = Mode{kind: 1}
 	// Replace makes the entity exactly what is sent: stored properties that
 	// are not sent are removed (HTTP PUT).
-	Replace
+	Replace = Mode{kind: 2}
 )
 
-// String returns "merge" or "replace".
+// Fields returns a Merge that writes only the named properties of the
+// entity (and its keys): a partial update that cannot wipe other fields.
+// The names are checked against T when the update is made (ErrInvalidEntity
+// for a name T has no field for, unless T has an extra map).
+func Fields(names ...string) Mode {
+	return Mode{kind: 1, fields: append([]string{}, names...)}
+}
+
+// String returns "merge", "replace" or "merge of [A B]".
 func (m Mode) String() string {
-	switch m {
-	case Merge:
+	switch {
+	case m.kind == 1 && m.fields != nil:
+		return fmt.Sprintf("merge of %v", m.fields)
+	case m.kind == 1:
 		return "merge"
-	case Replace:
+	case m.kind == 2:
 		return "replace"
 	}
-	return fmt.Sprintf("Mode(%d)", int(m))
+	return "Mode(invalid)"
 }
 
 // Dynamic is an entity whose shape is not known up front: keys, metadata

@@ -86,7 +86,7 @@ func TestValidationSendsNothing(t *testing.T) {
 			t.Errorf("Delete(%q, %q) = %v", k[0], k[1], err)
 		}
 	}
-	if _, err := tb.Upsert(ctx, dyn("p", "r", nil), table.Mode(0)); !errors.Is(err, table.ErrInvalidEntity) {
+	if _, err := tb.Upsert(ctx, dyn("p", "r", nil), table.Mode{}); !errors.Is(err, table.ErrInvalidEntity) {
 		t.Errorf("Upsert with no mode = %v", err)
 	}
 	if n := ft.Count(); n != 0 {
