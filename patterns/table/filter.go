@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,16 +18,41 @@ import (
 // literals: user input can never change its structure. The zero Filter
 // matches everything. Filters are immutable values.
 //
-// Literal types follow the codec: string ('...' with quotes doubled), bool,
+// A query of a Table[T] types each literal by the property it is compared
+// with: T's field decides (Eq("Age", 21) is 21 for an Int32 field, 21L for
+// an Int64 one, 21.0 for a Double one), and a property T has no field for,
+// or a value that cannot have the field's type (a string for a number, 3.5
+// for an integer, 1<<40 for an Int32), is an ErrInvalidFilter naming both
+// before anything is sent. Only a T with an extra map (such as Dynamic)
+// compares unknown properties, with literals typed by the Go value.
+//
+// Untyped literals (String, and properties a T does not declare) follow the
+// codec: string ('...' with quotes doubled), bool,
 // int32/int16/int8/uint8/uint16 (Edm.Int32), int/int64/uint32 (Edm.Int64, with
 // the L suffix), float32/float64 (always with a decimal point or exponent),
 // time.Time (datetime'...Z'), []byte (X'...'), [16]byte types and
 // aztables.EDMGUID (guid'...'). A literal must have the same EDM type as the
 // stored property to match it.
 type Filter struct {
-	expr string
-	err  error
-	n    int // comparisons, for MaxFilterComparisons
+	expr  string
+	err   error
+	n     int                                 // comparisons, for MaxFilterComparisons
+	typed func(propTypes) (string, error) // renders with T's property types; nil: expr
+}
+
+// propTypes returns the kind of a property of T; ok is false for a
+// property T has no field for.
+type propTypes func(name string) (k kind, ok bool)
+
+// render returns the expression with literals typed by types.
+func (f Filter) render(types propTypes) (string, error) {
+	if err := f.Err(); err != nil {
+		return "", err
+	}
+	if f.typed == nil {
+		return f.expr, nil
+	}
+	return f.typed(types)
 }
 
 // MaxFilterComparisons is the most comparisons the service allows in one
@@ -60,7 +86,17 @@ func compare(op, prop string, v any) Filter {
 	if err != nil {
 		return Filter{err: fmt.Errorf("%w: property %s: %v", ErrInvalidFilter, prop, err)}
 	}
-	return Filter{expr: prop + " " + op + " " + lit, n: 1}
+	return Filter{expr: prop + " " + op + " " + lit, n: 1, typed: func(types propTypes) (string, error) {
+		k, ok := types(prop)
+		if !ok {
+			return prop + " " + op + " " + lit, nil
+		}
+		tl, err := typedLiteral(k, v)
+		if err != nil {
+			return "", fmt.Errorf("%w: property %s: %v", ErrInvalidFilter, prop, err)
+		}
+		return prop + " " + op + " " + tl, nil
+	}}
 }
 
 func validFilterProperty(prop string) error {
@@ -136,13 +172,30 @@ func join(op string, fs []Filter) Filter {
 			n += f.n
 		}
 	}
+	subs := slices.Clone(fs)
+	typed := func(types propTypes) (string, error) {
+		parts := make([]string, 0, len(subs))
+		for _, f := range subs {
+			e, err := f.render(types)
+			if err != nil {
+				return "", err
+			}
+			if e != "" {
+				parts = append(parts, "("+e+")")
+			}
+		}
+		if len(parts) == 1 {
+			return parts[0][1 : len(parts[0])-1], nil
+		}
+		return strings.Join(parts, op), nil
+	}
 	switch len(parts) {
 	case 0:
 		return Filter{}
 	case 1:
-		return Filter{expr: parts[0][1 : len(parts[0])-1], n: n}
+		return Filter{expr: parts[0][1 : len(parts[0])-1], n: n, typed: typed}
 	}
-	return Filter{expr: strings.Join(parts, op), n: n}
+	return Filter{expr: strings.Join(parts, op), n: n, typed: typed}
 }
 
 // Not matches entities f does not match. Not of the zero Filter (which
@@ -155,7 +208,10 @@ func Not(f Filter) Filter {
 	if f.expr == "" {
 		return Filter{err: fmt.Errorf("%w: Not of an empty filter matches nothing", ErrInvalidFilter)}
 	}
-	return Filter{expr: "not (" + f.expr + ")", n: f.n}
+	return Filter{expr: "not (" + f.expr + ")", n: f.n, typed: func(types propTypes) (string, error) {
+		e, err := f.render(types)
+		return "not (" + e + ")", err
+	}}
 }
 
 // PartitionKey matches one partition.
@@ -232,6 +288,83 @@ func Literal(v any) (string, error) {
 		return Literal(rv.String())
 	}
 	return "", fmt.Errorf("unsupported literal type %T", v)
+}
+
+// typedLiteral renders v as a literal of kind k, or says why it cannot
+// have that type.
+func typedLiteral(k kind, v any) (string, error) {
+	rv := reflect.ValueOf(v)
+	mismatch := fmt.Errorf("the property is %s, the value %v (%T) is not", kindName(k), v, v)
+	switch k {
+	case kString, kJSON:
+		if rv.Kind() == reflect.String {
+			return Literal(rv.String())
+		}
+	case kBool:
+		if rv.Kind() == reflect.Bool {
+			return strconv.FormatBool(rv.Bool()), nil
+		}
+	case kInt32, kInt64, kDouble:
+		var f float64
+		var i int64
+		switch {
+		case rv.CanInt():
+			i, f = rv.Int(), float64(rv.Int())
+		case rv.CanUint() && rv.Uint() <= math.MaxInt64:
+			i, f = int64(rv.Uint()), float64(rv.Uint())
+		case rv.CanFloat() && k == kDouble:
+			return doubleLiteral(rv.Float())
+		case rv.CanUint():
+			return "", fmt.Errorf("the value %v does not fit %s", v, kindName(k))
+		default:
+			return "", mismatch
+		}
+		switch k {
+		case kInt32:
+			if i < math.MinInt32 || i > math.MaxInt32 {
+				return "", fmt.Errorf("the value %v does not fit Edm.Int32", v)
+			}
+			return strconv.FormatInt(i, 10), nil
+		case kInt64:
+			return strconv.FormatInt(i, 10) + "L", nil
+		}
+		return doubleLiteral(f)
+	case kTime:
+		switch x := v.(type) {
+		case time.Time, aztables.EDMDateTime:
+			return Literal(x)
+		}
+	case kBinary:
+		switch x := v.(type) {
+		case []byte, aztables.EDMBinary:
+			return Literal(x)
+		}
+	case kGUID, kGUIDString:
+		if rv.Kind() == reflect.String {
+			g, err := ParseGUID(rv.String())
+			if err != nil {
+				return "", err
+			}
+			return "guid'" + g.String() + "'", nil
+		}
+		if rv.Kind() == reflect.Array && rv.Len() == 16 && rv.Type().Elem().Kind() == reflect.Uint8 {
+			return Literal(v)
+		}
+	}
+	return "", mismatch
+}
+
+// kindName names a kind's EDM type.
+func kindName(k kind) string {
+	switch k {
+	case kString, kJSON:
+		return "Edm.String"
+	case kBool:
+		return "Edm.Boolean"
+	case kInt32:
+		return "Edm.Int32"
+	}
+	return edmNames[k]
 }
 
 // doubleLiteral writes f in plain decimal notation with a decimal point

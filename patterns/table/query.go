@@ -219,14 +219,14 @@ func (t *Table[T]) listOptions(q *Query, at Cursor) (*aztables.ListEntitiesOptio
 	fail := func(err error) (*aztables.ListEntitiesOptions, position, error) {
 		return nil, position{}, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: err}
 	}
-	if err := q.Filter.Err(); err != nil {
+	filter, err := t.filter(q.Filter)
+	if err != nil {
 		return fail(err)
 	}
 	sel, err := t.projection(q.Select)
 	if err != nil {
 		return fail(err)
 	}
-	filter := q.Filter.String()
 	pos, err := at.position()
 	if err != nil {
 		return fail(err)
@@ -254,6 +254,32 @@ func (t *Table[T]) listOptions(q *Query, at Cursor) (*aztables.ListEntitiesOptio
 	return opts, pos, nil
 }
 
+// filter renders f with literals typed by T's fields (see Filter), and
+// rejects properties T has no field for unless T has an extra map.
+func (t *Table[T]) filter(f Filter) (string, error) {
+	c := t.codec
+	unknown := ""
+	s, err := f.render(func(name string) (kind, bool) {
+		switch name {
+		case "PartitionKey", "RowKey", WriteProperty:
+			return kString, true
+		case "Timestamp":
+			return kTime, true
+		}
+		if i, ok := c.byName[name]; ok {
+			return c.fields[i].kind, true
+		}
+		if c.extra == nil && unknown == "" {
+			unknown = name
+		}
+		return 0, false
+	})
+	if err == nil && unknown != "" {
+		err = fmt.Errorf("%w: %v has no property %q (a typed query compares only T's properties; use Table[Dynamic] or an extra map for others)", ErrInvalidFilter, c.typ, unknown)
+	}
+	return s, err
+}
+
 // projection returns the $select value for sel ("" for every property):
 // the default projection of T for nil, and for an explicit list the
 // properties named plus the keys, Timestamp and write history T reads.
@@ -271,6 +297,9 @@ func (t *Table[T]) projection(sel []string) (string, error) {
 		default:
 			if err := validPropertyName(name); err != nil {
 				return "", fmt.Errorf("in Select: %w", err)
+			}
+			if _, ok := t.codec.byName[name]; !ok && t.codec.extra == nil {
+				return "", fmt.Errorf("%w: in Select: %v has no property %q", ErrInvalidEntity, t.codec.typ, name)
 			}
 		}
 		if !slices.Contains(out, name) {
