@@ -185,10 +185,12 @@ func ExampleTable_WithKeys() {
 		Year       int32
 		Rating     int32
 	}
-	base, _ := table.New[Review](svc.NewClient(name))
-	reviews := base.WithKeys(func(r *Review) (string, string) {
+	reviews, err := table.NewWithKeys(svc.NewClient(name), func(r *Review) (string, string) {
 		return "Sales", keys.Join(r.EmployeeID, fmt.Sprint(r.Year))
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, r := range []Review{{"000123", 2012, 4}, {"000123", 2013, 5}, {"000124", 2012, 3}} {
 		if _, err := reviews.Insert(ctx, r); err != nil {
 			log.Fatal(err)

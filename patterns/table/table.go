@@ -46,8 +46,12 @@ type Table[T any] struct {
 
 // New returns a Table for entities of type T in the table client c talks
 // to. It analyses T once and fails with ErrInvalidEntity when T cannot be
-// stored (no way to find its keys, unsupported field types, more than 252
-// properties, invalid property names).
+// stored: unsupported field types, more than 252 properties, invalid or
+// reserved property names, or only one of the two key fields.
+//
+// A T without key fields can be read (Get, Query) as it is; to write it,
+// give its keys with NewWithKeys (or WithKeys): its writes otherwise fail
+// with ErrInvalidEntity.
 func New[T any](c *aztables.Client) (*Table[T], error) {
 	if c == nil {
 		return nil, errors.New("table.New: nil *aztables.Client")
@@ -55,6 +59,9 @@ func New[T any](c *aztables.Client) (*Table[T], error) {
 	cd, err := codecFor(reflect.TypeFor[T]())
 	if err != nil {
 		return nil, err
+	}
+	if (cd.pk == nil) != (cd.rk == nil) {
+		return nil, fmt.Errorf("%w: %v has a PartitionKey field but no RowKey field, or the reverse: give both, or neither and use NewWithKeys", ErrInvalidEntity, cd.typ)
 	}
 	t := &Table[T]{client: c, name: tableNameOf(c), codec: cd}
 	if cd.pk != nil && cd.rk != nil {
@@ -64,6 +71,20 @@ func New[T any](c *aztables.Client) (*Table[T], error) {
 		}
 	}
 	return t, nil
+}
+
+// NewWithKeys is New for entities whose keys keyFn computes (compound keys,
+// index rows, types without key fields): the same as New followed by
+// WithKeys, with the key function checked at construction.
+func NewWithKeys[T any](c *aztables.Client, keyFn func(*T) (pk, rk string)) (*Table[T], error) {
+	if keyFn == nil {
+		return nil, errors.New("table.NewWithKeys: nil key function")
+	}
+	t, err := New[T](c)
+	if err != nil {
+		return nil, err
+	}
+	return t.WithKeys(keyFn), nil
 }
 
 // tableNameOf returns the name of the table c talks to. aztables.Client
@@ -102,7 +123,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b 
 // keysOf returns v's keys, or an error when T has no way to give them.
 func (t *Table[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 	if t.keyFn == nil {
-		return "", "", &Error{Op: op, Table: t.name, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them or use WithKeys", ErrInvalidEntity, t.codec.typ)}
+		return "", "", &Error{Op: op, Table: t.name, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them, or build the Table with NewWithKeys", ErrInvalidEntity, t.codec.typ)}
 	}
 	pk, rk = t.keyFn(v)
 	return pk, rk, nil
