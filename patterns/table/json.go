@@ -96,8 +96,8 @@ func appendFloat(b []byte, f float64) []byte {
 
 // jsonValue is one raw value of a flat JSON object.
 type jsonValue struct {
+	raw  []byte // strings: the contents between the quotes, still escaped; numbers: the literal
 	kind byte   // 's' string, 'n' number, 't' true, 'f' false, 'z' null
-	raw  []byte // for strings: the contents between the quotes, still escaped
 	esc  bool   // the string contains escapes
 }
 
@@ -108,30 +108,62 @@ type property struct {
 	edm   string // from "name@odata.type", or ""
 }
 
+// errSyntax is matched (errors.Is) by every error of the scanner.
 var errSyntax = errors.New("malformed entity JSON")
+
+// A syntaxError says what is malformed in entity JSON and at which byte
+// offset. It matches errSyntax.
+type syntaxError struct {
+	what string
+	off  int
+}
+
+func (e *syntaxError) Error() string {
+	return errSyntax.Error() + ": " + e.what + " at offset " + strconv.Itoa(e.off)
+}
+
+func (e *syntaxError) Unwrap() error { return errSyntax }
+
+// syntaxAt reports what is wrong at data[i] (or that data ends there).
+func syntaxAt(data []byte, i int, what string) error {
+	if i >= len(data) {
+		what = "unexpected end of input, " + what
+	}
+	return &syntaxError{what, i}
+}
 
 const odataType = "@odata.type"
 
-// scanObject parses a flat JSON object into props (reusing its storage).
+// scanObject parses a flat JSON object into props (appending, so reusing
+// its storage) and returns the odata.etag metadata.
+//
+// It accepts exactly the texts that encoding/json accepts and whose top
+// level is an object of string, number, true, false and null values: the
+// JSON grammar of RFC 8259 with its four whitespace bytes, escapes as
+// listed there, no raw control characters in strings; invalid UTF-8 in a
+// string reads as U+FFFD, as in encoding/json. Nested objects and arrays
+// are rejected: entities are flat. Every error matches errSyntax and names
+// the byte offset.
+//
 // Annotations ("X@odata.type") are attached to their property; other
-// "odata." metadata is returned only for odata.etag. Nested objects and
-// arrays are rejected: entities are flat.
+// "odata." metadata is returned only for odata.etag.
 func scanObject(data []byte, props []property) ([]property, string, error) {
 	var etag string
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
-		return props, "", errSyntax
-	}
-	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return props, "", nil
+		return props, "", syntaxAt(data, i, "expected '{'")
 	}
 	type annotation struct{ name, edm []byte }
 	var annBuf [16]annotation
 	anns := annBuf[:0]
-	for {
+	i = skipSpace(data, i+1)
+	more := i >= len(data) || data[i] != '}'
+	if !more {
+		i++
+	}
+	for more {
 		if i >= len(data) || data[i] != '"' {
-			return props, "", errSyntax
+			return props, "", syntaxAt(data, i, "expected a property name")
 		}
 		name, esc, next, err := scanString(data, i)
 		if err != nil {
@@ -142,7 +174,7 @@ func scanObject(data []byte, props []property) ([]property, string, error) {
 		}
 		i = skipSpace(data, next)
 		if i >= len(data) || data[i] != ':' {
-			return props, "", errSyntax
+			return props, "", syntaxAt(data, i, "expected ':'")
 		}
 		i = skipSpace(data, i+1)
 		var v jsonValue
@@ -163,14 +195,18 @@ func scanObject(data []byte, props []property) ([]property, string, error) {
 			props = append(props, property{name: name, value: v})
 		}
 		i = skipSpace(data, i)
-		if i < len(data) && data[i] == ',' {
+		switch {
+		case i < len(data) && data[i] == ',':
 			i = skipSpace(data, i+1)
-			continue
+		case i < len(data) && data[i] == '}':
+			i++
+			more = false
+		default:
+			return props, "", syntaxAt(data, i, "expected ',' or '}'")
 		}
-		if i < len(data) && data[i] == '}' {
-			break
-		}
-		return props, "", errSyntax
+	}
+	if i = skipSpace(data, i); i < len(data) {
+		return props, "", syntaxAt(data, i, "data after the object")
 	}
 	for _, a := range anns {
 		for j := range props {
@@ -183,6 +219,8 @@ func scanObject(data []byte, props []property) ([]property, string, error) {
 	return props, etag, nil
 }
 
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
 func skipSpace(data []byte, i int) int {
 	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
 		i++
@@ -191,43 +229,123 @@ func skipSpace(data []byte, i int) int {
 }
 
 // scanString scans the string starting at data[i] == '"'. It returns its
-// raw contents, whether they contain escapes, and the index after it.
+// raw contents, whether they contain escapes, and the index after it. Raw
+// control characters and escapes other than \" \\ \/ \b \f \n \r \t
+// \uXXXX are errors; invalid UTF-8 is not (it reads as U+FFFD).
 func scanString(data []byte, i int) ([]byte, bool, int, error) {
 	esc := false
 	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
+		c := data[j]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		switch c {
 		case '"':
 			return data[i+1 : j], esc, j + 1, nil
 		case '\\':
 			esc = true
-			j++
+			if j+1 >= len(data) {
+				return nil, false, 0, syntaxAt(data, j+1, "unterminated string")
+			}
+			switch data[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j++
+				continue
+			case 'u':
+				if _, n := hex4(data, j+2); n == 4 {
+					j += 5
+					continue
+				}
+				return nil, false, 0, syntaxAt(data, j, "invalid \\u escape in string")
+			}
+			return nil, false, 0, syntaxAt(data, j, "invalid escape in string")
+		default:
+			return nil, false, 0, syntaxAt(data, j, "control character in string")
 		}
 	}
-	return nil, false, 0, errSyntax
+	return nil, false, 0, syntaxAt(data, len(data), "unterminated string")
 }
 
+// scanValue scans the scalar value at data[i:] and returns the index after
+// it.
 func scanValue(data []byte, i int) (jsonValue, int, error) {
 	if i >= len(data) {
-		return jsonValue{}, i, errSyntax
+		return jsonValue{}, i, syntaxAt(data, i, "expected a value")
 	}
-	switch c := data[i]; {
-	case c == '"':
+	switch data[i] {
+	case '"':
 		raw, esc, next, err := scanString(data, i)
 		return jsonValue{kind: 's', raw: raw, esc: esc}, next, err
-	case c == '-' || ('0' <= c && c <= '9'):
-		j := i + 1
-		for j < len(data) && (('0' <= data[j] && data[j] <= '9') || data[j] == '.' || data[j] == 'e' || data[j] == 'E' || data[j] == '+' || data[j] == '-') {
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		next, err := scanNumber(data, i)
+		return jsonValue{kind: 'n', raw: data[i:next]}, next, err
+	case 't':
+		if hasWord(data, i, "true") {
+			return jsonValue{kind: 't'}, i + 4, nil
+		}
+	case 'f':
+		if hasWord(data, i, "false") {
+			return jsonValue{kind: 'f'}, i + 5, nil
+		}
+	case 'n':
+		if hasWord(data, i, "null") {
+			return jsonValue{kind: 'z'}, i + 4, nil
+		}
+	case '{', '[':
+		return jsonValue{}, i, syntaxAt(data, i, "nested object or array (entities are flat)")
+	}
+	return jsonValue{}, i, syntaxAt(data, i, "invalid value")
+}
+
+// scanNumber scans the number (RFC 8259: -?(0|[1-9][0-9]*)(\.[0-9]+)?
+// ([eE][+-]?[0-9]+)?) at data[i:] and returns the index after it. The
+// byte after it must end a value (whitespace, ',' or '}').
+func scanNumber(data []byte, i int) (int, error) {
+	j := i
+	if data[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(data) && data[j] == '0':
+		j++
+	case j < len(data) && '1' <= data[j] && data[j] <= '9':
+		j = skipDigits(data, j+1)
+	default:
+		return j, syntaxAt(data, j, "expected a digit in number")
+	}
+	if j < len(data) && data[j] == '.' {
+		k := skipDigits(data, j+1)
+		if k == j+1 {
+			return k, syntaxAt(data, k, "expected a digit after '.' in number")
+		}
+		j = k
+	}
+	if j < len(data) && (data[j] == 'e' || data[j] == 'E') {
+		j++
+		if j < len(data) && (data[j] == '+' || data[j] == '-') {
 			j++
 		}
-		return jsonValue{kind: 'n', raw: data[i:j]}, j, nil
-	case hasWord(data, i, "true"):
-		return jsonValue{kind: 't'}, i + 4, nil
-	case hasWord(data, i, "false"):
-		return jsonValue{kind: 'f'}, i + 5, nil
-	case hasWord(data, i, "null"):
-		return jsonValue{kind: 'z'}, i + 4, nil
+		k := skipDigits(data, j)
+		if k == j {
+			return k, syntaxAt(data, k, "expected a digit in exponent")
+		}
+		j = k
 	}
-	return jsonValue{}, i, errSyntax // objects and arrays: entities are flat
+	if j < len(data) {
+		switch data[j] {
+		case ',', '}', ' ', '\t', '\n', '\r':
+		default:
+			return j, syntaxAt(data, j, "malformed number")
+		}
+	}
+	return j, nil
+}
+
+func skipDigits(data []byte, i int) int {
+	for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func hasWord(data []byte, i int, w string) bool {
@@ -242,8 +360,10 @@ func stringOf(v jsonValue) string {
 	return string(unescape(v.raw))
 }
 
-// unescape decodes JSON string escapes. Invalid escapes, lone surrogates
-// and invalid UTF-8 bytes decode as U+FFFD, as in encoding/json.
+// unescape decodes the JSON string escapes of a string scanString
+// accepted. Lone surrogates and invalid UTF-8 bytes decode as U+FFFD, as in
+// encoding/json (and so would a malformed \u escape, which scanString
+// rejects).
 func unescape(s []byte) []byte {
 	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
