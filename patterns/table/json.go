@@ -2,8 +2,10 @@ package table
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -146,16 +148,24 @@ const odataType = "@odata.type"
 // the byte offset.
 //
 // Annotations ("X@odata.type") are attached to their property; other
-// "odata." metadata is returned only for odata.etag.
+// "odata." metadata is dropped. A name that occurs more than once keeps its
+// last value, as encoding/json does; this holds for properties, annotations
+// and odata.etag alike (a non-string annotation or etag counts as none).
+// Properties keep the order of their first occurrence.
 func scanObject(data []byte, props []property) ([]property, string, error) {
 	var etag string
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return props, "", syntaxAt(data, i, "expected '{'")
 	}
-	type annotation struct{ name, edm []byte }
+	type annotation struct {
+		name []byte
+		edm  string
+	}
 	var annBuf [16]annotation
 	anns := annBuf[:0]
+	base := len(props)
+	var seen nameSet
 	i = skipSpace(data, i+1)
 	more := i >= len(data) || data[i] != '}'
 	if !more {
@@ -169,7 +179,7 @@ func scanObject(data []byte, props []property) ([]property, string, error) {
 		if err != nil {
 			return props, "", err
 		}
-		if esc {
+		if esc || !utf8.Valid(name) {
 			name = unescape(name)
 		}
 		i = skipSpace(data, next)
@@ -183,16 +193,23 @@ func scanObject(data []byte, props []property) ([]property, string, error) {
 		}
 		switch {
 		case bytes.HasSuffix(name, []byte(odataType)):
+			a := annotation{name: name[:len(name)-len(odataType)]}
 			if v.kind == 's' {
-				anns = append(anns, annotation{name[:len(name)-len(odataType)], v.raw})
+				a.edm = stringOf(v)
 			}
+			anns = append(anns, a)
 		case string(name) == "odata.etag":
+			etag = ""
 			if v.kind == 's' {
 				etag = stringOf(v)
 			}
 		case len(name) > 6 && string(name[:6]) == "odata.":
 		default:
-			props = append(props, property{name: name, value: v})
+			if j := seen.find(props, base, name); j >= 0 {
+				props[j].value = v
+			} else {
+				props = append(props, property{name: name, value: v})
+			}
 		}
 		i = skipSpace(data, i)
 		switch {
@@ -209,14 +226,50 @@ func scanObject(data []byte, props []property) ([]property, string, error) {
 		return props, "", syntaxAt(data, i, "data after the object")
 	}
 	for _, a := range anns {
-		for j := range props {
+		for j := base; j < len(props); j++ {
 			if string(props[j].name) == string(a.name) {
-				props[j].edm = string(a.edm)
+				props[j].edm = a.edm
 				break
 			}
 		}
 	}
 	return props, etag, nil
+}
+
+// nameSet is a Bloom filter of property names (1024 bits, one hash), so
+// that looking for an earlier property of the same name is rarely needed.
+type nameSet [16]uint64
+
+// find returns the index in props[base:] of the property named name, or
+// -1; in that case it adds name to the set, since the caller appends it.
+func (s *nameSet) find(props []property, base int, name []byte) int {
+	h := nameHash(name) >> 54
+	w, bit := h>>6, uint64(1)<<(h&63)
+	if s[w]&bit != 0 {
+		for j := base; j < len(props); j++ {
+			if string(props[j].name) == string(name) {
+				return j
+			}
+		}
+	}
+	s[w] |= bit
+	return -1
+}
+
+// nameHash hashes the length and the first and last 8 bytes of a name.
+func nameHash(b []byte) uint64 {
+	var x uint64
+	switch n := len(b); {
+	case n >= 8:
+		x = binary.LittleEndian.Uint64(b) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(b[n-8:]), 29)
+	case n >= 4:
+		x = uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<32
+	default:
+		for _, c := range b {
+			x = x<<8 | uint64(c)
+		}
+	}
+	return (x ^ uint64(len(b))<<56) * 0x9e3779b97f4a7c15
 }
 
 // skipSpace returns the index of the first byte at or after i that is not

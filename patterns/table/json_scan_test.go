@@ -57,8 +57,8 @@ func valueOf(v jsonValue) any {
 
 // checkVsEncodingJSON scans data and checks the result against
 // encoding/json: the same accept/reject decision, and when both accept,
-// the same properties, values, annotations and etag. It returns the
-// scanner's results.
+// the same properties, values, annotations and etag (the last of
+// duplicates wins in both). It returns the scanner's results.
 func checkVsEncodingJSON(t testing.TB, data []byte) ([]property, string, error) {
 	t.Helper()
 	props, etag, err := scanObject(data, nil)
@@ -142,12 +142,20 @@ var scanAccepts = []struct {
 	{"lone low surrogate", `{"s":"\udc00"}`, map[string]any{"s": "\ufffd"}, nil, ""},
 	{"surrogate then escape", `{"s":"\ud800\u0041"}`, map[string]any{"s": "\ufffdA"}, nil, ""},
 	{"invalid UTF-8", "{\"s\":\"a\xffb\xc3\"}", map[string]any{"s": "a\ufffdb\ufffd"}, nil, ""},
+	{"invalid UTF-8 in a name", "{\"\xff\":1}", map[string]any{"\ufffd": json.Number("1")}, nil, ""},
 	{"DEL and U+2028 raw", "{\"s\":\"\x7f\u2028\"}", map[string]any{"s": "\x7f\u2028"}, nil, ""},
 	{"escaped name", `{"\u0041ge":5}`, map[string]any{"Age": json.Number("5")}, nil, ""},
+	{"escaped annotation", `{"A@odata.type":"Edm.\u0049nt64","A":"5"}`, map[string]any{"A": "5"}, map[string]string{"A": "Edm.Int64"}, ""},
 	{"annotation after its property", `{"A":"5","A@odata.type":"Edm.Int64"}`, map[string]any{"A": "5"}, map[string]string{"A": "Edm.Int64"}, ""},
 	{"annotation without property", `{"A@odata.type":"Edm.Int64"}`, map[string]any{}, nil, ""},
 	{"empty name", `{"":1,"@odata.type":"Edm.Int32"}`, map[string]any{"": json.Number("1")}, map[string]string{"": "Edm.Int32"}, ""},
 	{"name odata. is a property", `{"odata.":1}`, map[string]any{"odata.": json.Number("1")}, nil, ""},
+
+	{"duplicate: last wins", `{"A":1,"B":2,"A":"x"}`, map[string]any{"A": "x", "B": json.Number("2")}, nil, ""},
+	{"duplicate annotation: last wins", `{"A@odata.type":"Edm.Int64","A":"5","A@odata.type":"Edm.String"}`, map[string]any{"A": "5"}, map[string]string{"A": "Edm.String"}, ""},
+	{"duplicate annotation: last is not a string", `{"A@odata.type":"Edm.Int64","A":"5","A@odata.type":null}`, map[string]any{"A": "5"}, map[string]string{}, ""},
+	{"duplicate etag: last wins", `{"odata.etag":"1","odata.etag":"2"}`, map[string]any{}, nil, "2"},
+	{"duplicate etag: last is not a string", `{"odata.etag":"1","odata.etag":5}`, map[string]any{}, nil, ""},
 }
 
 func TestScanObjectAccepts(t *testing.T) {
@@ -277,4 +285,45 @@ func TestScanObjectRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scanObject appends to the slice it is given and leaves what was there.
+func TestScanObjectAppends(t *testing.T) {
+	props := []property{{name: []byte("A")}}
+	props, _, err := scanObject([]byte(`{"A":1,"A":2}`), props)
+	if err != nil || len(props) != 2 || string(props[1].name) != "A" || string(props[1].value.raw) != "2" {
+		t.Fatalf("scanObject = %+v, %v", props, err)
+	}
+}
+
+// Duplicates among many names (past the Bloom filter's first bits).
+func TestScanObjectManyDuplicates(t *testing.T) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := range 600 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"Property%03d":%d,"Property%03d@odata.type":"Edm.Int32"`, i%300, i, i%300)
+	}
+	b.WriteByte('}')
+	props, _, err := checkVsEncodingJSON(t, []byte(b.String()))
+	if err != nil || len(props) != 300 {
+		t.Fatalf("scanObject: %d properties, %v", len(props), err)
+	}
+}
+
+func FuzzScanObjectVsEncodingJSON(f *testing.F) {
+	f.Add([]byte(serviceEntity))
+	f.Add([]byte(`{"odata.etag":"W/\"datetime'2024-05-06T07%3A08%3A09.1234567Z'\"","PartitionKey":"Sales","RowKey":"000223","Timestamp":"2024-05-06T07:08:09.1234567Z","Name":"Jo Jones","Age":29,"Balance@odata.type":"Edm.Double","Balance":1234.5,"Visits@odata.type":"Edm.Int64","Visits":"1099511627776","Active":true,"Joined@odata.type":"Edm.DateTime","Joined":"2024-05-06T07:08:09Z","Avatar@odata.type":"Edm.Binary","Avatar":"MDEyMzQ1Njc4OWFiY2RlZg==","Id@odata.type":"Edm.Guid","Id":"4185404a-5818-48c3-b9be-f217df0dba6f","Score@odata.type":"Edm.Double","Score":"NaN","Notes":"a note with some \u003chtml\u003e \u0026 \"quotes\"","Gone":null}`))
+	f.Add([]byte(`{"odata.metadata":"https://a.table.core.windows.net/$metadata#t/@Element","odata.etag":"W/\"1\"","PartitionKey":"p","RowKey":"r","Timestamp@odata.type":"Edm.DateTime","Timestamp":"2024-01-01T00:00:00Z"}`))
+	for _, tc := range scanAccepts {
+		f.Add([]byte(tc.in))
+	}
+	for _, tc := range scanRejects {
+		f.Add([]byte(tc.in))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkVsEncodingJSON(t, data)
+	})
 }
