@@ -98,9 +98,10 @@ func appendFloat(b []byte, f float64) []byte {
 
 // jsonValue is one raw value of a flat JSON object.
 type jsonValue struct {
-	raw  []byte // strings: the contents between the quotes, still escaped; numbers: the literal
-	kind byte   // 's' string, 'n' number, 't' true, 'f' false, 'z' null
-	esc  bool   // the string contains escapes
+	raw   []byte // strings: the contents between the quotes, still escaped; numbers: the literal
+	kind  byte   // 's' string, 'n' number, 't' true, 'f' false, 'z' null
+	esc   bool   // the string contains escapes
+	ascii bool   // the string's raw bytes are ASCII (so valid UTF-8)
 }
 
 // property is one name/value pair of an entity, with its type annotation.
@@ -161,6 +162,7 @@ func scanObject(data []byte, props []property) ([]property, string, error) {
 	type annotation struct {
 		name []byte
 		edm  string
+		at   int // len(props) when read: where its property usually is
 	}
 	var annBuf [16]annotation
 	anns := annBuf[:0]
@@ -175,11 +177,11 @@ func scanObject(data []byte, props []property) ([]property, string, error) {
 		if i >= len(data) || data[i] != '"' {
 			return props, "", syntaxAt(data, i, "expected a property name")
 		}
-		name, esc, next, err := scanString(data, i)
+		name, esc, ascii, next, err := scanString(data, i)
 		if err != nil {
 			return props, "", err
 		}
-		if esc || !utf8.Valid(name) {
+		if esc || !ascii && !utf8.Valid(name) {
 			name = unescape(name)
 		}
 		i = skipSpace(data, next)
@@ -193,9 +195,9 @@ func scanObject(data []byte, props []property) ([]property, string, error) {
 		}
 		switch {
 		case bytes.HasSuffix(name, []byte(odataType)):
-			a := annotation{name: name[:len(name)-len(odataType)]}
+			a := annotation{name: name[:len(name)-len(odataType)], at: len(props)}
 			if v.kind == 's' {
-				a.edm = stringOf(v)
+				a.edm = edmOf(v)
 			}
 			anns = append(anns, a)
 		case string(name) == "odata.etag":
@@ -226,11 +228,8 @@ func scanObject(data []byte, props []property) ([]property, string, error) {
 		return props, "", syntaxAt(data, i, "data after the object")
 	}
 	for _, a := range anns {
-		for j := base; j < len(props); j++ {
-			if string(props[j].name) == string(a.name) {
-				props[j].edm = a.edm
-				break
-			}
+		if j := findName(props, base, a.name, a.at); j >= 0 {
+			props[j].edm = a.edm
 		}
 	}
 	return props, etag, nil
@@ -272,6 +271,49 @@ func nameHash(b []byte) uint64 {
 	return (x ^ uint64(len(b))<<56) * 0x9e3779b97f4a7c15
 }
 
+// findName returns the index in props[base:] of the property named name,
+// or -1. The service writes an annotation just before its property, so
+// props[at] is tried first.
+func findName(props []property, base int, name []byte, at int) int {
+	for _, j := range [2]int{at, at - 1} {
+		if j >= base && j < len(props) && string(props[j].name) == string(name) {
+			return j
+		}
+	}
+	for j := base; j < len(props); j++ {
+		if string(props[j].name) == string(name) {
+			return j
+		}
+	}
+	return -1
+}
+
+// edmOf returns the value of an annotation, without allocating for the
+// EDM type names the service writes.
+func edmOf(v jsonValue) string {
+	if !v.esc {
+		switch string(v.raw) {
+		case "Edm.Binary":
+			return "Edm.Binary"
+		case "Edm.Boolean":
+			return "Edm.Boolean"
+		case "Edm.DateTime":
+			return "Edm.DateTime"
+		case "Edm.Double":
+			return "Edm.Double"
+		case "Edm.Guid":
+			return "Edm.Guid"
+		case "Edm.Int32":
+			return "Edm.Int32"
+		case "Edm.Int64":
+			return "Edm.Int64"
+		case "Edm.String":
+			return "Edm.String"
+		}
+	}
+	return stringOf(v)
+}
+
 // skipSpace returns the index of the first byte at or after i that is not
 // JSON whitespace.
 func skipSpace(data []byte, i int) int {
@@ -282,23 +324,25 @@ func skipSpace(data []byte, i int) int {
 }
 
 // scanString scans the string starting at data[i] == '"'. It returns its
-// raw contents, whether they contain escapes, and the index after it. Raw
+// raw contents, whether they contain escapes, whether they are ASCII, and
+// the index after it. Raw
 // control characters and escapes other than \" \\ \/ \b \f \n \r \t
 // \uXXXX are errors; invalid UTF-8 is not (it reads as U+FFFD).
-func scanString(data []byte, i int) ([]byte, bool, int, error) {
-	esc := false
+func scanString(data []byte, i int) (raw []byte, esc, ascii bool, next int, err error) {
+	var all byte // all bytes or'ed: bit 7 is set if one is not ASCII
 	for j := i + 1; j < len(data); j++ {
 		c := data[j]
+		all |= c
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}
 		switch c {
 		case '"':
-			return data[i+1 : j], esc, j + 1, nil
+			return data[i+1 : j], esc, all < utf8.RuneSelf, j + 1, nil
 		case '\\':
 			esc = true
 			if j+1 >= len(data) {
-				return nil, false, 0, syntaxAt(data, j+1, "unterminated string")
+				return nil, false, false, 0, syntaxAt(data, j+1, "unterminated string")
 			}
 			switch data[j+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -309,14 +353,14 @@ func scanString(data []byte, i int) ([]byte, bool, int, error) {
 					j += 5
 					continue
 				}
-				return nil, false, 0, syntaxAt(data, j, "invalid \\u escape in string")
+				return nil, false, false, 0, syntaxAt(data, j, "invalid \\u escape in string")
 			}
-			return nil, false, 0, syntaxAt(data, j, "invalid escape in string")
+			return nil, false, false, 0, syntaxAt(data, j, "invalid escape in string")
 		default:
-			return nil, false, 0, syntaxAt(data, j, "control character in string")
+			return nil, false, false, 0, syntaxAt(data, j, "control character in string")
 		}
 	}
-	return nil, false, 0, syntaxAt(data, len(data), "unterminated string")
+	return nil, false, false, 0, syntaxAt(data, len(data), "unterminated string")
 }
 
 // scanValue scans the scalar value at data[i:] and returns the index after
@@ -327,8 +371,8 @@ func scanValue(data []byte, i int) (jsonValue, int, error) {
 	}
 	switch data[i] {
 	case '"':
-		raw, esc, next, err := scanString(data, i)
-		return jsonValue{kind: 's', raw: raw, esc: esc}, next, err
+		raw, esc, ascii, next, err := scanString(data, i)
+		return jsonValue{kind: 's', raw: raw, esc: esc, ascii: ascii}, next, err
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		next, err := scanNumber(data, i)
 		return jsonValue{kind: 'n', raw: data[i:next]}, next, err
@@ -407,10 +451,11 @@ func hasWord(data []byte, i int, w string) bool {
 
 // stringOf returns the unescaped string value.
 func stringOf(v jsonValue) string {
-	if !v.esc && utf8.Valid(v.raw) {
+	if !v.esc && (v.ascii || utf8.Valid(v.raw)) {
 		return string(v.raw)
 	}
-	return string(unescape(v.raw))
+	var buf [64]byte // on the stack: short strings cost one allocation
+	return string(appendUnescaped(buf[:0], v.raw))
 }
 
 // unescape decodes the JSON string escapes of a string scanString
@@ -418,7 +463,11 @@ func stringOf(v jsonValue) string {
 // encoding/json (and so would a malformed \u escape, which scanString
 // rejects).
 func unescape(s []byte) []byte {
-	out := make([]byte, 0, len(s))
+	return appendUnescaped(make([]byte, 0, len(s)), s)
+}
+
+// appendUnescaped appends the unescaped s to out (see unescape).
+func appendUnescaped(out, s []byte) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= utf8.RuneSelf {

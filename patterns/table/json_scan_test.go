@@ -143,6 +143,8 @@ var scanAccepts = []struct {
 	{"surrogate then escape", `{"s":"\ud800\u0041"}`, map[string]any{"s": "\ufffdA"}, nil, ""},
 	{"invalid UTF-8", "{\"s\":\"a\xffb\xc3\"}", map[string]any{"s": "a\ufffdb\ufffd"}, nil, ""},
 	{"invalid UTF-8 in a name", "{\"\xff\":1}", map[string]any{"\ufffd": json.Number("1")}, nil, ""},
+	{"non-ASCII raw", `{"é":"😀"}`, map[string]any{"é": "😀"}, nil, ""},
+	{"long escaped string", `{"s":"` + strings.Repeat(`\"x`, 40) + `"}`, map[string]any{"s": strings.Repeat(`"x`, 40)}, nil, ""},
 	{"DEL and U+2028 raw", "{\"s\":\"\x7f\u2028\"}", map[string]any{"s": "\x7f\u2028"}, nil, ""},
 	{"escaped name", `{"\u0041ge":5}`, map[string]any{"Age": json.Number("5")}, nil, ""},
 	{"escaped annotation", `{"A@odata.type":"Edm.\u0049nt64","A":"5"}`, map[string]any{"A": "5"}, map[string]string{"A": "Edm.Int64"}, ""},
@@ -326,4 +328,39 @@ func FuzzScanObjectVsEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkVsEncodingJSON(t, data)
 	})
+}
+
+// BenchmarkScanObject scans entities as the service returns them.
+func BenchmarkScanObject(b *testing.B) {
+	var wide strings.Builder
+	wide.WriteString(`{"odata.etag":"W/\"datetime'2024-01-01T00%3A00%3A00Z'\"","PartitionKey":"p","RowKey":"r","Timestamp":"2024-01-01T00:00:00.0000000Z"`)
+	for i := range MaxProperties {
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&wide, `,"Property%03d":%d`, i, i)
+		case 1:
+			fmt.Fprintf(&wide, `,"Property%03d@odata.type":"Edm.Int64","Property%03d":"%d"`, i, i, i<<40)
+		default:
+			fmt.Fprintf(&wide, `,"Property%03d":"value number %d"`, i, i)
+		}
+	}
+	wide.WriteByte('}')
+	for _, bc := range []struct{ name, body string }{
+		{"entity", `{"odata.etag":"W/\"datetime'2024-05-06T07%3A08%3A09.1234567Z'\"","PartitionKey":"Sales","RowKey":"000223","Timestamp":"2024-05-06T07:08:09.1234567Z","Name":"Jo Jones","Email":"jonesj@contoso.com","Age":29,"Balance@odata.type":"Edm.Double","Balance":1234.5,"Visits@odata.type":"Edm.Int64","Visits":"1099511627776","Active":true,"Joined@odata.type":"Edm.DateTime","Joined":"2024-05-06T07:08:09Z","Avatar@odata.type":"Edm.Binary","Avatar":"MDEyMzQ1Njc4OWFiY2RlZg==","Score@odata.type":"Edm.Double","Score":0.75,"Notes":"a note with some \u003chtml\u003e \u0026 \"quotes\""}`},
+		{"wide", wide.String()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			data := []byte(bc.body)
+			props := make([]property, 0, 300)
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				var err error
+				if props, _, err = scanObject(data, props[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entities/s")
+		})
+	}
 }
