@@ -57,8 +57,8 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 			if p.name[0] == 'R' {
 				at, pos = c.rk, 1
 			}
-			if p.value.kind != 's' {
-				return fmt.Errorf("property %s: stored value is not a string", p.name)
+			if p.value.kind != 's' || p.edm != "" && p.edm != "Edm.String" {
+				return fmt.Errorf("property %s: stored value is not an Edm.String", p.name)
 			}
 			if at != nil || keys != nil {
 				s := stringOf(p.value)
@@ -144,7 +144,7 @@ func setValue(fv reflect.Value, f *field, p *property) error {
 		return mismatch()
 	case val.kind == 's' && want == "":
 		return mismatch()
-	case val.kind == 'n' && !numberFits(p.edm, f.kind):
+	case val.kind != 's' && p.edm != "" && !scalarFits(f.kind, val.kind, p.edm):
 		return mismatch()
 	}
 	switch f.kind {
@@ -218,16 +218,18 @@ func setValue(fv reflect.Value, f *field, p *property) error {
 	return nil
 }
 
-// numberFits reports whether a JSON number annotated edm ("" means
-// Edm.Int32, or a whole-number Edm.Double the service sent without its
-// annotation) may be stored in a field of kind k.
-func numberFits(edm string, k kind) bool {
-	switch edm {
-	case "", "Edm.Int32":
-		return true
-	case "Edm.Int64":
-		return k == kInt64 || k == kDouble
-	case "Edm.Double":
+// scalarFits reports whether a JSON number or boolean annotated edm may be
+// stored in a field of kind k: an annotation may widen Int32 to Int64 or
+// Double, never the other way, and true/false are only Edm.Boolean.
+func scalarFits(k kind, jsonKind byte, edm string) bool {
+	switch {
+	case jsonKind == 't' || jsonKind == 'f':
+		return edm == "Edm.Boolean"
+	case edm == "Edm.Int32":
+		return k == kInt32 || k == kInt64 || k == kDouble
+	case edm == "Edm.Int64":
+		return k == kInt64
+	case edm == "Edm.Double":
 		return k == kDouble
 	}
 	return false
@@ -260,12 +262,13 @@ func parseDouble(v jsonValue) (float64, error) {
 		case "-Infinity", "-INF":
 			return math.Inf(-1), nil
 		}
-		// Only decimal notation: ParseFloat would also take "Inf",
-		// "0x1p4" and "1_0", which the service never sends.
-		for _, c := range v.raw {
-			if !('0' <= c && c <= '9' || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E') {
-				return 0, fmt.Errorf("invalid Edm.Double %q", v.raw)
-			}
+		// Only JSON number notation: ParseFloat would also take "Inf",
+		// "0x1p4", "+1" and "1_0", which the service never sends.
+		if len(v.raw) == 0 || v.esc {
+			return 0, fmt.Errorf("invalid Edm.Double %q", v.raw)
+		}
+		if n, err := scanNumber(v.raw, 0); err != nil || n != len(v.raw) {
+			return 0, fmt.Errorf("invalid Edm.Double %q", v.raw)
 		}
 		return strconv.ParseFloat(string(v.raw), 64)
 	}
@@ -276,7 +279,7 @@ func parseTime(v jsonValue) (time.Time, error) {
 	if v.kind != 's' {
 		return time.Time{}, fmt.Errorf("stored value is not an Edm.DateTime")
 	}
-	t, err := time.Parse(time.RFC3339Nano, string(v.raw))
+	t, err := time.Parse(time.RFC3339Nano, stringOf(v))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("invalid Edm.DateTime: %w", err)
 	}
@@ -289,8 +292,22 @@ func parseTime(v jsonValue) (time.Time, error) {
 func dynamicValue(p *property) (any, error) {
 	v := p.value
 	switch p.edm {
+	case "Edm.Binary", "Edm.Guid", "Edm.DateTime", "Edm.String":
+		if v.kind != 's' {
+			return nil, fmt.Errorf("stored value is not an %s", p.edm)
+		}
+	case "Edm.Boolean":
+		if v.kind != 't' && v.kind != 'f' {
+			return nil, fmt.Errorf("stored value is not an %s", p.edm)
+		}
+	case "Edm.Int32", "Edm.Int64", "Edm.Double":
+		if v.kind != 'n' && v.kind != 's' || p.edm == "Edm.Int32" && v.kind != 'n' {
+			return nil, fmt.Errorf("stored value is not an %s", p.edm)
+		}
+	}
+	switch p.edm {
 	case "Edm.Int64":
-		return strconv.ParseInt(string(v.raw), 10, 64)
+		return strconv.ParseInt(stringOf(v), 10, 64)
 	case "Edm.Double":
 		return parseDouble(v)
 	case "Edm.DateTime":
