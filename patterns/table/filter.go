@@ -36,7 +36,7 @@ import (
 type Filter struct {
 	expr  string
 	err   error
-	n     int                                 // comparisons, for MaxFilterComparisons
+	n     int                             // comparisons, for MaxFilterComparisons
 	typed func(propTypes) (string, error) // renders with T's property types; nil: expr
 }
 

@@ -68,7 +68,7 @@ func TestTypedFilters(t *testing.T) {
 	}{
 		{&table.Query{Filter: table.Eq("Name", 5)}, table.ErrInvalidFilter},
 		{&table.Query{Filter: table.Eq("Age", 3.5)}, table.ErrInvalidFilter},
-		{&table.Query{Filter: table.Eq("Age", int64(1) << 40)}, table.ErrInvalidFilter},
+		{&table.Query{Filter: table.Eq("Age", int64(1)<<40)}, table.ErrInvalidFilter},
 		{&table.Query{Filter: table.Eq("Frstname", "Ann")}, table.ErrInvalidFilter},
 		{&table.Query{Filter: table.Or(table.Eq("Age", 1), table.Eq("Salary", "high"))}, table.ErrInvalidFilter},
 		{&table.Query{Select: []string{"Frstname"}}, table.ErrInvalidEntity},
