@@ -12,8 +12,8 @@
 // # Validity
 //
 // The service rejects '/', '\', '#', '?', the control characters
-// U+0000-U+001F and U+007F-U+009F, and keys over 1 KiB of UTF-16
-// (MaxKeyLength code units). Validate checks exactly that, and every error of
+// U+0000-U+001F and U+007F-U+009F, and keys over 1,024 characters
+// (MaxKeyLength UTF-16 code units; Azurite: 512). Validate checks exactly that, and every error of
 // this package satisfies errors.Is(err, ErrInvalidKey).
 //
 // # Escape: arbitrary text in a key

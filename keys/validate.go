@@ -6,9 +6,15 @@ import (
 	"unicode/utf8"
 )
 
-// MaxKeyLength is the longest PartitionKey or RowKey the service accepts,
-// in UTF-16 code units (1 KiB of UTF-16). Azurite is stricter and rejects
-// keys over 512 code units.
+// MaxKeyLength is the longest PartitionKey or RowKey the service accepts:
+// 1,024 characters, counted as UTF-16 code units (a character outside the
+// Basic Multilingual Plane counts twice). Microsoft's documents disagree:
+// the Table Storage scalability targets say "a string up to 1024
+// characters", the data model says "up to 1 KiB in size" (which, read as
+// UTF-16 bytes, would be 512). tablekit follows the specific figure.
+// Azurite follows the other reading and rejects keys over 512 code units
+// with 400 InvalidInput, so tests of keys longer than 512 need a real
+// account.
 const MaxKeyLength = 1024
 
 // ErrInvalidKey is the sentinel for every error of this package: a key that

@@ -362,8 +362,11 @@ type txn []int
 func plan(ops []Op) ([][]txn, error) {
 	var errs []error
 	for i, o := range ops {
-		if o.err != nil {
+		switch {
+		case o.err != nil:
 			errs = append(errs, &OpError{Index: i, Err: asError(o.err)})
+		case o.kind == "":
+			errs = append(errs, &OpError{Index: i, Err: &Error{Op: "batch", Err: fmt.Errorf("%w: a zero Op: build ops with InsertOp, UpsertOp, UpdateOp or DeleteOp", ErrInvalidBatch)}})
 		}
 	}
 	byPK := map[string]int{}

@@ -316,3 +316,22 @@ func TestSubmitReportsEveryCause(t *testing.T) {
 		t.Fatalf("Submit with a cancelled context = %v", err)
 	}
 }
+
+// TestSubmitRejectsZeroOp: a zero Op is an error naming it, before anything
+// is sent (it used to fail as "unexpected end of JSON input").
+func TestSubmitRejectsZeroOp(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable[employee](t)
+	_, err := tb.Submit(context.Background(), []table.Op{tb.InsertOp(emp("A", 1)), {}}, nil)
+	var oe *table.OpError
+	if !errors.Is(err, table.ErrInvalidBatch) || !errors.As(err, &oe) || oe.Index != 1 || ft.Count() != 0 {
+		t.Fatalf("Submit with a zero Op = %v after %d requests", err, ft.Count())
+	}
+	// A property bag with a uint64 gets the same hint as a struct field.
+	dyn, _ := table.New[table.Dynamic](tb.Client())
+	op := dyn.InsertOp(table.Dynamic{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"U": uint64(1)}})
+	if !errors.Is(op.Err(), table.ErrInvalidEntity) || !strings.Contains(op.Err().Error(), "use int64, or tag") {
+		t.Fatalf("uint64 in a Dynamic: %v", op.Err())
+	}
+}
+

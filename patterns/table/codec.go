@@ -3,6 +3,7 @@ package table
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -220,6 +221,10 @@ func (c *codec) addFields(t reflect.Type, parent []int) error {
 	return nil
 }
 
+// errUnsigned is the one hint for 64-bit unsigned values, in struct fields
+// and property bags alike.
+var errUnsigned = errors.New("a 64-bit unsigned value cannot be stored exactly (Edm.Int64 is signed): use int64, or tag a struct field `table:\",json\"` to store it as a JSON string")
+
 func kindOf(t reflect.Type) (kind, error) {
 	switch {
 	case t == timeType:
@@ -244,6 +249,8 @@ func kindOf(t reflect.Type) (kind, error) {
 		return kInt64, nil
 	case reflect.Float32, reflect.Float64:
 		return kDouble, nil
+	case reflect.Uint, reflect.Uint64, reflect.Uintptr:
+		return 0, errUnsigned
 	}
 	return 0, fmt.Errorf("type %v cannot be stored as a table property (tag the field `table:\",json\"` to store it as JSON)", t)
 }
@@ -590,7 +597,7 @@ func dynamicKind(v any) (kind, reflect.Value, error) {
 	case aztables.EDMGUID:
 		return kGUIDString, addressable(string(x)), nil
 	case uint, uint64, uintptr:
-		return 0, reflect.Value{}, fmt.Errorf("unsigned value %v cannot be stored exactly (use int64)", v)
+		return 0, reflect.Value{}, errUnsigned
 	}
 	rv := addressable(v)
 	k, err := kindOf(rv.Type())

@@ -108,10 +108,12 @@
 //
 // # Limits checked before the network
 //
-// Keys (keys.Validate: no / \ # ? or control characters, at most 1 KiB of
-// UTF-16, and a non-empty PartitionKey, which the SDK cannot address), at
+// Keys (keys.Validate: no / \ # ? or control characters, at most 1,024
+// UTF-16 code units, and a non-empty PartitionKey, which the SDK cannot
+// address), at
 // most 252 properties, property names (C# identifiers, at most 255
-// characters, not PartitionKey, RowKey or Timestamp), string and binary
+// characters, not PartitionKey, RowKey, Timestamp, WriteProperty or an
+// OData keyword), string and binary
 // values up to 64 KiB (strings counted as UTF-16), times within
 // Edm.DateTime's 1601-9999 (the zero time.Time is stored as no property),
 // well-formed GUIDs, entities up to 1 MiB as the service counts them, and

@@ -128,6 +128,10 @@ func TestNewRejectsUnstorableTypes(t *testing.T) {
 		Dept         string `table:",pk"`
 		RowKey       string
 	}
+	type onlyPK struct {
+		PartitionKey string
+		Name         string
+	}
 	fields := []reflect.StructField{{Name: "PartitionKey", Type: reflect.TypeOf("")}, {Name: "RowKey", Type: reflect.TypeOf("")}}
 	for i := 0; i <= table.MaxProperties; i++ { // 253 properties
 		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: reflect.TypeOf(int32(0))})
@@ -142,6 +146,21 @@ func TestNewRejectsUnstorableTypes(t *testing.T) {
 		"unsigned": newErr[unsigned](env),
 		"bad key":  newErr[badKey](env),
 		"two keys": newErr[twoKeys](env),
+		"only pk":  newErr[onlyPK](env),
+		"keyword": func() error {
+			type kw struct {
+				PartitionKey, RowKey string
+				Null                 string `table:"null"`
+			}
+			return newErr[kw](env)
+		}(),
+		"reserved history": func() error {
+			type h struct {
+				PartitionKey, RowKey string
+				TkWrites             string
+			}
+			return newErr[h](env)
+		}(),
 		"not a struct": func() error {
 			_, err := table.New[int](env)
 			return err
@@ -151,6 +170,13 @@ func TestNewRejectsUnstorableTypes(t *testing.T) {
 		if !errors.Is(err, table.ErrInvalidEntity) {
 			t.Errorf("%s: New = %v, want ErrInvalidEntity", name, err)
 		}
+	}
+	// One hint for 64-bit unsigned values, in structs and property bags.
+	if !strings.Contains(fmt.Sprint(checks["unsigned"]), "use int64, or tag") {
+		t.Errorf("unsigned hint: %v", checks["unsigned"])
+	}
+	if _, err := table.NewWithKeys[struct{ A int32 }](env, nil); err == nil {
+		t.Error("NewWithKeys with a nil key function succeeded")
 	}
 	if !strings.Contains(fmt.Sprint(checks["nested"]), "table:\",json\"") {
 		t.Errorf("the error for a nested struct should suggest the json tag: %v", checks["nested"])
