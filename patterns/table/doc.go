@@ -6,6 +6,22 @@
 // errors still unwrap to *azcore.ResponseError, and clients built here are
 // ordinary aztables clients.
 //
+// # Quick start
+//
+//	svc, err := table.NewServiceClientFromConnectionString(connStr, nil) // or NewServiceClient(url, azidentityCred, nil)
+//	if err != nil { ... }
+//	if err := table.CreateTable(ctx, svc, "Employees"); err != nil { ... }
+//	employees, err := table.New[Employee](svc.NewClient("Employees"))
+//	if err != nil { ... }
+//	_, err = employees.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jo"})
+//	e, err := employees.Get(ctx, "Sales", "000223", nil)
+//	_, _, err = employees.Modify(ctx, "Sales", "000223", func(e *Employee) error { e.Age++; return nil }, nil)
+//
+// The constructors here install the retry package's policy (retry.Default)
+// in place of azcore's; a client you build yourself gets it with
+// retry.Default.ApplyTo(&opts.ClientOptions). ParseConnectionString gives
+// the service URL and shared key for minting SAS (SASURL).
+//
 // # When to use it
 //
 // Use it for any entity you read or write from Go: it replaces hand-written
@@ -92,17 +108,18 @@
 // aztables client) is settled the same way after a transport error, but a
 // resend made by azcore's own retry policy cannot be detected: its 409, 412
 // or 404 is reported as the service's answer.
-
+//
 // # Cost in round trips
 //
 //	Insert, Upsert, Update, Delete, Get        1 (+1 read to settle a lost response)
 //	Get with Select (projection)              1 (a point query)
+//	Modify                                    2 (read + conditional write), +2 per conflict
 //	QueryPage                                 1
 //	Query / Collect                           1 per page (at most 1,000 entities a page)
 //	FanOut over n queries                     1 per page of each, Concurrency at a time
 //	Submit of n ops                           1 per transaction: ceil(n/100) per partition
-//	                                          (+1 read per transaction whose response was lost)
 //	                                          when under 4 MiB; Transactions reports it
+//	                                          (+1 read per transaction whose response was lost)
 //	CreateTable, DeleteTable                  1 (CreateTable waits out TableBeingDeleted)
 //	SASURL                                    0 (signed locally)
 //
@@ -120,7 +137,9 @@
 // for Submit one partition per atomic group,
 // each entity once per transaction, 100 operations and 4 MiB per
 // transaction. A rejected write names the entity and the limit and sends
-// nothing.
+// nothing. Queries: at most 15 comparisons per filter
+// (MaxFilterComparisons), literals of the type of T's field, properties T
+// has, a query string under MaxQueryLength, and a cursor of the same query.
 //
 // # Errors
 //

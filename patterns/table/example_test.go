@@ -7,6 +7,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -292,4 +293,56 @@ func ExampleSASURL_fromConnectionString() {
 	// Output:
 	// Jo <nil>
 	// 403 AuthorizationPermissionMismatch
+}
+
+// A read-modify-write that loses no concurrent change and, when a response
+// is lost, never applies the change twice.
+func ExampleTable_Modify() {
+	svc, name, done := exampleTable()
+	defer done()
+	ctx := context.Background()
+	employees, _ := table.New[Employee](svc.NewClient(name))
+	if _, err := employees.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jo", Age: 29}); err != nil {
+		log.Fatal(err)
+	}
+	e, res, err := employees.Modify(ctx, "Sales", "000223", func(e *Employee) error {
+		e.Age++ // fn may run again if another writer got there first
+		return nil
+	}, nil)
+	fmt.Println(e.Age, res.ETag != "", err)
+	// Output:
+	// 30 true <nil>
+}
+
+// A partial update: Fields merges only the named properties, so the zero
+// values of the other fields do not overwrite what is stored.
+func ExampleFields() {
+	svc, name, done := exampleTable()
+	defer done()
+	ctx := context.Background()
+	employees, _ := table.New[Employee](svc.NewClient(name))
+	if _, err := employees.Insert(ctx, Employee{Department: "Sales", ID: "000006", FirstName: "Jo", Email: "jo@contoso.com", Age: 41}); err != nil {
+		log.Fatal(err)
+	}
+	rename := Employee{Department: "Sales", ID: "000006", FirstName: "Joanna"}
+	if _, err := employees.Update(ctx, rename, azcore.ETagAny, table.Fields("FirstName")); err != nil {
+		log.Fatal(err)
+	}
+	got, _ := employees.Get(ctx, "Sales", "000006", nil)
+	fmt.Println(got.FirstName, got.Email, got.Age)
+
+	// A literal is typed by the field it is compared with (Age is Int32),
+	// and a misspelled property fails before anything is sent.
+	n := 0
+	for _, err := range employees.Query(ctx, &table.Query{Filter: table.And(table.PartitionKey("Sales"), table.Gt("Age", 40))}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		n++
+	}
+	_, err := employees.QueryPage(ctx, &table.Query{Filter: table.Eq("Agee", 40)})
+	fmt.Println(n, errors.Is(err, table.ErrInvalidFilter))
+	// Output:
+	// Joanna jo@contoso.com 41
+	// 1 true
 }

@@ -35,8 +35,10 @@ import (
 //     property and reads back as the zero time), []byte (Edm.Binary),
 //     [16]byte types such as uuid.UUID (Edm.Guid; so are aztables.EDMGUID
 //     and strings tagged `guid`, where "" is no property), and pointers to
-//     these (nil = no property). Other types are rejected by New unless
-//     tagged `json`.
+//     these (nil = no property; so is a nil []byte, while an empty one is an
+//     empty Edm.Binary). Other types are rejected by New unless tagged
+//     `json`. A float64 -0.0 reads back as 0 from Azurite (the real
+//     service's answer is unverified).
 type Table[T any] struct {
 	client *aztables.Client
 	name   string // the table's name, for errors
