@@ -334,4 +334,3 @@ func TestSubmitRejectsZeroOp(t *testing.T) {
 		t.Fatalf("uint64 in a Dynamic: %v", op.Err())
 	}
 }
-
