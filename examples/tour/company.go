@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -112,6 +114,68 @@ func (t *tour) mergeOrReplace(ctx context.Context) error {
 	return nil
 }
 
+func (t *tour) partialUpdates(ctx context.Context) error {
+	// A merge of a whole struct sends every field: zero values overwrite.
+	rename := Employee{Department: "Sales", ID: keys.Pad(123, 6), FirstName: "Anna"}
+	if _, err := t.employees.Update(ctx, rename, azcore.ETagAny, table.Fields("FirstName")); err != nil {
+		return err
+	}
+	e, err := t.employees.Get(ctx, "Sales", keys.Pad(123, 6), nil)
+	if err != nil {
+		return err
+	}
+	t.say("Fields(\"FirstName\") merges one property: %s %s, Age %d kept (a plain Merge of this struct would have set Age to 0)", e.FirstName, e.LastName, e.Age)
+	e, _, err = t.employees.Modify(ctx, "Sales", keys.Pad(123, 6), func(e *Employee) error {
+		e.Age++
+		return nil
+	}, nil)
+	if err != nil {
+		return err
+	}
+	t.say("Modify reads, changes and writes back with the ETag it read (retrying on a conflict): Age now %d", e.Age)
+	return nil
+}
+
+func (t *tour) typedFilters(ctx context.Context) error {
+	q := &table.Query{Filter: table.And(table.PartitionKey("Sales"), table.Gt("Age", 30))}
+	found, err := table.Collect(t.employees.Query(ctx, q))
+	if err != nil {
+		return err
+	}
+	t.say("Gt(\"Age\", 30) is sent as Age gt 30 because Age is an Int32 field (30L, an Int64, would match nothing): %d employees", len(found))
+	_, err = t.employees.QueryPage(ctx, &table.Query{Filter: table.Eq("Agee", 30)})
+	if !errors.Is(err, table.ErrInvalidFilter) {
+		return fmt.Errorf("misspelled property: %v, want ErrInvalidFilter", err)
+	}
+	t.say("a misspelled property fails before the network: %v", err)
+	return nil
+}
+
+func (t *tour) lostResponse(ctx context.Context) error {
+	// A client whose transport loses the next write's response after the
+	// service applied it: the retry policy resends, the resend answers 409.
+	ft := &faults.Transport{}
+	ft.Inject(faults.Fault{Match: func(r *http.Request) bool { return r.Method != http.MethodGet }, LoseResponse: true})
+	opts := table.ClientOptions()
+	opts.Transport = ft
+	svc, err := table.NewServiceClientFromConnectionString(t.connStr, opts)
+	if err != nil {
+		return err
+	}
+	flaky, err := table.New[Employee](svc.NewClient(t.name))
+	if err != nil {
+		return err
+	}
+	res, err := flaky.Insert(ctx, Employee{Department: "HR", ID: keys.Pad(456, 6), FirstName: "Lou", LastName: "Lost"})
+	if err != nil || !res.Verified {
+		return fmt.Errorf("insert with a lost response: %+v, %v", res, err)
+	}
+	t.say("the insert's response was lost; the resend answered 409 EntityAlreadyExists")
+	t.say("one read of the entity's write history (%s) proved the insert applied: reported as success, Verified", table.WriteProperty)
+	t.say("(%d requests: the lost one, the resend, the read). A delete has nothing left to read: it reports table.ErrOutcomeUnknown", ft.Count())
+	return nil
+}
+
 func (t *tour) concurrency(ctx context.Context) error {
 	a, err := t.employees.Get(ctx, "Sales", keys.Pad(223, 6), nil)
 	if err != nil {
@@ -150,15 +214,10 @@ func (t *tour) bulkLoad(ctx context.Context) error {
 }
 
 func (t *tour) sas(ctx context.Context) error {
-	cred, err := sharedKey(t.connStr)
+	endpoint, cred, err := table.ParseConnectionString(t.connStr)
 	if err != nil {
 		t.say("skipped: the connection string has no account key to sign with (%v)", err)
 		return nil
-	}
-	endpoint, _ := connField(t.connStr, "TableEndpoint")
-	if endpoint == "" {
-		account, _ := connField(t.connStr, "AccountName")
-		endpoint = "https://" + account + ".table.core.windows.net"
 	}
 	sasURL, err := table.SASURL(endpoint, cred, t.name, table.SASOptions{
 		Permissions: aztables.SASPermissions{Read: true}, Expiry: time.Now().Add(time.Hour),
@@ -196,21 +255,3 @@ func (t *tour) validation(ctx context.Context) error {
 	return nil
 }
 
-// sharedKey returns the account key credential of a connection string.
-func sharedKey(cs string) (*aztables.SharedKeyCredential, error) {
-	name, ok1 := connField(cs, "AccountName")
-	key, ok2 := connField(cs, "AccountKey")
-	if !ok1 || !ok2 {
-		return nil, errors.New("no AccountName/AccountKey")
-	}
-	return aztables.NewSharedKeyCredential(name, key)
-}
-
-func connField(cs, field string) (string, bool) {
-	for _, part := range strings.Split(cs, ";") {
-		if v, ok := strings.CutPrefix(part, field+"="); ok {
-			return v, true
-		}
-	}
-	return "", false
-}
