@@ -254,4 +254,3 @@ func (t *tour) validation(ctx context.Context) error {
 	}
 	return nil
 }
-
