@@ -262,6 +262,10 @@ func (e *OpError) Unwrap() error { return e.Err }
 // resend fails (409 on inserts, 412 on conditional writes) although the first
 // attempt was applied; verify by reading when that matters.
 func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOptions) (BatchResult, error) {
+	return submit(ctx, c, directOf(c, tableNameOf(c)), ops, opts)
+}
+
+func submit(ctx context.Context, c *aztables.Client, d *direct, ops []Op, opts *BatchOptions) (BatchResult, error) {
 	if opts == nil {
 		opts = &BatchOptions{}
 	}
@@ -313,7 +317,7 @@ func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOption
 						continue
 					}
 					sent.Add(1)
-					if cause := send(ctx, c, ops, tx, res.Ops); cause != nil {
+					if cause := send(ctx, c, d, ops, tx, res.Ops); cause != nil {
 						failed = true
 						addCause(cause)
 					}
@@ -332,7 +336,7 @@ func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOption
 
 // Submit is the package-level Submit on t's client.
 func (t *Table[T]) Submit(ctx context.Context, ops []Op, opts *BatchOptions) (BatchResult, error) {
-	return Submit(ctx, t.client, ops, opts)
+	return submit(ctx, t.client, t.direct, ops, opts)
 }
 
 // batchError reports the ops not applied and why: the causes are the
@@ -496,19 +500,29 @@ func chunk(ops []Op, idx []int) []txn {
 // transaction's entities to learn whether the lost attempt was applied
 // (see verify); if that cannot be settled, every op is reported with
 // ErrOutcomeUnknown.
-func send(ctx context.Context, c *aztables.Client, ops []Op, tx txn, results []OpResult) error {
+func send(ctx context.Context, c *aztables.Client, d *direct, ops []Op, tx txn, results []OpResult) error {
 	id := newWriteID()
-	acts := make([]aztables.TransactionAction, len(tx))
+	bodies := make([][]byte, len(tx))
 	for j, i := range tx {
-		body := ops[i].body
+		bodies[j] = ops[i].body
 		if ops[i].stamped {
-			body = appendStamp(slices.Clip(body), stampValue(id, ops[i].prev))
+			bodies[j] = appendStamp(slices.Clip(ops[i].body), stampValue(id, ops[i].prev))
 		}
-		acts[j] = aztables.TransactionAction{ActionType: ops[i].kind, Entity: body, IfMatch: ops[i].etag}
 	}
 	var raw *http.Response
+	var err error
 	tctx, tr := retry.Track(ctx)
-	_, err := c.SubmitTransaction(policy.WithCaptureResponse(tctx, &raw), acts, nil)
+	if d != nil {
+		if raw, err = d.batch(tctx, ops, tx, bodies); err == nil && innerFailure(raw) {
+			err = &azcore.ResponseError{StatusCode: raw.StatusCode, RawResponse: raw}
+		}
+	} else {
+		acts := make([]aztables.TransactionAction, len(tx))
+		for j, i := range tx {
+			acts[j] = aztables.TransactionAction{ActionType: ops[i].kind, Entity: bodies[j], IfMatch: ops[i].etag}
+		}
+		_, err = c.SubmitTransaction(policy.WithCaptureResponse(tctx, &raw), acts, nil)
+	}
 	if err == nil {
 		etags := batchETags(raw)
 		for j, i := range tx {

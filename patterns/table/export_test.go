@@ -8,3 +8,14 @@ func CheckType(t reflect.Type) error {
 	_, err := codecFor(t)
 	return err
 }
+
+// SDKPath returns a view of t that uses the SDK's methods instead of the
+// direct path, for tests that compare the two.
+func SDKPath[T any](t *Table[T]) *Table[T] {
+	c := *t
+	c.direct = nil
+	return &c
+}
+
+// Direct reports whether t uses the direct path.
+func Direct[T any](t *Table[T]) bool { return t.direct != nil }

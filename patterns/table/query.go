@@ -186,18 +186,26 @@ func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool
 	if q.Limit > 0 && pos.returned >= q.Limit {
 		return p, nil, nil
 	}
-	resp, err := t.client.NewListEntitiesPager(opts).NextPage(ctx)
+	var entities [][]byte
+	var nextPK, nextRK *string
+	if t.direct != nil {
+		entities, nextPK, nextRK, err = t.direct.query(ctx, opts)
+	} else {
+		var resp aztables.ListEntitiesResponse
+		resp, err = t.client.NewListEntitiesPager(opts).NextPage(ctx)
+		entities, nextPK, nextRK = resp.Entities, resp.NextPartitionKey, resp.NextRowKey
+	}
 	if err != nil {
 		e := newError("query", t.name, "", "", err)
-		e.Filter = q.Filter.String()
+		e.Filter = deref(opts.Filter)
 		return p, nil, e
 	}
-	p.Items = make([]T, len(resp.Entities))
+	p.Items = make([]T, len(entities))
 	var ks [][2]string
 	if wantKeys {
-		ks = make([][2]string, len(resp.Entities))
+		ks = make([][2]string, len(entities))
 	}
-	for i, raw := range resp.Entities {
+	for i, raw := range entities {
 		var k *[2]string
 		if wantKeys {
 			k = &ks[i]
@@ -206,7 +214,7 @@ func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool
 			return Page[T]{}, nil, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
 		}
 	}
-	next := position{pk: resp.NextPartitionKey, rk: resp.NextRowKey, returned: pos.returned + len(p.Items), fp: pos.fp}
+	next := position{pk: nextPK, rk: nextRK, returned: pos.returned + len(p.Items), fp: pos.fp}
 	if q.Limit == 0 || next.returned < q.Limit {
 		p.Next = next.cursor()
 	}

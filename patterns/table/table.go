@@ -41,7 +41,8 @@ import (
 //     service's answer is unverified).
 type Table[T any] struct {
 	client *aztables.Client
-	name   string // the table's name, for errors
+	name   string  // the table's name, for errors
+	direct *direct // the direct path, nil for the SDK's (see direct.go)
 	codec  *codec
 	keyFn  func(*T) (pk, rk string)
 }
@@ -65,7 +66,8 @@ func New[T any](c *aztables.Client) (*Table[T], error) {
 	if (cd.pk == nil) != (cd.rk == nil) {
 		return nil, fmt.Errorf("%w: %v has a PartitionKey field but no RowKey field, or the reverse: give both, or neither and use NewWithKeys", ErrInvalidEntity, cd.typ)
 	}
-	t := &Table[T]{client: c, name: tableNameOf(c), codec: cd}
+	name := tableNameOf(c)
+	t := &Table[T]{client: c, name: name, direct: directOf(c, name), codec: cd}
 	if cd.pk != nil && cd.rk != nil {
 		t.keyFn = func(v *T) (string, string) {
 			rv := reflect.ValueOf(v).Elem()
@@ -178,11 +180,11 @@ func (t *Table[T]) Insert(ctx context.Context, v T) (Result, error) {
 		*bp = e.body
 	}
 	tctx, tr := retry.Track(ctx)
-	resp, err := t.client.AddEntity(tctx, e.body, &aztables.AddEntityOptions{Format: ptr(aztables.MetadataFormatNone)})
+	etag, err := t.send(tctx, w.kind, e, "")
 	if err != nil {
 		return t.settle(ctx, tr, w, "insert", err)
 	}
-	return Result{ETag: resp.ETag}, nil
+	return Result{ETag: etag}, nil
 }
 
 // Upsert inserts v or, when it exists, merges or replaces it (InsertOrMerge,
@@ -200,11 +202,11 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (Result, error) {
 	}
 	defer release(bp)
 	tctx, tr := retry.Track(ctx)
-	resp, err := t.client.UpsertEntity(tctx, e.body, &aztables.UpsertEntityOptions{UpdateMode: updateModes[kind]})
+	etag, err := t.send(tctx, kind, e, "")
 	if err != nil {
 		return t.settle(ctx, tr, write{kind: kind, pk: e.pk, rk: e.rk}, "upsert", err)
 	}
-	return Result{ETag: resp.ETag}, nil
+	return Result{ETag: etag}, nil
 }
 
 // Update merges or replaces an existing entity, if its ETag still matches:
@@ -245,11 +247,11 @@ func (t *Table[T]) update(ctx context.Context, op string, v *T, etag azcore.ETag
 		w.prev, _, _ = strings.Cut(prev, ",")
 	}
 	tctx, tr := retry.Track(ctx)
-	resp, err := t.client.UpdateEntity(tctx, e.body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: updateModes[kind]})
+	newETag, err := t.send(tctx, kind, e, etag)
 	if err != nil {
 		return t.settle(ctx, tr, w, op, err)
 	}
-	return Result{ETag: resp.ETag}, nil
+	return Result{ETag: newETag}, nil
 }
 
 // prevWrites returns the write history read with etag, if v carries it.
@@ -278,11 +280,36 @@ func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 		return relabel(err, "delete", t.name)
 	}
 	tctx, tr := retry.Track(ctx)
-	_, err := t.client.DeleteEntity(tctx, partitionKey, rowKey, &aztables.DeleteEntityOptions{IfMatch: &etag})
+	_, err := t.send(tctx, aztables.TransactionTypeDelete, encoded{pk: partitionKey, rk: rowKey}, etag)
 	if err != nil {
 		_, err = t.settle(ctx, tr, write{kind: aztables.TransactionTypeDelete, pk: partitionKey, rk: rowKey, etag: etag}, "delete", err)
 	}
 	return err
+}
+
+// send makes one write, directly or through the SDK, and returns the new
+// ETag.
+func (t *Table[T]) send(ctx context.Context, kind aztables.TransactionType, e encoded, etag azcore.ETag) (azcore.ETag, error) {
+	if t.direct != nil {
+		return t.direct.write(ctx, kind, e.pk, e.rk, e.body, etag)
+	}
+	var match *azcore.ETag
+	if etag != "" {
+		match = &etag
+	}
+	switch kind {
+	case aztables.TransactionTypeAdd:
+		resp, err := t.client.AddEntity(ctx, e.body, &aztables.AddEntityOptions{Format: ptr(aztables.MetadataFormatNone)})
+		return resp.ETag, err
+	case aztables.TransactionTypeInsertMerge, aztables.TransactionTypeInsertReplace:
+		resp, err := t.client.UpsertEntity(ctx, e.body, &aztables.UpsertEntityOptions{UpdateMode: updateModes[kind]})
+		return resp.ETag, err
+	case aztables.TransactionTypeDelete:
+		_, err := t.client.DeleteEntity(ctx, e.pk, e.rk, &aztables.DeleteEntityOptions{IfMatch: match})
+		return "", err
+	}
+	resp, err := t.client.UpdateEntity(ctx, e.body, &aztables.UpdateEntityOptions{IfMatch: match, UpdateMode: updateModes[kind]})
+	return resp.ETag, err
 }
 
 // settle reports a failed write: see the package function settle.
@@ -318,19 +345,26 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *G
 
 // get reads one entity with its ETag and write history.
 func (t *Table[T]) get(ctx context.Context, op, pk, rk string) (v T, etag azcore.ETag, writes string, err error) {
-	resp, err := t.client.GetEntity(ctx, pk, rk, &aztables.GetEntityOptions{Format: ptr(aztables.MetadataFormatMinimal)})
+	var body []byte
+	if t.direct != nil {
+		body, etag, err = t.direct.get(ctx, pk, rk)
+	} else {
+		var resp aztables.GetEntityResponse
+		resp, err = t.client.GetEntity(ctx, pk, rk, &aztables.GetEntityOptions{Format: ptr(aztables.MetadataFormatMinimal)})
+		body, etag = resp.Value, resp.ETag
+	}
 	if err != nil {
 		return v, "", "", wrap(op, t.name, pk, rk, err)
 	}
-	if err := t.codec.decode(resp.Value, reflect.ValueOf(&v).Elem(), resp.ETag, nil); err != nil {
+	if err := t.codec.decode(body, reflect.ValueOf(&v).Elem(), etag, nil); err != nil {
 		return v, "", "", &Error{Op: op, Table: t.name, PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
 	}
 	if t.codec.meta != nil {
 		writes = metaOf(reflect.ValueOf(&v).Elem(), t.codec.meta).writes
-	} else if h, ok := storedHistory(resp.Value); ok {
+	} else if h, ok := storedHistory(body); ok {
 		writes = strings.Join(h, ",")
 	}
-	return v, resp.ETag, writes, nil
+	return v, etag, writes, nil
 }
 
 // ModifyOptions configures Modify. A nil *ModifyOptions means defaults.

@@ -1,0 +1,353 @@
+package table
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+)
+
+// This file is the direct path: the same REST requests the SDK sends,
+// built from the codec's bytes and sent through the aztables client's own
+// azcore pipeline (its authentication, the retry policy, logging), without
+// the SDK's round trip of every entity through map[string]any. The SDK
+// unmarshals each entity of a batch or a query page into a map and marshals
+// it again; profiles showed most of the client's CPU there.
+//
+// aztables does not export its pipeline, so directOf reads it from the
+// client's unexported fields, checking their types; when they are not what
+// this version expects (another aztables version), or the endpoint is a
+// Cosmos DB Table API account (whose merge needs the SDK's rewriting), the
+// Table falls back to the SDK's methods, with the same results.
+
+// direct sends requests for one table.
+type direct struct {
+	pl       runtime.Pipeline
+	endpoint string // the service URL, such as https://acct.table.core.windows.net
+	sas      string // the endpoint's query string (a SAS client's token), or ""
+	table    string
+}
+
+var azClientType = reflect.TypeOf((*azcore.Client)(nil))
+
+// directOf returns the direct path for c, or nil to use the SDK.
+func directOf(c *aztables.Client, table string) *direct {
+	v := reflect.ValueOf(c).Elem()
+	gen := v.FieldByName("client")
+	if table == "" || gen.Kind() != reflect.Pointer || gen.IsNil() || gen.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	in, ep := gen.Elem().FieldByName("internal"), gen.Elem().FieldByName("endpoint")
+	if !in.IsValid() || in.Type() != azClientType || in.IsNil() || ep.Kind() != reflect.String {
+		return nil
+	}
+	endpoint := ep.String()
+	if isCosmos(endpoint) {
+		return nil
+	}
+	ac := (*azcore.Client)(in.UnsafePointer())
+	base, query, _ := strings.Cut(endpoint, "?")
+	return &direct{pl: ac.Pipeline(), endpoint: strings.TrimSuffix(base, "/"), sas: query, table: table}
+}
+
+// isCosmos reports whether endpoint is a Cosmos DB Table API account (or
+// its emulator), as aztables decides it.
+func isCosmos(endpoint string) bool {
+	return strings.Contains(endpoint, "cosmos.azure.com") || strings.Contains(endpoint, "table.cosmosdb.") ||
+		strings.Contains(endpoint, "localhost") && strings.Contains(endpoint, "8902")
+}
+
+const (
+	minimalMetadata = "application/json;odata=minimalmetadata"
+	serviceVersion  = "2019-02-02"
+)
+
+// url returns the URL of path (already escaped) under the endpoint, with
+// the endpoint's query string (a SAS) and then q.
+func (d *direct) url(path string, q url.Values) string {
+	u := d.endpoint + path
+	switch {
+	case d.sas != "" && len(q) > 0:
+		return u + "?" + d.sas + "&" + q.Encode()
+	case d.sas != "":
+		return u + "?" + d.sas
+	case len(q) > 0:
+		return u + "?" + q.Encode()
+	}
+	return u
+}
+
+// entityPath is the path of one entity: keys quoted for OData (quotes
+// doubled), then escaped for the path.
+func (d *direct) entityPath(pk, rk string) string {
+	return "/" + url.PathEscape(d.table) + "(PartitionKey='" + url.PathEscape(strings.ReplaceAll(pk, "'", "''")) +
+		"',RowKey='" + url.PathEscape(strings.ReplaceAll(rk, "'", "''")) + "')"
+}
+
+// do sends one request through the pipeline and returns the response when
+// its status is one of ok, else the service's error.
+func (d *direct) do(ctx context.Context, method, u string, header http.Header, body []byte, contentType string, ok ...int) (*http.Response, error) {
+	req, err := runtime.NewRequest(ctx, method, u)
+	if err != nil {
+		return nil, err
+	}
+	h := req.Raw().Header
+	h["x-ms-version"] = []string{serviceVersion}
+	h["DataServiceVersion"] = []string{"3.0"}
+	h["Accept"] = []string{minimalMetadata}
+	for k, v := range header {
+		h[k] = v
+	}
+	if body != nil {
+		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), contentType); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := d.pl.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if !runtime.HasStatusCode(resp, ok...) {
+		return nil, runtime.NewResponseError(resp)
+	}
+	return resp, nil
+}
+
+// write sends an insert (pk, rk empty), update, upsert or delete and
+// returns the new ETag. The response body, if any, is not needed.
+func (d *direct) write(ctx context.Context, kind aztables.TransactionType, pk, rk string, body []byte, etag azcore.ETag) (azcore.ETag, error) {
+	method, u := http.MethodPut, d.url(d.entityPath(pk, rk), nil)
+	h := http.Header{}
+	switch kind {
+	case aztables.TransactionTypeAdd:
+		method, u = http.MethodPost, d.url("/"+url.PathEscape(d.table), nil)
+		h["Prefer"] = []string{"return-no-content"}
+	case aztables.TransactionTypeInsertMerge, aztables.TransactionTypeUpdateMerge:
+		method = http.MethodPatch
+	case aztables.TransactionTypeDelete:
+		method, body = http.MethodDelete, nil
+	}
+	if etag != "" {
+		h["If-Match"] = []string{string(etag)}
+	}
+	resp, err := d.do(ctx, method, u, h, body, "application/json", http.StatusNoContent, http.StatusCreated, http.StatusOK)
+	if err != nil {
+		return "", err
+	}
+	runtime.Drain(resp)
+	return azcore.ETag(resp.Header.Get("ETag")), nil
+}
+
+// get reads one entity's JSON and ETag.
+func (d *direct) get(ctx context.Context, pk, rk string) ([]byte, azcore.ETag, error) {
+	resp, err := d.do(ctx, http.MethodGet, d.url(d.entityPath(pk, rk), url.Values{"$format": {minimalMetadata}}), nil, nil, "", http.StatusOK)
+	if err != nil {
+		return nil, "", err
+	}
+	body, err := runtime.Payload(resp)
+	return body, azcore.ETag(resp.Header.Get("ETag")), err
+}
+
+// query fetches one page: the entities' JSON objects and the continuation.
+func (d *direct) query(ctx context.Context, o *aztables.ListEntitiesOptions) (entities [][]byte, nextPK, nextRK *string, err error) {
+	q := url.Values{"$format": {minimalMetadata}}
+	if o.Top != nil {
+		q.Set("$top", strconv.Itoa(int(*o.Top)))
+	}
+	if o.Select != nil {
+		q.Set("$select", *o.Select)
+	}
+	if o.Filter != nil {
+		q.Set("$filter", *o.Filter)
+	}
+	if o.NextPartitionKey != nil {
+		q.Set("NextPartitionKey", *o.NextPartitionKey)
+	}
+	if o.NextRowKey != nil {
+		q.Set("NextRowKey", *o.NextRowKey)
+	}
+	resp, err := d.do(ctx, http.MethodGet, d.url("/"+url.PathEscape(d.table)+"()", q), nil, nil, "", http.StatusOK)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	body, err := runtime.Payload(resp)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if entities, err = splitPage(body); err != nil {
+		return nil, nil, nil, err
+	}
+	if v := resp.Header.Get("x-ms-continuation-NextPartitionKey"); v != "" {
+		nextPK = &v
+	}
+	if v := resp.Header.Get("x-ms-continuation-NextRowKey"); v != "" {
+		nextRK = &v
+	}
+	return entities, nextPK, nextRK, nil
+}
+
+// splitPage returns the entity objects of a query response,
+// {"odata.metadata":"...","value":[{...},{...}]}, as slices of body. Each
+// is checked in full when it is decoded.
+func splitPage(body []byte) ([][]byte, error) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, syntaxAt(body, i, "expected '{'")
+	}
+	var entities [][]byte
+	i = skipSpace(body, i+1)
+	for i < len(body) && body[i] != '}' {
+		name, _, _, next, err := scanString(body, i)
+		if err != nil {
+			return nil, err
+		}
+		i = skipSpace(body, next)
+		if i >= len(body) || body[i] != ':' {
+			return nil, syntaxAt(body, i, "expected ':'")
+		}
+		i = skipSpace(body, i+1)
+		if string(name) == "value" {
+			if entities, i, err = splitArray(body, i); err != nil {
+				return nil, err
+			}
+		} else if _, i, err = scanValue(body, i); err != nil {
+			return nil, err
+		}
+		i = skipSpace(body, i)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+	}
+	if i >= len(body) {
+		return nil, syntaxAt(body, i, "expected '}'")
+	}
+	return entities, nil
+}
+
+// splitArray splits the array of flat objects at body[i].
+func splitArray(body []byte, i int) ([][]byte, int, error) {
+	if i >= len(body) || body[i] != '[' {
+		return nil, i, syntaxAt(body, i, "expected '['")
+	}
+	var out [][]byte
+	i = skipSpace(body, i+1)
+	for i < len(body) && body[i] != ']' {
+		if body[i] != '{' {
+			return nil, i, syntaxAt(body, i, "expected '{'")
+		}
+		start := i
+		for i++; i < len(body) && body[i] != '}'; i++ {
+			switch body[i] {
+			case '"':
+				_, _, _, next, err := scanString(body, i)
+				if err != nil {
+					return nil, i, err
+				}
+				i = next - 1
+			case '{', '[':
+				return nil, i, syntaxAt(body, i, "nested value in an entity")
+			}
+		}
+		if i >= len(body) {
+			return nil, i, syntaxAt(body, i, "expected '}'")
+		}
+		i++
+		out = append(out, body[start:i])
+		i = skipSpace(body, i)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+	}
+	if i >= len(body) {
+		return nil, i, syntaxAt(body, i, "expected ']'")
+	}
+	return out, i + 1, nil
+}
+
+// batch sends one transaction and returns its raw 202 response, or the
+// service's error for the whole request. Inner failures are in the body.
+func (d *direct) batch(ctx context.Context, ops []Op, tx txn, bodies [][]byte) (*http.Response, error) {
+	batchID, changesetID := boundaryID(), boundaryID()
+	var b bytes.Buffer
+	b.Grow(512 + len(tx)*600)
+	b.WriteString("--batch_" + batchID + "\r\nContent-Type: multipart/mixed; boundary=changeset_" + changesetID + "\r\n\r\n")
+	for j, i := range tx {
+		o := ops[i]
+		b.WriteString("--changeset_" + changesetID + "\r\nContent-Transfer-Encoding: binary\r\nContent-Type: application/http\r\n\r\n")
+		method, u := http.MethodPut, d.url(d.entityPath(o.pk, o.rk), nil)
+		switch o.kind {
+		case aztables.TransactionTypeAdd:
+			method, u = http.MethodPost, d.url("/"+url.PathEscape(d.table), nil)
+		case aztables.TransactionTypeInsertMerge, aztables.TransactionTypeUpdateMerge:
+			method = http.MethodPatch
+		case aztables.TransactionTypeDelete:
+			method = http.MethodDelete
+		}
+		b.WriteString(method + " " + u + " HTTP/1.1\r\nAccept: " + minimalMetadata + "\r\n")
+		if o.kind != aztables.TransactionTypeDelete {
+			b.WriteString("Content-Type: application/json\r\n")
+		}
+		b.WriteString("DataServiceVersion: 3.0\r\n")
+		if o.etag != nil {
+			b.WriteString("If-Match: " + string(*o.etag) + "\r\n")
+		} else if o.kind == aztables.TransactionTypeDelete {
+			b.WriteString("If-Match: *\r\n")
+		}
+		if o.kind == aztables.TransactionTypeAdd {
+			b.WriteString("Prefer: return-no-content\r\n")
+		}
+		b.WriteString("\r\n")
+		if o.kind != aztables.TransactionTypeDelete {
+			b.Write(bodies[j])
+		}
+		b.WriteString("\r\n")
+	}
+	b.WriteString("--changeset_" + changesetID + "--\r\n\r\n--batch_" + batchID + "--\r\n")
+	resp, err := d.do(ctx, http.MethodPost, d.url("/$batch", nil), nil, b.Bytes(), "multipart/mixed; boundary=batch_"+batchID, http.StatusAccepted)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := runtime.Payload(resp); err != nil { // read and cache the body
+		return nil, err
+	}
+	return resp, nil
+}
+
+// boundaryID returns a random UUID-shaped multipart boundary suffix: hex
+// digits and dashes, as the SDK sends (Azurite's batch parser rejects some
+// other boundary characters with a 500).
+func boundaryID() string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+	return GUID(b).String()
+}
+
+// innerFailure reports whether a 202 batch response holds a failed
+// operation (an inner status of 400 or more).
+func innerFailure(resp *http.Response) bool {
+	body, err := runtime.Payload(resp)
+	if err != nil {
+		return true
+	}
+	for rest := body; ; {
+		i := bytes.Index(rest, []byte("HTTP/1.1 "))
+		if i < 0 || i+12 > len(rest) {
+			return false
+		}
+		if rest[i+9] >= '4' {
+			return true
+		}
+		rest = rest[i+12:]
+	}
+}
