@@ -12,15 +12,22 @@
 //
 // # The emulator
 //
-// The emulator is the Azurite version pinned by tablekit's package-lock.json,
-// installed into node_modules by `npm ci` (make test and make demo do it).
-// StartEmulator searches node_modules/azurite from the working directory
-// upwards, starts it in memory on loopback ports the operating system picks
-// (so test binaries running in parallel never collide), and waits until the
-// blob, queue and table services answer. The process is tied to its parent:
-// it exits when Stop is called and, as a backstop, when the parent process
-// exits for any reason (a watchdog in the emulator process watches the pipe
-// to its parent).
+// StartEmulator runs Azurite with Node.js. It finds Azurite (FindAzurite) at
+// the path in TABLEKIT_AZURITE (its dist/src/azurite.js or the azurite
+// command), else in node_modules/azurite from the working directory upwards,
+// else as the azurite command on PATH. tablekit's own tests use the version
+// pinned by its package-lock.json, which make test and make demo install into
+// node_modules. Tests of a module that depends on tablekit run in that
+// module's folders, so they need Azurite installed once with
+// `npm install -g azurite` (InstallCommand), in their own node_modules, or
+// named by TABLEKIT_AZURITE.
+//
+// StartEmulator starts Azurite in memory on loopback ports the operating
+// system picks (so test binaries running in parallel never collide), and
+// waits until the blob, queue and table services answer. The process is tied
+// to its parent: it exits when Stop is called and, as a backstop, when the
+// parent process exits for any reason (a watchdog in the emulator process
+// watches the pipe to its parent).
 //
 // One emulator is shared by all tests of a test binary. It is started on first
 // use by New or ConnectionString; tabletest.Main stops it when the tests end:
@@ -35,8 +42,9 @@
 //
 // # A missing emulator fails
 //
-// When Azurite is not installed, New fails the test with an error that names
-// the install command (ErrEmulatorNotInstalled, InstallCommand). Users without
+// When Azurite is not installed, New fails the test with an error that lists
+// where it looked and names the install command (ErrEmulatorNotInstalled,
+// InstallCommand). Users without
 // Node.js may set TABLEKIT_NO_EMULATOR=1 to skip such tests instead; the
 // variable is ignored when CI is set, so CI never silently skips.
 //

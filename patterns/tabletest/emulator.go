@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,9 +23,17 @@ const (
 	DevKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
 
-// InstallCommand is the command that installs the pinned emulator into the
-// module's node_modules folder. Errors about a missing emulator name it.
-const InstallCommand = "npm ci --no-audit --no-fund"
+// InstallCommand is the command that installs Azurite where tabletest finds
+// it from any module and any folder: on PATH. Errors about a missing emulator
+// name it. (Inside tablekit's own repository, make test and make demo install
+// the pinned version into node_modules instead.)
+const InstallCommand = "npm install -g azurite"
+
+// AzuriteEnv names the environment variable that tells tabletest which
+// Azurite to run: the path of its entry script (dist/src/azurite.js in the
+// npm package) or of the azurite command npm installs (a link to that
+// script). When it is set, it is the only place looked at.
+const AzuriteEnv = "TABLEKIT_AZURITE"
 
 // ErrEmulatorNotInstalled is returned when no Azurite installation can be found.
 var ErrEmulatorNotInstalled = errors.New("tabletest: Azurite emulator not installed")
@@ -63,10 +72,25 @@ type Emulator struct {
 	stopErr  error
 }
 
-// FindAzurite returns the path of Azurite's entry script, searching
-// node_modules/azurite from dir upwards. The error wraps
-// ErrEmulatorNotInstalled and names InstallCommand.
+// FindAzurite returns the path of Azurite's entry script. It looks, in this
+// order, at
+//
+//  1. the path in TABLEKIT_AZURITE (AzuriteEnv), when that is set;
+//  2. node_modules/azurite in dir and its parent folders (dir "" means the
+//     working directory): a project's own `npm ci` or `npm install azurite`;
+//  3. the azurite command on PATH, as `npm install -g azurite` installs it.
+//
+// The error wraps ErrEmulatorNotInstalled, lists what was tried and names
+// InstallCommand.
 func FindAzurite(dir string) (string, error) {
+	if p := os.Getenv(AzuriteEnv); p != "" {
+		script, err := nodeScript(p)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s=%s: %v; point it at azurite's dist/src/azurite.js or the azurite command, "+
+				"or unset it to search node_modules and PATH", ErrEmulatorNotInstalled, AzuriteEnv, p, err)
+		}
+		return script, nil
+	}
 	if dir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -87,9 +111,70 @@ func FindAzurite(dir string) (string, error) {
 			break
 		}
 	}
-	return "", fmt.Errorf("%w: no %s in %s or any parent folder; install it by running `%s` in the tablekit module root "+
-		"(`make test` and `make demo` do this), or set %s to use an existing account",
-		ErrEmulatorNotInstalled, azuriteScript, dir, InstallCommand, ConnectionStringEnv)
+	onPath := "not found"
+	if exe, err := exec.LookPath("azurite"); err == nil {
+		script, err := nodeScript(exe)
+		if err == nil {
+			return script, nil
+		}
+		onPath = fmt.Sprintf("%s: %v", exe, err)
+	}
+	return "", fmt.Errorf("%w; tried: %s (not set); %s in %s and its parent folders (none); azurite on PATH (%s). "+
+		"Fix: run `%s`, or set %s to the path of an installed azurite "+
+		"(or set %s to use an existing account)",
+		ErrEmulatorNotInstalled, AzuriteEnv, azuriteScript, dir, onPath, InstallCommand, AzuriteEnv, ConnectionStringEnv)
+}
+
+// nodeScript resolves p, Azurite's entry script or a command that stands for
+// it, to a script node can require: p itself after following links when it
+// is a Node.js script (a .js file, or a #! line naming node), else the
+// script npm's global layout puts beside a command shim (bin/azurite next to
+// lib/node_modules, or azurite.cmd next to node_modules on Windows).
+func nodeScript(p string) (string, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a file", real)
+	}
+	if isNodeScript(real) {
+		return real, nil
+	}
+	dir := filepath.Dir(real)
+	for _, near := range []string{
+		filepath.Join(dir, "..", "lib", azuriteScript),
+		filepath.Join(dir, azuriteScript),
+	} {
+		if _, err := os.Stat(near); err == nil {
+			return filepath.Clean(near), nil
+		}
+	}
+	return "", fmt.Errorf("%s is not a Node.js script, and no %s is beside it", real, azuriteScript)
+}
+
+// isNodeScript reports whether the file at p is JavaScript node can run:
+// a .js or .cjs file, or one whose #! line names node.
+func isNodeScript(p string) bool {
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".js", ".cjs":
+		return true
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(io.LimitReader(f, 256)).ReadString('\n')
+	return strings.HasPrefix(line, "#!") && strings.Contains(line, "node")
 }
 
 // StartEmulator starts an in-memory Azurite on free loopback ports and waits

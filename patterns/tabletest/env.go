@@ -84,6 +84,12 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// optedOut reports whether TABLEKIT_NO_EMULATOR=1 applies: it is set, no
+// connection string is given and CI is not set.
+func optedOut() bool {
+	return os.Getenv(ConnectionStringEnv) == "" && os.Getenv(NoEmulatorEnv) == "1" && os.Getenv("CI") == ""
+}
+
 // Env is a live storage account for one test: the shared emulator or the
 // account named by AZURE_STORAGE_CONNECTION_STRING. Names and resources it
 // hands out are unique to the test and deleted when the test ends.
@@ -103,7 +109,7 @@ type Env struct {
 // account can be reached.
 func New(t testing.TB) *Env {
 	t.Helper()
-	if os.Getenv(ConnectionStringEnv) == "" && os.Getenv(NoEmulatorEnv) == "1" && os.Getenv("CI") == "" {
+	if optedOut() {
 		t.Skipf("%s=1: skipping a test that needs a storage emulator", NoEmulatorEnv)
 	}
 	cs, err := ConnectionString()

@@ -3,10 +3,8 @@ package tabletest_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -155,16 +153,6 @@ func TestParallelEmulatorsAndStop(t *testing.T) {
 		if _, err := svc.CreateTable(ctx, "after", nil); err == nil {
 			t.Fatalf("the emulator at %s still answers after Stop", e.TableURL)
 		}
-	}
-}
-
-func TestMissingEmulatorNamesInstallCommand(t *testing.T) {
-	_, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{Dir: t.TempDir()})
-	if !errors.Is(err, tabletest.ErrEmulatorNotInstalled) {
-		t.Fatalf("err = %v, want ErrEmulatorNotInstalled", err)
-	}
-	if !strings.Contains(err.Error(), tabletest.InstallCommand) {
-		t.Fatalf("error %q does not name the install command %q", err, tabletest.InstallCommand)
 	}
 }
 

@@ -1,0 +1,4 @@
+package tabletest
+
+// OptedOut exposes optedOut to the external tests.
+var OptedOut = optedOut

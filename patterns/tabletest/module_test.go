@@ -1,0 +1,120 @@
+package tabletest_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit/patterns/tabletest"
+)
+
+// userTest is the test of a module that depends on tablekit: it writes and
+// reads a table through tabletest.
+const userTest = `package user_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit/patterns/tabletest"
+)
+
+func TestMain(m *testing.M) { tabletest.Main(m) }
+
+func TestTableFromAnotherModule(t *testing.T) {
+	env := tabletest.New(t)
+	c := env.Table(nil)
+	ctx := context.Background()
+	if _, err := c.AddEntity(ctx, []byte(` + "`" + `{"PartitionKey":"p","RowKey":"r","Says":"hello from another module"}` + "`" + `), nil); err != nil {
+		t.Fatalf("AddEntity: %v", err)
+	}
+	got, err := c.GetEntity(ctx, "p", "r", nil)
+	if err != nil {
+		t.Fatalf("GetEntity: %v", err)
+	}
+	if !strings.Contains(string(got.Value), "hello from another module") {
+		t.Fatalf("read back %s", got.Value)
+	}
+}
+`
+
+// A module that depends on tablekit (here through a replace directive, as
+// the module cache would hold it) finds the emulator through
+// TABLEKIT_AZURITE: its own folder has no node_modules, and tablekit's
+// folder is not where it runs.
+func TestUseFromAnotherModule(t *testing.T) {
+	skipWithoutEmulator(t)
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gosum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(gomod, []byte("module github.com/tablekit/tablekit\n")) {
+		t.Fatalf("%s is not tablekit's module root", root)
+	}
+
+	// The user's module requires what tablekit requires (so the module
+	// cache answers offline, with tablekit's go.sum) and tablekit itself.
+	mod := t.TempDir()
+	userMod := "module example.com/user" + strings.TrimPrefix(string(gomod), "module github.com/tablekit/tablekit") +
+		"\nrequire github.com/tablekit/tablekit v0.0.0\n\nreplace github.com/tablekit/tablekit => " + root + "\n"
+	writeFile(t, filepath.Join(mod, "go.mod"), userMod)
+	writeFile(t, filepath.Join(mod, "go.sum"), string(gosum))
+	writeFile(t, filepath.Join(mod, "user.go"), "// Package user stands for a module that uses tablekit.\npackage user\n")
+	writeFile(t, filepath.Join(mod, "user_test.go"), userTest)
+
+	cmd := exec.Command(goTool, "test", "-count=1", "-v", "-run", "^TestTableFromAnotherModule$", ".")
+	cmd.Dir = mod
+	cmd.Env = append(withoutAzuriteOnPath(os.Environ()),
+		"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"),
+		"GOPROXY=off", "GOTOOLCHAIN=local")
+	if os.Getenv(tabletest.ConnectionStringEnv) == "" {
+		script, err := tabletest.FindAzurite("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, tabletest.AzuriteEnv+"="+script)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestTableFromAnotherModule") {
+		t.Fatalf("go test in a module that uses tablekit: %v\n%s", err, out)
+	}
+}
+
+// withoutAzuriteOnPath returns env without TABLEKIT_AZURITE and with PATH
+// stripped of folders that hold an `azurite` command, so a child process
+// finds only the Azurite it is given.
+func withoutAzuriteOnPath(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, tabletest.AzuriteEnv+"="):
+			continue
+		case strings.HasPrefix(kv, "PATH="):
+			var keep []string
+			for _, dir := range filepath.SplitList(strings.TrimPrefix(kv, "PATH=")) {
+				if _, err := exec.LookPath(filepath.Join(dir, "azurite")); err != nil {
+					keep = append(keep, dir)
+				}
+			}
+			kv = "PATH=" + strings.Join(keep, string(filepath.ListSeparator))
+		}
+		out = append(out, kv)
+	}
+	return out
+}
