@@ -2,6 +2,7 @@ package tabletest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -67,7 +68,8 @@ type Emulator struct {
 	BlobURL, QueueURL, TableURL string
 
 	cmd      *exec.Cmd
-	exited   chan struct{} // closed when the process has exited
+	out      *outputTail
+	exited   chan struct{} // closed when the process has exited and its output is read
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -211,44 +213,32 @@ func StartEmulator(ctx context.Context, opts *EmulatorOptions) (*Emulator, error
 	if err != nil {
 		return nil, fmt.Errorf("tabletest: %w", err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("tabletest: %w", err)
-	}
-	cmd.Stderr = cmd.Stdout
+	urls := make(chan [2]string, 3)
+	out := &outputTail{onLine: func(line string) {
+		if m := listening.FindStringSubmatch(line); m != nil {
+			select {
+			case urls <- [2]string{m[1], m[2]}:
+			default: // a service announced twice; the first address stands
+			}
+		}
+	}}
+	// exec copies the output into out and Wait returns only once the copy
+	// has reached the end of it, so no last words are lost; WaitDelay bounds
+	// that wait should a stray child of Azurite keep the pipe open.
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("tabletest: starting Azurite: %w", err)
 	}
 	_ = stdin // kept open for the life of the process on purpose
 
-	e := &Emulator{cmd: cmd, exited: make(chan struct{})}
-	urls := make(chan [2]string, 3)
-	var mu sync.Mutex
-	var tail []string // last lines of output, for error messages
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			if m := listening.FindStringSubmatch(line); m != nil {
-				urls <- [2]string{m[1], m[2]}
-			}
-			mu.Lock()
-			if tail = append(tail, line); len(tail) > 20 {
-				tail = tail[1:]
-			}
-			mu.Unlock()
-		}
-	}()
+	e := &Emulator{cmd: cmd, exited: make(chan struct{}), out: out}
 	go func() {
 		_ = cmd.Wait()
 		_ = os.RemoveAll(workDir)
 		close(e.exited)
 	}()
-	output := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.Join(tail, "\n")
-	}
+	output := out.String
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -334,3 +324,92 @@ func (e *Emulator) Stop() error {
 
 // Exited returns a channel that is closed once the emulator process has exited.
 func (e *Emulator) Exited() <-chan struct{} { return e.exited }
+
+// Bounds of the output an Emulator keeps for error messages.
+const (
+	tailLines    = 30   // the last lines
+	maxLineBytes = 1024 // the first bytes of each line
+)
+
+// outputTail is the writer an emulator's output goes to. It hands every
+// complete line to onLine and keeps the last tailLines lines, each cut to
+// maxLineBytes, so lines of any length and output of any volume take
+// bounded memory. Safe for concurrent use.
+type outputTail struct {
+	onLine func(line string) // called from Write, without mu held
+
+	mu      sync.Mutex
+	lines   [tailLines]string // a ring: lines[next] is the oldest once full
+	next, n int
+	partial []byte // the start of the line being written
+	cut     int    // bytes of that line left out of partial
+	cr      bool   // that line ends with \r so far
+}
+
+// Write implements io.Writer; it never fails.
+func (o *outputTail) Write(p []byte) (int, error) {
+	written := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		o.mu.Lock()
+		keep := min(len(chunk), max(maxLineBytes-len(o.partial), 0))
+		o.partial = append(o.partial, chunk[:keep]...)
+		o.cut += len(chunk) - keep
+		if len(chunk) > 0 {
+			o.cr = chunk[len(chunk)-1] == '\r'
+		}
+		var line string
+		if i >= 0 {
+			line = o.currentLocked()
+			o.lines[o.next] = line
+			o.next = (o.next + 1) % tailLines
+			o.n = min(o.n+1, tailLines)
+			o.partial, o.cut, o.cr = o.partial[:0], 0, false
+		}
+		o.mu.Unlock()
+		if i < 0 {
+			break
+		}
+		if o.onLine != nil {
+			o.onLine(line)
+		}
+		p = p[i+1:]
+	}
+	return written, nil
+}
+
+// currentLocked returns the line being written as kept, with a note of the
+// bytes left out.
+func (o *outputTail) currentLocked() string {
+	kept, cut := o.partial, o.cut
+	if o.cr { // a CRLF line end
+		if cut > 0 {
+			cut--
+		} else {
+			kept = kept[:len(kept)-1]
+		}
+	}
+	if cut > 0 {
+		return fmt.Sprintf("%s... [%d more bytes]", strings.ToValidUTF8(string(kept), ""), cut)
+	}
+	return string(kept)
+}
+
+// String returns the kept lines, oldest first, and the unfinished last line
+// if any.
+func (o *outputTail) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	lines := make([]string, 0, o.n+1)
+	for i := range o.n {
+		lines = append(lines, o.lines[(o.next-o.n+i+tailLines)%tailLines])
+	}
+	if len(o.partial) > 0 || o.cut > 0 {
+		lines = append(lines, o.currentLocked())
+	}
+	return strings.Join(lines, "\n")
+}
