@@ -27,7 +27,10 @@
 // waits until the blob, queue and table services answer. The process is tied
 // to its parent: it exits when Stop is called and, as a backstop, when the
 // parent process exits for any reason (a watchdog in the emulator process
-// watches the pipe to its parent).
+// watches the pipe to its parent). Should the emulator die while tests run,
+// ConnectionString, New and the clients of every Env fail at once with
+// ErrEmulatorExited and the emulator's last lines of output, instead of
+// retrying against a closed port.
 //
 // One emulator is shared by all tests of a test binary. It is started on first
 // use by New or ConnectionString; tabletest.Main stops it when the tests end:

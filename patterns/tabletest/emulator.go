@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,6 +39,11 @@ const AzuriteEnv = "TABLEKIT_AZURITE"
 
 // ErrEmulatorNotInstalled is returned when no Azurite installation can be found.
 var ErrEmulatorNotInstalled = errors.New("tabletest: Azurite emulator not installed")
+
+// ErrEmulatorExited is wrapped by the errors of an emulator whose process
+// has exited (Emulator.Err), and so by those of ConnectionString, New and an
+// Env's clients once the shared emulator has died.
+var ErrEmulatorExited = errors.New("tabletest: Azurite emulator exited")
 
 // azuriteScript is the path of Azurite's entry point inside an npm install.
 var azuriteScript = filepath.Join("node_modules", "azurite", "dist", "src", "azurite.js")
@@ -70,6 +76,8 @@ type Emulator struct {
 	cmd      *exec.Cmd
 	out      *outputTail
 	exited   chan struct{} // closed when the process has exited and its output is read
+	exitErr  error         // set before exited is closed
+	stopping atomic.Bool   // Stop has been called
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -236,6 +244,7 @@ func StartEmulator(ctx context.Context, opts *EmulatorOptions) (*Emulator, error
 	go func() {
 		_ = cmd.Wait()
 		_ = os.RemoveAll(workDir)
+		e.exitErr = &exitError{pid: cmd.Process.Pid, state: cmd.ProcessState.String(), stopped: e.stopping.Load(), output: out.String()}
 		close(e.exited)
 	}()
 	output := out.String
@@ -256,7 +265,7 @@ func StartEmulator(ctx context.Context, opts *EmulatorOptions) (*Emulator, error
 				e.TableURL = url
 			}
 		case <-e.exited:
-			return nil, fmt.Errorf("tabletest: Azurite exited during start-up (%s); its output:\n%s", cmd.ProcessState, output())
+			return nil, fmt.Errorf("tabletest: Azurite did not start: %w", e.Err())
 		case <-ctx.Done():
 			_ = e.Stop()
 			return nil, fmt.Errorf("tabletest: Azurite did not start: %w; its output:\n%s", ctx.Err(), output())
@@ -313,6 +322,7 @@ func (e *Emulator) Stop() error {
 			return
 		default:
 		}
+		e.stopping.Store(true)
 		if err := e.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			e.stopErr = fmt.Errorf("tabletest: killing Azurite (pid %d): %w", e.PID(), err)
 			return
@@ -322,8 +332,43 @@ func (e *Emulator) Stop() error {
 	return e.stopErr
 }
 
-// Exited returns a channel that is closed once the emulator process has exited.
+// Exited returns a channel that is closed once the emulator process has
+// exited and its output has been read.
 func (e *Emulator) Exited() <-chan struct{} { return e.exited }
+
+// Err returns nil while the emulator process runs. Once it has exited, for
+// whatever reason (Stop included), Err returns an error that wraps
+// ErrEmulatorExited and ends with the emulator's last lines of output.
+func (e *Emulator) Err() error {
+	select {
+	case <-e.exited:
+		return e.exitErr
+	default:
+		return nil
+	}
+}
+
+// exitError is Emulator.Err's error.
+type exitError struct {
+	pid     int
+	state   string // how it exited: "exit status 1", "signal: killed"
+	stopped bool   // by Stop
+	output  string
+}
+
+func (e *exitError) Error() string {
+	how := e.state
+	if e.stopped {
+		how += ", by Stop"
+	}
+	return fmt.Sprintf("%v (pid %d, %s); its last output:\n%s", ErrEmulatorExited, e.pid, how, e.output)
+}
+
+func (e *exitError) Unwrap() error { return ErrEmulatorExited }
+
+// NonRetriable marks the error as final for azcore's retry policy: the
+// emulator does not come back.
+func (e *exitError) NonRetriable() {}
 
 // Bounds of the output an Emulator keeps for error messages.
 const (

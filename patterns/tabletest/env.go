@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -31,42 +33,84 @@ const ConnectionStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
 // missing emulator always fails in CI.
 const NoEmulatorEnv = "TABLEKIT_NO_EMULATOR"
 
-var shared struct {
+// shared is the emulator ConnectionString and New start on first use.
+var shared sharedEmulator
+
+// sharedEmulator is an emulator started on first use and shared by its
+// users. Its methods are safe for concurrent use.
+type sharedEmulator struct {
 	mu  sync.Mutex
 	emu *Emulator
 	err error
 }
 
+// connect returns the connection string of the account to use and, when that
+// is the emulator, the emulator. Once the emulator has exited it returns the
+// emulator's ErrEmulatorExited error at once.
+func (s *sharedEmulator) connect() (string, *Emulator, error) {
+	if cs := os.Getenv(ConnectionStringEnv); cs != "" {
+		return cs, nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.emu == nil && s.err == nil {
+		s.emu, s.err = StartEmulator(context.Background(), nil)
+	}
+	if s.err != nil {
+		return "", nil, s.err
+	}
+	if err := s.emu.Err(); err != nil {
+		return "", nil, err
+	}
+	return s.emu.ConnectionString(), s.emu, nil
+}
+
+func (s *sharedEmulator) connectionString() (string, error) {
+	cs, _, err := s.connect()
+	return cs, err
+}
+
+// env returns an Env for t on the shared account.
+func (s *sharedEmulator) env(t testing.TB) (*Env, error) {
+	cs, emu, err := s.connect()
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{ConnectionString: cs, t: t, emu: emu}
+	o := clientOptions()
+	o.ClientOptions = e.withExitCheck(o.ClientOptions)
+	if e.Tables, err = aztables.NewServiceClientFromConnectionString(cs, o); err != nil {
+		return nil, fmt.Errorf("tabletest: table service client: %w", err)
+	}
+	return e, nil
+}
+
+// stop stops the emulator, if one was started, and forgets it.
+func (s *sharedEmulator) stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.emu == nil {
+		return nil
+	}
+	err := s.emu.Stop()
+	s.emu, s.err = nil, nil
+	return err
+}
+
 // ConnectionString returns the connection string of the account tests and
 // examples should use: the value of AZURE_STORAGE_CONNECTION_STRING when set,
 // else that of an Azurite emulator shared by the whole process, started on
-// first use. Safe for concurrent use.
+// first use. Once that emulator has exited, it fails at once with an error
+// that wraps ErrEmulatorExited and shows the emulator's last output. Safe for
+// concurrent use.
 func ConnectionString() (string, error) {
-	if cs := os.Getenv(ConnectionStringEnv); cs != "" {
-		return cs, nil
-	}
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.emu == nil && shared.err == nil {
-		shared.emu, shared.err = StartEmulator(context.Background(), nil)
-	}
-	if shared.err != nil {
-		return "", shared.err
-	}
-	return shared.emu.ConnectionString(), nil
+	return shared.connectionString()
 }
 
 // StopShared stops the emulator started by ConnectionString, if any. Without
 // it the emulator still exits when the process does.
 func StopShared() error {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.emu == nil {
-		return nil
-	}
-	err := shared.emu.Stop()
-	shared.emu, shared.err = nil, nil
-	return err
+	return shared.stop()
 }
 
 // Main runs a test binary's tests and stops the shared emulator afterwards.
@@ -92,7 +136,9 @@ func optedOut() bool {
 
 // Env is a live storage account for one test: the shared emulator or the
 // account named by AZURE_STORAGE_CONNECTION_STRING. Names and resources it
-// hands out are unique to the test and deleted when the test ends.
+// hands out are unique to the test and deleted when the test ends. When the
+// account is the emulator, every client an Env builds fails requests at once
+// with ErrEmulatorExited once the emulator has exited, instead of retrying.
 // An Env is safe for concurrent use by the test's goroutines.
 type Env struct {
 	// ConnectionString is the account's connection string.
@@ -101,26 +147,44 @@ type Env struct {
 	// azcore's built-in retry.
 	Tables *aztables.ServiceClient
 
-	t testing.TB
+	t   testing.TB
+	emu *Emulator // nil for a real account
 }
 
 // New returns an Env for t, starting the shared emulator on first use. It
 // fails t (never skips, unless TABLEKIT_NO_EMULATOR=1 outside CI) when no
-// account can be reached.
+// account can be reached, and at once when the shared emulator has exited.
 func New(t testing.TB) *Env {
 	t.Helper()
 	if optedOut() {
 		t.Skipf("%s=1: skipping a test that needs a storage emulator", NoEmulatorEnv)
 	}
-	cs, err := ConnectionString()
+	env, err := shared.env(t)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := aztables.NewServiceClientFromConnectionString(cs, clientOptions())
-	if err != nil {
-		t.Fatalf("tabletest: table service client: %v", err)
+	return env
+}
+
+// withExitCheck returns o with a per-retry policy that fails every attempt
+// at once when the emulator has exited; o's slices are not modified.
+func (e *Env) withExitCheck(o azcore.ClientOptions) azcore.ClientOptions {
+	if e.emu != nil {
+		o.PerRetryPolicies = append(o.PerRetryPolicies[:len(o.PerRetryPolicies):len(o.PerRetryPolicies)], exitCheck{e.emu})
 	}
-	return &Env{ConnectionString: cs, Tables: svc, t: t}
+	return o
+}
+
+// exitCheck is the policy withExitCheck adds. Its error is final for
+// retry.Default (not a transport error) and for azcore's retry policy
+// (NonRetriable).
+type exitCheck struct{ emu *Emulator }
+
+func (c exitCheck) Do(req *policy.Request) (*http.Response, error) {
+	if err := c.emu.Err(); err != nil {
+		return nil, err
+	}
+	return req.Next()
 }
 
 // Name returns a fresh name that is valid for a table, a queue and a blob
@@ -192,8 +256,10 @@ func (e *Env) TableClient(name string, opts *aztables.ClientOptions) *aztables.C
 	e.t.Helper()
 	svc := e.Tables
 	if opts != nil {
+		o := *opts
+		o.ClientOptions = e.withExitCheck(o.ClientOptions)
 		var err error
-		if svc, err = aztables.NewServiceClientFromConnectionString(e.ConnectionString, opts); err != nil {
+		if svc, err = aztables.NewServiceClientFromConnectionString(e.ConnectionString, &o); err != nil {
 			e.t.Fatalf("tabletest: table service client: %v", err)
 		}
 	}
@@ -205,7 +271,12 @@ func (e *Env) TableClient(name string, opts *aztables.ClientOptions) *aztables.C
 // queue endpoint (a Cosmos DB Table API account).
 func (e *Env) QueueService(opts *azqueue.ClientOptions) *azqueue.ServiceClient {
 	e.t.Helper()
-	svc, err := azqueue.NewServiceClientFromConnectionString(e.ConnectionString, opts)
+	var o azqueue.ClientOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.ClientOptions = e.withExitCheck(o.ClientOptions)
+	svc, err := azqueue.NewServiceClientFromConnectionString(e.ConnectionString, &o)
 	if err != nil {
 		e.t.Fatalf("tabletest: queue service client (does the account have a queue endpoint?): %v", err)
 	}
@@ -217,7 +288,12 @@ func (e *Env) QueueService(opts *azqueue.ClientOptions) *azqueue.ServiceClient {
 // endpoint.
 func (e *Env) BlobService(opts *azblob.ClientOptions) *azblob.Client {
 	e.t.Helper()
-	svc, err := azblob.NewClientFromConnectionString(e.ConnectionString, opts)
+	var o azblob.ClientOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.ClientOptions = e.withExitCheck(o.ClientOptions)
+	svc, err := azblob.NewClientFromConnectionString(e.ConnectionString, &o)
 	if err != nil {
 		e.t.Fatalf("tabletest: blob service client (does the account have a blob endpoint?): %v", err)
 	}

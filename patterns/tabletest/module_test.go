@@ -48,6 +48,7 @@ func TestTableFromAnotherModule(t *testing.T) {
 // folder is not where it runs.
 func TestUseFromAnotherModule(t *testing.T) {
 	skipWithoutEmulator(t)
+	t.Parallel()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command is not on PATH: %v", err)

@@ -2,6 +2,7 @@ package tabletest_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,15 @@ func TestEmulatorLongOutputLine(t *testing.T) {
 	}
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)
+	}
+	err = e.Err()
+	if !errors.Is(err, tabletest.ErrEmulatorExited) {
+		t.Fatalf("Err() after Stop = %v, want ErrEmulatorExited", err)
+	}
+	for _, want := range []string{"xxxx... [1047552 more bytes]\nafter the long line\n", "Table service is successfully listening"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Err() lacks %q:\n%v", want, err)
+		}
 	}
 }
 
