@@ -206,16 +206,16 @@ func StartEmulator(ctx context.Context, opts *EmulatorOptions) (*Emulator, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: Node.js is not on PATH (Azurite needs Node.js >= 18): %v", ErrEmulatorNotInstalled, err)
 	}
-	workDir, err := os.MkdirTemp("", "tablekit-azurite-")
-	if err != nil {
-		return nil, fmt.Errorf("tabletest: %w", err)
-	}
 	cmd := exec.Command(node, "-e", watchdog, "--",
 		"--inMemoryPersistence", "--disableTelemetry", "--skipApiVersionCheck", "--silent",
 		"--blobHost", "127.0.0.1", "--blobPort", "0",
 		"--queueHost", "127.0.0.1", "--queuePort", "0",
 		"--tableHost", "127.0.0.1", "--tablePort", "0")
-	cmd.Dir = workDir
+	// In memory, with telemetry off and no debug log, Azurite writes no
+	// files: it needs no folder of its own that a killed test binary could
+	// leave behind. Its working directory (the --location it checks) is the
+	// temporary folder all the same, never the caller's source tree.
+	cmd.Dir = os.TempDir()
 	cmd.Env = append(os.Environ(), "TABLEKIT_AZURITE_SCRIPT="+script)
 	stdin, err := cmd.StdinPipe() // closed by the OS when this process exits: the watchdog ends Azurite
 	if err != nil {
@@ -243,7 +243,6 @@ func StartEmulator(ctx context.Context, opts *EmulatorOptions) (*Emulator, error
 	e := &Emulator{cmd: cmd, exited: make(chan struct{}), out: out}
 	go func() {
 		_ = cmd.Wait()
-		_ = os.RemoveAll(workDir)
 		e.exitErr = &exitError{pid: cmd.Process.Pid, state: cmd.ProcessState.String(), stopped: e.stopping.Load(), output: out.String()}
 		close(e.exited)
 	}()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,14 +35,21 @@ func TestHelperProcess(t *testing.T) {
 }
 
 // An emulator outlives no parent: when the process that started it is killed
-// with SIGKILL (no chance to call Stop), the emulator exits on its own.
+// with SIGKILL (no chance to call Stop), the emulator exits on its own, and
+// leaves nothing behind in the temporary folder.
 func TestEmulatorDiesWithParent(t *testing.T) {
 	if os.Getenv(helperEnv) == "1" || os.Getenv(tabletest.ConnectionStringEnv) != "" {
 		t.Skip("helper process, or a real account is configured")
 	}
 	t.Parallel()
+	// Orphaned descendants of this process become its children, so that it
+	// can wait for the emulator once the helper that started it is gone.
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		t.Fatalf("prctl(PR_SET_CHILD_SUBREAPER): %v", errno)
+	}
+	tmp := t.TempDir() // the helper's and the emulator's temporary folder
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.Env = append(os.Environ(), helperEnv+"=1", "TMPDIR="+tmp)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -60,14 +68,38 @@ func TestEmulatorDiesWithParent(t *testing.T) {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	// The emulator notices the closed pipe asynchronously; poll its state.
-	deadline := time.Now().Add(15 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscallKill(pid)
-			t.Fatalf("emulator %d still running 15 s after its parent was killed", pid)
+	// The emulator notices the closed pipe asynchronously. It is an orphan
+	// now, adopted by this process (a child subreaper): wait for its exit.
+	exited := make(chan error, 1)
+	go func() { exited <- waitPID(pid) }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("waiting for emulator %d: %v", pid, err)
 		}
-		time.Sleep(20 * time.Millisecond)
+	case <-time.After(15 * time.Second):
+		_ = syscallKill(pid)
+		t.Fatalf("emulator %d still running 15 s after its parent was killed", pid)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range left {
+		t.Errorf("left behind in the temporary folder: %s", f.Name())
+	}
+}
+
+const prSetChildSubreaper = 36 // PR_SET_CHILD_SUBREAPER, linux/prctl.h
+
+// waitPID waits for the child pid to exit and reaps it.
+func waitPID(pid int) error {
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			return err
+		}
 	}
 }
 
