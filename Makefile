@@ -6,6 +6,18 @@ AZURITE := node_modules/azurite/dist/src/azurite.js
 
 .PHONY: demo test bench lint emulator
 
+# The targets below install the emulator only when they will start it: not
+# when AZURE_STORAGE_CONNECTION_STRING names an account or TABLEKIT_AZURITE an
+# Azurite, and for tests not under TABLEKIT_NO_EMULATOR=1 outside CI either
+# (they skip; in CI that variable is ignored).
+ifeq ($(AZURE_STORAGE_CONNECTION_STRING)$(TABLEKIT_AZURITE),)
+RUN_EMULATOR := $(AZURITE)
+endif
+TEST_EMULATOR := $(RUN_EMULATOR)
+ifeq ($(TABLEKIT_NO_EMULATOR)$(CI),1)
+TEST_EMULATOR :=
+endif
+
 # The pinned emulator (package-lock.json), installed into ./node_modules.
 emulator: $(AZURITE)
 $(AZURITE): package.json package-lock.json
@@ -14,18 +26,18 @@ $(AZURITE): package.json package-lock.json
 
 # Runs the narrated tour of every pattern against a fresh emulator, which the
 # tour starts on free ports and stops when it ends.
-demo: $(AZURITE)
+demo: $(RUN_EMULATOR)
 	$(GO) run ./examples/tour
 
 # Format check, vet, then every test (integration tests included) with -race.
-test: $(AZURITE)
+test: $(TEST_EMULATOR)
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
 # Benchmarks against a fresh emulator (no -race), then the side-by-side
 # summary of tablekit against raw aztables (see BENCHMARKS.md).
-bench: $(AZURITE)
+bench: $(RUN_EMULATOR)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./retry | tee bench.out
 	$(GO) test -run '^$$' -bench 'Codec' -benchmem ./patterns/table | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'PointOps' -benchmem -benchtime 3s ./patterns/table | tee -a bench.out

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -29,8 +30,8 @@ const ConnectionStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
 
 // NoEmulatorEnv names the opt-out for machines without Node.js: when it is set
 // to 1 and no connection string is given, New skips the test instead of
-// failing. It is ignored when the CI environment variable is set, so a
-// missing emulator always fails in CI.
+// failing, and Main skips the binary's examples. It is ignored when the CI
+// environment variable is set, so a missing emulator always fails in CI.
 const NoEmulatorEnv = "TABLEKIT_NO_EMULATOR"
 
 // shared is the emulator ConnectionString and New start on first use.
@@ -117,7 +118,15 @@ func StopShared() error {
 // Use it from TestMain:
 //
 //	func TestMain(m *testing.M) { tabletest.Main(m) }
+//
+// When TABLEKIT_NO_EMULATOR=1 applies (see NoEmulatorEnv), Main also skips
+// the binary's examples, as if -test.skip named them: an example cannot skip
+// itself, and one that needs storage would fail. Tests that need storage
+// skip themselves in New.
 func Main(m *testing.M) {
+	if optedOut() {
+		skipExamples()
+	}
 	code := m.Run()
 	if err := StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -126,6 +135,28 @@ func Main(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// skipExamples adds every example to the -test.skip pattern.
+func skipExamples() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	f := flag.Lookup("test.skip")
+	if f == nil {
+		return
+	}
+	skip := "^Example"
+	if cur := f.Value.String(); cur != "" {
+		skip = cur + "|" + skip // a top-level | separates whole patterns
+	}
+	if err := f.Value.Set(skip); err != nil {
+		fmt.Fprintf(os.Stderr, "tabletest: %s=1: cannot skip the examples: %v\n", NoEmulatorEnv, err)
+		return
+	}
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "tabletest: %s=1: skipping the examples\n", NoEmulatorEnv)
+	}
 }
 
 // optedOut reports whether TABLEKIT_NO_EMULATOR=1 applies: it is set, no

@@ -118,6 +118,7 @@ func TestParallelEmulatorsAndStop(t *testing.T) {
 	if os.Getenv(tabletest.ConnectionStringEnv) != "" {
 		t.Skip("uses the emulator directly; not meaningful against a real account")
 	}
+	skipWithoutEmulator(t)
 	t.Parallel()
 	ctx := context.Background()
 	a, err := tabletest.StartEmulator(ctx, nil)

@@ -41,6 +41,7 @@ func TestEmulatorDiesWithParent(t *testing.T) {
 	if os.Getenv(helperEnv) == "1" || os.Getenv(tabletest.ConnectionStringEnv) != "" {
 		t.Skip("helper process, or a real account is configured")
 	}
+	skipWithoutEmulator(t)
 	t.Parallel()
 	// Orphaned descendants of this process become its children, so that it
 	// can wait for the emulator once the helper that started it is gone.
