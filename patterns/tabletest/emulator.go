@@ -204,7 +204,7 @@ func StartEmulator(ctx context.Context, opts *EmulatorOptions) (*Emulator, error
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		return nil, fmt.Errorf("%w: Node.js is not on PATH (Azurite needs Node.js >= 18): %v", ErrEmulatorNotInstalled, err)
+		return nil, fmt.Errorf("%w: Node.js is not on PATH (tablekit runs Azurite on Node.js >= 20): %v", ErrEmulatorNotInstalled, err)
 	}
 	cmd := exec.Command(node, "-e", watchdog, "--",
 		"--inMemoryPersistence", "--disableTelemetry", "--skipApiVersionCheck", "--silent",

@@ -72,3 +72,50 @@ func TestMakeInstallsEmulatorOnlyWhenNeeded(t *testing.T) {
 		}
 	}
 }
+
+// fakeNPM puts on PATH an npm that prints warnings like npm ci's about
+// Node.js engines, then installs an empty azurite.js and succeeds, or fails
+// when FAKE_NPM_FAIL is set.
+func fakeNPM(t *testing.T) []string {
+	t.Helper()
+	bin := t.TempDir()
+	writeFile(t, filepath.Join(bin, "npm"), `#!/bin/sh
+for i in 1 2 3 4 5; do echo "npm warn EBADENGINE Unsupported engine $i" >&2; done
+if [ -n "$FAKE_NPM_FAIL" ]; then echo "npm error code ECONNREFUSED" >&2; exit 1; fi
+mkdir -p node_modules/azurite/dist/src && : > node_modules/azurite/dist/src/azurite.js
+`)
+	env := without(makeEnv(), "PATH")
+	return append(env, "PATH="+bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+}
+
+// The install is quiet when it works and shows npm's whole output when it
+// fails.
+func TestMakeInstallIsQuietUnlessItFails(t *testing.T) {
+	dir := makeDir(t)
+	env := fakeNPM(t)
+	t.Parallel()
+
+	cmd := exec.Command("make", "emulator")
+	cmd.Dir = dir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make emulator: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "npm warn") {
+		t.Errorf("a successful install printed npm's warnings:\n%s", out)
+	}
+
+	cmd = exec.Command("make", "-B", "emulator")
+	cmd.Dir = dir
+	cmd.Env = append(env, "FAKE_NPM_FAIL=1")
+	out, err = cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("make emulator succeeded although npm failed:\n%s", out)
+	}
+	for _, want := range []string{"npm warn EBADENGINE Unsupported engine 5", "npm error code ECONNREFUSED"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("a failed install does not show %q:\n%s", want, out)
+		}
+	}
+}
