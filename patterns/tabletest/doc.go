@@ -61,4 +61,12 @@
 // reusable at once). tablekit's packages validate these limits themselves, so
 // tests against the emulator exercise the same client-side checks that
 // protect production code.
+//
+// Azurite also rejects what the real service accepts: a PartitionKey or
+// RowKey longer than 512 UTF-16 code units gets 400 InvalidInput from
+// Azurite, while the real service allows 1,024 characters (Microsoft's
+// scalability and performance targets for Table storage; keys.MaxKeyLength).
+// Tests of keys between 513 and 1,024 characters therefore need a real
+// account: set AZURE_STORAGE_CONNECTION_STRING, and skip them when it is not
+// set.
 package tabletest

@@ -47,3 +47,7 @@ func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// isRealAccount reports whether the tests run against the account in
+// AZURE_STORAGE_CONNECTION_STRING rather than an emulator.
+func isRealAccount() bool { return os.Getenv(tabletest.ConnectionStringEnv) != "" }

@@ -1,0 +1,66 @@
+package tabletest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/patterns/tabletest"
+)
+
+// What the package documentation says about key lengths on Azurite: more
+// than 512 UTF-16 code units in PartitionKey or RowKey is 400 InvalidInput
+// (the real service allows 1,024 characters).
+func TestAzuriteKeyLengthLimit(t *testing.T) {
+	if isRealAccount() {
+		t.Skip("checks the emulator's limit; a real account allows 1,024 characters")
+	}
+	t.Parallel()
+	env := tabletest.New(t)
+	c := env.Table(nil)
+	ctx := context.Background()
+	add := func(pk, rk string) error {
+		body, err := json.Marshal(map[string]string{"PartitionKey": pk, "RowKey": rk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.AddEntity(ctx, body, nil)
+		return err
+	}
+	for _, k := range []struct {
+		name string
+		key  string
+		ok   bool
+	}{
+		{"512 ASCII", strings.Repeat("a", 512), true},
+		{"512 é (1,024 UTF-8 bytes)", strings.Repeat("é", 512), true},
+		{"513 ASCII", strings.Repeat("b", 513), false},
+		{"257 emoji (514 UTF-16 code units)", strings.Repeat("😀", 257), false},
+		{"256 emoji (512 UTF-16 code units)", strings.Repeat("😀", 256), true},
+	} {
+		for _, where := range []string{"PartitionKey", "RowKey"} {
+			pk, rk := "p", "r"
+			if where == "PartitionKey" {
+				pk = k.key
+			} else {
+				rk = k.key
+			}
+			err := add(pk, rk)
+			var re *azcore.ResponseError
+			switch {
+			case k.ok && err != nil:
+				t.Errorf("%s of %s: %v, want it accepted", where, k.name, err)
+			case !k.ok && !(errors.As(err, &re) && re.StatusCode == 400 && re.ErrorCode == "InvalidInput"):
+				t.Errorf("%s of %s: err = %v, want 400 InvalidInput", where, k.name, err)
+			}
+			if err == nil { // free the key for the next case
+				if _, err := c.DeleteEntity(ctx, pk, rk, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
