@@ -57,8 +57,9 @@ var listening = regexp.MustCompile(`Azurite (Blob|Queue|Table) service is succes
 
 // EmulatorOptions configures StartEmulator. A nil *EmulatorOptions means defaults.
 type EmulatorOptions struct {
-	// Dir is where the search for node_modules/azurite starts; the search walks
-	// up to the file system root. Default: the working directory.
+	// Dir is where FindAzurite's search for node_modules/azurite starts;
+	// the search walks up to the file system root. Default: the working
+	// directory.
 	Dir string
 	// StartTimeout bounds the wait until all three services answer.
 	// Default: 60 seconds.
