@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/tablekit/tablekit/patterns/tabletest"
@@ -51,3 +52,21 @@ func jsString(s string) string {
 // isRealAccount reports whether the tests run against the account in
 // AZURE_STORAGE_CONNECTION_STRING rather than an emulator.
 func isRealAccount() bool { return os.Getenv(tabletest.ConnectionStringEnv) != "" }
+
+// repoRoot returns tablekit's module root. It goes by this file's path, not
+// the working directory, which a child test binary may have elsewhere.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join("..", "..")
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		dir = filepath.Join(filepath.Dir(file), "..", "..")
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("tablekit's module root: %v", err)
+	}
+	return root
+}

@@ -23,9 +23,9 @@ func makeDir(t *testing.T) string {
 		}
 		t.Skipf("make is not installed: %v", err)
 	}
-	dir := t.TempDir()
+	dir, root := t.TempDir(), repoRoot(t)
 	for _, name := range []string{"Makefile", "package.json", "package-lock.json"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", name))
+		b, err := os.ReadFile(filepath.Join(root, name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,10 +53,7 @@ func TestUseFromAnotherModule(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the go command is not on PATH: %v", err)
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
