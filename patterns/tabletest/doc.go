@@ -47,11 +47,10 @@
 //
 // When Azurite is not installed, New fails the test with an error that lists
 // where it looked and names the install command (ErrEmulatorNotInstalled,
-// InstallCommand). Users without
-// Node.js may set TABLEKIT_NO_EMULATOR=1 to skip such tests instead (and the
-// examples of binaries whose TestMain calls Main, which cannot skip
-// themselves); the variable is ignored when CI is set, so CI never silently
-// skips.
+// InstallCommand). Users without Node.js may set TABLEKIT_NO_EMULATOR=1 to
+// skip such tests instead (and the examples of binaries whose TestMain calls
+// Main, which cannot skip themselves); the variable is ignored when CI is
+// set, so CI never silently skips.
 //
 // # Emulator differences
 //
