@@ -6,7 +6,7 @@
 GO      ?= go
 AZURITE := node_modules/azurite/dist/src/azurite.js
 
-.PHONY: demo test bench lint emulator
+.PHONY: demo test soak bench lint emulator
 
 # The targets below install the emulator only when they will start it: not
 # when AZURE_STORAGE_CONNECTION_STRING names an account or TABLEKIT_AZURITE an
@@ -39,6 +39,11 @@ test: $(TEST_EMULATOR)
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+# The randomized model tests (internal/modelcheck) with thousands of steps
+# instead of make test's few dozen; TABLEKIT_SEED=n replays a failure.
+soak: $(TEST_EMULATOR)
+	TABLEKIT_SOAK=1 $(GO) test -race -count=1 -timeout 60m -run 'Model' -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|modelcheck|outcomes'
 
 # Benchmarks against a fresh emulator (no -race), then the side-by-side
 # summary of tablekit against raw aztables (see BENCHMARKS.md).
