@@ -225,3 +225,66 @@ func TestPipelineOnRetryHook(t *testing.T) {
 		t.Fatalf("OnRetry saw %d events, last %+v", seen.Load(), e)
 	}
 }
+
+// TestPipelineTracksAmbiguousWrites: a write whose response is lost is
+// resent; the resend's 409 comes back as ErrOutcomeUnknown around the 409,
+// the Trace says so, and neither IsRetryable nor RetryOn412 retries it. A
+// read is never ambiguous; a write answered definitely is not either.
+func TestPipelineTracksAmbiguousWrites(t *testing.T) {
+	t.Parallel()
+	c, ft := tableWithFaults(t, fast)
+	ft.Inject(faults.Fault{LoseResponse: true})
+	ctx, tr := retry.Track(context.Background())
+	_, err := c.AddEntity(ctx, entity("a"), nil)
+	var re *azcore.ResponseError
+	if !errors.Is(err, retry.ErrOutcomeUnknown) || !errors.As(err, &re) || re.StatusCode != 409 {
+		t.Fatalf("AddEntity after a lost response = %v; want ErrOutcomeUnknown around 409", err)
+	}
+	if !tr.Tracked() || !tr.Ambiguous() || tr.Attempts() != 2 {
+		t.Fatalf("trace: tracked %v, ambiguous %v, %d attempts", tr.Tracked(), tr.Ambiguous(), tr.Attempts())
+	}
+	if retry.IsRetryable(err) || retry.RetryOn412(err) {
+		t.Fatal("an unknown outcome must not be retried")
+	}
+	// A lost response to a GET: resent, never ambiguous.
+	ft.Inject(faults.Fault{LoseResponse: true})
+	ctx, tr = retry.Track(context.Background())
+	if _, err := c.GetEntity(ctx, "p", "a", nil); err != nil || tr.Ambiguous() || tr.Attempts() != 2 {
+		t.Fatalf("GetEntity: %v, ambiguous %v, %d attempts", err, tr.Ambiguous(), tr.Attempts())
+	}
+	// 503 then 409: the 503 proves nothing was applied; the 409 is definite.
+	ft.Inject(faults.Fault{Status: 503, ErrorCode: "ServerBusy"})
+	ctx, tr = retry.Track(context.Background())
+	_, err = c.AddEntity(ctx, entity("a"), nil)
+	if errors.Is(err, retry.ErrOutcomeUnknown) || !errors.As(err, &re) || re.StatusCode != 409 || tr.Ambiguous() {
+		t.Fatalf("AddEntity after a 503 = %v (ambiguous %v); want a definite 409", err, tr.Ambiguous())
+	}
+	// A 500 may have been applied: ambiguous, and the resend succeeds.
+	ft.Inject(faults.Fault{Status: 500, ErrorCode: "OperationTimedOut"})
+	ctx, tr = retry.Track(context.Background())
+	if _, err := c.AddEntity(ctx, entity("b"), nil); err != nil || !tr.Ambiguous() {
+		t.Fatalf("AddEntity after a 500: %v, ambiguous %v", err, tr.Ambiguous())
+	}
+	// A context without a Trace works as before.
+	if _, err := c.GetEntity(context.Background(), "p", "b", nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPipelineRefusedIsNotAmbiguous: a refused connection proves the
+// request never left, so the final error is the transport's, not
+// ErrOutcomeUnknown.
+func TestPipelineRefusedIsNotAmbiguous(t *testing.T) {
+	t.Parallel()
+	opts := &aztables.ClientOptions{}
+	fast.ApplyTo(&opts.ClientOptions)
+	c, err := aztables.NewClientWithNoCredential("http://127.0.0.1:1/devstoreaccount1/nowhere", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, tr := retry.Track(context.Background())
+	_, err = c.AddEntity(ctx, entity("a"), nil)
+	if err == nil || errors.Is(err, retry.ErrOutcomeUnknown) || tr.Ambiguous() || tr.Attempts() != 1+fast.MaxRetries {
+		t.Fatalf("AddEntity to a closed port = %v (ambiguous %v, %d attempts)", err, tr.Ambiguous(), tr.Attempts())
+	}
+}

@@ -8,6 +8,7 @@ package redact
 import (
 	"errors"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -41,8 +42,9 @@ func mentionsSig(s string) bool {
 
 // Error redacts the URL of every *url.Error in err's chain, in place (the
 // http client makes a new *url.Error for each request, so nobody else holds
-// it), and returns err. errors.Is and errors.As see the same chain as
-// before.
+// it). If err's text still holds a signature (a wrapper formatted it before
+// this call), the result wraps err with a redacted text. errors.Is and
+// errors.As see the same chain as before.
 func Error(err error) error {
 	for e := err; e != nil; {
 		var ue *url.Error
@@ -52,5 +54,16 @@ func Error(err error) error {
 		ue.URL = URL(ue.URL)
 		e = ue.Err
 	}
+	if err != nil && mentionsSig(err.Error()) {
+		return &redacted{err}
+	}
 	return err
 }
+
+var sigValue = regexp.MustCompile(`(?i)(sig=)[^&\s"']*`)
+
+// redacted is an error whose text has its signatures removed.
+type redacted struct{ err error }
+
+func (r *redacted) Error() string { return sigValue.ReplaceAllString(r.err.Error(), "${1}"+Placeholder) }
+func (r *redacted) Unwrap() error { return r.err }
