@@ -136,21 +136,47 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *Query) (Page[T], error) {
 	return p, err
 }
 
-// Pages returns the query's results page by page, fetching lazily (one
-// round trip per page), starting at q.Cursor. Each page's Next is the
-// cursor to resume from after it. An error ends the sequence.
+// Pages returns the query's results page by page, one round trip per page,
+// starting at q.Cursor. Each page's Next is the cursor to resume from after
+// it. While the loop handles a page, the next one is fetched (at most one
+// page ahead, so at most two pages are in memory); a loop that stops early
+// cancels that fetch. An error ends the sequence.
 func (t *Table[T]) Pages(ctx context.Context, q *Query) iter.Seq2[Page[T], error] {
 	if q == nil {
 		q = &Query{}
 	}
 	return func(yield func(Page[T], error) bool) {
-		at := q.Cursor
-		for {
-			p, _, err := t.fetch(ctx, q, at, false)
-			if !yield(p, err) || err != nil || p.Next == "" {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type result struct {
+			p   Page[T]
+			err error
+		}
+		// One page ahead: while the loop consumes a page, the next is on
+		// its way. A loop that stops early cancels it and waits for it, so
+		// no goroutine outlives the loop.
+		fetch := func(at Cursor) chan result {
+			ch := make(chan result, 1)
+			go func() {
+				p, _, err := t.fetch(ctx, q, at, false)
+				ch <- result{p, err}
+			}()
+			return ch
+		}
+		next := fetch(q.Cursor)
+		for next != nil {
+			r := <-next
+			next = nil
+			if r.err == nil && r.p.Next != "" {
+				next = fetch(r.p.Next)
+			}
+			if !yield(r.p, r.err) {
+				if next != nil {
+					cancel()
+					<-next
+				}
 				return
 			}
-			at = p.Next
 		}
 	}
 }
@@ -322,9 +348,9 @@ func (t *Table[T]) projection(sel []string) (string, error) {
 	return strings.Join(out, ","), nil
 }
 
-// Query returns the query's results as a sequence, fetching pages lazily
-// (one round trip per page) as the loop consumes them; earlier pages are
-// not retained. An error ends the sequence with (zero T, err). Breaking out
+// Query returns the query's results as a sequence, fetching pages as the
+// loop consumes them, one page ahead (see Pages); earlier pages are not
+// retained. An error ends the sequence with (zero T, err). Breaking out
 // of the loop stops fetching.
 //
 //	for e, err := range employees.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales")}) {

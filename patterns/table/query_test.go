@@ -78,7 +78,9 @@ func TestQueryPagingLimitAndProjection(t *testing.T) {
 	if err != nil || len(rng) != 10 || rng[0].ID != "000100" || rng[9].ID != "000109" {
 		t.Fatalf("range query: %v, %v", ids(rng), err)
 	}
-	// Breaking out of the loop stops fetching.
+	// Breaking out of the loop stops fetching: pages 1 and 2 were consumed,
+	// page 3 was being fetched ahead and is cancelled (it may or may not
+	// have reached the service by then); nothing after it is asked for.
 	ft.Reset()
 	n := 0
 	for _, err := range tb.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 10}) {
@@ -89,8 +91,8 @@ func TestQueryPagingLimitAndProjection(t *testing.T) {
 			break
 		}
 	}
-	if ft.Count() != 2 {
-		t.Fatalf("breaking after 15 of pages of 10 fetched %d pages, want 2", ft.Count())
+	if n := ft.Count(); n != 2 && n != 3 {
+		t.Fatalf("breaking after 15 of pages of 10 fetched %d pages, want 2 (+1 cancelled prefetch)", n)
 	}
 }
 
