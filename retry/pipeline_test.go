@@ -288,3 +288,20 @@ func TestPipelineRefusedIsNotAmbiguous(t *testing.T) {
 		t.Fatalf("AddEntity to a closed port = %v (ambiguous %v, %d attempts)", err, tr.Ambiguous(), tr.Attempts())
 	}
 }
+
+// TestPipelineContextEndsDuringBackOff: the context ends while the policy
+// waits before a retry; the error is the last real failure (here a 503)
+// wrapped with the context's error, not the context's error alone.
+func TestPipelineContextEndsDuringBackOff(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := retry.Policy{Default: time.Hour, MaxRetries: 3, OnRetry: func(retry.Event) { cancel() }}
+	c, ft := tableWithFaults(t, p)
+	ft.Inject(faults.Fault{Status: 503, ErrorCode: "ServerBusy"})
+	_, err := c.GetEntity(ctx, "p", "a", nil)
+	var re *azcore.ResponseError
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &re) || re.StatusCode != 503 {
+		t.Fatalf("GetEntity = %v; want the 503 wrapped with context.Canceled", err)
+	}
+}

@@ -78,6 +78,11 @@ func TestTypedFilters(t *testing.T) {
 		if !errors.Is(err, b.want) {
 			t.Errorf("%+v: %v, want %v", b.q, err, b.want)
 		}
+		// Errors name the table (and the filter, when there is one).
+		var te *table.Error
+		if !errors.As(err, &te) || te.Table != tb.Name() || te.Table == "" || (b.q.Filter.String() != "" && te.Filter == "") {
+			t.Errorf("%+v: error %#v does not name the table and filter", b.q, te)
+		}
 	}
 	if _, err := tb.Get(ctx, "p", "1", &table.GetOptions{Select: []string{"Frstname"}}); !errors.Is(err, table.ErrInvalidEntity) {
 		t.Errorf("Get with a misspelled Select = %v", err)
