@@ -65,5 +65,7 @@ var sigValue = regexp.MustCompile(`(?i)(sig=)[^&\s"']*`)
 // redacted is an error whose text has its signatures removed.
 type redacted struct{ err error }
 
-func (r *redacted) Error() string { return sigValue.ReplaceAllString(r.err.Error(), "${1}"+Placeholder) }
+func (r *redacted) Error() string {
+	return sigValue.ReplaceAllString(r.err.Error(), "${1}"+Placeholder)
+}
 func (r *redacted) Unwrap() error { return r.err }
