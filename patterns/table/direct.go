@@ -324,8 +324,9 @@ func (d *direct) batch(ctx context.Context, ops []Op, tx txn, bodies [][]byte) (
 }
 
 // boundaryID returns a random UUID-shaped multipart boundary suffix: hex
-// digits and dashes, as the SDK sends (Azurite's batch parser rejects some
-// other boundary characters with a 500).
+// digits and dashes, as the SDK sends. (Azurite 3.37 answers 500 to a batch
+// whose boundary suffix starts with '-', which a base64url id sometimes
+// does.)
 func boundaryID() string {
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
