@@ -56,6 +56,9 @@ func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 		if err := req.RewindBody(); err != nil {
 			return nil, fmt.Errorf("retry: rewinding the request body: %w", err)
 		}
+		if err := ctx.Err(); err != nil && attempt == 1 {
+			return nil, err // never sent: certainly not applied
+		}
 		if tr != nil {
 			tr.attempts.Add(1)
 		}

@@ -513,3 +513,21 @@ func TestAllAttemptsLost(t *testing.T) {
 		t.Fatal("the insert was committed")
 	}
 }
+
+// TestCancelledBeforeSending: a write whose context ended before it was
+// sent is certainly not applied: the context's error, never
+// ErrOutcomeUnknown, and nothing sent.
+func TestCancelledBeforeSending(t *testing.T) {
+	t.Parallel()
+	f := newOutcomeFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := f.tb.Insert(ctx, counter{PartitionKey: "p", RowKey: "r"})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, table.ErrOutcomeUnknown) || f.ft.Count() != 0 {
+		t.Fatalf("Insert with a cancelled context = %v after %d requests", err, f.ft.Count())
+	}
+	res, err := f.tb.Submit(ctx, []table.Op{f.tb.InsertOp(counter{PartitionKey: "p", RowKey: "r"})}, nil)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, table.ErrOutcomeUnknown) || !errors.Is(res.Ops[0].Err, table.ErrNotApplied) {
+		t.Fatalf("Submit with a cancelled context = %v", err)
+	}
+}
