@@ -26,7 +26,7 @@ func TestModelWriteOutcomes(t *testing.T) {
 	model := map[string]int64{} // RowKey -> N of the stored entity
 	stale := map[string]azcore.ETag{}
 	var counts struct{ applied, verified, notApplied, unknown int }
-	modelcheck.Run(t, 80, 5000, func(t *testing.T, r *rand.Rand, step int) {
+	modelcheck.Run(t, 80, 20000, func(t *testing.T, r *rand.Rand, step int) {
 		rk := fmt.Sprintf("r%d", r.IntN(4))
 		n := int64(step + 1)
 		cur, exists := f.stored(t, rk)
