@@ -17,7 +17,7 @@ import (
 // Submit) on a few entities while responses are lost and requests dropped
 // at random, and checks after every step that each reported outcome
 // matches what is stored: applied means stored, not applied means
-// unchanged, unknown means either. 80 steps in make test, 5,000 in make
+// unchanged, unknown means either. 80 steps in make test, 20,000 in make
 // soak.
 func TestModelWriteOutcomes(t *testing.T) {
 	t.Parallel()
