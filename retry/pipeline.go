@@ -89,8 +89,10 @@ func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 }
 
 // final is what the policy returns for a write whose attempts may have been
-// applied: a success stands (a resend that succeeds proves the earlier
-// attempt was not applied, or was idempotent), anything else is an
+// applied: a success is returned as it is (for a conditional or
+// create-only write it proves the earlier attempt had not been applied;
+// for others, such as a queue message, the earlier attempt may have been
+// applied too: that is the caller's at-least-once), anything else is an
 // *OutcomeError around the final answer.
 func final(ambiguous bool, resp *http.Response, err error) (*http.Response, error) {
 	err = redact.Error(err)

@@ -260,7 +260,10 @@ func (e *OpError) Unwrap() error { return e.Err }
 //
 // If a transaction's response is lost and the retry policy resends it, the
 // resend fails (409 on inserts, 412 on conditional writes) although the first
-// attempt was applied; verify by reading when that matters.
+// attempt was applied. Submit settles that by reading one or two of the
+// transaction's entities (see the package documentation's outcome table):
+// its ops are then reported applied (Verified), not applied, or, when no
+// read can tell, with ErrOutcomeUnknown.
 func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOptions) (BatchResult, error) {
 	return submit(ctx, c, directOf(c, tableNameOf(c)), ops, opts)
 }
@@ -513,7 +516,7 @@ func send(ctx context.Context, c *aztables.Client, d *direct, ops []Op, tx txn, 
 	var err error
 	tctx, tr := retry.Track(ctx)
 	if d != nil {
-		if raw, err = d.batch(tctx, ops, tx, bodies); err == nil && innerFailure(raw) {
+		if raw, err = d.batch(tctx, ops, tx, bodies); err == nil && innerFailure(raw, len(tx)) {
 			err = &azcore.ResponseError{StatusCode: raw.StatusCode, RawResponse: raw}
 		}
 	} else {
@@ -535,7 +538,11 @@ func send(ctx context.Context, c *aztables.Client, d *direct, ops []Op, tx txn, 
 	}
 	failed, opErr := transactionError(err, ops, tx)
 	opErr.Table = tableNameOf(c)
-	if ambiguous(tr, err) {
+	var failing write
+	if failed >= 0 {
+		failing = opWrite(ops[tx[failed]], id)
+	}
+	if ambiguous(tr, failing, err) {
 		o, verified, etag := unknown, -1, azcore.ETag("")
 		if ctx.Err() == nil {
 			o, verified, etag = verifyTransaction(ctx, c, ops, tx, failed, id)
@@ -593,15 +600,7 @@ func verifyTransaction(ctx context.Context, c *aztables.Client, ops []Op, tx txn
 		if tried == 2 {
 			break
 		}
-		o := ops[tx[j]]
-		w := write{kind: o.kind, pk: o.pk, rk: o.rk}
-		if o.etag != nil {
-			w.etag = *o.etag
-		}
-		if o.stamped {
-			w.id = id
-			w.prev, _, _ = strings.Cut(o.prev, ",")
-		}
+		w := opWrite(ops[tx[j]], id)
 		if !w.verifiable() {
 			continue
 		}
@@ -611,6 +610,19 @@ func verifyTransaction(ctx context.Context, c *aztables.Client, ops []Op, tx txn
 		}
 	}
 	return unknown, -1, ""
+}
+
+// opWrite describes op o of a transaction with identity id, for verify.
+func opWrite(o Op, id string) write {
+	w := write{kind: o.kind, pk: o.pk, rk: o.rk}
+	if o.etag != nil {
+		w.etag = *o.etag
+	}
+	if o.stamped {
+		w.id = id
+		w.prev, _, _ = strings.Cut(o.prev, ",")
+	}
+	return w
 }
 
 var (

@@ -42,6 +42,7 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 	}
 	var extra map[string]any
 	var writes string
+	var storedKeys [2]string
 	for i := range props {
 		p := &props[i]
 		if j, ok := c.byName[string(p.name)]; ok {
@@ -60,8 +61,9 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 			if p.value.kind != 's' || p.edm != "" && p.edm != "Edm.String" {
 				return fmt.Errorf("property %s: stored value is not an Edm.String", p.name)
 			}
-			if at != nil || keys != nil {
+			if at != nil || keys != nil || c.meta != nil {
 				s := stringOf(p.value)
+				storedKeys[pos] = s
 				if at != nil {
 					v.FieldByIndex(at).SetString(s)
 				}
@@ -103,7 +105,7 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 	}
 	if c.meta != nil {
 		m := metaOf(v, c.meta)
-		m.ETag, m.writes = etag, writes
+		m.ETag, m.writes, m.pk, m.rk = etag, cleanHistory(writes), storedKeys[0], storedKeys[1]
 	}
 	if c.extra != nil {
 		v.FieldByIndex(c.extra).Set(reflect.ValueOf(extra))

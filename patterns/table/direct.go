@@ -224,12 +224,19 @@ func splitPage(body []byte) ([][]byte, error) {
 			return nil, err
 		}
 		i = skipSpace(body, i)
-		if i < len(body) && body[i] == ',' {
+		switch {
+		case i < len(body) && body[i] == ',':
 			i = skipSpace(body, i+1)
+		case i < len(body) && body[i] == '}':
+		default:
+			return nil, syntaxAt(body, i, "expected ',' or '}'")
 		}
 	}
 	if i >= len(body) {
 		return nil, syntaxAt(body, i, "expected '}'")
+	}
+	if j := skipSpace(body, i+1); j < len(body) {
+		return nil, syntaxAt(body, j, "data after the object")
 	}
 	return entities, nil
 }
@@ -264,8 +271,12 @@ func splitArray(body []byte, i int) ([][]byte, int, error) {
 		i++
 		out = append(out, body[start:i])
 		i = skipSpace(body, i)
-		if i < len(body) && body[i] == ',' {
+		switch {
+		case i < len(body) && body[i] == ',':
 			i = skipSpace(body, i+1)
+		case i < len(body) && body[i] == ']':
+		default:
+			return nil, i, syntaxAt(body, i, "expected ',' or ']'")
 		}
 	}
 	if i >= len(body) {
@@ -334,21 +345,25 @@ func boundaryID() string {
 	return GUID(b).String()
 }
 
-// innerFailure reports whether a 202 batch response holds a failed
-// operation (an inner status of 400 or more).
-func innerFailure(resp *http.Response) bool {
+// innerFailure reports whether a 202 batch response of n operations does
+// not hold n successful answers: an inner status of 400 or more, or fewer
+// answers than operations (a body the service answers with when the whole
+// request failed).
+func innerFailure(resp *http.Response, n int) bool {
 	body, err := runtime.Payload(resp)
 	if err != nil {
 		return true
 	}
+	ok := 0
 	for rest := body; ; {
 		i := bytes.Index(rest, []byte("HTTP/1.1 "))
 		if i < 0 || i+12 > len(rest) {
-			return false
+			return ok < n
 		}
 		if rest[i+9] >= '4' {
 			return true
 		}
+		ok++
 		rest = rest[i+12:]
 	}
 }

@@ -88,7 +88,14 @@
 //	                                         than HistoryLength writes
 //	                                         intervened, or v did not carry
 //	                                         the Meta read with the ETag
-//	response lost: Upsert, Update with *     applied (resending is harmless)
+//	every attempt of a conditional write    not applied after 1 read and a
+//	failed and the ETag still matches        fence (an empty merge on the same
+//	                                         ETag, so that no late attempt can
+//	                                         still apply); unknown if the
+//	                                         fence fails
+//	response lost: Upsert, Update with *     applied (the resend writes the same
+//	                                         values; a late first attempt may
+//	                                         still land after a later writer's)
 //	response lost: Delete                    unknown (and ErrNotFound): a
 //	                                         delete leaves nothing to read
 //	response lost: Submit transaction        every op applied (Verified) or
@@ -96,18 +103,23 @@
 //	                                         extra read of an insert or
 //	                                         conditional op; unknown for a
 //	                                         transaction of unconditional
-//	                                         deletes and updates only
+//	                                         deletes and updates only (up to
+//	                                         2 reads)
 //	every attempt lost                       as above, settled by the read
 //	context ends while a write is in flight  unknown (no read: the caller's
 //	                                         context is over)
 //	context ends before a write is sent      not applied (ErrNotApplied in
 //	                                         Submit, the context's error)
 //
-// The read costs one round trip, only on the rare ambiguous path. A write
-// whose client was built without the retry package's policy (a plain
-// aztables client) is settled the same way after a transport error, but a
-// resend made by azcore's own retry policy cannot be detected: its 409, 412
-// or 404 is reported as the service's answer.
+// The read costs one round trip (two for some transactions, plus the fence
+// write when a condition still matches), only on the rare ambiguous path.
+// An unknown outcome never matches ErrAlreadyExists or
+// ErrPreconditionFailed, so a loop that retries on those cannot apply a
+// write twice. A client built without the retry package's policy (a plain
+// aztables client, whose azcore retry may resend without saying so) is
+// settled the same way after a transport error or a 500, 502 or 504, and a
+// 412 or 404 answering a conditional write is verified by one read; only a
+// 409 answering an insert is taken at face value there.
 //
 // # Cost in round trips
 //

@@ -109,10 +109,19 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is matches the sentinel for the error's status and code, and
-// ErrOutcomeUnknown when the outcome is unknown.
+// ErrOutcomeUnknown when the outcome is unknown; an unknown outcome never
+// matches ErrAlreadyExists or ErrPreconditionFailed (a loop that retries on
+// those must not apply a write twice).
 func (e *Error) Is(target error) bool {
-	if e.Unknown && target == ErrOutcomeUnknown {
-		return true
+	if e.Unknown {
+		// The last answer may be the echo of this write's own earlier
+		// attempt: never claim a conflict. "Gone" (404) stays true either way.
+		if target == ErrOutcomeUnknown {
+			return true
+		}
+		if target == ErrAlreadyExists || target == ErrPreconditionFailed {
+			return false
+		}
 	}
 	return e.StatusCode != 0 && sentinelFor(e.StatusCode, e.Code) == target
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -59,16 +61,40 @@ func newWriteID() string {
 }
 
 // history returns the write identities of a WriteProperty value, newest
-// first.
+// first. Anything that is not an identity tablekit writes (11 base64url
+// characters) is dropped, so a stored value written by other code can never
+// reach a request body unescaped.
 func history(v string) []string {
 	if v == "" {
 		return nil
 	}
-	return strings.Split(v, ",")
+	var h []string
+	for _, id := range strings.Split(v, ",") {
+		if validWriteID(id) && len(h) < HistoryLength {
+			h = append(h, id)
+		}
+	}
+	return h
+}
+
+// cleanHistory is history as a WriteProperty value.
+func cleanHistory(v string) string { return strings.Join(history(v), ",") }
+
+func validWriteID(id string) bool {
+	if len(id) != writeIDLen {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // stampValue is the WriteProperty value of a write with identity id whose
 // condition is the version that had history prev (empty when unknown).
+// Only valid identities are kept, so the value never needs escaping.
 func stampValue(id, prev string) string {
 	h := append([]string{id}, history(prev)...)
 	return strings.Join(h[:min(len(h), HistoryLength)], ",")
@@ -98,6 +124,7 @@ type write struct {
 	etag   azcore.ETag // the condition; "" for inserts and upserts
 	id     string      // the identity it wrote into WriteProperty, "" if none
 	prev   string      // the newest identity of the version etag names, "" if unknown
+	stamp  string      // the WriteProperty value it wrote
 }
 
 // verifiable reports whether a read can settle w's outcome.
@@ -114,13 +141,16 @@ func (w write) verifiable() bool {
 // verify reads w's entity and decides whether w was applied:
 //   - its identity is in the entity's history: applied (the ETag read is
 //     returned when w is still the newest write);
-//   - a conditional write whose condition still matches, or whose
-//     condition's version has a successor other than w in the history (or
-//     is still the newest write there): not applied;
-//   - a conditional delete whose entity still descends from the condition's
-//     version: not applied;
+//   - a conditional write whose condition's version is gone (the ETag
+//     differs) while the entity still descends from it (the version's
+//     newest identity is in the history): not applied, since w, conditioned
+//     on a version that has a successor other than w, can never apply;
+//   - a conditional write whose condition still matches: an attempt may
+//     still be on its way to the service, so verify fences it: a stamped,
+//     empty merge conditioned on the same ETag. When the fence applies, the
+//     version is gone and w can never apply: not applied;
 //   - anything else (the entity is gone, its history was replaced or is
-//     longer than HistoryLength since): unknown.
+//     longer than HistoryLength since, the fence failed): unknown.
 func verify(ctx context.Context, c *aztables.Client, w write) (outcome, azcore.ETag) {
 	if !w.verifiable() {
 		return unknown, ""
@@ -145,19 +175,28 @@ func verify(ctx context.Context, c *aztables.Client, w write) (outcome, azcore.E
 		return unknown, ""
 	}
 	if resp.ETag == w.etag {
-		return notApplied, ""
-	}
-	if w.prev == "" {
-		return unknown, ""
-	}
-	for _, id := range h {
-		if id == w.prev {
-			// The entity descends from the condition's version, and w is
-			// not its successor (w's identity would be newer than prev).
+		if fence(ctx, c, w, strings.Join(h, ",")) {
 			return notApplied, ""
 		}
+		return unknown, ""
+	}
+	if w.prev != "" && slices.Contains(h, w.prev) {
+		return notApplied, ""
 	}
 	return unknown, ""
+}
+
+// fence makes w's condition stale with a stamped, empty merge conditioned on
+// it, so that no attempt of w still on its way can apply. It reports
+// whether the fence certainly applied.
+func fence(ctx context.Context, c *aztables.Client, w write, hist string) bool {
+	body, _ := appendString([]byte(`{"PartitionKey":`), w.pk)
+	body = append(body, `,"RowKey":`...)
+	body, _ = appendString(body, w.rk)
+	body = appendStamp(append(body, '}'), stampValue(newWriteID(), hist))
+	etag := w.etag
+	_, err := c.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &etag, UpdateMode: aztables.UpdateModeMerge})
+	return err == nil
 }
 
 // storedHistory returns the WriteProperty history of an entity body.
@@ -174,23 +213,34 @@ func storedHistory(body []byte) ([]string, bool) {
 	return nil, true
 }
 
-// ambiguous reports whether a failed write may have been applied. With a
-// client whose pipeline has retry's policy the Trace knows; without it, a
-// service answer is taken at face value and any other failure (transport,
-// context) may have been applied.
-func ambiguous(tr *retry.Trace, err error) bool {
+// ambiguous reports whether a failed write w may have been applied. With a
+// client whose pipeline has retry's policy the Trace knows. Without it
+// (azcore's own retry may have resent the request), a transport or context
+// error and a 500, 502 or 504 may have been applied, and so may a 412 or
+// 404 answering a conditional write, which one read settles; a 409 to an
+// insert is taken at face value (see the package documentation).
+func ambiguous(tr *retry.Trace, w write, err error) bool {
 	if tr.Tracked() {
 		return tr.Ambiguous()
 	}
 	var re *azcore.ResponseError
-	return !errors.As(err, &re)
+	if !errors.As(err, &re) {
+		return true
+	}
+	switch re.StatusCode {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		return true
+	case http.StatusPreconditionFailed, http.StatusNotFound:
+		return w.kind != aztables.TransactionTypeAdd && w.verifiable()
+	}
+	return false
 }
 
 // settle turns a failed single write into its reported outcome: a
 // definite failure, a verified success, or ErrOutcomeUnknown. werr is the
 // failure as an *Error.
 func settle(ctx context.Context, c *aztables.Client, tr *retry.Trace, w write, werr *Error) (Result, error) {
-	if !ambiguous(tr, werr.Err) {
+	if !ambiguous(tr, w, werr.Err) {
 		return Result{}, werr
 	}
 	if ctx.Err() != nil {

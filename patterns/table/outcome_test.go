@@ -1,9 +1,11 @@
 package table_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -529,5 +531,166 @@ func TestCancelledBeforeSending(t *testing.T) {
 	res, err := f.tb.Submit(ctx, []table.Op{f.tb.InsertOp(counter{PartitionKey: "p", RowKey: "r"})}, nil)
 	if !errors.Is(err, context.Canceled) || errors.Is(err, table.ErrOutcomeUnknown) || !errors.Is(res.Ops[0].Err, table.ErrNotApplied) {
 		t.Fatalf("Submit with a cancelled context = %v", err)
+	}
+}
+
+// stragglerTransport holds back the first write attempt (the client sees a
+// reset, the request is still on its way), answers the resends 503, and
+// releases the held attempt just before or just after the verifying
+// fence: a merge conditioned on the same ETag.
+type stragglerTransport struct {
+	next         *faults.Transport
+	beforeFence  bool
+	mu           sync.Mutex
+	writes       int
+	held         *http.Request
+	heldBody     []byte
+	heldResponse int
+}
+
+func (s *stragglerTransport) Do(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet {
+		return s.next.Do(r)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	switch {
+	case s.writes == 1: // the straggler: held, reset at the client
+		s.heldBody, _ = io.ReadAll(r.Body)
+		s.held = r.Clone(context.Background())
+		return nil, faults.ErrLost
+	case s.writes <= 1+fastRetry.MaxRetries: // resends: the service is busy
+		return s.next.Do(r) // answered 503 by an injected fault
+	}
+	// The fence. Release the straggler before or after it.
+	release := func() {
+		s.held.Body = io.NopCloser(bytes.NewReader(s.heldBody))
+		if resp, err := http.DefaultClient.Do(s.held); err == nil {
+			s.heldResponse = resp.StatusCode
+			resp.Body.Close()
+		}
+	}
+	if s.beforeFence {
+		release()
+	}
+	resp, err := s.next.Do(r)
+	if !s.beforeFence {
+		release()
+	}
+	return resp, err
+}
+
+// TestStragglerFenced: an update attempt reset at the client may still
+// reach the service after the client has read the entity and found its
+// ETag unchanged. The read alone proves nothing; the fence (a merge
+// conditioned on that ETag) settles it: if the fence applies, the
+// straggler can no longer apply (not applied, definite); if the straggler
+// got there first, the fence fails and the outcome is unknown. Either way
+// the report matches what is stored.
+func TestStragglerFenced(t *testing.T) {
+	t.Parallel()
+	for _, beforeFence := range []bool{false, true} {
+		t.Run(fmt.Sprintf("straggler before the fence %v", beforeFence), func(t *testing.T) {
+			env := tabletest.New(t)
+			ft := &faults.Transport{}
+			for range fastRetry.MaxRetries {
+				ft.Inject(faults.Fault{Match: writes, Status: 503, ErrorCode: "ServerBusy"})
+			}
+			st := &stragglerTransport{next: ft, beforeFence: beforeFence}
+			opts := &aztables.ClientOptions{}
+			opts.Transport = st
+			fastRetry.ApplyTo(&opts.ClientOptions)
+			name := env.Name()
+			other, _ := table.New[counter](env.CreateTable(name, nil))
+			tb, _ := table.New[counter](env.TableClient(name, opts))
+			ctx := context.Background()
+			if _, err := other.Insert(ctx, counter{PartitionKey: "p", RowKey: "r"}); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := other.Get(ctx, "p", "r", nil)
+			c.N = 1
+			_, err := tb.Update(ctx, c, c.ETag, table.Merge)
+			got, _ := other.Get(ctx, "p", "r", nil)
+			if beforeFence {
+				if !errors.Is(err, table.ErrOutcomeUnknown) || got.N != 1 || st.heldResponse != http.StatusNoContent {
+					t.Fatalf("Update = %v, stored N=%d, straggler answered %d; want unknown, applied", err, got.N, st.heldResponse)
+				}
+				return
+			}
+			var re *azcore.ResponseError
+			if errors.Is(err, table.ErrOutcomeUnknown) || !errors.As(err, &re) || re.StatusCode != 503 || got.N != 0 || st.heldResponse != http.StatusPreconditionFailed {
+				t.Fatalf("Update = %v, stored N=%d, straggler answered %d; want a definite 503, nothing applied", err, got.N, st.heldResponse)
+			}
+		})
+	}
+}
+
+// TestHistoryIsSanitized: a WriteProperty value written by other code
+// (here an attempt to inject a property) never reaches a request body.
+func TestHistoryIsSanitized(t *testing.T) {
+	t.Parallel()
+	f := newOutcomeFixture(t)
+	ctx := context.Background()
+	evil := `abc","IsAdmin":true,"x":"y`
+	body := fmt.Sprintf(`{"PartitionKey":"p","RowKey":"r","N":"1","N@odata.type":"Edm.Int64","TkWrites":%q}`, evil)
+	if _, err := f.raw.AddEntity(ctx, []byte(body), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.tb.Modify(ctx, "p", "r", func(c *counter) error { c.N++; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := table.New[table.Dynamic](f.raw)
+	got, err := d.Get(ctx, "p", "r", nil)
+	if err != nil || got.Properties["IsAdmin"] != nil || got.Properties["x"] != nil || got.Properties["N"] != int64(2) {
+		t.Fatalf("stored %+v, %v", got.Properties, err)
+	}
+}
+
+// TestPlainClientOutcomes: a client built without tablekit's retry policy
+// (azcore's own retry, which cannot say whether a resend followed a lost
+// response) still never applies a read-modify-write twice: a 412 or 404
+// answering a conditional write is verified by a read, and so is a
+// transport error.
+func TestPlainClientOutcomes(t *testing.T) {
+	t.Parallel()
+	env := tabletest.New(t)
+	ft := &faults.Transport{}
+	opts := &aztables.ClientOptions{}
+	opts.Transport = ft
+	opts.Retry.RetryDelay = time.Millisecond
+	opts.Retry.MaxRetryDelay = 2 * time.Millisecond
+	name := env.Name()
+	other, _ := table.New[counter](env.CreateTable(name, nil))
+	tb, _ := table.New[counter](env.TableClient(name, opts))
+	ctx := context.Background()
+	if _, err := other.Insert(ctx, counter{PartitionKey: "p", RowKey: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	ft.Inject(faults.Fault{Match: writes, LoseResponse: true})
+	calls := 0
+	if _, _, err := tb.Modify(ctx, "p", "r", func(c *counter) error { calls++; c.N++; return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := other.Get(ctx, "p", "r", nil); got.N != 1 || calls != 1 {
+		t.Fatalf("stored N=%d after %d calls of fn; want 1 and 1", got.N, calls)
+	}
+	// Every attempt of an insert lost (azcore gives up with a transport
+	// error): one read finds the insert's identity.
+	for range 4 {
+		ft.Inject(faults.Fault{Match: writes, LoseResponse: true})
+	}
+	res, err := tb.Insert(ctx, counter{PartitionKey: "p", RowKey: "r2"})
+	if err != nil || !res.Verified {
+		t.Fatalf("Insert = %+v, %v", res, err)
+	}
+	// A genuine conflict is still a conflict.
+	stale, _ := other.Get(ctx, "p", "r", nil)
+	if _, err := other.Update(ctx, stale, stale.ETag, table.Merge); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tb.Update(ctx, stale, stale.ETag, table.Merge)
+	if !errors.Is(err, table.ErrPreconditionFailed) || errors.Is(err, table.ErrOutcomeUnknown) {
+		t.Fatalf("stale Update = %v; want a definite ErrPreconditionFailed", err)
 	}
 }

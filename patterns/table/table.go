@@ -179,12 +179,7 @@ func (t *Table[T]) Insert(ctx context.Context, v T) (Result, error) {
 		e.body = appendStamp(e.body, w.id)
 		*bp = e.body
 	}
-	tctx, tr := retry.Track(ctx)
-	etag, err := t.send(tctx, w.kind, e, "")
-	if err != nil {
-		return t.settle(ctx, tr, w, "insert", err)
-	}
-	return Result{ETag: etag}, nil
+	return t.write(ctx, "insert", w, e, "")
 }
 
 // Upsert inserts v or, when it exists, merges or replaces it (InsertOrMerge,
@@ -201,12 +196,7 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (Result, error) {
 		return Result{}, err
 	}
 	defer release(bp)
-	tctx, tr := retry.Track(ctx)
-	etag, err := t.send(tctx, kind, e, "")
-	if err != nil {
-		return t.settle(ctx, tr, write{kind: kind, pk: e.pk, rk: e.rk}, "upsert", err)
-	}
-	return Result{ETag: etag}, nil
+	return t.write(ctx, "upsert", write{kind: kind, pk: e.pk, rk: e.rk}, e, "")
 }
 
 // Update merges or replaces an existing entity, if its ETag still matches:
@@ -242,24 +232,22 @@ func (t *Table[T]) update(ctx context.Context, op string, v *T, etag azcore.ETag
 	w := write{kind: kind, pk: e.pk, rk: e.rk, etag: etag}
 	if etag != azcore.ETagAny && e.stampable() {
 		w.id = newWriteID()
-		e.body = appendStamp(e.body, stampValue(w.id, prev))
+		w.stamp = stampValue(w.id, prev)
+		e.body = appendStamp(e.body, w.stamp)
 		*bp = e.body
 		w.prev, _, _ = strings.Cut(prev, ",")
 	}
-	tctx, tr := retry.Track(ctx)
-	newETag, err := t.send(tctx, kind, e, etag)
-	if err != nil {
-		return t.settle(ctx, tr, w, op, err)
-	}
-	return Result{ETag: newETag}, nil
+	return t.write(ctx, op, w, e, etag)
 }
 
-// prevWrites returns the write history read with etag, if v carries it.
+// prevWrites returns the write history read with etag, if v carries it:
+// its Meta was read from the same entity (the keys match) with that ETag.
 func (t *Table[T]) prevWrites(v *T, etag azcore.ETag) string {
 	if t.codec.meta == nil {
 		return ""
 	}
-	if m := metaOf(reflect.ValueOf(v).Elem(), t.codec.meta); m.ETag == etag {
+	m := metaOf(reflect.ValueOf(v).Elem(), t.codec.meta)
+	if pk, rk, err := t.keysOf("update", v); err == nil && m.ETag == etag && m.pk == pk && m.rk == rk {
 		return m.writes
 	}
 	return ""
@@ -279,12 +267,23 @@ func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 	if err := validKeys(partitionKey, rowKey); err != nil {
 		return relabel(err, "delete", t.name)
 	}
-	tctx, tr := retry.Track(ctx)
-	_, err := t.send(tctx, aztables.TransactionTypeDelete, encoded{pk: partitionKey, rk: rowKey}, etag)
-	if err != nil {
-		_, err = t.settle(ctx, tr, write{kind: aztables.TransactionTypeDelete, pk: partitionKey, rk: rowKey, etag: etag}, "delete", err)
-	}
+	w := write{kind: aztables.TransactionTypeDelete, pk: partitionKey, rk: rowKey, etag: etag}
+	_, err := t.write(ctx, "delete", w, encoded{pk: partitionKey, rk: rowKey}, etag)
 	return err
+}
+
+// write sends one write and settles its outcome (see settle). A context
+// that ended before anything was sent is a definite failure.
+func (t *Table[T]) write(ctx context.Context, op string, w write, e encoded, etag azcore.ETag) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, &Error{Op: op, Table: t.name, PartitionKey: w.pk, RowKey: w.rk, Err: err}
+	}
+	tctx, tr := retry.Track(ctx)
+	newETag, err := t.send(tctx, w.kind, e, etag)
+	if err != nil {
+		return settle(ctx, t.client, tr, w, newError(op, t.name, w.pk, w.rk, err))
+	}
+	return Result{ETag: newETag, stamp: w.stamp}, nil
 }
 
 // send makes one write, directly or through the SDK, and returns the new
@@ -312,10 +311,6 @@ func (t *Table[T]) send(ctx context.Context, kind aztables.TransactionType, e en
 	return resp.ETag, err
 }
 
-// settle reports a failed write: see the package function settle.
-func (t *Table[T]) settle(ctx context.Context, tr *retry.Trace, w write, op string, err error) (Result, error) {
-	return settle(ctx, t.client, tr, w, newError(op, t.name, w.pk, w.rk, err))
-}
 
 // GetOptions configures Get. A nil *GetOptions means defaults.
 type GetOptions struct {
@@ -415,7 +410,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 	}
 	p.Retryable = func(err error) bool {
 		var fe fnError
-		return !errors.As(err, &fe) && retryable(err)
+		return !errors.As(err, &fe) && !errors.Is(err, ErrOutcomeUnknown) && retryable(err)
 	}
 	err := p.Do(ctx, func(ctx context.Context) error {
 		cur, etag, writes, err := t.get(ctx, "modify", partitionKey, rowKey)
@@ -438,9 +433,11 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		var zero T
 		return zero, Result{}, err
 	}
-	if t.codec.meta != nil {
+	if t.codec.meta != nil && !res.Verified {
+		// The entity as written: a following Update with res.ETag extends
+		// this history exactly.
 		m := metaOf(reflect.ValueOf(&v).Elem(), t.codec.meta)
-		m.ETag, m.writes = res.ETag, ""
+		m.ETag, m.writes = res.ETag, res.stamp
 	}
 	return v, res, nil
 }

@@ -18,9 +18,10 @@ type Meta struct {
 	Timestamp time.Time
 
 	// writes is the version's write history (WriteProperty), read with
-	// ETag: an Update or UpdateOp conditioned on ETag extends it, which
-	// lets a lost response be verified exactly.
-	writes string
+	// ETag from the entity (pk, rk): an Update or UpdateOp of that entity
+	// conditioned on ETag extends it, which lets a lost response be
+	// verified exactly.
+	writes, pk, rk string
 }
 
 // GUID is an Edm.Guid value. Any type whose underlying type is [16]byte
@@ -131,4 +132,6 @@ type Result struct {
 	// Verified reports that the write's response was lost and a read of the
 	// entity proved it applied (see WriteProperty).
 	Verified bool
+
+	stamp string // the WriteProperty value written, for Modify
 }
