@@ -311,7 +311,6 @@ func (t *Table[T]) send(ctx context.Context, kind aztables.TransactionType, e en
 	return resp.ETag, err
 }
 
-
 // GetOptions configures Get. A nil *GetOptions means defaults.
 type GetOptions struct {
 	// Select limits the properties read (server-side projection). Default
