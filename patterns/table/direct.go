@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -33,8 +34,9 @@ import (
 // direct sends requests for one table.
 type direct struct {
 	pl       runtime.Pipeline
-	endpoint string // the service URL, such as https://acct.table.core.windows.net
-	sas      string // the endpoint's query string (a SAS client's token), or ""
+	endpoint string   // the service URL, such as https://acct.table.core.windows.net
+	base     *url.URL // endpoint, parsed
+	sas      string   // the endpoint's query string (a SAS client's token), or ""
 	table    string
 }
 
@@ -57,7 +59,12 @@ func directOf(c *aztables.Client, table string) *direct {
 	}
 	ac := (*azcore.Client)(in.UnsafePointer())
 	base, query, _ := strings.Cut(endpoint, "?")
-	return &direct{pl: ac.Pipeline(), endpoint: strings.TrimSuffix(base, "/"), sas: query, table: table}
+	base = strings.TrimSuffix(base, "/")
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil
+	}
+	return &direct{pl: ac.Pipeline(), endpoint: base, base: u, sas: query, table: table}
 }
 
 // isCosmos reports whether endpoint is a Cosmos DB Table API account (or
@@ -72,19 +79,13 @@ const (
 	serviceVersion  = "2019-02-02"
 )
 
-// url returns the URL of path (already escaped) under the endpoint, with
-// the endpoint's query string (a SAS) and then q.
-func (d *direct) url(path string, q url.Values) string {
-	u := d.endpoint + path
-	switch {
-	case d.sas != "" && len(q) > 0:
-		return u + "?" + d.sas + "&" + q.Encode()
-	case d.sas != "":
-		return u + "?" + d.sas
-	case len(q) > 0:
-		return u + "?" + q.Encode()
+// url returns the URL of escaped path under the endpoint, with the
+// endpoint's query string (a SAS), as a batch operation names it.
+func (d *direct) url(path string) string {
+	if d.sas != "" {
+		return d.endpoint + path + "?" + d.sas
 	}
-	return u
+	return d.endpoint + path
 }
 
 // entityPath is the path of one entity: keys quoted for OData (quotes
@@ -94,19 +95,56 @@ func (d *direct) entityPath(pk, rk string) string {
 		"',RowKey='" + url.PathEscape(strings.ReplaceAll(rk, "'", "''")) + "')"
 }
 
-// do sends one request through the pipeline and returns the response when
-// its status is one of ok, else the service's error.
-func (d *direct) do(ctx context.Context, method, u string, header http.Header, body []byte, contentType string, ok ...int) (*http.Response, error) {
-	req, err := runtime.NewRequest(ctx, method, u)
+// requestURL is the URL of escaped path under the endpoint with the
+// endpoint's query string (a SAS) and then query, built without parsing.
+func (d *direct) requestURL(path, query string) (*url.URL, error) {
+	u := *d.base
+	raw := d.base.EscapedPath() + path
+	p, err := url.PathUnescape(raw)
 	if err != nil {
 		return nil, err
 	}
-	h := req.Raw().Header
-	h["x-ms-version"] = []string{serviceVersion}
-	h["DataServiceVersion"] = []string{"3.0"}
-	h["Accept"] = []string{minimalMetadata}
+	u.Path, u.RawPath = p, raw
+	switch {
+	case d.sas != "" && query != "":
+		u.RawQuery = d.sas + "&" + query
+	case d.sas != "":
+		u.RawQuery = d.sas
+	default:
+		u.RawQuery = query
+	}
+	return &u, nil
+}
+
+// formatQuery asks for minimal metadata (the ETag in each entity).
+var formatQuery = url.Values{"$format": {minimalMetadata}}.Encode()
+
+// Header values every request carries; never modified.
+var (
+	versionHeader  = []string{serviceVersion}
+	dataSvcHeader  = []string{"3.0"}
+	acceptHeader   = []string{minimalMetadata}
+	noContentPrefr = []string{"return-no-content"}
+)
+
+// do sends one request through the pipeline and returns the response when
+// its status is one of ok, else the service's error. path is escaped.
+func (d *direct) do(ctx context.Context, method, path, query string, header http.Header, body []byte, contentType string, ok ...int) (*http.Response, error) {
+	u, err := d.requestURL(path, query)
+	if err != nil {
+		return nil, err
+	}
+	h := make(http.Header, 8)
+	h["x-ms-version"] = versionHeader
+	h["DataServiceVersion"] = dataSvcHeader
+	h["Accept"] = acceptHeader
 	for k, v := range header {
 		h[k] = v
+	}
+	raw := (&http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Host: u.Host}).WithContext(ctx)
+	req, err := runtime.NewRequestFromRequest(raw)
+	if err != nil {
+		return nil, err
 	}
 	if body != nil {
 		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), contentType); err != nil {
@@ -126,12 +164,12 @@ func (d *direct) do(ctx context.Context, method, u string, header http.Header, b
 // write sends an insert (pk, rk empty), update, upsert or delete and
 // returns the new ETag. The response body, if any, is not needed.
 func (d *direct) write(ctx context.Context, kind aztables.TransactionType, pk, rk string, body []byte, etag azcore.ETag) (azcore.ETag, error) {
-	method, u := http.MethodPut, d.url(d.entityPath(pk, rk), nil)
-	h := http.Header{}
+	method, path := http.MethodPut, d.entityPath(pk, rk)
+	h := make(http.Header, 2)
 	switch kind {
 	case aztables.TransactionTypeAdd:
-		method, u = http.MethodPost, d.url("/"+url.PathEscape(d.table), nil)
-		h["Prefer"] = []string{"return-no-content"}
+		method, path = http.MethodPost, "/"+url.PathEscape(d.table)
+		h["Prefer"] = noContentPrefr
 	case aztables.TransactionTypeInsertMerge, aztables.TransactionTypeUpdateMerge:
 		method = http.MethodPatch
 	case aztables.TransactionTypeDelete:
@@ -140,7 +178,7 @@ func (d *direct) write(ctx context.Context, kind aztables.TransactionType, pk, r
 	if etag != "" {
 		h["If-Match"] = []string{string(etag)}
 	}
-	resp, err := d.do(ctx, method, u, h, body, "application/json", http.StatusNoContent, http.StatusCreated, http.StatusOK)
+	resp, err := d.do(ctx, method, path, "", h, body, "application/json", http.StatusNoContent, http.StatusCreated, http.StatusOK)
 	if err != nil {
 		return "", err
 	}
@@ -150,11 +188,11 @@ func (d *direct) write(ctx context.Context, kind aztables.TransactionType, pk, r
 
 // get reads one entity's JSON and ETag.
 func (d *direct) get(ctx context.Context, pk, rk string) ([]byte, azcore.ETag, error) {
-	resp, err := d.do(ctx, http.MethodGet, d.url(d.entityPath(pk, rk), url.Values{"$format": {minimalMetadata}}), nil, nil, "", http.StatusOK)
+	resp, err := d.do(ctx, http.MethodGet, d.entityPath(pk, rk), formatQuery, nil, nil, "", http.StatusOK)
 	if err != nil {
 		return nil, "", err
 	}
-	body, err := runtime.Payload(resp)
+	body, err := readBody(resp)
 	return body, azcore.ETag(resp.Header.Get("ETag")), err
 }
 
@@ -176,7 +214,7 @@ func (d *direct) query(ctx context.Context, o *aztables.ListEntitiesOptions) (en
 	if o.NextRowKey != nil {
 		q.Set("NextRowKey", *o.NextRowKey)
 	}
-	resp, err := d.do(ctx, http.MethodGet, d.url("/"+url.PathEscape(d.table)+"()", q), nil, nil, "", http.StatusOK)
+	resp, err := d.do(ctx, http.MethodGet, "/"+url.PathEscape(d.table)+"()", q.Encode(), nil, nil, "", http.StatusOK)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -194,6 +232,18 @@ func (d *direct) query(ctx context.Context, o *aztables.ListEntitiesOptions) (en
 		nextRK = &v
 	}
 	return entities, nextPK, nextRK, nil
+}
+
+// readBody reads a response body in one allocation when its length is
+// known.
+func readBody(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	if n := resp.ContentLength; n > 0 && n <= MaxEntitySize*4 {
+		b := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, b)
+		return b, err
+	}
+	return io.ReadAll(resp.Body)
 }
 
 // splitPage returns the entity objects of a query response,
@@ -295,10 +345,10 @@ func (d *direct) batch(ctx context.Context, ops []Op, tx txn, bodies [][]byte) (
 	for j, i := range tx {
 		o := ops[i]
 		b.WriteString("--changeset_" + changesetID + "\r\nContent-Transfer-Encoding: binary\r\nContent-Type: application/http\r\n\r\n")
-		method, u := http.MethodPut, d.url(d.entityPath(o.pk, o.rk), nil)
+		method, u := http.MethodPut, d.url(d.entityPath(o.pk, o.rk))
 		switch o.kind {
 		case aztables.TransactionTypeAdd:
-			method, u = http.MethodPost, d.url("/"+url.PathEscape(d.table), nil)
+			method, u = http.MethodPost, d.url("/"+url.PathEscape(d.table))
 		case aztables.TransactionTypeInsertMerge, aztables.TransactionTypeUpdateMerge:
 			method = http.MethodPatch
 		case aztables.TransactionTypeDelete:
@@ -324,7 +374,7 @@ func (d *direct) batch(ctx context.Context, ops []Op, tx txn, bodies [][]byte) (
 		b.WriteString("\r\n")
 	}
 	b.WriteString("--changeset_" + changesetID + "--\r\n\r\n--batch_" + batchID + "--\r\n")
-	resp, err := d.do(ctx, http.MethodPost, d.url("/$batch", nil), nil, b.Bytes(), "multipart/mixed; boundary=batch_"+batchID, http.StatusAccepted)
+	resp, err := d.do(ctx, http.MethodPost, "/$batch", "", nil, b.Bytes(), "multipart/mixed; boundary=batch_"+batchID, http.StatusAccepted)
 	if err != nil {
 		return nil, err
 	}

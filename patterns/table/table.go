@@ -333,12 +333,13 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *G
 		}
 		return v, &Error{Op: "get", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, StatusCode: 404, Code: "ResourceNotFound", Err: ErrNotFound}
 	}
-	v, _, _, err := t.get(ctx, "get", partitionKey, rowKey)
+	v, _, _, err := t.get(ctx, "get", partitionKey, rowKey, false)
 	return v, err
 }
 
-// get reads one entity with its ETag and write history.
-func (t *Table[T]) get(ctx context.Context, op, pk, rk string) (v T, etag azcore.ETag, writes string, err error) {
+// get reads one entity with its ETag and, when wantWrites, its write
+// history.
+func (t *Table[T]) get(ctx context.Context, op, pk, rk string, wantWrites bool) (v T, etag azcore.ETag, writes string, err error) {
 	var body []byte
 	if t.direct != nil {
 		body, etag, err = t.direct.get(ctx, pk, rk)
@@ -353,10 +354,14 @@ func (t *Table[T]) get(ctx context.Context, op, pk, rk string) (v T, etag azcore
 	if err := t.codec.decode(body, reflect.ValueOf(&v).Elem(), etag, nil); err != nil {
 		return v, "", "", &Error{Op: op, Table: t.name, PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
 	}
-	if t.codec.meta != nil {
+	switch {
+	case !wantWrites:
+	case t.codec.meta != nil:
 		writes = metaOf(reflect.ValueOf(&v).Elem(), t.codec.meta).writes
-	} else if h, ok := storedHistory(body); ok {
-		writes = strings.Join(h, ",")
+	default:
+		if h, ok := storedHistory(body); ok {
+			writes = strings.Join(h, ",")
+		}
 	}
 	return v, etag, writes, nil
 }
@@ -412,7 +417,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		return !errors.As(err, &fe) && !errors.Is(err, ErrOutcomeUnknown) && retryable(err)
 	}
 	err := p.Do(ctx, func(ctx context.Context) error {
-		cur, etag, writes, err := t.get(ctx, "modify", partitionKey, rowKey)
+		cur, etag, writes, err := t.get(ctx, "modify", partitionKey, rowKey, true)
 		if err != nil {
 			return err
 		}
