@@ -542,7 +542,7 @@ func send(ctx context.Context, c *aztables.Client, d *direct, ops []Op, tx txn, 
 	if failed >= 0 {
 		failing = opWrite(ops[tx[failed]], id)
 	}
-	if ambiguous(tr, failing, err) {
+	if ambiguous(tr, failing, opErr) {
 		o, verified, etag := unknown, -1, azcore.ETag("")
 		if ctx.Err() == nil {
 			o, verified, etag = verifyTransaction(ctx, c, ops, tx, failed, id)

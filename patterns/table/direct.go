@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -192,7 +191,7 @@ func (d *direct) get(ctx context.Context, pk, rk string) ([]byte, azcore.ETag, e
 	if err != nil {
 		return nil, "", err
 	}
-	body, err := readBody(resp)
+	body, err := runtime.Payload(resp) // already read by the pipeline: no copy
 	return body, azcore.ETag(resp.Header.Get("ETag")), err
 }
 
@@ -232,18 +231,6 @@ func (d *direct) query(ctx context.Context, o *aztables.ListEntitiesOptions) (en
 		nextRK = &v
 	}
 	return entities, nextPK, nextRK, nil
-}
-
-// readBody reads a response body in one allocation when its length is
-// known.
-func readBody(resp *http.Response) ([]byte, error) {
-	defer resp.Body.Close()
-	if n := resp.ContentLength; n > 0 && n <= MaxEntitySize*4 {
-		b := make([]byte, n)
-		_, err := io.ReadFull(resp.Body, b)
-		return b, err
-	}
-	return io.ReadAll(resp.Body)
 }
 
 // splitPage returns the entity objects of a query response,

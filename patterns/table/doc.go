@@ -119,7 +119,12 @@
 // aztables client, whose azcore retry may resend without saying so) is
 // settled the same way after a transport error or a 500, 502 or 504, and a
 // 412 or 404 answering a conditional write is verified by one read; only a
-// 409 answering an insert is taken at face value there.
+// 409 answering an insert is taken at face value there. Such a client
+// cannot tell a genuine conflict from its own resend, so a 412 on an entity
+// whose write history cannot settle it (written by other code, or by an
+// unconditional replace) is reported unknown, and Modify stops there: build
+// clients with this package's constructors, or retry.Default.ApplyTo, to
+// keep read-modify-write loops retrying through contention.
 //
 // # Cost in round trips
 //

@@ -684,6 +684,17 @@ func TestPlainClientOutcomes(t *testing.T) {
 	if err != nil || !res.Verified {
 		t.Fatalf("Insert = %+v, %v", res, err)
 	}
+	// The same through Submit: the resend's inner 412 is verified.
+	cur, _ := other.Get(ctx, "p", "r", nil)
+	cur.N = 7
+	ft.Inject(faults.Fault{Match: writes, LoseResponse: true})
+	br, err := tb.Submit(ctx, []table.Op{tb.UpdateOp(cur, cur.ETag, table.Merge)}, nil)
+	if err != nil || !br.Ops[0].Applied || !br.Ops[0].Verified {
+		t.Fatalf("Submit after a lost response = %+v, %v", br.Ops, err)
+	}
+	if got, _ := other.Get(ctx, "p", "r", nil); got.N != 7 {
+		t.Fatalf("stored N=%d, want 7", got.N)
+	}
 	// A genuine conflict is still a conflict.
 	stale, _ := other.Get(ctx, "p", "r", nil)
 	if _, err := other.Update(ctx, stale, stale.ETag, table.Merge); err != nil {

@@ -437,11 +437,11 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		var zero T
 		return zero, Result{}, err
 	}
-	if t.codec.meta != nil && !res.Verified {
+	if t.codec.meta != nil {
 		// The entity as written: a following Update with res.ETag extends
 		// this history exactly.
 		m := metaOf(reflect.ValueOf(&v).Elem(), t.codec.meta)
-		m.ETag, m.writes = res.ETag, res.stamp
+		m.ETag, m.writes, m.pk, m.rk = res.ETag, res.stamp, partitionKey, rowKey
 	}
 	return v, res, nil
 }
