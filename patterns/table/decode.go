@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
@@ -79,7 +80,7 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 					return fmt.Errorf("property Timestamp: %w", err)
 				}
 				if c.timestamp != nil {
-					v.FieldByIndex(c.timestamp).Set(reflect.ValueOf(ts))
+					*v.FieldByIndex(c.timestamp).Addr().Interface().(*time.Time) = ts
 				}
 				if c.meta != nil {
 					metaOf(v, c.meta).Timestamp = ts
@@ -188,7 +189,7 @@ func setValue(fv reflect.Value, f *field, p *property) error {
 		if err != nil {
 			return err
 		}
-		fv.Set(reflect.ValueOf(t))
+		*fv.Addr().Interface().(*time.Time) = t // no boxing of t
 	case kBinary:
 		if val.kind != 's' {
 			return mismatch()
@@ -281,9 +282,17 @@ func parseTime(v jsonValue) (time.Time, error) {
 	if v.kind != 's' {
 		return time.Time{}, fmt.Errorf("stored value is not an Edm.DateTime")
 	}
-	t, err := time.Parse(time.RFC3339Nano, stringOf(v))
+	var text string
+	if !v.esc && v.ascii && len(v.raw) > 0 {
+		// Parse a view of the bytes: time.Parse keeps no reference to its
+		// input when it succeeds; a failure is reported from a copy.
+		text = unsafe.String(&v.raw[0], len(v.raw))
+	} else {
+		text = stringOf(v)
+	}
+	t, err := time.Parse(time.RFC3339Nano, text)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("invalid Edm.DateTime: %w", err)
+		return time.Time{}, fmt.Errorf("invalid Edm.DateTime %q", string(v.raw))
 	}
 	return t.UTC(), nil
 }
