@@ -174,8 +174,9 @@
 // The codec reflects over T once; encoding writes JSON straight into a
 // pooled buffer and decoding scans the flat entity object without building
 // maps: encode plus decode of a 10-property entity takes about 2.4 µs and
-// 9 allocations, against 7 µs and 23 allocations for a tagged struct with
-// encoding/json and 29 µs and 203 for aztables.EDMEntity.
+// 7 allocations (the decoded values), against 5.7 µs and 23 allocations
+// for a tagged struct with encoding/json and 26 µs and 203 for
+// aztables.EDMEntity.
 //
 // Writes, reads, query pages and batches go under the SDK where it costs
 // (the direct path): the same REST requests, built from the codec's bytes
