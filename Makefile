@@ -42,6 +42,8 @@ test: $(TEST_EMULATOR)
 
 # The randomized model tests (internal/modelcheck) with thousands of steps
 # instead of make test's few dozen; TABLEKIT_SEED=n replays a failure.
+soak: SHELL := /bin/bash
+soak: .SHELLFLAGS := -o pipefail -c
 soak: $(TEST_EMULATOR)
 	TABLEKIT_SOAK=1 $(GO) test -race -count=1 -timeout 60m -run 'Model' -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|modelcheck|outcomes'
 
