@@ -71,6 +71,17 @@ func (f outcomeFixture) stored(t *testing.T, rk string) (counter, bool) {
 	return c, true
 }
 
+// increment is one step of the documented optimistic-concurrency loop:
+// read the counter "r", add one, write it back conditioned on the ETag.
+func (f outcomeFixture) increment(ctx context.Context) (table.Result, error) {
+	c, err := f.tb.Get(ctx, "p", "r", nil)
+	if err != nil {
+		return table.Result{}, err
+	}
+	c.N++
+	return f.tb.Update(ctx, c, c.ETag, table.Merge)
+}
+
 // writes matches the requests that may change state.
 func writes(r *http.Request) bool { return r.Method != http.MethodGet }
 
@@ -257,12 +268,7 @@ func TestReadModifyWriteNeverAppliesTwice(t *testing.T) {
 	loop := retry.Policy{MaxRetries: 5, Retryable: retry.RetryOn412}
 	f.ft.Inject(faults.Fault{Match: writes, LoseResponse: true})
 	err := loop.Do(ctx, func(ctx context.Context) error {
-		c, err := f.tb.Get(ctx, "p", "r", nil)
-		if err != nil {
-			return err
-		}
-		c.N++
-		_, err = f.tb.Update(ctx, c, c.ETag, table.Merge)
+		_, err := f.increment(ctx)
 		return err
 	})
 	if err != nil {
@@ -323,13 +329,8 @@ func TestConcurrentIncrementsWithLostResponses(t *testing.T) {
 			defer wg.Done()
 			for range each {
 				var res table.Result
-				err := loop.Do(ctx, func(ctx context.Context) error {
-					c, err := f.tb.Get(ctx, "p", "r", nil)
-					if err != nil {
-						return err
-					}
-					c.N++
-					res, err = f.tb.Update(ctx, c, c.ETag, table.Merge)
+				err := loop.Do(ctx, func(ctx context.Context) (err error) {
+					res, err = f.increment(ctx)
 					return err
 				})
 				mu.Lock()
