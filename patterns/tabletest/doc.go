@@ -68,4 +68,14 @@
 // Tests of keys between 513 and 1,024 characters therefore need a real
 // account: set AZURE_STORAGE_CONNECTION_STRING, and skip them when it is not
 // set.
+//
+// Other Azurite 3.37 behaviours found while testing tablekit: a filter
+// comparing an Int64 literal with a property stored as Int32 answers 500
+// (the real service just matches nothing; a Table[T] types literals by
+// field, so it never sends one); a $batch whose multipart boundary suffix
+// starts with '-' answers 500; a $batch through a table SAS answers 403
+// AuthorizationFailure (an account SAS works); a stored access policy must
+// carry Start, Expiry and Permission (400 otherwise), and a policy's values
+// silently win over the SAS's; and rows written by one transaction get
+// distinct ETags.
 package tabletest
