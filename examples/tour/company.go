@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/logtail"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -173,6 +174,34 @@ func (t *tour) lostResponse(ctx context.Context) error {
 	t.say("the insert's response was lost; the resend answered 409 EntityAlreadyExists")
 	t.say("one read of the entity's write history (%s) proved the insert applied: reported as success, Verified", table.WriteProperty)
 	t.say("(%d requests: the lost one, the resend, the read). A delete has nothing left to read: it reports table.ErrOutcomeUnknown", ft.Count())
+	return nil
+}
+
+func (t *tour) logTail(ctx context.Context) error {
+	type Login struct{ IP string }
+	logins, err := table.New[Login](t.svc.NewClient(t.name))
+	if err != nil {
+		return err
+	}
+	tail, err := logtail.New(logins, nil)
+	if err != nil {
+		return err
+	}
+	base := time.Date(2024, 7, 31, 18, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		if _, err := tail.AppendAt(ctx, "logins-000223", base.Add(time.Duration(i)*time.Hour), Login{IP: fmt.Sprint("10.0.0.", i+1)}); err != nil {
+			return err
+		}
+	}
+	latest, err := tail.Latest(ctx, "logins-000223", 2)
+	if err != nil {
+		return err
+	}
+	t.say("5 logins of employee 000223 appended under inverted-ticks RowKeys (e.g. %s...)", latest[0].RowKey[:19])
+	for _, e := range latest {
+		t.say("Latest(2): %s from %s", e.Time.Format(time.DateTime), e.Value.IP)
+	}
+	t.say("newest first from one range query of $top=2, however long the log")
 	return nil
 }
 

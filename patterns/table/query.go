@@ -388,3 +388,37 @@ func Collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
 	}
 	return out, nil
 }
+
+// Keyed is an entity with the keys it is stored under, for types whose keys
+// are computed (WithKeys, NewWithKeys) rather than held in fields.
+type Keyed[T any] struct {
+	PartitionKey, RowKey string
+	Value                T
+}
+
+// QueryKeyed is Query yielding each entity with its stored keys (the keys
+// are always read; see Query.Select).
+func (t *Table[T]) QueryKeyed(ctx context.Context, q *Query) iter.Seq2[Keyed[T], error] {
+	if q == nil {
+		q = &Query{}
+	}
+	return func(yield func(Keyed[T], error) bool) {
+		at := q.Cursor
+		for {
+			p, ks, err := t.fetch(ctx, q, at, true)
+			if err != nil {
+				yield(Keyed[T]{}, err)
+				return
+			}
+			for i := range p.Items {
+				if !yield(Keyed[T]{PartitionKey: ks[i][0], RowKey: ks[i][1], Value: p.Items[i]}, nil) {
+					return
+				}
+			}
+			if p.Next == "" {
+				return
+			}
+			at = p.Next
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package logtail_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/logtail"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/tabletest"
+)
+
+// BenchmarkLatest reads the 100 newest entries of a log of 1,000 or 10,000:
+// logtail's one range query against a careful user's alternative without
+// inverted keys (RowKey = ticks, oldest first): scan the partition, keep
+// the newest 100.
+func BenchmarkLatest(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
+			env := tabletest.New(b)
+			c := env.Table(nil)
+			tb, _ := table.New[login](c)
+			l, _ := logtail.New(tb, nil)
+			ctx := context.Background()
+			base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+			var ops, scanOps []table.Op
+			for i := range n {
+				at := base.Add(time.Duration(i) * time.Second)
+				ops = append(ops, tb.WithKeys(func(*login) (string, string) {
+					return "tail", keys.InvertedTicks(at) + "-" + keys.Pad(uint64(i), 20) + "-bench"
+				}).InsertOp(login{IP: "x"}))
+				scanOps = append(scanOps, tb.WithKeys(func(*login) (string, string) {
+					return "scan", keys.Pad(uint64(keys.Ticks(at)), 19)
+				}).InsertOp(login{IP: "x"}))
+			}
+			if _, err := tb.Submit(ctx, append(ops, scanOps...), nil); err != nil {
+				b.Fatal(err)
+			}
+			var tailTime, scanTime time.Duration
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				got, err := l.Latest(ctx, "tail", 100)
+				if err != nil || len(got) != 100 {
+					b.Fatal(len(got), err)
+				}
+				t1 := time.Now()
+				var all []struct {
+					RowKey string
+					IP     string
+				}
+				pager := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: ptr("PartitionKey eq 'scan'")})
+				for pager.More() {
+					page, err := pager.NextPage(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, raw := range page.Entities {
+						var e struct {
+							RowKey string
+							IP     string
+						}
+						if err := json.Unmarshal(raw, &e); err != nil {
+							b.Fatal(err)
+						}
+						all = append(all, e)
+					}
+				}
+				slices.SortFunc(all, func(x, y struct {
+					RowKey string
+					IP     string
+				}) int {
+					return -keys.Compare(x.RowKey, y.RowKey)
+				})
+				if len(all) < 100 {
+					b.Fatal(len(all))
+				}
+				tailTime += t1.Sub(t0)
+				scanTime += time.Since(t1)
+			}
+			b.ReportMetric(float64(tailTime.Microseconds())/float64(b.N), "latest-us/op")
+			b.ReportMetric(float64(scanTime.Microseconds())/float64(b.N), "scan-sort-us/op")
+			b.ReportMetric(float64(scanTime)/float64(tailTime), "scan/latest")
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

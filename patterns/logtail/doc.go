@@ -1,0 +1,56 @@
+// Package logtail is the design guide's log tail pattern (pattern 7):
+// entries appended to a partition under RowKeys that sort newest first, so
+// that the n most recent are one range query with $top=n instead of a scan
+// of the partition.
+//
+// # When to use it
+//
+// For the recent end of an append-only log per subject: a user's logins, an
+// order's status changes, a device's readings, read newest first. Not for
+// queries by other properties (see the secondary index patterns), and not
+// for bulk time-range analytics over everything (blob logs, pattern 13,
+// fit that better).
+//
+// # Keys
+//
+// The PartitionKey is the log's name (with Buckets, the name joined with a
+// bucket number). The RowKey is the guide's inverted ticks,
+// DateTime.MaxValue.Ticks - t.Ticks in 19 digits (keys.InvertedTicks), then
+// the appending Log's sequence number inverted (so later appends of one 100
+// ns tick sort first) and a random writer id (so appends of different
+// processes in the same tick never collide). The entry's time is recovered
+// from the key.
+//
+// # Consistency
+//
+// Each append is one insert: atomic, and settled exactly when its response
+// is lost (patterns/table's write outcomes: an append is never written
+// twice and never reported failed when it was stored). Reads are
+// strongly consistent per partition. Entries of one tick from different
+// writers are ordered by writer id, not by arrival.
+//
+// # Cost in round trips
+//
+//	Append, AppendAt      1 (+1 read to settle a lost response)
+//	Latest(n), n <= 1000  1 per bucket, in parallel (more only if the
+//	                      service returns a short page)
+//	Range                 1 per page per bucket, merged lazily
+//	Trim                  1 query per page + 1 transaction per 100 entries
+//	                      per bucket
+//
+// # Hot logs
+//
+// One partition serves about 2,000 entities per second. A log written
+// faster can be spread over Options.Buckets partitions: appends go to the
+// buckets in turn, and Latest and Range read all buckets in parallel and
+// merge by time, so a read costs one round trip per bucket instead of one.
+// Keep Buckets fixed for a log: entries in buckets no longer read are
+// hidden, not lost.
+//
+// # Retention
+//
+// Trim deletes entries older than a time with batches of deletes. When a
+// whole period of logs expires at once, a table per period, deleted whole,
+// costs one request however many entries it holds (the guide's high-volume
+// delete pattern).
+package logtail

@@ -1,0 +1,329 @@
+package logtail
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// MaxLatest is the most entries Latest returns: one page of the service.
+const MaxLatest = table.MaxPageSize
+
+// MaxBuckets bounds Options.Buckets.
+const MaxBuckets = 1000
+
+// ErrInvalid is the sentinel for a request Log rejects before the network:
+// an n out of range, a time window the wrong way round, a time outside the
+// .NET DateTime range.
+var ErrInvalid = errors.New("logtail: invalid request")
+
+// Options configures a Log. A nil *Options means defaults.
+type Options struct {
+	// Buckets spreads each log over this many partitions (the log's name
+	// joined with a bucket number), for logs written faster than one
+	// partition's target of about 2,000 entities per second. Appends go
+	// to the buckets in turn; reads query every bucket in parallel and
+	// merge. Default (0 or 1): one partition, named after the log. Changing
+	// it for an existing log hides the entries of the buckets no longer
+	// read: keep it fixed per log.
+	Buckets int
+}
+
+// Log is the guide's log tail over a table: entries of type T appended to
+// a log (a partition, or Buckets partitions) under RowKeys that sort newest
+// first, so that the newest n are one range query. It is safe for
+// concurrent use.
+type Log[T any] struct {
+	tbl     *table.Table[T]
+	buckets int
+	// writer makes keys unique among Logs (processes) appending in the same
+	// 100 ns tick; seq orders one Log's appends within a tick.
+	writer string
+	seq    atomic.Uint64
+}
+
+// New returns a Log over tbl. T's own key fields, if any, are ignored on
+// writes (the Log computes the keys) and receive the stored keys on reads.
+func New[T any](tbl *table.Table[T], opts *Options) (*Log[T], error) {
+	if tbl == nil {
+		return nil, fmt.Errorf("%w: nil table", ErrInvalid)
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	b := opts.Buckets
+	if b < 0 || b > MaxBuckets {
+		return nil, fmt.Errorf("%w: Buckets %d outside 0..%d", ErrInvalid, b, MaxBuckets)
+	}
+	if b == 0 {
+		b = 1
+	}
+	var id [4]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, err
+	}
+	return &Log[T]{tbl: tbl, buckets: b, writer: hex.EncodeToString(id[:])}, nil
+}
+
+// Entry is one entry of a log as read: the value, the time it was
+// appended at (from its key) and the keys it is stored under.
+type Entry[T any] struct {
+	Value        T
+	Time         time.Time
+	PartitionKey string
+	RowKey       string
+}
+
+// Appended is the result of Append.
+type Appended struct {
+	table.Result
+	Time         time.Time
+	PartitionKey string
+	RowKey       string
+}
+
+// partition returns the partition of bucket b of log.
+func (l *Log[T]) partition(log string, b int) string {
+	if l.buckets == 1 {
+		return log
+	}
+	return keys.Join(log, keys.Pad(uint64(b), 3))
+}
+
+// rowKey is the entry's RowKey: the guide's inverted ticks, then this
+// Log's sequence number inverted (later appends of one tick sort first),
+// then the writer's id (distinct writers never collide).
+func (l *Log[T]) rowKey(at time.Time, seq uint64) string {
+	return keys.InvertedTicks(at) + "-" + keys.Pad(^seq, 20) + "-" + l.writer
+}
+
+// Append adds v to log at the current time: one insert, one round trip.
+// The entry's key is unique even for appends in the same 100 ns tick, from
+// this Log or any other. A lost response is settled by the table's write
+// outcome model (the insert is verified, never written twice).
+func (l *Log[T]) Append(ctx context.Context, log string, v T) (Appended, error) {
+	return l.AppendAt(ctx, log, time.Now(), v)
+}
+
+// AppendAt is Append at a given time (which must be within .NET's
+// DateTime range), for importing entries.
+func (l *Log[T]) AppendAt(ctx context.Context, log string, at time.Time, v T) (Appended, error) {
+	if err := checkTime(at); err != nil {
+		return Appended{}, err
+	}
+	seq := l.seq.Add(1)
+	pk := l.partition(log, int(seq%uint64(l.buckets)))
+	rk := l.rowKey(at, seq)
+	res, err := l.tbl.WithKeys(func(*T) (string, string) { return pk, rk }).Insert(ctx, v)
+	if err != nil {
+		return Appended{}, err
+	}
+	return Appended{Result: res, Time: at.UTC().Truncate(100), PartitionKey: pk, RowKey: rk}, nil
+}
+
+func checkTime(t time.Time) error {
+	if t.Year() < 1 || t.UTC().Year() > 9999 {
+		return fmt.Errorf("%w: time %v outside .NET's DateTime range", ErrInvalid, t)
+	}
+	return nil
+}
+
+// Latest returns the n newest entries of log, newest first: one range
+// query per bucket (in parallel), one round trip each when n <= 1,000
+// (MaxLatest) and the service returns full pages.
+func (l *Log[T]) Latest(ctx context.Context, log string, n int) ([]Entry[T], error) {
+	if n < 1 || n > MaxLatest {
+		return nil, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, MaxLatest)
+	}
+	var all []Entry[T]
+	err := l.perBucket(ctx, log, func(ctx context.Context, pk string) ([]Entry[T], error) {
+		return collect(l.tbl.QueryKeyed(ctx, &table.Query{Filter: table.PartitionKey(pk), Limit: n}))
+	}, &all)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(a, b Entry[T]) int { return keys.Compare(a.RowKey, b.RowKey) })
+	return all[:min(n, len(all))], nil
+}
+
+// perBucket runs fn for every bucket of log in parallel and gathers the
+// entries.
+func (l *Log[T]) perBucket(ctx context.Context, log string, fn func(context.Context, string) ([]Entry[T], error), out *[]Entry[T]) error {
+	if l.buckets == 1 {
+		e, err := fn(ctx, l.partition(log, 0))
+		*out = e
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for b := range l.buckets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := fn(ctx, l.partition(log, b))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+				cancel()
+			}
+			*out = append(*out, e...)
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// Range yields the entries of log appended in [from, to), newest first,
+// lazily: one range query per bucket, one round trip per page of each,
+// merged in time order.
+func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter.Seq2[Entry[T], error] {
+	return func(yield func(Entry[T], error) bool) {
+		if err := checkTime(from); err != nil {
+			yield(Entry[T]{}, err)
+			return
+		}
+		if err := checkTime(to); err != nil {
+			yield(Entry[T]{}, err)
+			return
+		}
+		if !from.Before(to) {
+			yield(Entry[T]{}, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to))
+			return
+		}
+		// Newest first: entries of [from, to) have inverted ticks in
+		// (inv(to), inv(from)]; '.' sorts just after the '-' that follows
+		// the ticks in every entry's key.
+		lo, hi := keys.InvertedTicks(to)+".", keys.InvertedTicks(from)+"."
+		var heads []func() (Entry[T], error, bool)
+		for b := range l.buckets {
+			q := &table.Query{Filter: table.And(table.PartitionKey(l.partition(log, b)), table.RowKeyRange(lo, hi))}
+			next, stop := iter.Pull2(entries(l.tbl.QueryKeyed(ctx, q)))
+			defer stop()
+			heads = append(heads, next)
+		}
+		mergeNewest(heads, yield)
+	}
+}
+
+// mergeNewest merges per-bucket sequences, each newest first, into one.
+func mergeNewest[T any](heads []func() (Entry[T], error, bool), yield func(Entry[T], error) bool) {
+	type head struct {
+		e  Entry[T]
+		ok bool
+	}
+	cur := make([]head, len(heads))
+	for i, next := range heads {
+		e, err, ok := next()
+		if err != nil {
+			yield(Entry[T]{}, err)
+			return
+		}
+		cur[i] = head{e, ok}
+	}
+	for {
+		best := -1
+		for i, h := range cur {
+			if h.ok && (best < 0 || keys.Compare(h.e.RowKey, cur[best].e.RowKey) < 0) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return
+		}
+		if !yield(cur[best].e, nil) {
+			return
+		}
+		e, err, ok := heads[best]()
+		if err != nil {
+			yield(Entry[T]{}, err)
+			return
+		}
+		cur[best] = head{e, ok}
+	}
+}
+
+// Trim deletes the entries of log appended before before, with
+// table.Submit (batches of 100 deletes per partition, one round trip each,
+// plus one query per page of entries to find them). It returns how many it
+// deleted. For high volumes, a table per period deleted whole (the guide's
+// high-volume delete) costs one request however many entries it holds.
+func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (int, error) {
+	if err := checkTime(before); err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for b := range l.buckets {
+		pk := l.partition(log, b)
+		q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.Ge("RowKey", keys.InvertedTicks(before)+".")), Select: []string{"RowKey"}}
+		var ops []table.Op
+		for e, err := range l.tbl.QueryKeyed(ctx, q) {
+			if err != nil {
+				return deleted, err
+			}
+			ops = append(ops, table.DeleteOp(e.PartitionKey, e.RowKey, azcore.ETagAny))
+		}
+		res, err := table.Submit(ctx, l.tbl.Client(), ops, nil)
+		for _, r := range res.Ops {
+			if r.Applied {
+				deleted++
+			}
+		}
+		if err != nil {
+			return deleted, err
+		}
+	}
+	return deleted, nil
+}
+
+// entries adds each entry's time, read from its RowKey.
+func entries[T any](seq iter.Seq2[table.Keyed[T], error]) iter.Seq2[Entry[T], error] {
+	return func(yield func(Entry[T], error) bool) {
+		for k, err := range seq {
+			if err != nil {
+				yield(Entry[T]{}, err)
+				return
+			}
+			e, err := entry(k)
+			if !yield(e, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+func entry[T any](k table.Keyed[T]) (Entry[T], error) {
+	if len(k.RowKey) < keys.InvertedTicksWidth {
+		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q is not a log entry's", k.RowKey, k.PartitionKey)
+	}
+	t, err := keys.ParseInvertedTicks(k.RowKey[:keys.InvertedTicksWidth])
+	if err != nil {
+		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q: %w", k.RowKey, k.PartitionKey, err)
+	}
+	return Entry[T]{Value: k.Value, Time: t, PartitionKey: k.PartitionKey, RowKey: k.RowKey}, nil
+}
+
+func collect[T any](seq iter.Seq2[table.Keyed[T], error]) ([]Entry[T], error) {
+	var out []Entry[T]
+	for e, err := range entries(seq) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,240 @@
+package logtail_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/logtail"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/retry"
+)
+
+func TestMain(m *testing.M) { tabletest.Main(m) }
+
+type login struct {
+	IP    string
+	Agent string
+}
+
+func newLog(t *testing.T, opts *logtail.Options) (*logtail.Log[login], *faults.Transport, *table.Table[login]) {
+	t.Helper()
+	env := tabletest.New(t)
+	ft := &faults.Transport{}
+	o := &aztables.ClientOptions{}
+	o.Transport = ft
+	retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, MaxRetries: 5}.ApplyTo(&o.ClientOptions)
+	tb, err := table.New[login](env.Table(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := logtail.New(tb, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft.Reset()
+	return l, ft, tb
+}
+
+func TestAppendAndLatest(t *testing.T) {
+	t.Parallel()
+	l, ft, _ := newLog(t, nil)
+	ctx := context.Background()
+	base := time.Date(2024, 7, 31, 18, 0, 0, 0, time.UTC)
+	for i := range 10 {
+		if _, err := l.AppendAt(ctx, "user42", base.Add(time.Duration(i)*time.Minute), login{IP: fmt.Sprint("10.0.0.", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := ft.Count(); n != 10 {
+		t.Fatalf("%d round trips for 10 appends", n)
+	}
+	ft.Reset()
+	got, err := l.Latest(ctx, "user42", 3)
+	if err != nil || len(got) != 3 || ft.Count() != 1 {
+		t.Fatalf("Latest(3) = %d entries, %v in %d round trips", len(got), err, ft.Count())
+	}
+	for i, e := range got {
+		want := base.Add(time.Duration(9-i) * time.Minute)
+		if !e.Time.Equal(want) || e.Value.IP != fmt.Sprint("10.0.0.", 9-i) || e.PartitionKey != "user42" {
+			t.Fatalf("entry %d: %+v, want time %v", i, e, want)
+		}
+	}
+	// The guide's key: inverted ticks, 19 digits, first.
+	if got[0].RowKey[:19] != keys.InvertedTicks(base.Add(9*time.Minute)) {
+		t.Fatalf("RowKey %q", got[0].RowKey)
+	}
+	// Range: [18:03, 18:06) newest first.
+	var times []int
+	for e, err := range l.Range(ctx, "user42", base.Add(3*time.Minute), base.Add(6*time.Minute)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		times = append(times, e.Time.Minute())
+	}
+	if !slices.Equal(times, []int{5, 4, 3}) {
+		t.Fatalf("Range = %v, want [5 4 3]", times)
+	}
+	// Trim entries before 18:07: 7 deleted, 3 left.
+	n, err := l.Trim(ctx, "user42", base.Add(7*time.Minute))
+	if err != nil || n != 7 {
+		t.Fatalf("Trim = %d, %v", n, err)
+	}
+	rest, _ := l.Latest(ctx, "user42", 10)
+	if len(rest) != 3 || rest[2].Time.Minute() != 7 {
+		t.Fatalf("after Trim: %+v", rest)
+	}
+}
+
+// TestSameTickAndConcurrentWriters: appends in one 100 ns tick get distinct
+// keys, newest first from one Log; 8 Logs (processes) x 100 appends never
+// collide, and Latest is in time order.
+func TestSameTickAndConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	l, _, tb := newLog(t, nil)
+	ctx := context.Background()
+	at := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 20 {
+		if _, err := l.AppendAt(ctx, "tick", at, login{IP: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := l.Latest(ctx, "tick", 20)
+	if err != nil || len(got) != 20 || got[0].Value.IP != "19" || got[19].Value.IP != "0" {
+		t.Fatalf("same tick: %d entries (%v), first %+v", len(got), err, got)
+	}
+	const writers, each = 8, 100
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for range writers {
+		w, err := logtail.New(tb, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if _, err := w.Append(ctx, "busy", login{}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	all, err := l.Latest(ctx, "busy", logtail.MaxLatest)
+	if err != nil || len(all) != writers*each {
+		t.Fatalf("%d entries (%v), want %d", len(all), err, writers*each)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].Time.After(all[i-1].Time) {
+			t.Fatalf("entry %d (%v) is newer than entry %d (%v)", i, all[i].Time, i-1, all[i-1].Time)
+		}
+	}
+}
+
+// TestLostResponseAppendsOnce: the insert's response is lost, the resend
+// answers 409; the append is reported applied and stored once.
+func TestLostResponseAppendsOnce(t *testing.T) {
+	t.Parallel()
+	l, ft, _ := newLog(t, nil)
+	ctx := context.Background()
+	ft.Inject(faults.Fault{Match: func(r *http.Request) bool { return r.Method == http.MethodPost }, LoseResponse: true})
+	res, err := l.Append(ctx, "user1", login{IP: "x"})
+	if err != nil || !res.Verified {
+		t.Fatalf("Append = %+v, %v", res, err)
+	}
+	got, err := l.Latest(ctx, "user1", 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%d entries stored (%v), want 1", len(got), err)
+	}
+}
+
+// TestBuckets spreads a log over 4 partitions: appends go round the
+// buckets, Latest reads them in parallel (4 round trips) and merges by time,
+// Range merges lazily.
+func TestBuckets(t *testing.T) {
+	t.Parallel()
+	l, ft, _ := newLog(t, &logtail.Options{Buckets: 4})
+	ctx := context.Background()
+	base := time.Date(2024, 7, 31, 18, 0, 0, 0, time.UTC)
+	parts := map[string]bool{}
+	for i := range 12 {
+		a, err := l.AppendAt(ctx, "hot", base.Add(time.Duration(i)*time.Second), login{IP: fmt.Sprint(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts[a.PartitionKey] = true
+	}
+	if len(parts) != 4 {
+		t.Fatalf("appends went to %d partitions, want 4", len(parts))
+	}
+	ft.Reset()
+	got, err := l.Latest(ctx, "hot", 5)
+	if err != nil || len(got) != 5 || ft.Count() != 4 {
+		t.Fatalf("Latest = %d entries, %v, %d round trips", len(got), err, ft.Count())
+	}
+	for i, e := range got {
+		if e.Value.IP != fmt.Sprint(11-i) {
+			t.Fatalf("entry %d = %+v", i, e)
+		}
+	}
+	var ips []string
+	for e, err := range l.Range(ctx, "hot", base.Add(2*time.Second), base.Add(6*time.Second)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ips = append(ips, e.Value.IP)
+	}
+	if !slices.Equal(ips, []string{"5", "4", "3", "2"}) {
+		t.Fatalf("Range = %v", ips)
+	}
+	if n, err := l.Trim(ctx, "hot", base.Add(10*time.Second)); err != nil || n != 10 {
+		t.Fatalf("Trim = %d, %v", n, err)
+	}
+}
+
+// TestInvalidRequestsSendNothing.
+func TestInvalidRequestsSendNothing(t *testing.T) {
+	t.Parallel()
+	l, ft, tb := newLog(t, nil)
+	ctx := context.Background()
+	if _, err := l.Latest(ctx, "x", 0); !errors.Is(err, logtail.ErrInvalid) {
+		t.Errorf("Latest(0) = %v", err)
+	}
+	if _, err := l.Latest(ctx, "x", logtail.MaxLatest+1); !errors.Is(err, logtail.ErrInvalid) {
+		t.Errorf("Latest(1001) = %v", err)
+	}
+	if _, err := l.Append(ctx, "bad/name", login{}); !errors.Is(err, table.ErrInvalidKey) {
+		t.Errorf("Append to an invalid log name = %v", err)
+	}
+	if _, err := l.AppendAt(ctx, "x", time.Time{}.Add(-time.Hour), login{}); !errors.Is(err, logtail.ErrInvalid) {
+		t.Errorf("AppendAt year 0 = %v", err)
+	}
+	now := time.Now()
+	for _, err := range l.Range(ctx, "x", now, now.Add(-time.Hour)) {
+		if !errors.Is(err, logtail.ErrInvalid) {
+			t.Errorf("Range backwards = %v", err)
+		}
+	}
+	if _, err := logtail.New(tb, &logtail.Options{Buckets: -1}); !errors.Is(err, logtail.ErrInvalid) {
+		t.Errorf("New with Buckets -1 = %v", err)
+	}
+	if n := ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}
