@@ -91,3 +91,46 @@ func BenchmarkLatest(b *testing.B) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// BenchmarkAppend interleaves one Append and one raw single insert (a
+// tagged struct marshalled with encoding/json, the same key scheme) per
+// iteration, alternating which goes first, and reports both rates and
+// their ratio.
+func BenchmarkAppend(b *testing.B) {
+	env := tabletest.New(b)
+	c := env.Table(nil)
+	tb, _ := table.New[login](c)
+	l, _ := logtail.New(tb, nil)
+	ctx := context.Background()
+	var tailTime, rawTime time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		appendOne := func() {
+			t0 := time.Now()
+			if _, err := l.Append(ctx, "tail", login{IP: "10.0.0.1", Agent: "bench"}); err != nil {
+				b.Fatal(err)
+			}
+			tailTime += time.Since(t0)
+		}
+		rawOne := func() {
+			t0 := time.Now()
+			body, _ := json.Marshal(struct {
+				PartitionKey, RowKey, IP, Agent string
+			}{"raw", keys.InvertedTicks(t0) + "-" + keys.Pad(uint64(i), 20), "10.0.0.1", "bench"})
+			if _, err := c.AddEntity(ctx, body, nil); err != nil {
+				b.Fatal(err)
+			}
+			rawTime += time.Since(t0)
+		}
+		if i%2 == 0 { // alternate which side goes first
+			appendOne()
+			rawOne()
+		} else {
+			rawOne()
+			appendOne()
+		}
+	}
+	b.ReportMetric(float64(b.N)/tailTime.Seconds(), "append-ops/s")
+	b.ReportMetric(float64(b.N)/rawTime.Seconds(), "raw-ops/s")
+	b.ReportMetric(float64(rawTime)/float64(tailTime), "append/raw")
+}
