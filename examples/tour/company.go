@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/dataseries"
 	"github.com/tablekit/tablekit/patterns/logtail"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -202,6 +203,29 @@ func (t *tour) logTail(ctx context.Context) error {
 		t.say("Latest(2): %s from %s", e.Time.Format(time.DateTime), e.Value.IP)
 	}
 	t.say("newest first from one range query of $top=2, however long the log")
+	return nil
+}
+
+func (t *tour) dataSeries(ctx context.Context) error {
+	tbl, err := table.New[table.Dynamic](t.svc.NewClient(t.name))
+	if err != nil {
+		return err
+	}
+	counts, err := dataseries.New[int64](tbl, &dataseries.Options{Slots: dataseries.Hours()})
+	if err != nil {
+		return err
+	}
+	for _, h := range []string{"H09", "H09", "H14", "H18", "H18", "H18"} {
+		if _, _, err := counts.Add(ctx, "msgcount-000223", "2024-07-31", h, 1); err != nil {
+			return err
+		}
+	}
+	day, err := counts.Get(ctx, "msgcount-000223", "2024-07-31")
+	if err != nil {
+		return err
+	}
+	t.say("messages of employee 000223 on 2024-07-31, one property per hour of one entity:")
+	t.say("09:00 %d, 14:00 %d, 18:00 %d (the whole day is one point query; each Add a read and a conditional merge)", day.Slots["H09"], day.Slots["H14"], day.Slots["H18"])
 	return nil
 }
 

@@ -56,6 +56,7 @@ var steps = []step{
 	{"A lost response: the write applied, the answer never arrived", (*tour).lostResponse},
 	{"Bulk load: 1,000 entities in entity group transactions", (*tour).bulkLoad},
 	{"Log tail: a user's newest logins, newest first (guide pattern 7)", (*tour).logTail},
+	{"Data series: hourly message counts in one entity (guide pattern 9)", (*tour).dataSeries},
 	{"Shared access signature: read-only, one partition", (*tour).sas},
 	{"Bad input is stopped before the network", (*tour).validation},
 }

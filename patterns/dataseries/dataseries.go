@@ -1,0 +1,214 @@
+package dataseries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/retry"
+)
+
+// MaxSlots is the most slots one series holds: an entity's 252 properties
+// less the one tablekit keeps for its write history (table.WriteProperty).
+const MaxSlots = table.MaxProperties - 1
+
+// ErrInvalid is the sentinel for a request rejected before the network: a
+// slot the series does not have, too many slots, bad slot names.
+var ErrInvalid = errors.New("dataseries: invalid request")
+
+// Value is the type of a series' slots: whole numbers (Edm.Int64) or
+// doubles (Edm.Double).
+type Value interface{ ~int64 | ~float64 }
+
+// Options configures a Series.
+type Options struct {
+	// Slots names the series' slots, as properties of the entity (the
+	// guide's 24 hourly counts: Hours()). Required; at most MaxSlots.
+	Slots []string
+	// Retry is the policy for Add's read-modify-write when another writer
+	// changed the series in between. Default: retry.Default.
+	Retry *retry.Policy
+}
+
+// Hours returns the slot names H00 to H23: the guide's hourly counts.
+func Hours() []string {
+	out := make([]string, 24)
+	for h := range out {
+		out[h] = fmt.Sprintf("H%02d", h)
+	}
+	return out
+}
+
+// Series is the guide's data series pattern over a table: a fixed set of
+// named slots stored as the properties of one entity, so that the whole
+// series is one point query and one slot one merge. It is safe for
+// concurrent use.
+type Series[V Value] struct {
+	tbl   *table.Table[table.Dynamic]
+	slots []string
+	has   map[string]bool
+	retry *retry.Policy
+}
+
+// New returns a Series over tbl with the slots of opts.
+func New[V Value](tbl *table.Table[table.Dynamic], opts *Options) (*Series[V], error) {
+	if tbl == nil || opts == nil || len(opts.Slots) == 0 {
+		return nil, fmt.Errorf("%w: a table and at least one slot are required", ErrInvalid)
+	}
+	if len(opts.Slots) > MaxSlots {
+		return nil, fmt.Errorf("%w: %d slots, more than one entity holds (%d); a longer series needs several entities (the wide entity pattern)", ErrInvalid, len(opts.Slots), MaxSlots)
+	}
+	s := &Series[V]{tbl: tbl, slots: slices.Clone(opts.Slots), has: map[string]bool{}, retry: opts.Retry}
+	for _, name := range s.slots {
+		if err := table.Eq(name, 0).Err(); err != nil || name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == table.WriteProperty {
+			return nil, fmt.Errorf("%w: slot name %q is not a property name", ErrInvalid, name)
+		}
+		if s.has[name] {
+			return nil, fmt.Errorf("%w: slot %q named twice", ErrInvalid, name)
+		}
+		s.has[name] = true
+	}
+	return s, nil
+}
+
+// Values is a series as read: every slot's value (zero when never set) and
+// the entity's ETag.
+type Values[V Value] struct {
+	Slots map[string]V
+	ETag  azcore.ETag
+}
+
+// Get reads the whole series: one point query. A series never written
+// reads as all zeros with an empty ETag.
+func (s *Series[V]) Get(ctx context.Context, partitionKey, rowKey string) (Values[V], error) {
+	d, err := s.tbl.Get(ctx, partitionKey, rowKey, &table.GetOptions{Select: s.slots})
+	if errors.Is(err, table.ErrNotFound) {
+		return Values[V]{Slots: s.zeros()}, nil
+	}
+	if err != nil {
+		return Values[V]{}, err
+	}
+	out := Values[V]{Slots: s.zeros(), ETag: d.ETag}
+	for _, name := range s.slots {
+		v, err := valueOf[V](d.Properties[name])
+		if err != nil {
+			return Values[V]{}, fmt.Errorf("dataseries: slot %s of (%q, %q): %w", name, partitionKey, rowKey, err)
+		}
+		out.Slots[name] = v
+	}
+	return out, nil
+}
+
+func (s *Series[V]) zeros() map[string]V {
+	m := make(map[string]V, len(s.slots))
+	for _, name := range s.slots {
+		m[name] = 0
+	}
+	return m
+}
+
+// valueOf converts a stored property to V. A whole-number double comes back
+// from the service without its annotation, so any number is accepted.
+func valueOf[V Value](p any) (V, error) {
+	switch x := p.(type) {
+	case nil:
+		return 0, nil
+	case int32:
+		return V(x), nil
+	case int64:
+		return V(x), nil
+	case float64:
+		return V(x), nil
+	}
+	return 0, fmt.Errorf("stored value %v (%T) is not a number", p, p)
+}
+
+// Set stores v in one slot, creating the series if needed: one merge (an
+// upsert of that property alone), one round trip. Other slots keep their
+// values; concurrent Sets of different slots never overwrite each other.
+func (s *Series[V]) Set(ctx context.Context, partitionKey, rowKey, slot string, v V) (table.Result, error) {
+	if !s.has[slot] {
+		return table.Result{}, fmt.Errorf("%w: no slot %q", ErrInvalid, slot)
+	}
+	d := table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: map[string]any{slot: store(v)}}
+	return s.tbl.Upsert(ctx, d, table.Fields(slot))
+}
+
+// SetAll replaces every slot at once (slots missing from values become
+// zero): one upsert. With etag (the ETag of a Get) the replace happens only
+// if nobody wrote the series since (ErrPreconditionFailed otherwise); an
+// empty etag writes unconditionally.
+func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, values map[string]V, etag azcore.ETag) (table.Result, error) {
+	props := map[string]any{}
+	for name := range values {
+		if !s.has[name] {
+			return table.Result{}, fmt.Errorf("%w: no slot %q", ErrInvalid, name)
+		}
+	}
+	for _, name := range s.slots {
+		props[name] = store(values[name])
+	}
+	d := table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: props}
+	if etag == "" {
+		return s.tbl.Upsert(ctx, d, table.Replace)
+	}
+	return s.tbl.Update(ctx, d, etag, table.Replace)
+}
+
+// Add adds delta to one slot and returns the slot's new value: a
+// read-modify-write (table.Modify: a read, then a merge of that slot
+// conditioned on the ETag read; two round trips, two more per conflict)
+// that loses no concurrent update and, when a response is lost, never
+// adds twice (it returns table.ErrOutcomeUnknown when that cannot be
+// settled). A series never written is first created empty (two more round
+// trips). Under heavy contention with lost responses, more than
+// table.HistoryLength writes may come between a lost write and its
+// verifying read: that Add then reports ErrOutcomeUnknown rather than
+// guess.
+func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, delta V) (V, table.Result, error) {
+	if !s.has[slot] {
+		return 0, table.Result{}, fmt.Errorf("%w: no slot %q", ErrInvalid, slot)
+	}
+	for created := false; ; created = true {
+		var newV V
+		_, res, err := s.tbl.Modify(ctx, partitionKey, rowKey, func(d *table.Dynamic) error {
+			cur, err := valueOf[V](d.Properties[slot])
+			if err != nil {
+				return err
+			}
+			newV = cur + delta
+			d.Properties = map[string]any{slot: store(newV)}
+			return nil
+		}, &table.ModifyOptions{Mode: table.Fields(slot), Retry: s.retry})
+		if err == nil {
+			return newV, res, nil
+		}
+		if !errors.Is(err, table.ErrNotFound) || created {
+			return 0, table.Result{}, err
+		}
+		// The first write of the series: create it empty, then add. The
+		// insert starts the entity's write history, which settles later
+		// lost responses exactly. A concurrent first writer may have
+		// created it (ErrAlreadyExists), or this insert's outcome may be
+		// unknown: either way the series exists now or the next Modify
+		// says otherwise.
+		_, err = s.tbl.Insert(ctx, table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey})
+		if err != nil && !errors.Is(err, table.ErrAlreadyExists) && !errors.Is(err, table.ErrOutcomeUnknown) {
+			return 0, table.Result{}, err
+		}
+	}
+}
+
+// store is the property value of v: int64 for whole-number series,
+// float64 for doubles (also for named types over them).
+func store[V Value](v V) any {
+	half := V(1)
+	half /= 2
+	if half != 0 {
+		return float64(v)
+	}
+	return int64(v)
+}

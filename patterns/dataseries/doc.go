@@ -1,0 +1,38 @@
+// Package dataseries is the design guide's data series pattern (pattern
+// 9): a whole series (the guide's 24 hourly message counts, or any fixed
+// set of named slots) stored as the properties of one entity, so that one
+// point query reads the whole series and one merge updates one slot.
+//
+// # When to use it
+//
+// For small, fixed series read together: counters per hour of a day, per
+// day of a week, per category. Not for series longer than one entity holds
+// (MaxSlots, 251: a longer series needs several entities, the wide entity
+// pattern), and not for append-only time series (see patterns/logtail).
+//
+// # Consistency
+//
+// Each slot is a property of one entity, so every operation is strongly
+// consistent. Set merges one property: concurrent Sets of different slots
+// never overwrite each other, concurrent Sets of one slot are last writer
+// wins. Add is a read-modify-write conditioned on the ETag read
+// (table.Modify): concurrent Adds to the same or different slots lose no
+// update, and a lost response is settled by reading the entity's write
+// history, so an Add is never applied twice (ErrOutcomeUnknown when it
+// cannot be settled). SetAll replaces the whole series, optionally
+// conditioned on the ETag of a Get.
+//
+// # Cost in round trips
+//
+//	Get       1 (a point query with the slots projected)
+//	Set       1 (an insert-or-merge of one property)
+//	SetAll    1
+//	Add       2 (read + conditional merge), +2 per conflict; +2 the
+//	          first time (the series is created empty)
+//
+// # Types
+//
+// Slots hold int64 (Edm.Int64) or float64 (Edm.Double) values, chosen by
+// the type parameter. The service returns a whole-number double without its
+// type annotation, so reads accept any stored number and convert it.
+package dataseries
