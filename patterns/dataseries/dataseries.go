@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -111,7 +112,8 @@ func (s *Series[V]) zeros() map[string]V {
 }
 
 // valueOf converts a stored property to V. A whole-number double comes back
-// from the service without its annotation, so any number is accepted.
+// from the service without its annotation, so any number is accepted, but
+// a whole-number series refuses a stored double it cannot hold exactly.
 func valueOf[V Value](p any) (V, error) {
 	switch x := p.(type) {
 	case nil:
@@ -121,9 +123,19 @@ func valueOf[V Value](p any) (V, error) {
 	case int64:
 		return V(x), nil
 	case float64:
+		if !isFloat[V]() && (x != math.Trunc(x) || x < math.MinInt64 || x >= math.MaxInt64) {
+			return 0, fmt.Errorf("stored value %v is not a whole number an int64 series can hold", x)
+		}
 		return V(x), nil
 	}
 	return 0, fmt.Errorf("stored value %v (%T) is not a number", p, p)
+}
+
+// isFloat reports whether V is a floating-point type.
+func isFloat[V Value]() bool {
+	half := V(1)
+	half /= 2
+	return half != 0
 }
 
 // Set stores v in one slot, creating the series if needed: one merge (an
@@ -140,7 +152,10 @@ func (s *Series[V]) Set(ctx context.Context, partitionKey, rowKey, slot string, 
 // SetAll replaces every slot at once (slots missing from values become
 // zero): one upsert. With etag (the ETag of a Get) the replace happens only
 // if nobody wrote the series since (ErrPreconditionFailed otherwise); an
-// empty etag writes unconditionally.
+// empty etag writes unconditionally. A replace starts the entity's write
+// history afresh, so an Add whose response was lost just before it may end
+// in ErrOutcomeUnknown instead of being settled (it is never applied
+// twice).
 func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, values map[string]V, etag azcore.ETag) (table.Result, error) {
 	props := map[string]any{}
 	for name := range values {
@@ -180,6 +195,9 @@ func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, 
 				return err
 			}
 			newV = cur + delta
+			if !isFloat[V]() && (delta > 0 && newV < cur || delta < 0 && newV > cur) {
+				return fmt.Errorf("%w: adding %v to %v overflows int64", ErrInvalid, delta, cur)
+			}
 			d.Properties = map[string]any{slot: store(newV)}
 			return nil
 		}, &table.ModifyOptions{Mode: table.Fields(slot), Retry: s.retry})
@@ -205,9 +223,7 @@ func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, 
 // store is the property value of v: int64 for whole-number series,
 // float64 for doubles (also for named types over them).
 func store[V Value](v V) any {
-	half := V(1)
-	half /= 2
-	if half != 0 {
+	if isFloat[V]() {
 		return float64(v)
 	}
 	return int64(v)

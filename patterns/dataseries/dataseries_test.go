@@ -3,6 +3,7 @@ package dataseries_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"sync"
 	"testing"
@@ -188,5 +189,22 @@ func TestInvalidSendsNothing(t *testing.T) {
 		if _, err := dataseries.New[int64](tb, o); !errors.Is(err, dataseries.ErrInvalid) {
 			t.Errorf("New(%v) = %v", o, err)
 		}
+	}
+}
+
+// TestWholeNumberSeriesRefusesInexactValues: an int64 series does not
+// truncate a stored fraction or wrap on overflow.
+func TestWholeNumberSeriesRefusesInexactValues(t *testing.T) {
+	t.Parallel()
+	s, _ := newSeries[int64](t)
+	ctx := context.Background()
+	if _, err := s.Set(ctx, "p", "max", "H01", math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Add(ctx, "p", "max", "H01", 1); !errors.Is(err, dataseries.ErrInvalid) {
+		t.Fatalf("Add past MaxInt64 = %v", err)
+	}
+	if v, _ := s.Get(ctx, "p", "max"); v.Slots["H01"] != math.MaxInt64 {
+		t.Fatalf("stored %d after a refused Add", v.Slots["H01"])
 	}
 }

@@ -26,8 +26,9 @@
 // Each append is one insert: atomic, and settled exactly when its response
 // is lost (patterns/table's write outcomes: an append is never written
 // twice and never reported failed when it was stored). Reads are
-// strongly consistent per partition. Entries of one tick from different
-// writers are ordered by writer id, not by arrival.
+// strongly consistent per partition. Entries of one 100 ns tick from one
+// Log are newest first; entries of one tick from different Logs
+// (processes) come in no particular order.
 //
 // # Cost in round trips
 //
@@ -35,15 +36,17 @@
 //	Latest(n), n <= 1000  1 per bucket, in parallel (more only if the
 //	                      service returns a short page)
 //	Range                 1 per page per bucket, merged lazily
-//	Trim                  1 query per page + 1 transaction per 100 entries
-//	                      per bucket
+//	Trim                  per bucket: 1 query per 1,000 entries + 1
+//	                      transaction per 100; idempotent (entries already
+//	                      gone are skipped)
 //
 // # Hot logs
 //
 // One partition serves about 2,000 entities per second. A log written
 // faster can be spread over Options.Buckets partitions: appends go to the
-// buckets in turn, and Latest and Range read all buckets in parallel and
-// merge by time, so a read costs one round trip per bucket instead of one.
+// buckets in turn; Latest reads all buckets in parallel and merges by time,
+// so it costs one round trip per bucket instead of one; Range merges the
+// buckets lazily, fetching each bucket's pages as the merge needs them.
 // Keep Buckets fixed for a log: entries in buckets no longer read are
 // hidden, not lost.
 //

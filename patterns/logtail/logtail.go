@@ -93,7 +93,10 @@ type Appended struct {
 	RowKey       string
 }
 
-// partition returns the partition of bucket b of log.
+// partition returns the partition of bucket b of log: the log's name, or
+// with buckets the name joined with the bucket number (keys.Join escapes
+// the name, so a bucketed log never shares a partition with another log).
+// Don't name a one-bucket log like a bucketed one's partition.
 func (l *Log[T]) partition(log string, b int) string {
 	if l.buckets == 1 {
 		return log
@@ -132,11 +135,30 @@ func (l *Log[T]) AppendAt(ctx context.Context, log string, at time.Time, v T) (A
 	return Appended{Result: res, Time: at.UTC().Truncate(100), PartitionKey: pk, RowKey: rk}, nil
 }
 
+// The range of .NET's DateTime, which keys.InvertedTicks needs.
+var (
+	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC)
+)
+
 func checkTime(t time.Time) error {
-	if t.Year() < 1 || t.UTC().Year() > 9999 {
+	if t.Before(minTime) || t.After(maxTime) {
 		return fmt.Errorf("%w: time %v outside .NET's DateTime range", ErrInvalid, t)
 	}
 	return nil
+}
+
+// bound is the key prefix just past the entries of times before t, for
+// range bounds: t rounded up to the service's 100 ns ticks (an entry at
+// 12:00:00.0000001 is before a bound of 12:00:00.00000015), inverted,
+// then '.', which sorts just after the '-' that follows the ticks in every
+// entry's key.
+func bound(t time.Time) string {
+	up := t.Truncate(100)
+	if up.Before(t) && up.Add(100).Before(maxTime) {
+		up = up.Add(100)
+	}
+	return keys.InvertedTicks(up) + "."
 }
 
 // Latest returns the n newest entries of log, newest first: one range
@@ -205,10 +227,9 @@ func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter
 			yield(Entry[T]{}, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to))
 			return
 		}
-		// Newest first: entries of [from, to) have inverted ticks in
-		// (inv(to), inv(from)]; '.' sorts just after the '-' that follows
-		// the ticks in every entry's key.
-		lo, hi := keys.InvertedTicks(to)+".", keys.InvertedTicks(from)+"."
+		// Newest first: entries of [from, to) have keys in [bound(to),
+		// bound(from)).
+		lo, hi := bound(to), bound(from)
 		var heads []func() (Entry[T], error, bool)
 		for b := range l.buckets {
 			q := &table.Query{Filter: table.And(table.PartitionKey(l.partition(log, b)), table.RowKeyRange(lo, hi))}
@@ -258,10 +279,12 @@ func mergeNewest[T any](heads []func() (Entry[T], error, bool), yield func(Entry
 }
 
 // Trim deletes the entries of log appended before before, with
-// table.Submit (batches of 100 deletes per partition, one round trip each,
-// plus one query per page of entries to find them). It returns how many it
-// deleted. For high volumes, a table per period deleted whole (the guide's
-// high-volume delete) costs one request however many entries it holds.
+// table.Submit: page by page, one query per page and one transaction per
+// 100 entries per bucket. It returns how many it deleted. Trim is
+// idempotent: entries already gone (another Trim ran concurrently, or a
+// response was lost) are not errors; their page is queried again. For high
+// volumes, a table per period deleted whole (the guide's high-volume delete)
+// costs one request however many entries it holds.
 func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (int, error) {
 	if err := checkTime(before); err != nil {
 		return 0, err
@@ -269,25 +292,55 @@ func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (int, e
 	deleted := 0
 	for b := range l.buckets {
 		pk := l.partition(log, b)
-		q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.Ge("RowKey", keys.InvertedTicks(before)+".")), Select: []string{"RowKey"}}
-		var ops []table.Op
-		for e, err := range l.tbl.QueryKeyed(ctx, q) {
-			if err != nil {
+		// Each round deletes the oldest page (up to 1,000 entries) and
+		// queries again from the start: deleted entries are gone, so the
+		// next page is the next batch, and memory stays one page.
+		q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.Ge("RowKey", bound(before))), Select: []string{"RowKey"}, Limit: table.MaxPageSize}
+		for stalled := 0; ; {
+			var ops []table.Op
+			for k, err := range l.tbl.QueryKeyed(ctx, q) {
+				if err != nil {
+					return deleted, err
+				}
+				ops = append(ops, table.DeleteOp(k.PartitionKey, k.RowKey, azcore.ETagAny))
+			}
+			if len(ops) == 0 {
+				break
+			}
+			res, err := table.Submit(ctx, l.tbl.Client(), ops, &table.BatchOptions{ContinueOnError: true})
+			n := 0
+			for _, r := range res.Ops {
+				if r.Applied {
+					n++
+				}
+			}
+			deleted += n
+			if err != nil && !goneOrUnknown(err) {
 				return deleted, err
 			}
-			ops = append(ops, table.DeleteOp(e.PartitionKey, e.RowKey, azcore.ETagAny))
-		}
-		res, err := table.Submit(ctx, l.tbl.Client(), ops, nil)
-		for _, r := range res.Ops {
-			if r.Applied {
-				deleted++
+			if n == 0 {
+				if stalled++; stalled == 5 {
+					return deleted, err
+				}
 			}
-		}
-		if err != nil {
-			return deleted, err
 		}
 	}
 	return deleted, nil
+}
+
+// goneOrUnknown reports whether every cause of a failed delete batch is an
+// entity already gone or an unknown outcome, both harmless to retry.
+func goneOrUnknown(err error) bool {
+	var be *table.BatchError
+	if !errors.As(err, &be) {
+		return false
+	}
+	for _, e := range be.Errs {
+		if !errors.Is(e, table.ErrNotFound) && !errors.Is(e, table.ErrOutcomeUnknown) {
+			return false
+		}
+	}
+	return true
 }
 
 // entries adds each entry's time, read from its RowKey.

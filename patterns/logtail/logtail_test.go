@@ -245,3 +245,63 @@ func TestInvalidRequestsSendNothing(t *testing.T) {
 		t.Fatalf("%d requests sent", n)
 	}
 }
+
+// TestBoundsAndConcurrentTrim: times with sub-100 ns parts bound exactly
+// at the service's ticks; a time just inside year 1 in a positive offset
+// (before year 1 in UTC) is an error, not a panic; two Trims at once both
+// succeed and delete each entry once.
+func TestBoundsAndConcurrentTrim(t *testing.T) {
+	t.Parallel()
+	l, _, _ := newLog(t, nil)
+	ctx := context.Background()
+	early := time.Date(1, 1, 1, 0, 30, 0, 0, time.FixedZone("+1", 3600))
+	if _, err := l.AppendAt(ctx, "x", early, login{}); !errors.Is(err, logtail.ErrInvalid) {
+		t.Fatalf("AppendAt %v = %v", early, err)
+	}
+	if _, err := l.Trim(ctx, "x", early); !errors.Is(err, logtail.ErrInvalid) {
+		t.Fatalf("Trim %v = %v", early, err)
+	}
+	a, err := l.AppendAt(ctx, "sub", time.Date(2024, 1, 1, 0, 0, 0, 100, time.UTC), login{IP: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(from, to time.Time) int {
+		n := 0
+		for _, err := range l.Range(ctx, "sub", from, to) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		return n
+	}
+	if n := count(a.Time.Add(-time.Second), a.Time.Add(50)); n != 1 {
+		t.Fatalf("Range up to 50 ns after the entry found %d", n)
+	}
+	if n := count(a.Time.Add(50), a.Time.Add(time.Second)); n != 0 {
+		t.Fatalf("Range from 50 ns after the entry found %d", n)
+	}
+	if n, err := l.Trim(ctx, "sub", a.Time.Add(50)); err != nil || n != 1 {
+		t.Fatalf("Trim 50 ns after the entry = %d, %v", n, err)
+	}
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		if _, err := l.AppendAt(ctx, "old", base.Add(time.Duration(i)*time.Millisecond), login{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	counts := make([]int, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			counts[i], errs[i] = l.Trim(ctx, "old", base.Add(time.Hour))
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil || counts[0]+counts[1] != 300 {
+		t.Fatalf("concurrent Trims: %v deleted, errors %v", counts, errs)
+	}
+}
