@@ -101,7 +101,14 @@ func attemptAmbiguous(resp *http.Response, err error) bool {
 	if err != nil {
 		return !unsent(err)
 	}
-	switch resp.StatusCode {
+	return MayHaveApplied(resp.StatusCode)
+}
+
+// MayHaveApplied reports whether a write answered with status may still
+// have been applied: 500 (OperationTimedOut, InternalError), 502 and 504.
+// Every other status is the service's definite answer.
+func MayHaveApplied(status int) bool {
+	switch status {
 	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
 		return true
 	}

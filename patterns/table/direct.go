@@ -160,19 +160,30 @@ func (d *direct) do(ctx context.Context, method, path, query string, header http
 	return resp, nil
 }
 
+// operation returns the method and escaped path of a write of kind to the
+// entity (pk, rk), as the REST API and aztables' batches send it.
+func (d *direct) operation(kind aztables.TransactionType, pk, rk string) (method, path string) {
+	switch kind {
+	case aztables.TransactionTypeAdd:
+		return http.MethodPost, "/" + url.PathEscape(d.table)
+	case aztables.TransactionTypeInsertMerge, aztables.TransactionTypeUpdateMerge:
+		return http.MethodPatch, d.entityPath(pk, rk)
+	case aztables.TransactionTypeDelete:
+		return http.MethodDelete, d.entityPath(pk, rk)
+	}
+	return http.MethodPut, d.entityPath(pk, rk)
+}
+
 // write sends an insert (pk, rk empty), update, upsert or delete and
 // returns the new ETag. The response body, if any, is not needed.
 func (d *direct) write(ctx context.Context, kind aztables.TransactionType, pk, rk string, body []byte, etag azcore.ETag) (azcore.ETag, error) {
-	method, path := http.MethodPut, d.entityPath(pk, rk)
+	method, path := d.operation(kind, pk, rk)
 	h := make(http.Header, 2)
 	switch kind {
 	case aztables.TransactionTypeAdd:
-		method, path = http.MethodPost, "/"+url.PathEscape(d.table)
 		h["Prefer"] = noContentPrefr
-	case aztables.TransactionTypeInsertMerge, aztables.TransactionTypeUpdateMerge:
-		method = http.MethodPatch
 	case aztables.TransactionTypeDelete:
-		method, body = http.MethodDelete, nil
+		body = nil
 	}
 	if etag != "" {
 		h["If-Match"] = []string{string(etag)}
@@ -332,16 +343,8 @@ func (d *direct) batch(ctx context.Context, ops []Op, tx txn, bodies [][]byte) (
 	for j, i := range tx {
 		o := ops[i]
 		b.WriteString("--changeset_" + changesetID + "\r\nContent-Transfer-Encoding: binary\r\nContent-Type: application/http\r\n\r\n")
-		method, u := http.MethodPut, d.url(d.entityPath(o.pk, o.rk))
-		switch o.kind {
-		case aztables.TransactionTypeAdd:
-			method, u = http.MethodPost, d.url("/"+url.PathEscape(d.table))
-		case aztables.TransactionTypeInsertMerge, aztables.TransactionTypeUpdateMerge:
-			method = http.MethodPatch
-		case aztables.TransactionTypeDelete:
-			method = http.MethodDelete
-		}
-		b.WriteString(method + " " + u + " HTTP/1.1\r\nAccept: " + minimalMetadata + "\r\n")
+		method, path := d.operation(o.kind, o.pk, o.rk)
+		b.WriteString(method + " " + d.url(path) + " HTTP/1.1\r\nAccept: " + minimalMetadata + "\r\n")
 		if o.kind != aztables.TransactionTypeDelete {
 			b.WriteString("Content-Type: application/json\r\n")
 		}

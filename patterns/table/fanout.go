@@ -93,10 +93,12 @@ func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOpt
 	}
 }
 
-// keyedPage is one page of one query's results, or its error.
+// keyedPage is one page of one query's results (with the entities' stored
+// keys when asked for, and where the next page starts), or its error.
 type keyedPage[T any] struct {
 	items []T
 	keys  [][2]string
+	next  Cursor
 	err   error
 }
 

@@ -227,10 +227,10 @@ func ambiguous(tr *retry.Trace, w write, err error) bool {
 	if !errors.As(err, &re) {
 		return true
 	}
-	switch re.StatusCode {
-	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+	switch {
+	case retry.MayHaveApplied(re.StatusCode):
 		return true
-	case http.StatusPreconditionFailed, http.StatusNotFound:
+	case re.StatusCode == http.StatusPreconditionFailed, re.StatusCode == http.StatusNotFound:
 		return w.kind != aztables.TransactionTypeAdd && w.verifiable()
 	}
 	return false

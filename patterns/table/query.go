@@ -142,35 +142,42 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *Query) (Page[T], error) {
 // page ahead, so at most two pages are in memory); a loop that stops early
 // cancels that fetch. An error ends the sequence.
 func (t *Table[T]) Pages(ctx context.Context, q *Query) iter.Seq2[Page[T], error] {
+	return func(yield func(Page[T], error) bool) {
+		for p := range t.pagesAhead(ctx, q, false) {
+			if !yield(Page[T]{Items: p.items, Next: p.next}, p.err) {
+				return
+			}
+		}
+	}
+}
+
+// pagesAhead yields q's pages (with their entities' keys when wantKeys),
+// fetching one page ahead: while the loop consumes a page, the next is on
+// its way. A loop that stops early cancels that fetch and waits for it, so
+// no goroutine outlives the loop. An error is the last page.
+func (t *Table[T]) pagesAhead(ctx context.Context, q *Query, wantKeys bool) iter.Seq[keyedPage[T]] {
 	if q == nil {
 		q = &Query{}
 	}
-	return func(yield func(Page[T], error) bool) {
+	return func(yield func(keyedPage[T]) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		type result struct {
-			p   Page[T]
-			err error
-		}
-		// One page ahead: while the loop consumes a page, the next is on
-		// its way. A loop that stops early cancels it and waits for it, so
-		// no goroutine outlives the loop.
-		fetch := func(at Cursor) chan result {
-			ch := make(chan result, 1)
+		fetch := func(at Cursor) chan keyedPage[T] {
+			ch := make(chan keyedPage[T], 1)
 			go func() {
-				p, _, err := t.fetch(ctx, q, at, false)
-				ch <- result{p, err}
+				p, ks, err := t.fetch(ctx, q, at, wantKeys)
+				ch <- keyedPage[T]{items: p.Items, keys: ks, next: p.Next, err: err}
 			}()
 			return ch
 		}
 		next := fetch(q.Cursor)
 		for next != nil {
-			r := <-next
+			p := <-next
 			next = nil
-			if r.err == nil && r.p.Next != "" {
-				next = fetch(r.p.Next)
+			if p.err == nil && p.next != "" {
+				next = fetch(p.next)
 			}
-			if !yield(r.p, r.err) {
+			if !yield(p) {
 				if next != nil {
 					cancel()
 					<-next
@@ -397,28 +404,19 @@ type Keyed[T any] struct {
 }
 
 // QueryKeyed is Query yielding each entity with its stored keys (the keys
-// are always read; see Query.Select).
+// are always read; see Query.Select), one page ahead like Pages.
 func (t *Table[T]) QueryKeyed(ctx context.Context, q *Query) iter.Seq2[Keyed[T], error] {
-	if q == nil {
-		q = &Query{}
-	}
 	return func(yield func(Keyed[T], error) bool) {
-		at := q.Cursor
-		for {
-			p, ks, err := t.fetch(ctx, q, at, true)
-			if err != nil {
-				yield(Keyed[T]{}, err)
+		for p := range t.pagesAhead(ctx, q, true) {
+			if p.err != nil {
+				yield(Keyed[T]{}, p.err)
 				return
 			}
-			for i := range p.Items {
-				if !yield(Keyed[T]{PartitionKey: ks[i][0], RowKey: ks[i][1], Value: p.Items[i]}, nil) {
+			for i := range p.items {
+				if !yield(Keyed[T]{PartitionKey: p.keys[i][0], RowKey: p.keys[i][1], Value: p.items[i]}, nil) {
 					return
 				}
 			}
-			if p.Next == "" {
-				return
-			}
-			at = p.Next
 		}
 	}
 }

@@ -467,16 +467,21 @@ func relabel(err error, op, table string) error {
 
 // txType returns the transaction type of an upsert or update in mode m.
 func txType(op string, m Mode) (aztables.TransactionType, error) {
-	types := map[string][3]aztables.TransactionType{
-		"upsert": {"", aztables.TransactionTypeInsertMerge, aztables.TransactionTypeInsertReplace},
-		"update": {"", aztables.TransactionTypeUpdateMerge, aztables.TransactionTypeUpdateReplace},
-		"modify": {"", aztables.TransactionTypeUpdateMerge, aztables.TransactionTypeUpdateReplace},
-	}[op]
 	if m.kind == 1 || m.kind == 2 {
-		return types[m.kind], nil
+		if op == "upsert" {
+			return upsertTypes[m.kind], nil
+		}
+		return updateTypes[m.kind], nil
 	}
 	return "", &Error{Op: op, Err: fmt.Errorf("%w: mode must be table.Merge, table.Replace or table.Fields(...), got %v", ErrInvalidEntity, m)}
 }
+
+// The transaction types of upserts and updates, by Mode.kind (1 merge, 2
+// replace).
+var (
+	upsertTypes = [3]aztables.TransactionType{"", aztables.TransactionTypeInsertMerge, aztables.TransactionTypeInsertReplace}
+	updateTypes = [3]aztables.TransactionType{"", aztables.TransactionTypeUpdateMerge, aztables.TransactionTypeUpdateReplace}
+)
 
 // updateModes maps transaction types to the SDK's update modes.
 var updateModes = map[aztables.TransactionType]aztables.UpdateMode{
