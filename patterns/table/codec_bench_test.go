@@ -97,7 +97,7 @@ func BenchmarkCodec(b *testing.B) {
 				return err
 			}
 			var out benchEntity
-			return c.decode(e.body, reflect.ValueOf(&out).Elem(), "", nil)
+			return c.decode(e.body, reflect.ValueOf(&out).Elem(), "", nil, false)
 		})
 	})
 	b.Run("edmentity", func(b *testing.B) {

@@ -1,12 +1,15 @@
 package table
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -26,7 +29,7 @@ var propsPool = sync.Pool{New: func() any { s := make([]property, 0, 32); return
 // decode parses entity JSON into v (an addressable struct value). etag,
 // when not empty, overrides the body's odata.etag (GetEntity's header).
 // When keys is not nil it receives the stored PartitionKey and RowKey.
-func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]string) error {
+func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]string, skipReserved bool) error {
 	pp := propsPool.Get().(*[]property)
 	defer func() {
 		clear(*pp)
@@ -37,6 +40,9 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 	*pp = props
 	if err != nil {
 		return err
+	}
+	if skipReserved && reservedRow(props) {
+		return errReservedRow
 	}
 	if etag == "" {
 		etag = azcore.ETag(bodyETag)
@@ -342,4 +348,26 @@ func dynamicValue(p *property) (any, error) {
 		return strconv.ParseFloat(string(v.raw), 64)
 	}
 	return nil, nil
+}
+
+// errReservedRow is what decode returns, when asked to skip reserved rows,
+// for a row whose RowKey starts with ReservedPrefix; v is left unchanged.
+var errReservedRow = errors.New("reserved row")
+
+// reservedRow reports whether the scanned entity's RowKey starts with
+// ReservedPrefix.
+func reservedRow(props []property) bool {
+	for i := range props {
+		if p := &props[i]; string(p.name) == "RowKey" {
+			switch {
+			case p.value.kind != 's':
+				return false
+			case !p.value.esc:
+				return bytes.HasPrefix(p.value.raw, []byte(ReservedPrefix))
+			default:
+				return strings.HasPrefix(stringOf(p.value), ReservedPrefix)
+			}
+		}
+	}
+	return false
 }

@@ -37,7 +37,7 @@ func TestDecodeChecksScalarAnnotations(t *testing.T) {
 	}
 	for name, js := range bad {
 		var v target
-		if err := c.decode([]byte(js), reflect.ValueOf(&v).Elem(), "", nil); err == nil || !strings.Contains(err.Error(), "property") {
+		if err := c.decode([]byte(js), reflect.ValueOf(&v).Elem(), "", nil, false); err == nil || !strings.Contains(err.Error(), "property") {
 			t.Errorf("%s: decode(%s) = %v, want a property error", name, js, err)
 		}
 	}
@@ -54,7 +54,7 @@ func TestDecodeChecksScalarAnnotations(t *testing.T) {
 	}
 	for name, js := range good {
 		var v target
-		if err := c.decode([]byte(js), reflect.ValueOf(&v).Elem(), "", nil); err != nil {
+		if err := c.decode([]byte(js), reflect.ValueOf(&v).Elem(), "", nil, false); err != nil {
 			t.Errorf("%s: decode(%s) = %v", name, js, err)
 		}
 	}

@@ -44,7 +44,7 @@ func TestDecodeChecksStoredTypes(t *testing.T) {
 	}
 	for name, js := range bad {
 		var v target
-		err := c.decode([]byte(js), reflect.ValueOf(&v).Elem(), "", nil)
+		err := c.decode([]byte(js), reflect.ValueOf(&v).Elem(), "", nil, false)
 		if err == nil || !strings.Contains(err.Error(), "property") {
 			t.Errorf("%s: decode(%s) = %v, want a property error", name, js, err)
 		}
@@ -62,7 +62,7 @@ func TestDecodeChecksStoredTypes(t *testing.T) {
 	}
 	for name, js := range good {
 		var v target
-		if err := c.decode([]byte(js), reflect.ValueOf(&v).Elem(), "", nil); err != nil {
+		if err := c.decode([]byte(js), reflect.ValueOf(&v).Elem(), "", nil, false); err != nil {
 			t.Errorf("%s: decode(%s) = %v", name, js, err)
 		}
 	}

@@ -39,7 +39,20 @@ type Query struct {
 	// Filter and Select must be the same as the earlier query's (checked:
 	// ErrInvalidFilter otherwise).
 	Cursor Cursor
+	// IncludeReserved returns the rows whose RowKey starts with
+	// ReservedPrefix, which queries skip by default. It is for the
+	// packages that keep such rows (and their operators' tools).
+	IncludeReserved bool
 }
+
+// ReservedPrefix starts the RowKey of the rows tablekit's patterns keep
+// beside an application's entities in its partitions (the commit records
+// of patterns/eventual, for instance). Queries skip these rows unless
+// Query.IncludeReserved is set, so they never decode into an
+// application's T; the skipped rows still count toward the service's page
+// of at most PageSize entities, so a page may be short. Do not give your
+// own entities RowKeys that start with it.
+const ReservedPrefix = "~tk~"
 
 // Cursor is an opaque, serializable position in a query's results: the
 // service's continuation token, how many entities the query has returned
@@ -238,14 +251,24 @@ func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool
 	if wantKeys {
 		ks = make([][2]string, len(entities))
 	}
-	for i, raw := range entities {
+	n := 0
+	for _, raw := range entities {
 		var k *[2]string
 		if wantKeys {
-			k = &ks[i]
+			k = &ks[n]
 		}
-		if err := t.codec.decode(raw, reflect.ValueOf(&p.Items[i]).Elem(), "", k); err != nil {
+		err := t.codec.decode(raw, reflect.ValueOf(&p.Items[n]).Elem(), "", k, !q.IncludeReserved)
+		switch {
+		case err == errReservedRow:
+			continue
+		case err != nil:
 			return Page[T]{}, nil, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
 		}
+		n++
+	}
+	p.Items = p.Items[:n]
+	if wantKeys {
+		ks = ks[:n]
 	}
 	next := position{pk: nextPK, rk: nextRK, returned: pos.returned + len(p.Items), fp: pos.fp}
 	if q.Limit == 0 || next.returned < q.Limit {

@@ -300,3 +300,47 @@ func TestEmptyPageWithContinuation(t *testing.T) {
 		t.Fatal("a malformed cursor must be an error")
 	}
 }
+
+// Rows under ReservedPrefix (a pattern's bookkeeping beside the entities)
+// never reach a typed query, even when they would not decode into T, and
+// still count toward Limit only when returned.
+func TestQueriesSkipReservedRows(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTable[employee](t)
+	load(t, tb, "Sales", 3)
+	ctx := context.Background()
+	dyn, err := table.New[table.Dynamic](tb.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Age is a string here: decoding this row into an employee would fail.
+	for _, rk := range []string{"000001" + table.ReservedPrefix, table.ReservedPrefix + "commit-1"} {
+		if _, err := dyn.Insert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: rk, Properties: map[string]any{"Age": "not a number"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales")}))
+	if err == nil || len(got) != 0 {
+		// The row whose RowKey only contains the prefix is an ordinary row.
+		t.Fatalf("the row 000001~tk~ decoded into an employee: %v, %v", ids(got), err)
+	}
+	all, err := table.Collect(dyn.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales")}))
+	if err != nil || len(all) != 4 {
+		t.Fatalf("Dynamic query: %d rows (%v), want 4: the reserved row skipped", len(all), err)
+	}
+	withReserved, err := table.Collect(dyn.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales"), IncludeReserved: true}))
+	if err != nil || len(withReserved) != 5 || withReserved[4].RowKey != table.ReservedPrefix+"commit-1" {
+		t.Fatalf("IncludeReserved: %d rows (%v), want 5 with the reserved row last", len(withReserved), err)
+	}
+	if err := dyn.Delete(ctx, "Sales", "000001"+table.ReservedPrefix, "*"); err != nil {
+		t.Fatal(err)
+	}
+	emps, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales"), Limit: 3, PageSize: 2}))
+	if err != nil || len(emps) != 3 {
+		t.Fatalf("typed query: %v (%v), want the 3 employees", ids(emps), err)
+	}
+	one, err := dyn.Get(ctx, "Sales", table.ReservedPrefix+"commit-1", nil)
+	if err != nil || one.Properties["Age"] != "not a number" {
+		t.Fatalf("a point read of a reserved row: %+v, %v", one, err)
+	}
+}

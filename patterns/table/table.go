@@ -351,7 +351,7 @@ func (t *Table[T]) get(ctx context.Context, op, pk, rk string, wantWrites bool) 
 	if err != nil {
 		return v, "", "", wrap(op, t.name, pk, rk, err)
 	}
-	if err := t.codec.decode(body, reflect.ValueOf(&v).Elem(), etag, nil); err != nil {
+	if err := t.codec.decode(body, reflect.ValueOf(&v).Elem(), etag, nil, false); err != nil {
 		return v, "", "", &Error{Op: op, Table: t.name, PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
 	}
 	switch {
