@@ -1,0 +1,212 @@
+package eventual
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// MaxMessageSize is the longest message text a queue accepts (64 KiB of
+// characters); a message is its intent's envelope in JSON, base64-encoded.
+const MaxMessageSize = 64 << 10
+
+// maxEnvelope is the most JSON an envelope may have when it is enqueued:
+// what base64 fits in MaxMessageSize, less room for the last error the
+// worker records in the message (maxErrorText) and the release mark.
+const maxEnvelope = MaxMessageSize/4*3 - maxErrorText - 64
+
+// maxErrorText is the most bytes of a handler's error recorded in a message
+// or a commit record.
+const maxErrorText = 1024
+
+// maxKindName is the longest kind name.
+const maxKindName = 128
+
+// Kind names one kind of intent and ties it to its payload type P. Make one
+// per kind, once (a package-level variable), and use it both to make
+// intents (New) and to handle them (Handle), so the payload type of both
+// ends is the same by construction.
+type Kind[P any] struct{ name string }
+
+// NewKind returns the kind named name. The name goes into every message of
+// the kind and selects its handler: 1 to 128 printable ASCII characters.
+// An invalid name is reported by New's drafts and by NewWorker.
+func NewKind[P any](name string) Kind[P] { return Kind[P]{name: name} }
+
+// Name returns the kind's name.
+func (k Kind[P]) Name() string { return k.name }
+
+// New makes a draft intent of kind k with payload p, and a fresh ID. The
+// payload is encoded with encoding/json now: an error (a kind name that is
+// not valid, a payload json cannot encode) is kept in the Draft and
+// reported by Enqueue or Commit, which then send nothing.
+func (k Kind[P]) New(p P) Draft {
+	d := Draft{env: envelope{V: 1, Kind: k.name, Created: time.Now().UTC()}}
+	if d.err = validKind(k.name); d.err != nil {
+		return d
+	}
+	d.env.ID, d.err = newID()
+	if d.err != nil {
+		return d
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		d.err = fmt.Errorf("%w: encoding the %s payload: %v", ErrInvalid, k.name, err)
+		return d
+	}
+	d.env.Payload = raw
+	return d
+}
+
+// Handle returns the Handler that runs fn for every intent of kind k, with
+// its payload decoded. fn must be idempotent: an intent may be delivered
+// more than once (after a crash, a lost response, an expired lease) and in
+// any order with other intents. Reconcile from the source of truth (read the
+// current state, compute what it should be, fix what differs) rather than
+// apply deltas; see the package documentation. A nil error means done: the
+// intent is then removed. An error is recorded and the intent is tried
+// again after a backoff, until WorkerOptions.MaxDeliveries.
+func (k Kind[P]) Handle(fn func(ctx context.Context, in Intent[P]) error) Handler {
+	return Handler{kind: k.name, run: func(ctx context.Context, d *delivery) error {
+		in := Intent[P]{ID: d.env.ID, Kind: d.env.Kind, Created: d.env.Created, DequeueCount: d.count, LastError: d.env.LastError}
+		if err := json.Unmarshal(d.payload, &in.Payload); err != nil {
+			return &permanentError{fmt.Errorf("decoding the %s payload: %w", k.name, err)}
+		}
+		return fn(ctx, in)
+	}}
+}
+
+// Intent is one delivery of an intent to its handler.
+type Intent[P any] struct {
+	// ID is the intent's unique id: its idempotency key.
+	ID string
+	// Kind is the kind's name.
+	Kind string
+	// Created is when the intent was made (Kind.New), in UTC.
+	Created time.Time
+	// Payload is the intent's payload, decoded.
+	Payload P
+	// DequeueCount counts the deliveries of the intent's message, this one
+	// included: 1 the first time.
+	DequeueCount int64
+	// LastError is the error of the previous delivery's handler, if it
+	// returned one (truncated to 1 KiB).
+	LastError string
+}
+
+// Handler runs the intents of one kind; make it with Kind.Handle.
+type Handler struct {
+	kind string
+	run  func(context.Context, *delivery) error
+}
+
+// Draft is an intent ready to be enqueued (Queue.Enqueue) or committed
+// with a primary write (Queue.Commit). Make it with Kind.New.
+type Draft struct {
+	env envelope
+	err error
+}
+
+// ID returns the draft's intent ID ("" when New failed).
+func (d Draft) ID() string { return d.env.ID }
+
+// Err returns the error New met, if any.
+func (d Draft) Err() error { return d.err }
+
+// envelope is an intent as it travels in a message: JSON, then base64
+// (azqueue sends message text as it is, and XML-escaping would corrupt
+// control characters and invalid UTF-8).
+type envelope struct {
+	V       int             `json:"v"`
+	ID      string          `json:"id"`
+	Kind    string          `json:"k"`
+	Created time.Time       `json:"t"`
+	Payload json.RawMessage `json:"p,omitempty"`
+	// Blob names the blob that holds the payload (a claim check) when the
+	// payload is too large for a message.
+	Blob string `json:"b,omitempty"`
+	// Commit says where the intent's commit record is (Commit's intents).
+	Commit *commitRef `json:"c,omitempty"`
+	// Released marks a committed intent's message: Commit's release step
+	// sets it once the primary's batch is applied, so the worker need not
+	// read the commit record.
+	Released bool `json:"r,omitempty"`
+	// LastError is the last failed delivery's error.
+	LastError string `json:"e,omitempty"`
+}
+
+// commitRef locates a commit record.
+type commitRef struct {
+	Table        string `json:"t"`
+	PartitionKey string `json:"pk"`
+}
+
+func (e *envelope) text() (string, error) {
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(raw), nil
+}
+
+func parseEnvelope(text string) (envelope, error) {
+	var e envelope
+	raw, err := base64.StdEncoding.DecodeString(text)
+	if err != nil {
+		return e, fmt.Errorf("the message is not base64: %w", err)
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return e, fmt.Errorf("the message is not an intent: %w", err)
+	}
+	if e.V != 1 || validID(e.ID) != nil || validKind(e.Kind) != nil {
+		return e, fmt.Errorf("the message is not an intent of version 1 with an id and a kind")
+	}
+	return e, nil
+}
+
+// newID returns 32 lower-case hex digits of randomness: valid in a RowKey
+// and a blob name.
+func newID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("eventual: making an intent id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+func validID(id string) error {
+	if len(id) != 32 {
+		return fmt.Errorf("%w: intent id %q is not 32 hex digits", ErrInvalid, id)
+	}
+	if _, err := hex.DecodeString(id); err != nil {
+		return fmt.Errorf("%w: intent id %q is not 32 hex digits", ErrInvalid, id)
+	}
+	return nil
+}
+
+func validKind(name string) error {
+	if name == "" || len(name) > maxKindName {
+		return fmt.Errorf("%w: kind name %q must have 1 to %d characters", ErrInvalid, name, maxKindName)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("%w: kind name %q: only printable ASCII characters", ErrInvalid, name)
+		}
+	}
+	return nil
+}
+
+// truncate cuts s to at most n bytes on a UTF-8 boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xc0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

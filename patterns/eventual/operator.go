@@ -1,0 +1,226 @@
+package eventual
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// PendingIntent is a committed intent whose commit record is still there:
+// its worker has not finished it yet, or it was poisoned.
+type PendingIntent struct {
+	ID           string
+	Kind         string
+	Table        string
+	PartitionKey string
+	Created      time.Time
+	// Poisoned reports that the intent went to the poison queue; Error says
+	// why.
+	Poisoned bool
+	Error    string
+}
+
+// PendingOptions narrows Pending. A nil *PendingOptions means every
+// partition of every table.
+type PendingOptions struct {
+	// Table is the name of one of Options.Tables; default: all of them.
+	Table string
+	// PartitionKey is one partition; default: all partitions (a scan of
+	// the tables' reserved rows, for an operator, never for a hot path).
+	PartitionKey string
+	// OlderThan keeps only the intents made longer ago than this.
+	OlderThan time.Duration
+}
+
+// Pending lists the committed intents not done yet, per partition or table:
+// normally the few in flight; after an incident, the poisoned ones (see
+// Poisoned for their messages) and any whose message was lost. It reads
+// the commit records (a range query per partition; a filtered scan per
+// table without PartitionKey), not the queue.
+func (q *Queue) Pending(ctx context.Context, opts *PendingOptions) iter.Seq2[PendingIntent, error] {
+	var o PendingOptions
+	if opts != nil {
+		o = *opts
+	}
+	return func(yield func(PendingIntent, error) bool) {
+		tables, err := q.tablesNamed(o.Table)
+		if err != nil {
+			yield(PendingIntent{}, err)
+			return
+		}
+		cutoff := time.Now().Add(-o.OlderThan)
+		for _, rt := range tables {
+			for rec, err := range rt.Query(ctx, recordQuery(o.PartitionKey, table.Ne("State", stateAborted))) {
+				if err != nil {
+					yield(PendingIntent{}, err)
+					return
+				}
+				if o.OlderThan > 0 && !rec.Created.Before(cutoff) {
+					continue
+				}
+				p := PendingIntent{ID: rec.RowKey[len(recordPrefix):], Kind: rec.Kind, Table: rt.Name(), PartitionKey: rec.PartitionKey, Created: rec.Created, Poisoned: rec.State == statePoisoned, Error: rec.Error}
+				if !yield(p, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Sweep deletes the aborted commit records older than olderThan (at least
+// the commit window: an aborted record must outlive any batch that could
+// still arrive) in one table, or all of Options.Tables when tableName is
+// "". A worker writes one when it rules out an intent whose Commit did not
+// apply (a crash between reserve and commit, an unknown batch outcome), so
+// they are rare; they are invisible to queries. It returns how many it
+// deleted. Cost: a filtered scan of the tables plus one batch per 100
+// records of a partition.
+func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Duration) (int, error) {
+	if olderThan < q.window {
+		return 0, fmt.Errorf("%w: Sweep's olderThan %v is shorter than the commit window %v", ErrInvalid, olderThan, q.window)
+	}
+	tables, err := q.tablesNamed(tableName)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, rt := range tables {
+		var ops []table.Op
+		f := table.And(table.Eq("State", stateAborted), table.Lt("Timestamp", time.Now().Add(-olderThan)))
+		for rec, err := range rt.Query(ctx, recordQuery("", f)) {
+			if err != nil {
+				return n, err
+			}
+			ops = append(ops, rt.DeleteOp(rec.PartitionKey, rec.RowKey, rec.ETag))
+		}
+		res, err := rt.Submit(ctx, ops, &table.BatchOptions{ContinueOnError: true})
+		for _, r := range res.Ops {
+			if r.Applied {
+				n++
+			}
+		}
+		if err != nil {
+			return n, fmt.Errorf("eventual: sweeping table %s: %w", rt.Name(), err)
+		}
+	}
+	return n, nil
+}
+
+func (q *Queue) tablesNamed(name string) ([]*table.Table[record], error) {
+	if name != "" {
+		rt := q.byName[name]
+		if rt == nil {
+			return nil, fmt.Errorf("%w: table %q is not in Options.Tables", ErrInvalid, name)
+		}
+		return []*table.Table[record]{rt}, nil
+	}
+	names := make([]string, 0, len(q.byName))
+	for n := range q.byName {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]*table.Table[record], len(names))
+	for i, n := range names {
+		out[i] = q.byName[n]
+	}
+	return out, nil
+}
+
+// recordQuery selects the commit records of one partition (or all) that
+// match f.
+func recordQuery(pk string, f table.Filter) *table.Query {
+	keys := table.RowKeyRange(recordPrefix, recordPrefix[:len(recordPrefix)-1]+string(recordPrefix[len(recordPrefix)-1]+1))
+	if pk != "" {
+		keys = table.And(table.PartitionKey(pk), keys)
+	}
+	return &table.Query{Filter: table.And(keys, f), IncludeReserved: true}
+}
+
+// PoisonedIntent is an intent in the poison queue.
+type PoisonedIntent struct {
+	ID           string // "" when the message was not a readable intent
+	Kind         string
+	Created      time.Time
+	Error        string // why it was poisoned
+	DequeueCount int64  // its deliveries
+	At           time.Time
+	// Message is the original message text (the intent's envelope, or
+	// whatever unreadable text was on the queue).
+	Message string
+}
+
+// Poisoned peeks at up to 32 intents at the front of the poison queue (1
+// round trip), without taking them. Move one back after fixing its cause
+// by enqueueing its Message on the queue.
+func (q *Queue) Poisoned(ctx context.Context, max int) ([]PoisonedIntent, error) {
+	if max < 1 || max > MaxDequeue {
+		return nil, fmt.Errorf("%w: Poisoned reads 1 to %d messages, not %d", ErrInvalid, MaxDequeue, max)
+	}
+	resp, err := q.poison.PeekMessages(ctx, &azqueue.PeekMessagesOptions{NumberOfMessages: ptr(int32(max))})
+	if err != nil {
+		return nil, fmt.Errorf("eventual: reading the poison queue: %w", err)
+	}
+	var out []PoisonedIntent
+	for _, m := range resp.Messages {
+		var p poisoned
+		raw, err := base64.StdEncoding.DecodeString(deref(m.MessageText))
+		if err == nil {
+			err = json.Unmarshal(raw, &p)
+		}
+		if err != nil {
+			out = append(out, PoisonedIntent{Message: deref(m.MessageText), Error: "not a poison record: " + err.Error()})
+			continue
+		}
+		pi := PoisonedIntent{Error: p.Error, DequeueCount: p.DequeueCount, At: p.At, Message: p.Message}
+		if env, err := parseEnvelope(p.Message); err == nil {
+			pi.ID, pi.Kind, pi.Created = env.ID, env.Kind, env.Created
+		}
+		out = append(out, pi)
+	}
+	return out, nil
+}
+
+// The idempotent steps of design rule 4, for handlers: each may run again
+// after a crash or a duplicate delivery and leaves the same state.
+
+// Put writes v whole, whether or not it exists (insert or replace): the
+// same v written twice is the same entity. 1 round trip.
+func Put[T any](ctx context.Context, tb *table.Table[T], v T) (table.Result, error) {
+	return tb.Upsert(ctx, v, table.Replace)
+}
+
+// DeleteIfExists deletes an entity, conditioned on etag (azcore.ETagAny
+// for any version); an entity already gone is success, including when a
+// retried delete finds it gone after its first attempt's response was
+// lost. 1 round trip.
+func DeleteIfExists[T any](ctx context.Context, tb *table.Table[T], pk, rk string, etag azcore.ETag) error {
+	err := tb.Delete(ctx, pk, rk, etag)
+	if isNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// InsertIfAbsent inserts v unless an entity with its keys exists, and
+// reports whether this call inserted it. A lost response is settled by the
+// core's write history (table.Insert): a retried insert that finds its own
+// earlier attempt applied reports true, not a conflict. 1 round trip.
+func InsertIfAbsent[T any](ctx context.Context, tb *table.Table[T], v T) (bool, error) {
+	_, err := tb.Insert(ctx, v)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, table.ErrAlreadyExists):
+		return false, nil
+	}
+	return false, err
+}

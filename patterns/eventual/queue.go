@@ -1,0 +1,400 @@
+package eventual
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// ErrInvalid is the sentinel for a request rejected before anything is
+// sent: a bad kind name or configuration, a payload json cannot encode or
+// too large with no blob container configured, a Commit whose operations do
+// not fit one transaction.
+var ErrInvalid = errors.New("eventual: invalid request")
+
+// ErrCommitWindow is Commit's error when its primary batch was not sent
+// (or was refused) because the intent's reservation had ended: the commit
+// window passed before the batch could be sent, or a worker had already
+// ruled the intent out. Nothing was applied; try again.
+var ErrCommitWindow = errors.New("eventual: the commit window ended before the primary write")
+
+// ErrOutcomeUnknown is table.ErrOutcomeUnknown: a write whose response was
+// lost and whose effect could not be verified.
+var ErrOutcomeUnknown = table.ErrOutcomeUnknown
+
+// DefaultCommitWindow is how long Commit's reserved message stays
+// invisible while the primary batch is written.
+const DefaultCommitWindow = 30 * time.Second
+
+// recordPrefix starts the RowKey of a commit record (then the intent id).
+const recordPrefix = table.ReservedPrefix + "intent~"
+
+// Commit record states.
+const (
+	stateCommitted = "committed" // written by Commit's batch
+	stateAborted   = "aborted"   // written by a worker: the intent never commits
+	statePoisoned  = "poisoned"  // the intent's message went to the poison queue
+)
+
+// Options configures a Queue.
+type Options struct {
+	// Poison is the queue where the worker moves an intent that failed
+	// MaxDeliveries times, or cannot be read. Required.
+	Poison *azqueue.QueueClient
+	// Blobs is the container for payloads too large for a message (claim
+	// checks): such a payload is uploaded as a blob named intents/<id>, the
+	// message carries the name, and the worker deletes the blob when the
+	// intent is done. Default (nil): such payloads are rejected
+	// (ErrInvalid).
+	Blobs *container.Client
+	// Tables are the tables Commit writes primaries to: the commit records
+	// live there, beside the primaries. Commit refuses other clients; a
+	// worker needs every table its queue's intents were committed to.
+	Tables []*aztables.Client
+	// CommitWindow is how long Commit's reserved message stays invisible
+	// while the primary batch is written; Commit does not send the batch
+	// after three quarters of it. An intent whose release is lost (a crash
+	// right after the batch) runs when the window ends. Default:
+	// DefaultCommitWindow; at least 1 s, whole seconds.
+	CommitWindow time.Duration
+}
+
+// Queue is the durable intents of one Azure queue: the way to start an
+// eventually consistent flow (Enqueue, Commit), and what a Worker runs. It
+// is safe for concurrent use.
+type Queue struct {
+	q       *azqueue.QueueClient
+	poison  *azqueue.QueueClient
+	blobs   *container.Client
+	records map[*aztables.Client]*table.Table[record] // Options.Tables
+	byName  map[string]*table.Table[record]          // the same, by name
+	window  time.Duration
+
+	hook func(step string) error // tests: a crash at a step boundary
+}
+
+// New returns a Queue over q with opts. It sends nothing.
+func New(q *azqueue.QueueClient, opts *Options) (*Queue, error) {
+	if q == nil || opts == nil || opts.Poison == nil {
+		return nil, fmt.Errorf("%w: a queue and Options.Poison are required", ErrInvalid)
+	}
+	if opts.Poison.URL() == q.URL() {
+		return nil, fmt.Errorf("%w: the poison queue must not be the queue itself", ErrInvalid)
+	}
+	w := opts.CommitWindow
+	switch {
+	case w == 0:
+		w = DefaultCommitWindow
+	case w < time.Second || w%time.Second != 0 || w > 7*24*time.Hour:
+		return nil, fmt.Errorf("%w: CommitWindow %v must be whole seconds from 1 s to 7 days", ErrInvalid, w)
+	}
+	qu := &Queue{q: q, poison: opts.Poison, blobs: opts.Blobs, records: map[*aztables.Client]*table.Table[record]{}, byName: map[string]*table.Table[record]{}, window: w}
+	for _, c := range opts.Tables {
+		rt, err := table.New[record](c)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := qu.byName[rt.Name()]; dup || rt.Name() == "" {
+			return nil, fmt.Errorf("%w: table %q given twice in Options.Tables, or without a name", ErrInvalid, rt.Name())
+		}
+		qu.records[c], qu.byName[rt.Name()] = rt, rt
+	}
+	return qu, nil
+}
+
+// record is a commit record: a reserved row in the primary's partition
+// that says the intent was committed (written in the primary's batch), or
+// that a worker ruled it out (aborted), or that it was poisoned.
+type record struct {
+	table.Meta
+	PartitionKey string `table:",pk"`
+	RowKey       string `table:",rk"`
+	Kind         string
+	Created      time.Time
+	State        string
+	Error        string `table:",omitempty"`
+}
+
+func recordKey(id string) string { return recordPrefix + id }
+
+// step runs the test hook at a step boundary; an error is a crash there.
+func (q *Queue) step(name string) error {
+	if q.hook != nil {
+		if err := q.hook(name); err != nil {
+			return fmt.Errorf("%w before %s: %w", errCrashed, name, err)
+		}
+	}
+	return nil
+}
+
+// Enqueued reports an intent put on the queue.
+type Enqueued struct {
+	ID        string // the intent's id
+	MessageID string // the queue message's id
+	// Blob is the claim check's blob name when the payload went to a blob.
+	Blob string
+}
+
+// Enqueue puts the intent d on the queue, visible at once: 1 round trip
+// (2 when the payload goes to a blob). Use it for flows that start with no
+// primary write. On ErrOutcomeUnknown (the response was lost) the intent
+// may be on the queue; enqueueing the same Draft again is harmless, since
+// handlers are idempotent and the worker runs each message, but it may run
+// twice.
+func (q *Queue) Enqueue(ctx context.Context, d Draft) (Enqueued, error) {
+	text, blobName, err := q.prepare(ctx, &d)
+	if err != nil {
+		return Enqueued{}, err
+	}
+	resp, err := q.q.EnqueueMessage(ctx, text, &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1))})
+	if err != nil {
+		return Enqueued{}, fmt.Errorf("eventual: enqueueing intent %s (%s): %w", d.env.ID, d.env.Kind, err)
+	}
+	return Enqueued{ID: d.env.ID, MessageID: messageID(resp), Blob: blobName}, nil
+}
+
+// prepare checks d and returns its message text, uploading the payload as
+// a claim-check blob when it does not fit.
+func (q *Queue) prepare(ctx context.Context, d *Draft) (text, blobName string, err error) {
+	if d.err != nil {
+		return "", "", d.err
+	}
+	if d.env.ID == "" {
+		return "", "", fmt.Errorf("%w: a zero Draft (make drafts with Kind.New)", ErrInvalid)
+	}
+	if text, err = d.env.text(); err != nil {
+		return "", "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if len(text) <= maxEnvelope/3*4 {
+		return text, "", nil
+	}
+	if q.blobs == nil {
+		return "", "", fmt.Errorf("%w: intent %s (%s) is %d bytes as a message, more than the queue's %d, and Options.Blobs is not set for claim checks", ErrInvalid, d.env.ID, d.env.Kind, len(text), maxEnvelope/3*4)
+	}
+	blobName = "intents/" + d.env.ID
+	if err := q.step("upload"); err != nil {
+		return "", "", err
+	}
+	_, err = q.blobs.NewBlockBlobClient(blobName).UploadBuffer(ctx, d.env.Payload, nil)
+	if err != nil {
+		return "", "", fmt.Errorf("eventual: uploading the payload of intent %s (%s) to blob %s: %w", d.env.ID, d.env.Kind, blobName, err)
+	}
+	env := d.env
+	env.Payload, env.Blob = nil, blobName
+	text, err = env.text()
+	return text, blobName, err
+}
+
+// CommitResult reports a Commit.
+type CommitResult struct {
+	// Batch is the primary batch's result: its ops (yours, then one commit
+	// record per intent) with their ETags.
+	Batch table.BatchResult
+	// Intents are the committed intents, in the order given.
+	Intents []Enqueued
+	// Released reports that every intent's message was made visible at
+	// once. When false (the release failed), each runs when the commit
+	// window ends instead.
+	Released bool
+}
+
+// Commit writes ops (a primary write: operations on one partition of one
+// of Options.Tables, made with that table's InsertOp, UpdateOp, ...) and
+// starts the intents with it, all or nothing, without a window in which a
+// crash loses an intent and without a table scan to find one:
+//
+//  1. reserve: each intent is enqueued invisible for the commit window;
+//  2. commit: ops and one commit record per intent (a reserved row in the
+//     primary's partition) are written in one entity group transaction;
+//  3. release: each message is made visible at once.
+//
+// 3 round trips for one intent (2n+1 for n). When the batch is not applied
+// Commit deletes the reserved messages (n round trips) and returns the
+// batch's error; nothing of the flow remains. When its outcome is unknown
+// (ErrOutcomeUnknown) the messages stay: when their window ends, a worker
+// runs each intent if its commit record exists, and otherwise writes an
+// aborted record in its place, so that the batch, if it ever arrives,
+// fails: the flow happens exactly when the primary write did. The same
+// covers a crash at any point (see the package documentation).
+//
+// ops must fit one transaction with the records: at most 100 operations
+// and 4 MiB in all, one PartitionKey; else ErrInvalid and nothing is sent.
+func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, intents ...Draft) (CommitResult, error) {
+	var res CommitResult
+	rt, pk, err := q.checkCommit(c, ops, intents)
+	if err != nil {
+		return res, err
+	}
+	all := make([]table.Op, 0, len(ops)+len(intents))
+	all = append(all, ops...)
+	for _, d := range intents {
+		all = append(all, rt.InsertOp(record{PartitionKey: pk, RowKey: recordKey(d.env.ID), Kind: d.env.Kind, Created: d.env.Created, State: stateCommitted}))
+	}
+	if n := table.EstimateBatchSize(all); n > table.MaxBatchSize {
+		return res, fmt.Errorf("%w: the primary batch with its commit records is about %d bytes, more than a transaction's %d", ErrInvalid, n, table.MaxBatchSize)
+	}
+	res.Intents = make([]Enqueued, len(intents))
+	texts := make([]string, len(intents))
+	for i := range intents {
+		d := &intents[i]
+		d.env.Commit = &commitRef{Table: rt.Name(), PartitionKey: pk}
+		if texts[i], res.Intents[i].Blob, err = q.prepare(ctx, d); err != nil {
+			return CommitResult{}, err
+		}
+	}
+
+	// 1. Reserve.
+	start := time.Now()
+	receipts := make([]string, len(intents))
+	for i := range intents {
+		if err := q.step("reserve"); err != nil {
+			return CommitResult{}, err
+		}
+		resp, err := q.q.EnqueueMessage(ctx, texts[i], &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1)), VisibilityTimeout: ptr(int32(q.window / time.Second))})
+		if err != nil {
+			q.cancel(ctx, res.Intents[:i], receipts[:i])
+			return CommitResult{}, fmt.Errorf("eventual: reserving intent %s (%s), nothing committed: %w", intents[i].env.ID, intents[i].env.Kind, err)
+		}
+		res.Intents[i].ID, res.Intents[i].MessageID = intents[i].env.ID, messageID(resp)
+		receipts[i] = popReceipt(resp)
+	}
+
+	// 2. Commit, only while the reservation holds with a margin.
+	if err := q.step("commit"); err != nil {
+		return CommitResult{}, err
+	}
+	deadline := start.Add(q.window * 3 / 4)
+	if time.Now().After(deadline) {
+		q.cancel(ctx, res.Intents, receipts)
+		return CommitResult{}, fmt.Errorf("%w: %v passed while reserving", ErrCommitWindow, time.Since(start).Round(time.Millisecond))
+	}
+	bctx, cancel := context.WithDeadline(ctx, deadline)
+	res.Batch, err = table.Submit(bctx, c, table.Atomic(all...), nil)
+	cancel()
+	switch {
+	case errors.Is(err, table.ErrOutcomeUnknown):
+		return res, fmt.Errorf("eventual: the primary batch's outcome is unknown; a worker settles it when the commit window ends (the intents run if and only if it applied): %w", err)
+	case err != nil:
+		q.cancel(ctx, res.Intents, receipts)
+		for i := len(ops); i < len(all) && i < len(res.Batch.Ops); i++ {
+			if errors.Is(res.Batch.Ops[i].Err, table.ErrAlreadyExists) {
+				return res, fmt.Errorf("%w: a worker ruled intent %s out after its window: %w", ErrCommitWindow, res.Intents[i-len(ops)].ID, err)
+			}
+		}
+		return res, err
+	}
+
+	// 3. Release.
+	res.Released = true
+	for i := range intents {
+		if err := q.step("release"); err != nil {
+			return res, err
+		}
+		env := intents[i].env
+		env.Released = true
+		if res.Intents[i].Blob != "" {
+			env.Payload, env.Blob = nil, res.Intents[i].Blob
+		}
+		text, err := env.text()
+		if err == nil {
+			_, err = q.q.UpdateMessage(ctx, res.Intents[i].MessageID, receipts[i], text, &azqueue.UpdateMessageOptions{VisibilityTimeout: ptr(int32(0))})
+		}
+		if err != nil {
+			res.Released = false // it runs when the window ends
+		}
+	}
+	return res, nil
+}
+
+// checkCommit validates a Commit before anything is sent.
+func (q *Queue) checkCommit(c *aztables.Client, ops []table.Op, intents []Draft) (*table.Table[record], string, error) {
+	if c == nil || len(intents) == 0 {
+		return nil, "", fmt.Errorf("%w: Commit needs a table and at least one intent", ErrInvalid)
+	}
+	rt := q.records[c]
+	if rt == nil {
+		return nil, "", fmt.Errorf("%w: the table client is not one of Options.Tables", ErrInvalid)
+	}
+	if n := len(ops) + len(intents); n > table.MaxBatchOps {
+		return nil, "", fmt.Errorf("%w: %d operations and %d intents are %d operations, more than a transaction's %d", ErrInvalid, len(ops), len(intents), n, table.MaxBatchOps)
+	}
+	if len(ops) == 0 {
+		return nil, "", fmt.Errorf("%w: Commit needs the primary write's operations (use Enqueue for an intent alone)", ErrInvalid)
+	}
+	pk := ops[0].PartitionKey()
+	for i, o := range ops {
+		if err := o.Err(); err != nil {
+			return nil, "", fmt.Errorf("op %d: %w", i, err)
+		}
+		if o.PartitionKey() != pk {
+			return nil, "", fmt.Errorf("%w: op %d is in partition %q, op 0 in %q: one transaction holds one partition", ErrInvalid, i, o.PartitionKey(), pk)
+		}
+	}
+	for i := range intents {
+		if err := intents[i].err; err != nil {
+			return nil, "", err
+		}
+		if intents[i].env.ID == "" {
+			return nil, "", fmt.Errorf("%w: a zero Draft (make drafts with Kind.New)", ErrInvalid)
+		}
+	}
+	return rt, pk, nil
+}
+
+// cancel deletes reserved messages whose batch was not applied. A failure
+// is harmless: the worker rules each out when its window ends.
+func (q *Queue) cancel(ctx context.Context, in []Enqueued, receipts []string) {
+	ctx = context.WithoutCancel(ctx)
+	for i := range in {
+		if q.step("cancel") != nil {
+			return
+		}
+		q.q.DeleteMessage(ctx, in[i].MessageID, receipts[i], nil) //nolint:errcheck // see above
+		if in[i].Blob != "" {
+			q.deleteBlob(ctx, in[i].Blob) //nolint:errcheck // Sweep removes it
+		}
+	}
+}
+
+func (q *Queue) deleteBlob(ctx context.Context, name string) error {
+	_, err := q.blobs.NewBlobClient(name).Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: ptr(blob.DeleteSnapshotsOptionTypeInclude)})
+	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		return fmt.Errorf("eventual: deleting claim-check blob %s: %w", name, err)
+	}
+	return nil
+}
+
+func messageID(r azqueue.EnqueueMessagesResponse) string {
+	if len(r.Messages) == 0 || r.Messages[0].MessageID == nil {
+		return ""
+	}
+	return *r.Messages[0].MessageID
+}
+
+func popReceipt(r azqueue.EnqueueMessagesResponse) string {
+	if len(r.Messages) == 0 || r.Messages[0].PopReceipt == nil {
+		return ""
+	}
+	return *r.Messages[0].PopReceipt
+}
+
+// isNotFound reports a 404 from any of the services, also when it is the
+// final answer of a write whose earlier attempt was lost (for a delete,
+// gone either way).
+func isNotFound(err error) bool {
+	var re *azcore.ResponseError
+	return errors.Is(err, table.ErrNotFound) || errors.As(err, &re) && re.StatusCode == 404 ||
+		queueerror.HasCode(err, queueerror.MessageNotFound)
+}
+
+func ptr[V any](v V) *V { return &v }

@@ -1,0 +1,699 @@
+package eventual
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/retry"
+)
+
+// MaxDequeue is the most messages one dequeue returns (the service's
+// limit).
+const MaxDequeue = 32
+
+// WorkerOptions configures a Worker. A nil *WorkerOptions means defaults.
+type WorkerOptions struct {
+	// Concurrency is the most handlers running at once; each dequeue asks
+	// for as many messages as there are free slots (at most 32). Default: 8.
+	Concurrency int
+	// VisibilityTimeout is the lease on a message: how long it stays
+	// invisible to other workers after a dequeue. The worker renews it
+	// every third of it while the handler runs, so a handler may take
+	// longer; a crashed worker's messages reappear after it. Whole seconds,
+	// at least 1 s. Default: 30 s.
+	VisibilityTimeout time.Duration
+	// MaxDeliveries is how many deliveries an intent gets before it goes
+	// to the poison queue: a handler error on the last one, or a delivery
+	// beyond it (the earlier ones ended in crashes or expired leases),
+	// poisons it. Default: 5.
+	MaxDeliveries int64
+	// Backoff is the wait before a failed intent is delivered again: its
+	// message is made visible after Backoff.Delay(deliveries-1), rounded up
+	// to whole seconds. Default: 1 s doubling to at most 5 minutes, with the
+	// guide's jitter. The zero Policy retries at once.
+	Backoff *retry.Policy
+	// Idle is how the worker waits when the queue is empty: Idle.Delay(n)
+	// after the n-th empty dequeue in a row (and Drain between its checks).
+	// Default: 100 ms doubling to at most 5 s.
+	Idle *retry.Policy
+	// Grace is how long Run lets running handlers finish after its context
+	// is done, before cancelling their context. A handler that does not
+	// finish leaves its message on the queue (made visible at once) for
+	// another worker. Default: 30 s.
+	Grace time.Duration
+	// Logger receives one record per event (debug level for processed and
+	// renewed, warn for failed, dropped and lease lost, error for
+	// poisoned). Default: no logging.
+	Logger *slog.Logger
+	// OnEvent, if set, is called for every event (for metrics). It must be
+	// safe for concurrent use and return quickly.
+	OnEvent func(Event)
+}
+
+// EventType says what happened to an intent.
+type EventType string
+
+// The events of a Worker.
+const (
+	// Processed: the handler succeeded and the intent was removed.
+	Processed EventType = "processed"
+	// Failed: the handler returned an error; the intent is tried again
+	// after the backoff.
+	Failed EventType = "failed"
+	// Poisoned: the intent was moved to the poison queue.
+	Poisoned EventType = "poisoned"
+	// Renewed: the lease on a running intent's message was extended.
+	Renewed EventType = "renewed"
+	// Dropped: the message was removed without running the handler: its
+	// Commit never applied (ruled out), or it was already done.
+	Dropped EventType = "dropped"
+	// LeaseLost: the worker could not renew or settle the message (another
+	// worker holds it now); the handler's context is cancelled and the
+	// message is left to its new holder.
+	LeaseLost EventType = "lease lost"
+)
+
+// Event is one thing that happened to an intent in a Worker.
+type Event struct {
+	Type         EventType
+	ID           string // the intent's id ("" for an unreadable message)
+	Kind         string
+	MessageID    string
+	DequeueCount int64
+	Elapsed      time.Duration // since the delivery began
+	Err          error         // Failed, Poisoned, LeaseLost; why
+}
+
+// Worker runs the intents of a Queue with their kinds' handlers. Several
+// workers, in one process or many, may run on one queue (competing
+// consumers). It is safe for concurrent use.
+type Worker struct {
+	q        *Queue
+	handlers map[string]Handler
+	conc     int
+	vt       time.Duration
+	maxDeliv int64
+	backoff  retry.Policy
+	idle     retry.Policy
+	grace    time.Duration
+	log      *slog.Logger
+	onEvent  func(Event)
+
+	running  atomic.Bool
+	inflight atomic.Int64
+}
+
+// NewWorker returns a Worker for q's intents with one handler per kind.
+func NewWorker(q *Queue, opts *WorkerOptions, handlers ...Handler) (*Worker, error) {
+	if q == nil {
+		return nil, fmt.Errorf("%w: NewWorker needs a Queue", ErrInvalid)
+	}
+	var o WorkerOptions
+	if opts != nil {
+		o = *opts
+	}
+	w := &Worker{q: q, handlers: map[string]Handler{}, conc: o.Concurrency, vt: o.VisibilityTimeout, maxDeliv: o.MaxDeliveries,
+		backoff: retry.Policy{Default: time.Second, Min: time.Second, Max: 5 * time.Minute}, idle: retry.Policy{Default: 100 * time.Millisecond, Max: 5 * time.Second},
+		grace: o.Grace, log: o.Logger, onEvent: o.OnEvent}
+	if o.Backoff != nil {
+		w.backoff = *o.Backoff
+	}
+	if o.Idle != nil {
+		w.idle = *o.Idle
+	}
+	switch {
+	case w.conc == 0:
+		w.conc = 8
+	case w.conc < 0:
+		return nil, fmt.Errorf("%w: Concurrency %d", ErrInvalid, w.conc)
+	}
+	switch {
+	case w.vt == 0:
+		w.vt = 30 * time.Second
+	case w.vt < time.Second || w.vt%time.Second != 0 || w.vt > 7*24*time.Hour:
+		return nil, fmt.Errorf("%w: VisibilityTimeout %v must be whole seconds from 1 s to 7 days", ErrInvalid, w.vt)
+	}
+	switch {
+	case w.maxDeliv == 0:
+		w.maxDeliv = 5
+	case w.maxDeliv < 0:
+		return nil, fmt.Errorf("%w: MaxDeliveries %d", ErrInvalid, w.maxDeliv)
+	}
+	if w.grace == 0 {
+		w.grace = 30 * time.Second
+	}
+	if len(handlers) == 0 {
+		return nil, fmt.Errorf("%w: NewWorker needs at least one handler", ErrInvalid)
+	}
+	for _, h := range handlers {
+		if h.run == nil {
+			return nil, fmt.Errorf("%w: a zero Handler (make handlers with Kind.Handle)", ErrInvalid)
+		}
+		if err := validKind(h.kind); err != nil {
+			return nil, err
+		}
+		if _, dup := w.handlers[h.kind]; dup {
+			return nil, fmt.Errorf("%w: two handlers for kind %q", ErrInvalid, h.kind)
+		}
+		w.handlers[h.kind] = h
+	}
+	return w, nil
+}
+
+// Run dequeues intents and runs their handlers until ctx is done, then
+// stops gracefully: it dequeues no more, lets running handlers finish
+// within Grace, and returns nil once every handler has returned. A
+// message is deleted only after its handler succeeded. Run returns an
+// error, after the same graceful stop, when the queue cannot be read at
+// all (it does not exist, access is denied); transient failures are
+// retried with the Idle backoff. One Run at a time per Worker.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: the Worker is already running", ErrInvalid)
+	}
+	defer w.running.Store(false)
+	hctx, stopHandlers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHandlers()
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, w.conc)
+	var runErr error
+	empty := 0
+	for ctx.Err() == nil {
+		n := 0
+		select { // at least one free slot
+		case slots <- struct{}{}:
+			n = 1
+		case <-ctx.Done():
+		}
+		for n > 0 && n < min(w.conc, MaxDequeue) {
+			select {
+			case slots <- struct{}{}:
+				n++
+				continue
+			default:
+			}
+			break
+		}
+		if n == 0 {
+			break
+		}
+		resp, err := w.q.q.DequeueMessages(ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: ptr(int32(n)), VisibilityTimeout: ptr(int32(w.vt / time.Second))})
+		got := 0
+		if err == nil {
+			got = len(resp.Messages)
+		}
+		for range n - got {
+			<-slots
+		}
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && fatal(err):
+			runErr = fmt.Errorf("eventual: reading queue %s: %w", w.q.q.URL(), err)
+		case err != nil || got == 0:
+			if err != nil && w.log != nil {
+				w.log.Warn("eventual: dequeue failed", "err", err)
+			}
+			wait(ctx, w.idle.Delay(empty))
+			empty++
+			continue
+		}
+		if runErr != nil {
+			break
+		}
+		empty = 0
+		for _, m := range resp.Messages {
+			w.inflight.Add(1)
+			wg.Add(1)
+			go func() {
+				defer func() { w.inflight.Add(-1); <-slots; wg.Done() }()
+				w.handle(hctx, m)
+			}()
+		}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(w.grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		stopHandlers()
+		<-done
+	}
+	return runErr
+}
+
+// fatal reports a dequeue error that retrying will not cure.
+func fatal(err error) bool {
+	var re *azcore.ResponseError
+	return queueerror.HasCode(err, queueerror.QueueNotFound) || errors.As(err, &re) && (re.StatusCode == 403 || re.StatusCode == 404)
+}
+
+// Drain waits until the queue is empty (no message queued, reserved,
+// waiting for a retry or being handled) and this worker runs no handler:
+// for tests, demos and shutdown scripts. It needs a Run (here or in
+// another process) to make progress, and checks the queue between Idle
+// waits (a round trip each). Poisoned intents are not waited for.
+func (w *Worker) Drain(ctx context.Context) error {
+	for x := 0; ; x++ {
+		if w.inflight.Load() == 0 {
+			props, err := w.q.q.GetProperties(ctx, nil)
+			if err != nil {
+				return fmt.Errorf("eventual: reading queue %s: %w", w.q.q.URL(), err)
+			}
+			if props.ApproximateMessagesCount != nil && *props.ApproximateMessagesCount == 0 && w.inflight.Load() == 0 {
+				return nil
+			}
+		}
+		if err := wait(ctx, w.idle.Delay(x)); err != nil {
+			return err
+		}
+	}
+}
+
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// delivery is one dequeued message being handled.
+type delivery struct {
+	id      string
+	count   int64
+	env     envelope
+	payload []byte
+	start   time.Time
+
+	mu     sync.Mutex
+	pop    string // the latest pop receipt
+	text   string // the message's current text
+	lost   bool   // the lease is lost: never touch the message again
+	cancel context.CancelFunc
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// handle runs one message to its end: processed, failed (to be retried),
+// dropped or poisoned. A crash injected by a test hook returns at once,
+// leaving everything as a dead process would.
+func (w *Worker) handle(ctx context.Context, m *azqueue.DequeuedMessage) {
+	d := &delivery{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText), start: time.Now()}
+	if m.DequeueCount != nil {
+		d.count = *m.DequeueCount
+	}
+	if w.q.step("dequeued") != nil {
+		return
+	}
+	env, err := parseEnvelope(d.text)
+	if err != nil {
+		w.poison(ctx, d, err)
+		return
+	}
+	d.env = env
+	hctx := w.lease(ctx, d)
+	defer d.release()
+	if d.count > w.maxDeliv {
+		cause := env.LastError
+		if cause == "" {
+			cause = "no delivery finished: each ended in a crash or an expired lease"
+		}
+		w.poison(ctx, d, fmt.Errorf("%d deliveries, more than MaxDeliveries (%d); last error: %s", d.count, w.maxDeliv, cause))
+		return
+	}
+	if env.Commit != nil && !env.Released {
+		ok, err := w.committed(ctx, d)
+		switch {
+		case errors.Is(err, errCrashed):
+			return
+		case err != nil:
+			w.failed(ctx, d, err)
+			return
+		case !ok:
+			w.drop(ctx, d, "its Commit did not apply")
+			return
+		}
+	}
+	d.payload = env.Payload
+	if env.Blob != "" {
+		d.payload, err = w.download(ctx, env.Blob)
+		switch {
+		case isNotFound(err): // deleted after the intent was done
+			w.drop(ctx, d, "it is done (its claim-check blob is deleted)")
+			return
+		case err != nil:
+			w.failed(ctx, d, err)
+			return
+		}
+	}
+	h, ok := w.handlers[env.Kind]
+	if !ok {
+		w.failed(ctx, d, fmt.Errorf("no handler for kind %q in this worker", env.Kind))
+		return
+	}
+	if w.q.step("handler") != nil {
+		return
+	}
+	if err := runHandler(hctx, h, d); err != nil {
+		if ctx.Err() != nil { // Run's grace period ended
+			w.abandon(d)
+			return
+		}
+		w.failed(ctx, d, err)
+		return
+	}
+	if w.q.step("handled") != nil {
+		return
+	}
+	if err := w.finish(ctx, d); err != nil {
+		if !errors.Is(err, errCrashed) {
+			w.emit(d, LeaseLost, err)
+		}
+		return
+	}
+	w.emit(d, Processed, nil)
+}
+
+// runHandler runs h, turning a panic into an error.
+func runHandler(ctx context.Context, h Handler, d *delivery) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return h.run(ctx, d)
+}
+
+// committed reports whether the intent's Commit applied, for a message
+// that was not released: its commit record exists. When it does not, the
+// worker writes an aborted record in its place first, so that the
+// primary's batch, if it is still on its way, fails instead of applying
+// without its intent.
+func (w *Worker) committed(ctx context.Context, d *delivery) (bool, error) {
+	c := d.env.Commit
+	rt := w.q.byName[c.Table]
+	if rt == nil {
+		return false, &permanentError{fmt.Errorf("the intent was committed to table %q, which is not in this Queue's Options.Tables", c.Table)}
+	}
+	for range 2 {
+		rec, err := rt.Get(ctx, c.PartitionKey, recordKey(d.env.ID), nil)
+		if err == nil {
+			return rec.State != stateAborted, nil
+		}
+		if !errors.Is(err, table.ErrNotFound) {
+			return false, err
+		}
+		if err := w.q.step("abort"); err != nil {
+			return false, err
+		}
+		_, err = rt.Insert(ctx, record{PartitionKey: c.PartitionKey, RowKey: recordKey(d.env.ID), Kind: d.env.Kind, Created: d.env.Created, State: stateAborted})
+		if !errors.Is(err, table.ErrAlreadyExists) {
+			return false, err // nil: ruled out
+		}
+		// The batch arrived in between: read its record.
+	}
+	return false, fmt.Errorf("the commit record of intent %s keeps changing", d.env.ID)
+}
+
+func (w *Worker) download(ctx context.Context, name string) ([]byte, error) {
+	if w.q.blobs == nil {
+		return nil, &permanentError{fmt.Errorf("the payload is in blob %s and this Queue has no Options.Blobs", name)}
+	}
+	resp, err := w.q.blobs.NewBlobClient(name).DownloadStream(ctx, nil)
+	if err != nil {
+		if bloberror.HasCode(err, bloberror.BlobNotFound) {
+			return nil, fmt.Errorf("%w: %w", table.ErrNotFound, err)
+		}
+		return nil, fmt.Errorf("eventual: reading claim-check blob %s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+// finish removes a done intent: its commit record, its blob, its message,
+// in that order, so that a crash in between leaves a message that runs the
+// (idempotent) handler again rather than a record nobody removes.
+func (w *Worker) finish(ctx context.Context, d *delivery) error {
+	if c := d.env.Commit; c != nil {
+		if rt := w.q.byName[c.Table]; rt != nil {
+			if err := rt.Delete(ctx, c.PartitionKey, recordKey(d.env.ID), azcore.ETagAny); err != nil && !isNotFound(err) {
+				return fmt.Errorf("removing the commit record: %w", err)
+			}
+		}
+		if err := w.q.step("unrecorded"); err != nil {
+			return err
+		}
+	}
+	if d.env.Blob != "" {
+		if err := w.q.deleteBlob(ctx, d.env.Blob); err != nil {
+			return err
+		}
+	}
+	if err := w.q.step("delete"); err != nil {
+		return err
+	}
+	return w.deleteMessage(ctx, d)
+}
+
+// abandon makes the message of a handler stopped by Run's shutdown visible
+// at once, for another worker, without recording a failure.
+func (w *Worker) abandon(d *delivery) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	w.update(ctx, d, 0) //nolint:errcheck // else it reappears after VisibilityTimeout
+}
+
+// drop removes a message without running its handler.
+func (w *Worker) drop(ctx context.Context, d *delivery, why string) {
+	if d.env.Blob != "" && d.env.Commit != nil && !d.env.Released {
+		w.q.deleteBlob(ctx, d.env.Blob) //nolint:errcheck // best effort: Sweep removes it
+	}
+	if err := w.deleteMessage(ctx, d); err != nil {
+		w.emit(d, LeaseLost, err)
+		return
+	}
+	w.emit(d, Dropped, errors.New(why))
+}
+
+// failed records a handler's (or a step's) error in the message and makes
+// it visible again after the backoff, or poisons it after the last
+// delivery or for an error retrying cannot cure.
+func (w *Worker) failed(ctx context.Context, d *delivery, err error) {
+	var perm *permanentError
+	if errors.As(err, &perm) || d.count >= w.maxDeliv {
+		w.poison(ctx, d, err)
+		return
+	}
+	d.env.LastError = truncate(err.Error(), maxErrorText)
+	delay := w.backoff.Delay(int(d.count) - 1)
+	secs := int32((delay + time.Second - 1) / time.Second)
+	if uerr := w.update(ctx, d, secs); uerr != nil {
+		w.emit(d, LeaseLost, uerr)
+	}
+	w.emit(d, Failed, err)
+}
+
+// poison moves the message to the poison queue with cause, marks the
+// intent's commit record poisoned (so that Pending shows it), and deletes
+// the message. A crash in between leaves a message that is poisoned again
+// at its next delivery (a duplicate in the poison queue, never a loss).
+func (w *Worker) poison(ctx context.Context, d *delivery, cause error) {
+	msg := truncate(cause.Error(), maxErrorText)
+	if c := d.env.Commit; c != nil {
+		if rt := w.q.byName[c.Table]; rt != nil {
+			// Only a committed record is marked: an intent whose commit is
+			// not settled yet stays unsettled (the next delivery does it).
+			rt.Update(ctx, record{PartitionKey: c.PartitionKey, RowKey: recordKey(d.env.ID), State: statePoisoned, Error: msg}, azcore.ETagAny, table.Fields("State", "Error")) //nolint:errcheck // best effort: the poison queue has it
+		}
+	}
+	p := poisoned{Message: d.text, Error: msg, DequeueCount: d.count, At: time.Now().UTC()}
+	raw, err := json.Marshal(p)
+	if err == nil {
+		_, err = w.q.poison.EnqueueMessage(ctx, base64.StdEncoding.EncodeToString(raw), &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1))})
+	}
+	if err != nil {
+		// Not poisoned: the message comes back and is poisoned then.
+		w.emit(d, Failed, fmt.Errorf("moving to the poison queue: %w (cause: %s)", err, msg))
+		return
+	}
+	if w.q.step("poisoned") != nil {
+		return
+	}
+	if err := w.deleteMessage(ctx, d); err != nil {
+		w.emit(d, LeaseLost, err)
+	}
+	w.emit(d, Poisoned, errors.New(msg))
+}
+
+// lease starts renewing d's message and returns the handler's context,
+// cancelled when the lease is lost.
+func (w *Worker) lease(ctx context.Context, d *delivery) context.Context {
+	hctx, cancel := context.WithCancel(ctx)
+	d.cancel, d.stop, d.done = cancel, make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(d.done)
+		t := time.NewTicker(w.vt / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-d.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			d.mu.Lock()
+			if d.lost {
+				d.mu.Unlock()
+				return
+			}
+			err := w.updateLocked(ctx, d, int32(w.vt/time.Second))
+			d.mu.Unlock()
+			if err != nil && d.isLost() {
+				cancel()
+				w.emit(d, LeaseLost, err)
+				return
+			}
+			if err == nil {
+				w.emit(d, Renewed, nil)
+			}
+		}
+	}()
+	return hctx
+}
+
+// release stops the renewal and waits for it.
+func (d *delivery) release() {
+	if d.stop == nil {
+		return
+	}
+	select {
+	case <-d.stop:
+	default:
+		close(d.stop)
+	}
+	<-d.done
+	d.cancel()
+}
+
+func (d *delivery) isLost() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lost
+}
+
+// update rewrites the message with d.env and makes it visible after secs.
+func (w *Worker) update(ctx context.Context, d *delivery, secs int32) error {
+	text, err := d.env.text()
+	if err != nil {
+		return err
+	}
+	d.release()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lost {
+		return errors.New("the lease was lost")
+	}
+	d.text = text
+	return w.updateLocked(ctx, d, secs)
+}
+
+// updateLocked sends d.text with visibility secs and keeps the new pop
+// receipt; a receipt the service no longer knows means the lease is lost.
+func (w *Worker) updateLocked(ctx context.Context, d *delivery, secs int32) error {
+	resp, err := w.q.q.UpdateMessage(ctx, d.id, d.pop, d.text, &azqueue.UpdateMessageOptions{VisibilityTimeout: ptr(secs)})
+	if err != nil {
+		if queueerror.HasCode(err, queueerror.PopReceiptMismatch, queueerror.MessageNotFound) || errors.Is(err, retry.ErrOutcomeUnknown) {
+			d.lost = true // an unknown update may have changed the receipt
+		}
+		return fmt.Errorf("eventual: updating message %s: %w", d.id, err)
+	}
+	if resp.PopReceipt != nil {
+		d.pop = *resp.PopReceipt
+	}
+	return nil
+}
+
+// deleteMessage deletes d's message with the latest pop receipt; a message
+// already gone (a retried delete) is success.
+func (w *Worker) deleteMessage(ctx context.Context, d *delivery) error {
+	d.release()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lost {
+		return errors.New("eventual: the lease was lost before the message could be deleted")
+	}
+	_, err := w.q.q.DeleteMessage(ctx, d.id, d.pop, nil)
+	if err != nil && !queueerror.HasCode(err, queueerror.MessageNotFound) {
+		return fmt.Errorf("eventual: deleting message %s: %w", d.id, err)
+	}
+	return nil
+}
+
+func (w *Worker) emit(d *delivery, t EventType, err error) {
+	if w.onEvent == nil && w.log == nil {
+		return
+	}
+	ev := Event{Type: t, ID: d.env.ID, Kind: d.env.Kind, MessageID: d.id, DequeueCount: d.count, Elapsed: time.Since(d.start), Err: err}
+	if w.onEvent != nil {
+		w.onEvent(ev)
+	}
+	if w.log != nil {
+		level := slog.LevelWarn
+		switch t {
+		case Processed, Renewed:
+			level = slog.LevelDebug
+		case Poisoned:
+			level = slog.LevelError
+		}
+		attrs := []any{"id", ev.ID, "kind", ev.Kind, "message", ev.MessageID, "dequeue_count", ev.DequeueCount, "elapsed", ev.Elapsed}
+		if err != nil {
+			attrs = append(attrs, "err", err)
+		}
+		w.log.Log(context.Background(), level, "eventual: "+string(t), attrs...)
+	}
+}
+
+// permanentError is a failure that retrying cannot cure (an unreadable
+// payload): the intent is poisoned at once.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// errCrashed stops a delivery at a test's crash point.
+var errCrashed = errors.New("eventual: crashed (test hook)")
+
+// poisoned is a poison-queue message: the original message text and why.
+type poisoned struct {
+	Message      string    `json:"m"`
+	Error        string    `json:"e"`
+	DequeueCount int64     `json:"n"`
+	At           time.Time `json:"t"`
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
