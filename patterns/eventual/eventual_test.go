@@ -9,7 +9,6 @@ import (
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
-
 func countReq(reqs []reqView, method, part string) int {
 	n := 0
 	for _, r := range reqs {

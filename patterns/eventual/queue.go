@@ -77,7 +77,7 @@ type Queue struct {
 	poison  *azqueue.QueueClient
 	blobs   *container.Client
 	records map[*aztables.Client]*table.Table[record] // Options.Tables
-	byName  map[string]*table.Table[record]          // the same, by name
+	byName  map[string]*table.Table[record]           // the same, by name
 	window  time.Duration
 
 	hook func(step string) error // tests: a crash at a step boundary
@@ -126,6 +126,12 @@ type record struct {
 }
 
 func recordKey(id string) string { return recordPrefix + id }
+
+// recordOp is the insert of d's commit record in Commit's batch: it fails
+// the batch when a worker has ruled d out (an aborted record is there).
+func recordOp(rt *table.Table[record], pk string, d Draft) table.Op {
+	return rt.InsertOp(record{PartitionKey: pk, RowKey: recordKey(d.env.ID), Kind: d.env.Kind, Created: d.env.Created, State: stateCommitted})
+}
 
 // step runs the test hook at a step boundary; an error is a crash there.
 func (q *Queue) step(name string) error {
@@ -238,7 +244,7 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 	all := make([]table.Op, 0, len(ops)+len(intents))
 	all = append(all, ops...)
 	for _, d := range intents {
-		all = append(all, rt.InsertOp(record{PartitionKey: pk, RowKey: recordKey(d.env.ID), Kind: d.env.Kind, Created: d.env.Created, State: stateCommitted}))
+		all = append(all, recordOp(rt, pk, d))
 	}
 	if n := table.EstimateBatchSize(all); n > table.MaxBatchSize {
 		return res, fmt.Errorf("%w: the primary batch with its commit records is about %d bytes, more than a transaction's %d", ErrInvalid, n, table.MaxBatchSize)

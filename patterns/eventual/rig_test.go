@@ -3,6 +3,8 @@ package eventual_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,9 +57,12 @@ type rig struct {
 	orders   *table.Table[order]
 	index    *table.Table[byEmail]
 
-	mu    sync.Mutex
-	crash map[string]int // step -> crash at its n-th pass (1-based)
-	seen  map[string]int
+	mu     sync.Mutex
+	crash  map[string]int // step -> crash at its n-th pass (1-based)
+	seen   map[string]int
+	runs   map[string]int // intent id -> handler runs
+	crashP float64        // random crashes: probability per step (model test)
+	rnd    func() float64
 }
 
 // fast is the retry policy of the rig's clients: real retries, short waits.
@@ -66,7 +71,7 @@ var fast = retry.Policy{Default: time.Millisecond, Max: 5 * time.Millisecond, Ma
 func newRig(t *testing.T, opts *eventual.Options) *rig {
 	t.Helper()
 	env := tabletest.New(t)
-	r := &rig{env: env, qft: &faults.Transport{}, tft: &faults.Transport{}, crash: map[string]int{}, seen: map[string]int{}}
+	r := &rig{env: env, qft: &faults.Transport{}, tft: &faults.Transport{}, crash: map[string]int{}, seen: map[string]int{}, runs: map[string]int{}}
 	qo := &azqueue.ClientOptions{}
 	qo.Transport = r.qft
 	fast.ApplyTo(&qo.ClientOptions)
@@ -112,7 +117,7 @@ func (r *rig) hook(step string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seen[step]++
-	if r.crash[step] == r.seen[step] {
+	if r.crash[step] == r.seen[step] || r.crashP > 0 && r.rnd() < r.crashP {
 		return errCrash
 	}
 	return nil
@@ -122,6 +127,9 @@ func (r *rig) hook(step string) error {
 // the row exists with the order's total when the order does, and not
 // otherwise.
 func (r *rig) handle(ctx context.Context, in eventual.Intent[indexOrder]) error {
+	r.mu.Lock()
+	r.runs[in.ID]++
+	r.mu.Unlock()
 	p := in.Payload
 	o, err := r.orders.Get(ctx, p.Customer, p.ID, nil)
 	switch {
@@ -232,6 +240,27 @@ func (r *rig) leftovers(t *testing.T) (records int, messages int32) {
 		t.Fatal(err)
 	}
 	return records, *props.ApproximateMessagesCount
+}
+
+// noLeaks fails the test if a goroutine of a Worker survives its Run.
+// Run joins every goroutine it starts before it returns, so this needs no
+// waiting. Only a test that is not parallel may call it (parallel tests
+// run after the others, so no other worker runs then).
+func noLeaks(t *testing.T) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "eventual.(*Worker)") && !strings.Contains(g, "eventual.(*Worker).Run(") {
+			t.Errorf("a worker goroutine outlived Run:\n%s", g)
+		}
+	}
+}
+
+func (r *rig) runsOf(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs[id]
 }
 
 var _ = azblob.Client{}

@@ -1,0 +1,488 @@
+package eventual_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/patterns/eventual"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// commitOrder commits a new order with its index intent.
+func (r *rig) commitOrder(ctx context.Context, cust, id, email string, total int64) (eventual.Draft, eventual.CommitResult, error) {
+	d := indexKind.New(indexOrder{cust, id, email})
+	res, err := r.q.Commit(ctx, r.orders.Client(), []table.Op{r.orders.UpsertOp(order{Customer: cust, ID: id, Email: email, Total: total}, table.Replace)}, d)
+	return d, res, err
+}
+
+// checkSettled drains with a fresh worker and checks the end state: the
+// index is what the orders call for, no commit record or message is left,
+// and the intents ran exactly when committed.
+func (r *rig) checkSettled(t *testing.T, committed, uncommitted []string) {
+	t.Helper()
+	w := r.worker(t, nil)
+	stop := start(t, w)
+	drain(t, w)
+	stop()
+	got, want := r.indexRows(t), r.wantIndex(t)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("index %v, want %v", got, want)
+	}
+	if recs, msgs := r.leftovers(t); recs != 0 || msgs != 0 {
+		t.Errorf("%d commit records and %d messages left", recs, msgs)
+	}
+	for _, id := range committed {
+		if r.runsOf(id) == 0 {
+			t.Errorf("committed intent %s never ran", id)
+		}
+	}
+	for _, id := range uncommitted {
+		if n := r.runsOf(id); n != 0 {
+			t.Errorf("intent %s of a Commit that did not apply ran %d times", id, n)
+		}
+	}
+}
+
+// A crash at each step boundary of Commit: before the reserve nothing
+// happens; after it and before the batch the intent is ruled out when its
+// window ends; after the batch it runs (released, or when its window ends).
+func TestCommitCrashPoints(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		step    string
+		applied bool
+	}{{"reserve", false}, {"commit", false}, {"release", true}} {
+		t.Run(c.step, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, nil)
+			ctx := context.Background()
+			r.crashAt(c.step, 1)
+			d, _, err := r.commitOrder(ctx, "c1", "o1", "a@x", 10)
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("Commit with a crash before %s: %v", c.step, err)
+			}
+			_, err = r.orders.Get(ctx, "c1", "o1", nil)
+			if applied := err == nil; applied != c.applied {
+				t.Fatalf("after a crash before %s the order exists: %v, want %v", c.step, applied, c.applied)
+			}
+			if c.applied {
+				r.checkSettled(t, []string{d.ID()}, nil)
+			} else {
+				r.checkSettled(t, nil, []string{d.ID()})
+			}
+		})
+	}
+}
+
+// The aborted record a worker leaves for an intent it ruled out fences the
+// primary's batch: if the batch arrives after all, it fails, so no primary
+// write ever applies without its intent.
+func TestRuledOutCommitCannotApplyLate(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	ctx := context.Background()
+	r.crashAt("commit", 1)
+	d := indexKind.New(indexOrder{"c1", "o1", "a@x"})
+	ops := []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1", Email: "a@x", Total: 10})}
+	if _, err := r.q.Commit(ctx, r.orders.Client(), ops, d); !errors.Is(err, errCrash) {
+		t.Fatal(err)
+	}
+	r.checkSettled(t, nil, []string{d.ID()}) // the worker ruled it out
+	// The batch Commit would have sent, arriving late.
+	late := table.Atomic(append(ops, eventual.RecordOp(r.q, r.orders.Client(), "c1", d))...)
+	res, err := table.Submit(ctx, r.orders.Client(), late, nil)
+	if !errors.Is(err, table.ErrAlreadyExists) || res.Ops[0].Applied {
+		t.Fatalf("the late batch: %+v, %v; want it refused by the aborted record", res, err)
+	}
+	if _, err := r.orders.Get(ctx, "c1", "o1", nil); !errors.Is(err, table.ErrNotFound) {
+		t.Fatalf("the late batch's order exists: %v", err)
+	}
+}
+
+// A crash at each step boundary of the worker: a new worker finishes the
+// intent, which ran at least once, and nothing is left behind.
+func TestWorkerCrashPoints(t *testing.T) {
+	t.Parallel()
+	for _, step := range []string{"dequeued", "abort", "handler", "handled", "unrecorded", "delete"} {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, nil)
+			ctx := context.Background()
+			var d eventual.Draft
+			var err error
+			if step == "abort" { // only an unreleased intent is checked
+				r.crashAt("release", 1)
+				d, _, err = r.commitOrder(ctx, "c1", "o1", "a@x", 10)
+				if !errors.Is(err, errCrash) {
+					t.Fatal(err)
+				}
+				// And its record is missing: the worker will write an
+				// aborted one, and crashes before.
+				dyn, _ := table.New[table.Dynamic](r.orders.Client())
+				if err := dyn.Delete(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), "*"); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.orders.Delete(ctx, "c1", "o1", "*"); err != nil {
+					t.Fatal(err)
+				}
+			} else if d, _, err = r.commitOrder(ctx, "c1", "o1", "a@x", 10); err != nil {
+				t.Fatal(err)
+			}
+			r.crashAt(step, 1)
+			w := r.worker(t, nil)
+			stop := start(t, w)
+			drain(t, w) // the crashed delivery's message reappears after its lease
+			stop()
+			if step == "abort" {
+				r.checkSettled(t, nil, []string{d.ID()})
+				return
+			}
+			r.checkSettled(t, []string{d.ID()}, nil)
+			if r.seen[step] < 2 && step != "unrecorded" {
+				t.Errorf("step %s passed %d times, want a retry after the crash", step, r.seen[step])
+			}
+		})
+	}
+}
+
+// Lost responses on the writes of both start paths and of the worker:
+// nothing is reported wrongly, nothing is left behind.
+func TestLostResponses(t *testing.T) {
+	t.Parallel()
+	isMsg := func(method string) func(*http.Request) bool {
+		return func(q *http.Request) bool { return q.Method == method && strings.Contains(q.URL.Path, "/messages") }
+	}
+	isBatch := func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "/$batch") }
+	cases := []struct {
+		name   string
+		qf, tf []faults.Fault
+	}{
+		{name: "reserve", qf: []faults.Fault{{Match: isMsg(http.MethodPost), LoseResponse: true}}},
+		{name: "batch", tf: []faults.Fault{{Match: isBatch, LoseResponse: true}}},
+		{name: "release", qf: []faults.Fault{{Match: isMsg(http.MethodPut), LoseResponse: true}}},
+		{name: "message delete", qf: []faults.Fault{{Match: isMsg(http.MethodDelete), LoseResponse: true}}},
+		{name: "record removal and handler writes", tf: []faults.Fault{
+			{Match: func(q *http.Request) bool { return q.Method == http.MethodDelete }, LoseResponse: true},
+			{Match: func(q *http.Request) bool { return q.Method == http.MethodPut }, LoseResponse: true}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, nil)
+			ctx := context.Background()
+			r.qft.Inject(c.qf...)
+			r.tft.Inject(c.tf...)
+			d, res, err := r.commitOrder(ctx, "c1", "o1", "a@x", 10)
+			if err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+			if c.name == "batch" && !res.Batch.Ops[0].Verified {
+				t.Errorf("the batch's lost response was not verified: %+v", res.Batch.Ops[0])
+			}
+			direct := indexKind.New(indexOrder{"c1", "o1", "a@x"})
+			if _, err := r.q.Enqueue(ctx, direct); err != nil {
+				t.Fatalf("Enqueue: %v", err)
+			}
+			r.checkSettled(t, []string{d.ID(), direct.ID()}, nil)
+			if n := len(r.indexRows(t)); n != 1 {
+				t.Fatalf("%d index rows, want 1", n)
+			}
+		})
+	}
+}
+
+// Duplicate and reordered deliveries of intents for the same order, run by
+// two workers at once while the order changes and is deleted, converge to
+// the truth: the handler reconciles from the order.
+func TestDuplicatesAndReorderingConverge(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	ctx := context.Background()
+	w1, w2 := r.worker(t, nil), r.worker(t, nil)
+	stop1, stop2 := start(t, w1), start(t, w2)
+	for i := range 20 {
+		total := int64(i)
+		_, _, err := r.commitOrder(ctx, "c1", "o1", "a@x", total)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range i % 3 { // duplicates of a stale intent
+			if _, err := r.q.Enqueue(ctx, indexKind.New(indexOrder{"c1", "o1", "a@x"})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	drain(t, w1)
+	if got := r.indexRows(t); got["a@x/c1_o1"] != 19 || len(got) != 1 {
+		t.Fatalf("index %v, want the last total 19", got)
+	}
+	d := indexKind.New(indexOrder{"c1", "o1", "a@x"})
+	if _, err := r.q.Commit(ctx, r.orders.Client(), []table.Op{r.orders.DeleteOp("c1", "o1", "*")}, d); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := r.q.Enqueue(ctx, indexKind.New(indexOrder{"c1", "o1", "a@x"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, w2)
+	stop1()
+	stop2()
+	if got := r.indexRows(t); len(got) != 0 {
+		t.Fatalf("index %v after the order was deleted, want none", got)
+	}
+	r.checkSettled(t, []string{d.ID()}, nil)
+}
+
+// A handler slower than the visibility timeout keeps its lease by renewal:
+// with two workers on the queue it still runs once, never concurrently.
+func TestSlowHandlerIsRenewedNotRunTwice(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	ctx := context.Background()
+	slow := eventual.NewKind[string]("slow")
+	var running, runs, renewals atomic.Int32
+	h := slow.Handle(func(ctx context.Context, in eventual.Intent[string]) error {
+		if running.Add(1) > 1 {
+			t.Error("the slow intent runs twice at once")
+		}
+		defer running.Add(-1)
+		runs.Add(1)
+		select { // three leases long: the lease must be renewed
+		case <-time.After(3 * time.Second):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	opts := workerOptions()
+	opts.VisibilityTimeout = time.Second
+	opts.OnEvent = func(e eventual.Event) {
+		if e.Type == eventual.Renewed {
+			renewals.Add(1)
+		}
+	}
+	var ws []*eventual.Worker
+	for range 2 {
+		w, err := eventual.NewWorker(r.q, opts, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+		start(t, w)
+	}
+	if _, err := r.q.Enqueue(ctx, slow.New("x")); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, ws[0])
+	if runs.Load() != 1 || renewals.Load() < 3 {
+		t.Fatalf("%d runs, %d renewals; want 1 run kept by >= 3 renewals", runs.Load(), renewals.Load())
+	}
+}
+
+// A handler that keeps failing ends in the poison queue after
+// MaxDeliveries, with its error; a committed one also shows in Pending.
+func TestPoisonAfterMaxDeliveries(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	ctx := context.Background()
+	bad := eventual.NewKind[indexOrder]("always-fails")
+	var calls atomic.Int32
+	h := bad.Handle(func(ctx context.Context, in eventual.Intent[indexOrder]) error {
+		if n := calls.Add(1); n > 1 && !strings.Contains(in.LastError, "disk on fire") {
+			t.Errorf("delivery %d: LastError %q, want the previous error", in.DequeueCount, in.LastError)
+		}
+		return errors.New("disk on fire")
+	})
+	opts := workerOptions()
+	opts.MaxDeliveries = 3
+	var poisoned atomic.Int32
+	opts.OnEvent = func(e eventual.Event) {
+		if e.Type == eventual.Poisoned {
+			poisoned.Add(1)
+		}
+	}
+	w, err := eventual.NewWorker(r.q, opts, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := bad.New(indexOrder{"c1", "o1", "a@x"})
+	if _, err := r.q.Commit(ctx, r.orders.Client(), []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1", Email: "a@x"})}, d); err != nil {
+		t.Fatal(err)
+	}
+	// An unreadable message goes to the poison queue at once.
+	if _, err := r.queue.EnqueueMessage(ctx, "not base64 !", nil); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, w)
+	drain(t, w)
+	stop()
+	if calls.Load() != 3 || poisoned.Load() != 2 {
+		t.Fatalf("%d handler calls and %d poisoned, want 3 and 2", calls.Load(), poisoned.Load())
+	}
+	ps, err := r.q.Poisoned(ctx, 32)
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("Poisoned: %+v, %v", ps, err)
+	}
+	var found bool
+	for _, p := range ps {
+		if p.ID == d.ID() {
+			found = p.Kind == "always-fails" && strings.Contains(p.Error, "disk on fire") && p.DequeueCount == 3
+		}
+	}
+	if !found {
+		t.Fatalf("the poisoned intent is missing or wrong: %+v", ps)
+	}
+	pending, err := table.Collect(r.q.Pending(ctx, &eventual.PendingOptions{PartitionKey: "c1"}))
+	if err != nil || len(pending) != 1 || !pending[0].Poisoned || !strings.Contains(pending[0].Error, "disk on fire") {
+		t.Fatalf("Pending: %+v, %v", pending, err)
+	}
+}
+
+// Two and four workers on one queue: every intent done, each exactly once
+// (no faults, long leases), none lost.
+func TestCompetingWorkers(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprint(n, " workers"), func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, nil)
+			ctx := context.Background()
+			opts := workerOptions()
+			opts.VisibilityTimeout = 30 * time.Second
+			var ws []*eventual.Worker
+			for range n {
+				w := r.worker(t, opts)
+				ws = append(ws, w)
+				start(t, w)
+			}
+			var ids []string
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 15 {
+						d, _, err := r.commitOrder(ctx, fmt.Sprint("c", g), fmt.Sprint("o", i), fmt.Sprintf("%d@x", i), int64(i))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						ids = append(ids, d.ID())
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			for _, w := range ws {
+				drain(t, w)
+			}
+			for _, id := range ids {
+				if n := r.runsOf(id); n != 1 {
+					t.Errorf("intent %s ran %d times, want 1", id, n)
+				}
+			}
+			r.checkSettled(t, ids, nil)
+		})
+	}
+}
+
+// Limits are checked before anything is sent.
+func TestLimitsSendNothing(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	ctx := context.Background()
+	other, _ := table.New[order](r.env.Table(nil))
+	var many []table.Op
+	for i := range 100 {
+		many = append(many, r.orders.InsertOp(order{Customer: "c", ID: fmt.Sprint(i)}))
+	}
+	big := make([]byte, 100<<10)
+	for i := range big {
+		big[i] = byte('a' + i%26)
+	}
+	o := r.orders.InsertOp(order{Customer: "c", ID: "1"})
+	for name, call := range map[string]func() error{
+		"101 operations": func() error {
+			_, err := r.q.Commit(ctx, r.orders.Client(), many, indexKind.New(indexOrder{}))
+			return err
+		},
+		"two partitions": func() error {
+			_, err := r.q.Commit(ctx, r.orders.Client(), []table.Op{o, r.orders.InsertOp(order{Customer: "d", ID: "1"})}, indexKind.New(indexOrder{}))
+			return err
+		},
+		"unknown table": func() error {
+			_, err := r.q.Commit(ctx, other.Client(), []table.Op{other.InsertOp(order{Customer: "c", ID: "1"})}, indexKind.New(indexOrder{}))
+			return err
+		},
+		"no intent":   func() error { _, err := r.q.Commit(ctx, r.orders.Client(), []table.Op{o}); return err },
+		"bad kind":    func() error { _, err := r.q.Enqueue(ctx, eventual.NewKind[int]("").New(1)); return err },
+		"zero draft":  func() error { _, err := r.q.Enqueue(ctx, eventual.Draft{}); return err },
+		"bad payload": func() error { _, err := r.q.Enqueue(ctx, eventual.NewKind[func()]("f").New(func() {})); return err },
+		"payload too large without blobs": func() error {
+			_, err := r.q.Enqueue(ctx, eventual.NewKind[[]byte]("big").New(big))
+			return err
+		},
+	} {
+		r.qft.Reset()
+		r.tft.Reset()
+		if err := call(); !errors.Is(err, eventual.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+		if q, tb := r.qft.Count(), r.tft.Count(); q+tb != 0 {
+			t.Errorf("%s: %d requests sent", name, q+tb)
+		}
+	}
+}
+
+// A payload too large for a message travels in a blob (a claim check),
+// which the worker deletes when the intent is done.
+func TestClaimCheck(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	blobs := r.env.Container(nil)
+	q, err := eventual.New(r.queue, &eventual.Options{Poison: r.poison, Blobs: blobs, Tables: []*aztables.Client{r.orders.Client()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	big := eventual.NewKind[[]byte]("big")
+	payload := make([]byte, 200<<10)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	var got []byte
+	w, err := eventual.NewWorker(q, workerOptions(), big.Handle(func(ctx context.Context, in eventual.Intent[[]byte]) error {
+		got = in.Payload
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := q.Enqueue(ctx, big.New(payload))
+	if err != nil || e.Blob == "" {
+		t.Fatalf("Enqueue: %+v, %v", e, err)
+	}
+	stop := start(t, w)
+	drain(t, w)
+	stop()
+	if string(got) != string(payload) {
+		t.Fatalf("the handler got %d bytes, want the %d sent", len(got), len(payload))
+	}
+	pager := blobs.NewListBlobsFlatPager(nil)
+	page, err := pager.NextPage(ctx)
+	if err != nil || len(page.Segment.BlobItems) != 0 {
+		t.Fatalf("blobs left: %d, %v", len(page.Segment.BlobItems), err)
+	}
+}
