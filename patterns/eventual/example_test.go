@@ -1,0 +1,130 @@
+package eventual_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/patterns/eventual"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/retry"
+)
+
+// Customer is a primary entity; its email index lives in another
+// partition (PartitionKey = email), kept by an intent.
+type Customer struct {
+	table.Meta
+	Region string `table:",pk"`
+	ID     string `table:",rk"`
+	Email  string
+}
+
+// EmailIndex is the index row: find a customer by email.
+type EmailIndex struct {
+	Email  string `table:",pk"`
+	Region string `table:",rk"`
+	ID     string
+}
+
+// A primary write and its intent, all or nothing: Commit writes the
+// customer and a commit record in one transaction, and the worker keeps
+// the index in another partition by reconciling from the customer.
+func ExampleQueue_Commit() {
+	ctx := context.Background()
+	customers, index, q, done := exampleSetup(ctx)
+	defer done()
+
+	indexEmail := eventual.NewKind[Customer]("index-email")
+	handler := indexEmail.Handle(func(ctx context.Context, in eventual.Intent[Customer]) error {
+		c, err := customers.Get(ctx, in.Payload.Region, in.Payload.ID, nil)
+		if errors.Is(err, table.ErrNotFound) { // deleted: no index row
+			return eventual.DeleteIfExists(ctx, index, in.Payload.Email, in.Payload.Region, azcore.ETagAny)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = eventual.Put(ctx, index, EmailIndex{Email: c.Email, Region: c.Region, ID: c.ID})
+		return err
+	})
+
+	c := Customer{Region: "emea", ID: "c42", Email: "ana@contoso.com"}
+	res, err := q.Commit(ctx, customers.Client(), []table.Op{customers.InsertOp(c)}, indexEmail.New(c))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("committed and released:", res.Released)
+
+	w, err := eventual.NewWorker(q, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 50 * time.Millisecond, Max: 200 * time.Millisecond}}, handler)
+	if err != nil {
+		log.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	finished := make(chan error, 1)
+	go func() { finished <- w.Run(runCtx) }()
+	if err := w.Drain(ctx); err != nil {
+		log.Fatal(err)
+	}
+	stop()
+	if err := <-finished; err != nil {
+		log.Fatal(err)
+	}
+	row, err := index.Get(ctx, "ana@contoso.com", "emea", nil)
+	fmt.Println("index:", row.Email, "->", row.Region+"/"+row.ID, err)
+	// Output:
+	// committed and released: true
+	// index: ana@contoso.com -> emea/c42 <nil>
+}
+
+// exampleSetup creates two tables and two queues on the emulator (or the
+// account in AZURE_STORAGE_CONNECTION_STRING) and returns the typed
+// tables, a Queue over them, and a function that deletes them.
+func exampleSetup(ctx context.Context) (*table.Table[Customer], *table.Table[EmailIndex], *eventual.Queue, func()) {
+	cs, err := tabletest.ConnectionString()
+	if err != nil {
+		log.Fatal(err)
+	}
+	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	qo := &azqueue.ClientOptions{}
+	retry.Default.ApplyTo(&qo.ClientOptions)
+	qsvc, err := azqueue.NewServiceClientFromConnectionString(cs, qo)
+	if err != nil {
+		log.Fatal(err)
+	}
+	n := time.Now().UnixNano()
+	tables := []string{fmt.Sprint("customers", n), fmt.Sprint("byemail", n)}
+	queues := []string{fmt.Sprint("intents-", n), fmt.Sprint("poison-", n)}
+	for _, name := range tables {
+		if err := table.CreateTable(ctx, svc, name); err != nil {
+			log.Fatal(err)
+		}
+	}
+	for _, name := range queues {
+		if _, err := qsvc.CreateQueue(ctx, name, nil); err != nil {
+			log.Fatal(err)
+		}
+	}
+	cc := svc.NewClient(tables[0])
+	customers, _ := table.New[Customer](cc)
+	index, _ := table.New[EmailIndex](svc.NewClient(tables[1]))
+	q, err := eventual.New(qsvc.NewQueueClient(queues[0]), &eventual.Options{Poison: qsvc.NewQueueClient(queues[1]), Tables: []*aztables.Client{cc}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return customers, index, q, func() {
+		for _, name := range tables {
+			_ = table.DeleteTable(ctx, svc, name)
+		}
+		for _, name := range queues {
+			_, _ = qsvc.DeleteQueue(ctx, name, nil)
+		}
+	}
+}
