@@ -27,8 +27,9 @@ const MaxDequeue = 32
 
 // WorkerOptions configures a Worker. A nil *WorkerOptions means defaults.
 type WorkerOptions struct {
-	// Concurrency is the most handlers running at once; each dequeue asks
-	// for as many messages as there are free slots (at most 32). Default: 8.
+	// Concurrency is the most handlers running at once. Each dequeue asks
+	// for a batch of min(Concurrency, 32) messages, and up to one batch
+	// waits (its leases renewed) beside the running handlers. Default: 8.
 	Concurrency int
 	// VisibilityTimeout is the lease on a message: how long it stays
 	// invisible to other workers after a dequeue. The worker renews it
@@ -189,26 +190,27 @@ func (w *Worker) Run(ctx context.Context) error {
 	hctx, stopHandlers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHandlers()
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, w.conc)
+	// Up to a batch of messages waits, leased, beside the running
+	// handlers, so that the next batch is at hand when a handler finishes
+	// and every dequeue asks for a whole batch.
+	batch := min(w.conc, MaxDequeue)
+	slots := make(chan struct{}, w.conc+batch) // dequeued, not finished
+	running := make(chan struct{}, w.conc)     // handling
 	var runErr error
 	empty := 0
 	for ctx.Err() == nil {
 		n := 0
-		select { // at least one free slot
-		case slots <- struct{}{}:
-			n = 1
-		case <-ctx.Done():
-		}
-		for n > 0 && n < min(w.conc, MaxDequeue) {
+		for n < batch && ctx.Err() == nil {
 			select {
 			case slots <- struct{}{}:
 				n++
-				continue
-			default:
+			case <-ctx.Done():
 			}
-			break
 		}
-		if n == 0 {
+		if ctx.Err() != nil {
+			for range n {
+				<-slots
+			}
 			break
 		}
 		resp, err := w.q.q.DequeueMessages(ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: ptr(int32(n)), VisibilityTimeout: ptr(int32(w.vt / time.Second))})
@@ -240,7 +242,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer func() { w.inflight.Add(-1); <-slots; wg.Done() }()
-				w.handle(hctx, m)
+				w.handle(ctx, hctx, running, m)
 			}()
 		}
 	}
@@ -316,7 +318,7 @@ type delivery struct {
 // handle runs one message to its end: processed, failed (to be retried),
 // dropped or poisoned. A crash injected by a test hook returns at once,
 // leaving everything as a dead process would.
-func (w *Worker) handle(ctx context.Context, m *azqueue.DequeuedMessage) {
+func (w *Worker) handle(runCtx, ctx context.Context, running chan struct{}, m *azqueue.DequeuedMessage) {
 	d := &delivery{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText), start: time.Now()}
 	if m.DequeueCount != nil {
 		d.count = *m.DequeueCount
@@ -332,6 +334,13 @@ func (w *Worker) handle(ctx context.Context, m *azqueue.DequeuedMessage) {
 	d.env = env
 	hctx := w.lease(ctx, d)
 	defer d.release()
+	select {
+	case running <- struct{}{}:
+		defer func() { <-running }()
+	case <-runCtx.Done(): // stopping: leave it to another worker
+		w.abandon(d)
+		return
+	}
 	if d.count > w.maxDeliv {
 		cause := env.LastError
 		if cause == "" {
