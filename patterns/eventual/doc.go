@@ -37,7 +37,10 @@
 // survives the queue's XML. A payload too large for a message (64 KiB of
 // text, about 47 KiB of JSON) goes to a blob in Options.Blobs, a claim
 // check the worker deletes when the intent is done; without Blobs it is
-// refused before anything is sent.
+// refused before anything is sent. A crash between the blob's upload and
+// the enqueue leaves a blob no message refers to (intents/<id>): give the
+// container a lifecycle rule that deletes blobs older than any intent
+// waits.
 //
 // # Handlers and the guarantee
 //

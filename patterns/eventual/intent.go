@@ -94,7 +94,7 @@ type Intent[P any] struct {
 	// included: 1 the first time.
 	DequeueCount int64
 	// LastError is the error of the previous delivery's handler, if it
-	// returned one (truncated to 1 KiB).
+	// returned one (cut to about 1 KiB).
 	LastError string
 }
 
@@ -198,6 +198,19 @@ func validKind(name string) error {
 		}
 	}
 	return nil
+}
+
+// errorText is err's text, cut so that it takes at most maxErrorText bytes
+// as a JSON string (escapes included).
+func errorText(err error) string {
+	s := err.Error()
+	for {
+		q, _ := json.Marshal(s)
+		if len(q) <= maxErrorText {
+			return s
+		}
+		s = truncate(s, len(s)*3/4)
+	}
 }
 
 // truncate cuts s to at most n bytes on a UTF-8 boundary.

@@ -1,9 +1,11 @@
 package eventual_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -105,6 +107,27 @@ func TestRuledOutCommitCannotApplyLate(t *testing.T) {
 	}
 	if _, err := r.orders.Get(ctx, "c1", "o1", nil); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("the late batch's order exists: %v", err)
+	}
+	// Sweep removes aborted records once older than the commit window.
+	if _, err := r.q.Sweep(ctx, "", time.Millisecond); !errors.Is(err, eventual.ErrInvalid) {
+		t.Fatalf("Sweep younger than the window: %v, want ErrInvalid", err)
+	}
+	dyn, _ := table.New[table.Dynamic](r.orders.Client())
+	rec, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil)
+	if err != nil || rec.Properties["State"] != "aborted" {
+		t.Fatalf("the aborted record: %+v, %v", rec, err)
+	}
+	if n, err := r.q.Sweep(ctx, "", time.Hour); n != 0 || err != nil {
+		t.Fatalf("Sweep of records older than an hour: %d, %v", n, err)
+	}
+	// Wall-clock age is what Sweep selects on: wait until the record is
+	// older than the window.
+	time.Sleep(time.Until(rec.Timestamp.Add(1100 * time.Millisecond)))
+	if n, err := r.q.Sweep(ctx, "", time.Second); n != 1 || err != nil {
+		t.Fatalf("Sweep: %d, %v; want the 1 aborted record", n, err)
+	}
+	if _, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil); !errors.Is(err, table.ErrNotFound) {
+		t.Fatalf("the aborted record after Sweep: %v", err)
 	}
 }
 
@@ -305,6 +328,8 @@ func TestPoisonAfterMaxDeliveries(t *testing.T) {
 	})
 	opts := workerOptions()
 	opts.MaxDeliveries = 3
+	var logged bytes.Buffer // written under the handler's lock, read after Run
+	opts.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	var poisoned atomic.Int32
 	opts.OnEvent = func(e eventual.Event) {
 		if e.Type == eventual.Poisoned {
@@ -328,6 +353,9 @@ func TestPoisonAfterMaxDeliveries(t *testing.T) {
 	stop()
 	if calls.Load() != 3 || poisoned.Load() != 2 {
 		t.Fatalf("%d handler calls and %d poisoned, want 3 and 2", calls.Load(), poisoned.Load())
+	}
+	if out := logged.String(); strings.Count(out, "level=ERROR msg=\"eventual: poisoned\"") != 2 || strings.Count(out, "level=WARN msg=\"eventual: failed\"") != 2 || !strings.Contains(out, "disk on fire") {
+		t.Fatalf("log:\n%s", out)
 	}
 	ps, err := r.q.Poisoned(ctx, 32)
 	if err != nil || len(ps) != 2 {

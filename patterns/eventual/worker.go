@@ -512,7 +512,7 @@ func (w *Worker) failed(ctx context.Context, d *delivery, err error) {
 		w.poison(ctx, d, err)
 		return
 	}
-	d.env.LastError = truncate(err.Error(), maxErrorText)
+	d.env.LastError = errorText(err)
 	delay := w.backoff.Delay(int(d.count) - 1)
 	secs := int32((delay + time.Second - 1) / time.Second)
 	if uerr := w.update(ctx, d, secs); uerr != nil {
@@ -526,7 +526,7 @@ func (w *Worker) failed(ctx context.Context, d *delivery, err error) {
 // the message. A crash in between leaves a message that is poisoned again
 // at its next delivery (a duplicate in the poison queue, never a loss).
 func (w *Worker) poison(ctx context.Context, d *delivery, cause error) {
-	msg := truncate(cause.Error(), maxErrorText)
+	msg := errorText(cause)
 	if c := d.env.Commit; c != nil {
 		if rt := w.q.byName[c.Table]; rt != nil {
 			// Only a committed record is marked: an intent whose commit is
