@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/tablekit/tablekit/internal/cpustat"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -290,11 +291,11 @@ func (s *side) measure(b *testing.B, n int, f func() error) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	allocs, bytes := ms.Mallocs, ms.TotalAlloc
-	cpu0, ok0 := table.ProcessCPU()
+	cpu0, ok0 := cpustat.Process()
 	start := time.Now()
 	err := f()
 	wall := time.Since(start)
-	cpu1, ok1 := table.ProcessCPU()
+	cpu1, ok1 := cpustat.Process()
 	runtime.ReadMemStats(&ms)
 	if err != nil {
 		b.Fatalf("%s: %v", s.name, err)

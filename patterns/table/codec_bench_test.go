@@ -2,6 +2,7 @@ package table
 
 import (
 	"encoding/json"
+	"github.com/tablekit/tablekit/internal/cpustat"
 	"reflect"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ type benchStruct struct {
 // entities/s and the process's CPU time per entity beside ns/op.
 func codecLoop(b *testing.B, once func() error) {
 	b.ReportAllocs()
-	cpu0, ok0 := ProcessCPU()
+	cpu0, ok0 := cpustat.Process()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := once(); err != nil {
@@ -72,7 +73,7 @@ func codecLoop(b *testing.B, once func() error) {
 		}
 	}
 	b.StopTimer()
-	cpu1, ok1 := ProcessCPU()
+	cpu1, ok1 := cpustat.Process()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entities/s")
 	if ok0 && ok1 {
 		b.ReportMetric((cpu1-cpu0).Seconds()*1e6/float64(b.N), "cpu-us/entity")
