@@ -2,6 +2,7 @@ package eventual_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -85,5 +86,47 @@ func TestEnqueueAndCommitRoundTrips(t *testing.T) {
 	}
 	if recs, msgs := r.leftovers(t); recs != 0 || msgs != 0 {
 		t.Fatalf("%d commit records and %d messages left", recs, msgs)
+	}
+}
+
+// An intent whose release was lost costs the worker one read of its commit
+// record; one whose batch never applied, the read and the aborted record's
+// insert, and no handler run.
+func TestUnreleasedRoundTrips(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		crash         string
+		reads, writes int
+	}{{"release", 1, 0}, {"commit", 1, 1}} {
+		t.Run(c.crash, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, nil)
+			r.crashAt(c.crash, 1)
+			d := indexKind.New(indexOrder{"c1", "o1", "a@x"})
+			_, err := r.q.Commit(context.Background(), r.orders.Client(), []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1", Email: "a@x"})}, d)
+			if !errors.Is(err, errCrash) {
+				t.Fatal(err)
+			}
+			r.tft.Reset()
+			w := r.worker(t, nil)
+			stop := start(t, w)
+			drain(t, w)
+			stop()
+			reads, writes := 0, 0
+			for _, q := range r.tft.Requests() {
+				switch {
+				case q.Method == http.MethodGet && strings.Contains(q.URL, "intent~"+d.ID()):
+					reads++
+				case q.Method == http.MethodPost && strings.Contains(string(q.Body), "intent~"+d.ID()):
+					writes++
+				}
+			}
+			if reads != c.reads || writes != c.writes {
+				t.Fatalf("record reads %d, inserts %d; want %d, %d", reads, writes, c.reads, c.writes)
+			}
+			if runs := r.runsOf(d.ID()); (runs == 1) != (c.crash == "release") {
+				t.Fatalf("the handler ran %d times", runs)
+			}
+		})
 	}
 }
