@@ -66,7 +66,9 @@ type field struct {
 }
 
 // codec encodes and decodes one struct type. It is computed once per type
-// and is immutable, so safe for concurrent use.
+// and is immutable, so safe for concurrent use. It holds any number of
+// fields: a Table[T] needs T to fit one entity (fitsOneEntity), while
+// ToDynamic and FromDynamic do not.
 type codec struct {
 	typ       reflect.Type
 	fields    []field
@@ -114,9 +116,6 @@ func buildCodec(t reflect.Type) (*codec, error) {
 	if err := c.addFields(t, nil); err != nil {
 		return nil, err
 	}
-	if len(c.fields) > MaxProperties {
-		return nil, fmt.Errorf("%w: %v has %d properties, more than the service's %d", ErrInvalidEntity, t, len(c.fields), MaxProperties)
-	}
 	c.implicit = []string{"PartitionKey", "RowKey"}
 	if c.timestamp != nil || c.meta != nil {
 		c.implicit = append(c.implicit, "Timestamp")
@@ -131,6 +130,15 @@ func buildCodec(t reflect.Type) (*codec, error) {
 		}
 	}
 	return c, nil
+}
+
+// fitsOneEntity reports an error when the type has more properties than one
+// entity holds.
+func (c *codec) fitsOneEntity() error {
+	if len(c.fields) > MaxProperties {
+		return fmt.Errorf("%w: %v has %d properties, more than the service's %d", ErrInvalidEntity, c.typ, len(c.fields), MaxProperties)
+	}
+	return nil
 }
 
 func (c *codec) addFields(t reflect.Type, parent []int) error {
@@ -352,13 +360,39 @@ func (c *codec) encode(b []byte, v reflect.Value, pk, rk string, only *fieldMask
 	if err := validKeys(pk, rk); err != nil {
 		return e, err
 	}
+	b = appendKeys(b, &e)
+	b, err := c.appendProperties(b, v, &e, only)
+	if err != nil {
+		return e, err
+	}
+	e.body = append(b, '}')
+	if e.props > MaxProperties {
+		return e, invalid("encode", pk, rk, ErrInvalidEntity, "%d properties, more than the service's %d", e.props, MaxProperties)
+	}
+	if e.size > MaxEntitySize {
+		return e, invalid("encode", pk, rk, ErrTooLarge, "entity is %d bytes as the service counts them, more than %d", e.size, MaxEntitySize)
+	}
+	return e, nil
+}
+
+// appendKeys opens the entity JSON with e's keys, unchecked, and counts
+// their size.
+func appendKeys(b []byte, e *encoded) []byte {
 	var n int
 	b = append(b, `{"PartitionKey":`...)
-	b, n = appendString(b, pk)
+	b, n = appendString(b, e.pk)
 	e.size = 4 + 2*n
 	b = append(b, `,"RowKey":`...)
-	b, n = appendString(b, rk)
+	b, n = appendString(b, e.rk)
 	e.size += 2 * n
+	return b
+}
+
+// appendProperties writes v's properties (those of only, when not nil),
+// each preceded by a comma, validating each value as the service would and
+// counting them into e. It does not apply the per-entity limits.
+func (c *codec) appendProperties(b []byte, v reflect.Value, e *encoded, only *fieldMask) ([]byte, error) {
+	pk, rk := e.pk, e.rk
 	for i := range c.fields {
 		f := &c.fields[i]
 		if only != nil && !only.fields[i] {
@@ -374,7 +408,7 @@ func (c *codec) encode(b []byte, v reflect.Value, pk, rk string, only *fieldMask
 			continue
 		}
 		if skip, err := unset(f.kind, fv); err != nil {
-			return e, invalid("encode", pk, rk, ErrInvalidEntity, "property %s: %v", f.name, err)
+			return b, invalid("encode", pk, rk, ErrInvalidEntity, "property %s: %v", f.name, err)
 		} else if skip {
 			continue
 		}
@@ -383,29 +417,19 @@ func (c *codec) encode(b []byte, v reflect.Value, pk, rk string, only *fieldMask
 		var size int
 		var err error
 		if b, size, err = appendValue(b, f.kind, fv); err != nil {
-			return e, invalid("encode", pk, rk, ErrInvalidEntity, "property %s: %v", f.name, err)
+			return b, invalid("encode", pk, rk, ErrInvalidEntity, "property %s: %v", f.name, err)
 		}
 		if size > MaxValueSize+4 {
-			return e, invalid("encode", pk, rk, ErrTooLarge, "property %s is %d bytes, more than the service's %d", f.name, size-4, MaxValueSize)
+			return b, invalid("encode", pk, rk, ErrTooLarge, "property %s is %d bytes, more than the service's %d", f.name, size-4, MaxValueSize)
 		}
 		b = append(b, f.annot...)
 		e.size += f.nameSize + size
 		e.props++
 	}
 	if c.extra != nil {
-		var err error
-		if b, err = c.appendExtra(b, v.FieldByIndex(c.extra), &e, only); err != nil {
-			return e, err
-		}
+		return c.appendExtra(b, v.FieldByIndex(c.extra), e, only)
 	}
-	e.body = append(b, '}')
-	if e.props > MaxProperties {
-		return e, invalid("encode", pk, rk, ErrInvalidEntity, "%d properties, more than the service's %d", e.props, MaxProperties)
-	}
-	if e.size > MaxEntitySize {
-		return e, invalid("encode", pk, rk, ErrTooLarge, "entity is %d bytes as the service counts them, more than %d", e.size, MaxEntitySize)
-	}
-	return e, nil
+	return b, nil
 }
 
 // validKeys checks keys as the real service (and the SDK) would.

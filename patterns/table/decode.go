@@ -330,7 +330,10 @@ func dynamicValue(p *property) (any, error) {
 	case "Edm.DateTime":
 		return parseTime(v)
 	case "Edm.Binary":
-		return base64.StdEncoding.AppendDecode(nil, unescapedBytes(v))
+		// Never nil: a nil []byte is written as no property, an empty one
+		// as an empty Edm.Binary, so that a bag read and written back keeps
+		// the property.
+		return base64.StdEncoding.AppendDecode([]byte{}, unescapedBytes(v))
 	case "Edm.Guid":
 		return ParseGUID(stringOf(v))
 	}

@@ -38,7 +38,10 @@
 // See Table for the struct rules. In short: key fields are PartitionKey and
 // RowKey (or tagged pk and rk), or computed by WithKeys; an embedded Meta
 // receives ETag and Timestamp; every other exported field is a property.
-// Dynamic reads and writes entities of any shape.
+// Dynamic reads and writes entities of any shape. ToDynamic and
+// FromDynamic convert a T to and from a Dynamic with the same types,
+// without the one-entity limits, for patterns that store one value as
+// several entities (patterns/wideentity).
 //
 // # Consistency
 //

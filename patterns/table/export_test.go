@@ -5,8 +5,11 @@ import "reflect"
 // CheckType exposes the codec's type analysis to tests, for struct types
 // built at run time (New is generic and cannot take them).
 func CheckType(t reflect.Type) error {
-	_, err := codecFor(t)
-	return err
+	c, err := codecFor(t)
+	if err != nil {
+		return err
+	}
+	return c.fitsOneEntity()
 }
 
 // SDKPath returns a view of t that uses the SDK's methods instead of the
@@ -19,3 +22,25 @@ func SDKPath[T any](t *Table[T]) *Table[T] {
 
 // Direct reports whether t uses the direct path.
 func Direct[T any](t *Table[T]) bool { return t.direct != nil }
+
+// ToDynamicValue is ToDynamic for values of types built at run time.
+func ToDynamicValue(v any) (Dynamic, error) {
+	c, err := codecFor(reflect.TypeOf(v))
+	if err != nil {
+		return Dynamic{}, err
+	}
+	rv := reflect.New(c.typ).Elem()
+	rv.Set(reflect.ValueOf(v))
+	return toDynamic(c, rv)
+}
+
+// FromDynamicValue is FromDynamic for a type built at run time.
+func FromDynamicValue(d Dynamic, t reflect.Type) (any, error) {
+	c, err := codecFor(t)
+	if err != nil {
+		return nil, err
+	}
+	rv := reflect.New(t).Elem()
+	err = fromDynamic(c, d, rv)
+	return rv.Interface(), err
+}

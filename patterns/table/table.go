@@ -63,6 +63,9 @@ func New[T any](c *aztables.Client) (*Table[T], error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cd.fitsOneEntity(); err != nil {
+		return nil, err
+	}
 	if (cd.pk == nil) != (cd.rk == nil) {
 		return nil, fmt.Errorf("%w: %v has a PartitionKey field but no RowKey field, or the reverse: give both, or neither and use NewWithKeys", ErrInvalidEntity, cd.typ)
 	}
