@@ -1,0 +1,164 @@
+// Package wideentity is the design guide's wide entities pattern (pattern
+// 10): a logical entity with more properties than one entity holds (252),
+// or more bytes (1 MiB), such as the guide's 365 daily counts, stored as
+// several rows of one partition that are written together in one entity
+// group transaction and read together with one range query.
+//
+// # When to use it
+//
+// For an entity read and written as a whole that outgrows one row: a
+// year of daily values, a wide feature vector, a struct of hundreds of
+// fields. Not when the parts are read separately (store them as separate
+// entities, perhaps with a compound key), not for values that grow without
+// bound (the log tail, or blobs: the large entity pattern), and not beyond
+// one transaction (see Limits).
+//
+// # Rows
+//
+// Entity (pk, rk) is a header row and Options.Parts part rows in partition
+// pk, under RowKeys that start with rk escaped (keys.Join):
+//
+//	keys.Join(rk, "h")                        the header: VersionProperty, PartsProperty
+//	keys.Join(rk, "p", "NN", "00") ... "NN-1" part k of NN (keys.Pad, 2 digits)
+//
+// so "day!h", "day!p!02!00" and "day!p!02!01" for rk "day" and Parts 2.
+// Get reads the range [keys.Join(rk, ""), keys.PrefixRange(rk)'s end):
+// exactly the keys.Join(rk, ...) keys. Join escapes '!' inside rk, and '!'
+// sorts below every character of an escaped key, so the rows of another
+// logical RowKey never fall in the range, whether it extends rk ("day2",
+// "day!2", "day.") or not; rk itself may be any string (at most about 1,000
+// characters once escaped).
+//
+// A property's part is keys.Bucket(name, Parts): it depends on the name and
+// Parts only, never on the other properties, so every write puts it in the
+// same row and a single-property update needs no read. Every part row
+// exists (some may be empty), and each row carries VersionProperty, the
+// identity of the whole-entity write that wrote it. These reserved names
+// (VersionProperty, PartsProperty and table.WriteProperty) are refused in
+// user data (ErrInvalid) and are never decoded into T; the RowKey parts
+// "h" and "p" mark the rows of a wide entity. Keep wide entities apart from
+// other entities of the same partition and RowKey prefix.
+//
+// # Consistency
+//
+// Every write is one entity group transaction, atomic: Insert, Update and
+// Modify write the header and every part row; Delete removes them all;
+// UpdateFields merges into the part rows holding the named properties and
+// into the header. Every write changes the header's ETag, which is the
+// ETag of the whole entity: Update, UpdateFields and Delete take it for
+// optimistic concurrency (or azcore.ETagAny), and a write conditioned on an
+// older ETag fails with table.ErrPreconditionFailed, whatever changed.
+//
+// A whole-entity write replaces every part row (unconditionally) in the
+// transaction that replaces the header on the ETag condition: the
+// transaction applies whole or not at all, so no row of another version, and
+// no row of an old layout, can survive it (no orphans).
+//
+// UpdateFields without an ETag (azcore.ETagAny) is the guide's "a single
+// merge suffices to change one day": one transaction, no read, merging
+// only the named properties. Concurrent UpdateFields of different
+// properties never lose each other's changes; of the same property, the
+// last one wins. It cannot duplicate a property in two rows, since no write
+// moves a property to another part (its part depends only on its name and
+// Parts; a Store configured with another Parts finds no row at its keys and
+// rewrites nothing, see Layout changes). It does change the header's ETag,
+// so a whole-entity writer that read before it fails instead of silently
+// overwriting it. With an ETag it applies only to the version read.
+//
+// Get is one range query. The service runs a query against a snapshot:
+// other transactions' changes are seen whole or not at all ("all other
+// queries executing in parallel at the same time will not see the result
+// of the transaction, since they will be working off a prior snapshot",
+// the Windows Azure Table whitepaper), and Azurite applies a transaction
+// without interleaving queries. Get also checks that every part row carries
+// the header's version (and sits in its part, and no row is missing or
+// extra), and reads again when not, so even a query that is not a snapshot
+// never returns a mix of two whole-entity writes. An entity's rows (at most
+// 100) fit one page of 1,000, but the service may end a page early (after
+// 5 s of work, or at a partition server boundary) and continue it with a
+// continuation token: such a read of several pages is not atomic, so Get
+// then reads the header again after the last page and, if its ETag changed
+// (any write came in between), reads again. Either way Get returns one
+// version of the entity, with that version's ETag.
+//
+// # Cost in round trips
+//
+//	Get                       1 (a range query); +1 header read when the
+//	                          service splits it into pages; again if a
+//	                          write came between the pages
+//	Insert                    1 (one transaction of Parts+1 inserts)
+//	Update, with an ETag      1 (one transaction: Parts+1 replaces)
+//	  or azcore.ETagAny       1 (the layout is known, no read)
+//	UpdateFields              1 (a merge per part touched + the header's)
+//	Delete                    1 (Parts+1 deletes)
+//	Modify                    2 (Get + Update), +2 per conflict
+//	ErrNotFound of Update,    2 (the transaction, then a header read
+//	UpdateFields, Delete         telling "missing" from "another layout")
+//	an entity of another      3 (transaction, header read, transaction
+//	layout                       for the stored layout)
+//	a lost response           +1 read to settle it (table.Submit)
+//
+// # Limits
+//
+// One entity must fit one transaction, and each row one entity:
+//
+//   - Parts at most MaxParts (99): the header and 99 parts are the 100
+//     operations of a transaction;
+//   - each part at most MaxPartProperties (251) properties (252 less
+//     VersionProperty) and 1 MiB as the service counts it (strings in
+//     UTF-16), so at most 99 × 251 = 24,849 properties in all when the
+//     names spread evenly; a name goes to keys.Bucket(name, Parts), so give
+//     Parts headroom (a write whose part would overflow is refused);
+//   - the transaction at most 4 MiB of request body (table.MaxBatchSize),
+//     as table.EstimateBatchSize bounds it: the JSON of every row plus
+//     1,024 bytes and six times its keys' length per row, plus 512. With
+//     100 rows that leaves about 4,087,000 bytes of JSON for the values:
+//     about 3 MiB of binary data (base64), or 4 MiB of ASCII text, and
+//     since a part holds at most 1 MiB, at least 4 parts are needed for
+//     that much;
+//   - a change of Parts for a stored entity puts the old and the new part
+//     rows in one transaction: old + new + 1 operations, at most 100.
+//
+// Every limit is checked before the network: a write that would break one
+// sends nothing and fails with table.ErrTooLarge (sizes and counts),
+// table.ErrInvalidKey, table.ErrInvalidEntity (property names and values,
+// as for any entity) or ErrInvalid (reserved names).
+//
+// # Write outcomes
+//
+// Each write is one table.Submit transaction, so it has the core's three
+// outcomes: applied, not applied, or errors.Is(err, table.ErrOutcomeUnknown).
+// When a transaction's response is lost and the retry policy's resend
+// answers 409 or 412, Submit settles it by reading the header's write
+// history: an Insert, or a write conditioned on an ETag, is then reported
+// applied (Result.Verified) or not, never both and never twice. Writes with
+// azcore.ETagAny are idempotent: the resend applies the same values again
+// (as with table.Upsert, a delayed first attempt may land after a later
+// write). A lost Delete leaves nothing to read: ErrOutcomeUnknown, which
+// also matches table.ErrNotFound.
+//
+// # Crash points
+//
+// Each write is one transaction, so a process that stops at any point
+// leaves the entity in its old or its new version, whole:
+//
+//	stopped                                   stored entity
+//	before the transaction is sent            the old version
+//	after it is sent, before the answer       the old or the new version;
+//	                                          the caller sees
+//	                                          ErrOutcomeUnknown
+//	between Modify's read and its write       the old version
+//	between a layout fallback's read and      the old version
+//	  its transaction
+//
+// # Layout changes
+//
+// Every operation assumes the layout of its Store's Parts. An entity
+// stored with another Parts is still read correctly (the header records
+// its layout). A write finds none of its rows at the keys it expects (the
+// transaction applies nothing and answers 404), reads the header, and
+// redoes the write for the stored layout: a whole-entity write then moves
+// the entity to the Store's layout, deleting the old part rows in the same
+// transaction; UpdateFields and Delete act on the stored layout. Such a
+// write costs two more round trips; keep Parts fixed for a table.
+package wideentity

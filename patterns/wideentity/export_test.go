@@ -1,0 +1,5 @@
+package wideentity
+
+// SetPageSize makes s read entities in pages of n rows, so that tests can
+// exercise reads of several pages.
+func SetPageSize[T any](s *Store[T], n int) { s.pageSize = n }
