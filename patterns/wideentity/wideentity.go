@@ -181,7 +181,7 @@ func (s *Store[T]) split(op, pk, rk string, v T, parts int) ([]map[string]any, e
 			continue // as a Dynamic writes it: no property
 		}
 		if reserved(name) {
-			return nil, fmt.Errorf("wideentity: %s (%q, %q): %w: property name %q is reserved", op, pk, rk, ErrInvalid, name)
+			return nil, fmt.Errorf("%w: %s (%q, %q): property name %q is reserved", ErrInvalid, op, pk, rk, name)
 		}
 		out[partOf(name, parts)][name] = val
 	}
@@ -272,7 +272,10 @@ func (s *Store[T]) write(ctx context.Context, op, pk, rk string, etag azcore.ETa
 	if herr != nil {
 		return table.Result{}, herr
 	}
-	if cur.parts == 0 || cur.parts == s.parts {
+	if cur.parts == 0 {
+		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): the entity does not exist: %w", op, pk, rk, errors.Unwrap(err))
+	}
+	if cur.parts == s.parts {
 		return res, err
 	}
 	cur.etag = etag // the caller's condition, not the version just read
@@ -293,7 +296,7 @@ func (s *Store[T]) head(ctx context.Context, pk, rk string) (stored, error) {
 	}
 	n, err := partsOf(h)
 	if err != nil {
-		return stored{}, err
+		return stored{}, fmt.Errorf("%w: (%q, %q): %v", ErrInconsistent, pk, rk, err)
 	}
 	return stored{parts: n, etag: h.ETag, header: h}, nil
 }
@@ -301,7 +304,7 @@ func (s *Store[T]) head(ctx context.Context, pk, rk string) (stored, error) {
 func partsOf(h table.Dynamic) (int, error) {
 	n, ok := h.Properties[PartsProperty].(int32)
 	if !ok || n < 1 || n > MaxParts {
-		return 0, fmt.Errorf("%w: header row %q has no valid %s (%v)", ErrInconsistent, h.RowKey, PartsProperty, h.Properties[PartsProperty])
+		return 0, fmt.Errorf("header row %q has no valid %s (%v)", h.RowKey, PartsProperty, h.Properties[PartsProperty])
 	}
 	return int(n), nil
 }
@@ -372,7 +375,7 @@ func (s *Store[T]) UpdateFields(ctx context.Context, pk, rk string, v T, etag az
 		return table.Result{}, fmt.Errorf("wideentity: update fields (%q, %q): %w", pk, rk, table.ErrNoETag)
 	}
 	if len(names) == 0 {
-		return table.Result{}, fmt.Errorf("wideentity: update fields (%q, %q): %w: no property named", pk, rk, ErrInvalid)
+		return table.Result{}, fmt.Errorf("%w: update fields (%q, %q): no property named", ErrInvalid, pk, rk)
 	}
 	props, err := s.properties(v)
 	if err != nil {
@@ -383,9 +386,9 @@ func (s *Store[T]) UpdateFields(ctx context.Context, pk, rk string, v T, etag az
 		val := props[name]
 		switch {
 		case reserved(name):
-			return table.Result{}, fmt.Errorf("wideentity: update fields (%q, %q): %w: property name %q is reserved", pk, rk, ErrInvalid, name)
+			return table.Result{}, fmt.Errorf("%w: update fields (%q, %q): property name %q is reserved", ErrInvalid, pk, rk, name)
 		case val == nil:
-			return table.Result{}, fmt.Errorf("wideentity: update fields (%q, %q): %w: v holds no property %q", pk, rk, ErrInvalid, name)
+			return table.Result{}, fmt.Errorf("%w: update fields (%q, %q): v holds no property %q", ErrInvalid, pk, rk, name)
 		}
 		merge[name] = val
 	}
@@ -483,7 +486,7 @@ func (s *Store[T]) read(ctx context.Context, pk, rk string) (Entity[T], stored, 
 		return e, stored{}, fmt.Errorf("wideentity: get (%q, %q): %w", pk, rk, table.ErrNotFound)
 	}
 	torn := func(format string, args ...any) error {
-		return fmt.Errorf("wideentity: get (%q, %q): %w: "+format, append([]any{pk, rk, ErrInconsistent}, args...)...)
+		return fmt.Errorf("%w: get (%q, %q): "+format, append([]any{ErrInconsistent, pk, rk}, args...)...)
 	}
 	h := rows[0]
 	if h.RowKey != headerKey(rk) {

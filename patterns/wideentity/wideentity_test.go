@@ -238,3 +238,244 @@ func TestRoundTripsPerOperation(t *testing.T) {
 }
 
 func second[A, B any](_ A, b B) B { return b }
+
+// TestPrefixCollision: logical RowKeys that extend one another, or contain
+// the delimiter and the escape characters, keep their rows apart: each
+// range query reads its own entity only, and deleting one leaves the
+// others whole.
+func TestPrefixCollision(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := newStore[table.Dynamic](t, f, 3)
+	ctx := context.Background()
+	rks := []string{"a", "a!b", keys.Join("a", "x"), "a.", "a...", "ab", "a b", "a\"", "", "é", "a/b#?", "a!h", "a!p!03!00"}
+	for i, rk := range rks {
+		d := bag(20+i, int64(i)*100)
+		d.Properties["Key"] = rk
+		if _, err := s.Insert(ctx, "p", rk, d); err != nil {
+			t.Fatalf("Insert %q: %v", rk, err)
+		}
+	}
+	check := func(deleted ...string) {
+		t.Helper()
+		for i, rk := range rks {
+			f.ft.Reset()
+			e, err := s.Get(ctx, "p", rk)
+			if slices.Contains(deleted, rk) {
+				if !errors.Is(err, table.ErrNotFound) {
+					t.Fatalf("Get %q after its Delete = %v", rk, err)
+				}
+				continue
+			}
+			if err != nil || e.Value.Properties["Key"] != rk || len(e.Value.Properties) != 21+i || f.ft.Count() != 1 {
+				t.Fatalf("Get %q = key %v, %d properties (want %d), %v, %d round trips", rk, e.Value.Properties["Key"], len(e.Value.Properties), 21+i, err, f.ft.Count())
+			}
+		}
+	}
+	check()
+	if stored, _ := f.rows(t, "p"); len(stored) != len(rks)*4 {
+		t.Fatalf("%d rows, want %d", len(stored), len(rks)*4)
+	}
+	e, _ := s.Get(ctx, "p", "a")
+	if err := s.Delete(ctx, "p", "a", e.ETag); err != nil {
+		t.Fatal(err)
+	}
+	check("a")
+	if stored, _ := f.rows(t, "p"); len(stored) != (len(rks)-1)*4 {
+		t.Fatalf("%d rows after deleting one entity, want %d", len(stored), (len(rks)-1)*4)
+	}
+}
+
+// TestShrinkAndLayoutChanges: a rewrite with fewer properties leaves the
+// part rows (no property of the old version stays anywhere); a Store with
+// another Parts reads the entity, and its writes move it to its layout,
+// deleting the old part rows in the same transaction; UpdateFields and
+// Delete act on the stored layout.
+func TestShrinkAndLayoutChanges(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s10 := newStore[table.Dynamic](t, f, 10)
+	s3 := newStore[table.Dynamic](t, f, 3)
+	ctx := context.Background()
+	count := func(want []string, wantProps int) {
+		t.Helper()
+		rks, props := f.rows(t, "p")
+		if !slices.Equal(rks, want) {
+			t.Fatalf("rows %v, want %v", rks, want)
+		}
+		n := 0
+		for _, rk := range rks {
+			if rk != keys.Join("big", "h") {
+				n += props[rk] - 1 // less the version
+			}
+		}
+		if n != wantProps {
+			t.Fatalf("%d properties stored, want %d", n, wantProps)
+		}
+	}
+	res, err := s10.Insert(ctx, "p", "big", bag(2000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count(wantRows("big", 10), 2000)
+	if res, err = s10.Update(ctx, "p", "big", bag(5, 0), res.ETag); err != nil {
+		t.Fatal(err)
+	}
+	count(wantRows("big", 10), 5)
+
+	f.ft.Reset()
+	if res, err = s3.Update(ctx, "p", "big", bag(20, 7), res.ETag); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.ft.Count(); n != 3 {
+		t.Fatalf("Update into another layout: %d round trips, want 3", n)
+	}
+	count(wantRows("big", 3), 20)
+	f.ft.Reset()
+	e, err := s10.Get(ctx, "p", "big")
+	if err != nil || e.Parts != 3 || e.ETag != res.ETag || len(e.Value.Properties) != 20 || f.ft.Count() != 1 {
+		t.Fatalf("Get by a Store of 10 parts: %d parts, %d properties, %v, %d round trips", e.Parts, len(e.Value.Properties), err, f.ft.Count())
+	}
+	f.ft.Reset()
+	one := table.Dynamic{Properties: map[string]any{"P0004": int64(-4), "Q": true}}
+	if _, err := s10.UpdateFields(ctx, "p", "big", one, azcore.ETagAny, "P0004", "Q"); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.ft.Count(); n != 3 {
+		t.Fatalf("UpdateFields on another layout: %d round trips, want 3", n)
+	}
+	count(wantRows("big", 3), 21)
+	if e, _ := s3.Get(ctx, "p", "big"); e.Value.Properties["P0004"] != int64(-4) || e.Value.Properties["Q"] != true {
+		t.Fatalf("after UpdateFields: %v", e.Value.Properties)
+	}
+	// A Store of 99 parts cannot move an entity of 3 into its layout in
+	// one transaction (1 + 3 + 99 operations): refused, nothing written.
+	s99 := newStore[table.Dynamic](t, f, wideentity.MaxParts)
+	if _, err := s99.Update(ctx, "p", "big", bag(20, 0), azcore.ETagAny); !errors.Is(err, table.ErrTooLarge) {
+		t.Fatalf("Update from 3 to 99 parts = %v", err)
+	}
+	count(wantRows("big", 3), 21)
+	f.ft.Reset()
+	if err := s10.Delete(ctx, "p", "big", azcore.ETagAny); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.ft.Count(); n != 3 {
+		t.Fatalf("Delete of another layout: %d round trips, want 3", n)
+	}
+	count(nil, 0)
+}
+
+// TestLimitsSendNothing: every limit is checked before the network, with
+// the sentinel naming what was wrong; the largest entities that fit are
+// written.
+func TestLimitsSendNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	s1 := newStore[table.Dynamic](t, f, 1)
+	s10 := newStore[table.Dynamic](t, f, 10)
+	binary := func(n int) table.Dynamic {
+		d := table.Dynamic{Properties: map[string]any{}}
+		for i := range n {
+			d.Properties[fmt.Sprintf("B%03d", i)] = make([]byte, 48<<10) // 64 KiB of base64
+		}
+		return d
+	}
+	with := func(name string, v any) table.Dynamic {
+		d := bag(3, 0)
+		d.Properties[name] = v
+		return d
+	}
+	cases := []struct {
+		what string
+		err  error
+		want error
+	}{
+		{"252 properties in one part", second(s1.Insert(ctx, "p", "r", bag(252, 0))), table.ErrTooLarge},
+		{"a part over 1 MiB", second(s1.Insert(ctx, "p", "r", binary(22))), table.ErrTooLarge},
+		{"a transaction over 4 MiB", second(s10.Insert(ctx, "p", "r", binary(64))), table.ErrTooLarge},
+		{"reserved " + wideentity.VersionProperty, second(s10.Insert(ctx, "p", "r", with(wideentity.VersionProperty, "x"))), wideentity.ErrInvalid},
+		{"reserved " + wideentity.PartsProperty, second(s10.Update(ctx, "p", "r", with(wideentity.PartsProperty, int32(1)), azcore.ETagAny)), wideentity.ErrInvalid},
+		{"reserved " + table.WriteProperty, second(s10.Insert(ctx, "p", "r", with(table.WriteProperty, "x"))), wideentity.ErrInvalid},
+		{"a property name with a space", second(s10.Insert(ctx, "p", "r", with("a b", 1))), table.ErrInvalidEntity},
+		{"an unsigned value", second(s10.Insert(ctx, "p", "r", with("U", uint64(1)))), table.ErrInvalidEntity},
+		{"a string over 64 KiB", second(s10.Insert(ctx, "p", "r", with("S", strings.Repeat("x", 40000)))), table.ErrTooLarge},
+		{"an invalid PartitionKey", second(s10.Insert(ctx, "a/b", "r", bag(3, 0))), table.ErrInvalidKey},
+		{"an empty PartitionKey", second(s10.Get(ctx, "", "r")), table.ErrInvalidKey},
+		{"a RowKey too long for its rows", second(s10.Get(ctx, "p", strings.Repeat("r", 1020))), table.ErrInvalidKey},
+		{"no ETag", second(s10.Update(ctx, "p", "r", bag(3, 0), "")), table.ErrNoETag},
+		{"no ETag for a delete", s10.Delete(ctx, "p", "r", ""), table.ErrNoETag},
+		{"UpdateFields of nothing", second(s10.UpdateFields(ctx, "p", "r", bag(3, 0), azcore.ETagAny)), wideentity.ErrInvalid},
+		{"UpdateFields of a property v lacks", second(s10.UpdateFields(ctx, "p", "r", bag(3, 0), azcore.ETagAny, "P0003")), wideentity.ErrInvalid},
+		{"UpdateFields of a reserved name", second(s10.UpdateFields(ctx, "p", "r", with(wideentity.VersionProperty, "x"), azcore.ETagAny, wideentity.VersionProperty)), wideentity.ErrInvalid},
+	}
+	for _, c := range cases {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: %v, want %v", c.what, c.err, c.want)
+		}
+	}
+	if n := f.ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+	for _, o := range []*wideentity.Options{nil, {}, {Parts: -1}, {Parts: wideentity.MaxParts + 1}} {
+		if _, err := wideentity.New[table.Dynamic](f.tbl, o); !errors.Is(err, wideentity.ErrInvalid) {
+			t.Errorf("New(%+v) = %v", o, err)
+		}
+	}
+	if _, err := wideentity.New[struct{ C chan int }](f.tbl, &wideentity.Options{Parts: 2}); !errors.Is(err, wideentity.ErrInvalid) {
+		t.Errorf("New of a type with a channel = %v", err)
+	}
+	// What fits is written: 251 properties in one part; 60 values of 48 KiB
+	// over 10 parts (a transaction of about 3.9 MiB).
+	if _, err := s1.Insert(ctx, "p", "full", bag(wideentity.MaxPartProperties, 0)); err != nil {
+		t.Fatalf("251 properties in one part: %v", err)
+	}
+	if _, err := s10.Insert(ctx, "p", "bytes", binary(60)); err != nil {
+		t.Fatalf("60 values of 48 KiB: %v", err)
+	}
+	if e, err := s10.Get(ctx, "p", "bytes"); err != nil || len(e.Value.Properties) != 60 || len(e.Value.Properties["B059"].([]byte)) != 48<<10 {
+		t.Fatalf("Get = %d properties, %v", len(e.Value.Properties), err)
+	}
+}
+
+// TestTypedStructOver252Fields: a struct of 430 fields round-trips
+// exactly, with every EDM type (Int64 beyond 2^53, DateTime at 100 ns,
+// Binary empty and not, Guid, whole-number Double), its keys, Meta and
+// extra map; no reserved property reaches the extra map.
+func TestTypedStructOver252Fields(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := newStore[year](t, f, 3)
+	ctx := context.Background()
+	in := fullYear()
+	f.ft.Reset()
+	res, err := s.Insert(ctx, "sensor-7", "2024", in)
+	if err != nil || f.ft.Count() != 1 {
+		t.Fatalf("Insert = %v in %d round trips", err, f.ft.Count())
+	}
+	f.ft.Reset()
+	e, err := s.Get(ctx, "sensor-7", "2024")
+	if err != nil || f.ft.Count() != 1 {
+		t.Fatalf("Get = %v in %d round trips", err, f.ft.Count())
+	}
+	want := in
+	want.Sensor, want.Year = "sensor-7", "2024"
+	if e.ETag != res.ETag || e.Value.ETag != res.ETag || e.Value.Timestamp.IsZero() {
+		t.Fatalf("ETag %q, Meta %+v, want %q", e.ETag, e.Value.Meta, res.ETag)
+	}
+	got := e.Value
+	got.Meta = table.Meta{}
+	if diff := differences(got, want); diff != "" {
+		t.Fatalf("round trip: %s", diff)
+	}
+	// One day is one merge (and the header's), one round trip.
+	f.ft.Reset()
+	upd := year{D200: 42}
+	if _, err := s.UpdateFields(ctx, "sensor-7", "2024", upd, e.ETag, "D200"); err != nil || f.ft.Count() != 1 {
+		t.Fatalf("UpdateFields = %v in %d round trips", err, f.ft.Count())
+	}
+	e, _ = s.Get(ctx, "sensor-7", "2024")
+	if e.Value.D200 != 42 || e.Value.D001 != want.D001 {
+		t.Fatalf("after UpdateFields: D200 = %d, D001 = %d", e.Value.D200, e.Value.D001)
+	}
+}
