@@ -16,6 +16,7 @@ import (
 	"github.com/tablekit/tablekit/patterns/dataseries"
 	"github.com/tablekit/tablekit/patterns/logtail"
 	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/wideentity"
 )
 
 // Employee is the guide's running example.
@@ -226,6 +227,45 @@ func (t *tour) dataSeries(ctx context.Context) error {
 	}
 	t.say("messages of employee 000223 on 2024-07-31, one property per hour of one entity:")
 	t.say("09:00 %d, 14:00 %d, 18:00 %d (the whole day is one point query; each Add a read and a conditional merge)", day.Slots["H09"], day.Slots["H14"], day.Slots["H18"])
+	return nil
+}
+
+func (t *tour) wideEntity(ctx context.Context) error {
+	tbl, err := table.New[table.Dynamic](t.svc.NewClient(t.name))
+	if err != nil {
+		return err
+	}
+	counts, err := wideentity.New[table.Dynamic](tbl, &wideentity.Options{Parts: 2})
+	if err != nil {
+		return err
+	}
+	year := table.Dynamic{Properties: map[string]any{}}
+	for day := 1; day <= 365; day++ {
+		year.Properties[fmt.Sprintf("D%03d", day)] = int64(day%5 + 1)
+	}
+	res, err := counts.Insert(ctx, "msgdays-000223", "2023", year)
+	if err != nil {
+		return err
+	}
+	t.say("messages of employee 000223 per day of 2023: 365 properties, more than the 252 one entity holds")
+	t.say("stored as a header and 2 part rows of one partition (RowKeys %s, %s, ...), written in one transaction",
+		keys.Join("2023", "h"), keys.Join("2023", "p", "02", "00"))
+	feb1 := table.Dynamic{Properties: map[string]any{"D032": int64(40)}}
+	if _, err := counts.UpdateFields(ctx, "msgdays-000223", "2023", feb1, azcore.ETagAny, "D032"); err != nil {
+		return err
+	}
+	t.say("February 1 set to 40 with one merge into the row that holds it (and the header's, in the same transaction), no read")
+	got, err := counts.Get(ctx, "msgdays-000223", "2023")
+	if err != nil {
+		return err
+	}
+	t.say("Get: one range query returns all %d days from %d part rows; Feb 1 = %d, Dec 31 = %d",
+		len(got.Value.Properties), got.Parts, got.Value.Properties["D032"], got.Value.Properties["D365"])
+	_, err = counts.Update(ctx, "msgdays-000223", "2023", year, res.ETag)
+	if !errors.Is(err, table.ErrPreconditionFailed) {
+		return fmt.Errorf("a rewrite with the ETag from before the merge: %v, want ErrPreconditionFailed", err)
+	}
+	t.say("a whole-year rewrite with the ETag read before that merge is refused (412): the header's ETag versions the whole entity")
 	return nil
 }
 

@@ -57,6 +57,7 @@ var steps = []step{
 	{"Bulk load: 1,000 entities in entity group transactions", (*tour).bulkLoad},
 	{"Log tail: a user's newest logins, newest first (guide pattern 7)", (*tour).logTail},
 	{"Data series: hourly message counts in one entity (guide pattern 9)", (*tour).dataSeries},
+	{"Wide entity: 365 daily counts in one logical entity of several rows (guide pattern 10)", (*tour).wideEntity},
 	{"Eventually consistent transaction: archive an employee through a queue (guide pattern 3)", (*tour).eventualArchive},
 	{"Shared access signature: read-only, one partition", (*tour).sas},
 	{"Bad input is stopped before the network", (*tour).validation},
