@@ -160,5 +160,9 @@
 // redoes the write for the stored layout: a whole-entity write then moves
 // the entity to the Store's layout, deleting the old part rows in the same
 // transaction; UpdateFields and Delete act on the stored layout. Such a
-// write costs two more round trips; keep Parts fixed for a table.
+// write costs two more round trips; keep Parts fixed for a table. (Should
+// the first transaction's response be lost as well, the table package may
+// settle it by making the header's ETag stale, a fence: a conditional
+// write then ends in ErrPreconditionFailed, not applied; re-read and
+// retry, as after any conflict.)
 package wideentity

@@ -53,7 +53,7 @@ func TestLostResponses(t *testing.T) {
 	if res, err = s.Update(ctx, "p", "r", bag(300, 1000), etag); err != nil || !res.Verified {
 		t.Fatalf("Update = %+v, %v", res, err)
 	}
-	etag = expect("Update", 4, map[string]any{"P0299": int64(1299)})
+	expect("Update", 4, map[string]any{"P0299": int64(1299)})
 
 	lose()
 	if _, err = s.Update(ctx, "p", "r", bag(200, 2000), azcore.ETagAny); err != nil {

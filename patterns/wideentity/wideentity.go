@@ -75,7 +75,10 @@ type Store[T any] struct {
 }
 
 // New returns a Store of entities of type T in tbl's table. It fails with
-// ErrInvalid when opts has no valid Parts or T cannot be stored. T's key
+// ErrInvalid when opts has no valid Parts, and with the error a write
+// would return when T cannot be stored: table.ErrInvalidEntity for a field
+// type or name the codec refuses, ErrInvalid for a reserved name,
+// table.ErrTooLarge when the fields always stored overflow a part. T's key
 // fields, if any, are ignored on writes (the calls take the keys) and
 // receive the logical keys on reads; its Meta receives the header's ETag
 // and Timestamp.
@@ -92,8 +95,12 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Store[T], erro
 	}
 	var zero T
 	_, s.bag = any(zero).(table.Dynamic)
-	if _, err := table.ToDynamic(zero); err != nil {
-		return nil, fmt.Errorf("%w: %v cannot be stored: %w", ErrInvalid, reflect.TypeFor[T](), err)
+	// Splitting the zero T checks its type and, since a struct's fields
+	// other than pointers, times, []byte and omitempty ones are stored even
+	// when zero, their names and how they spread over the parts, as every
+	// write will.
+	if _, err := s.split(fmt.Sprintf("New[%v]", reflect.TypeFor[T]()), zero, s.parts); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -166,11 +173,11 @@ func (s *Store[T]) properties(v T) (map[string]any, error) {
 }
 
 // split returns v's properties by part, for a layout of parts, checking
-// names and each part's property count.
-func (s *Store[T]) split(op, pk, rk string, v T, parts int) ([]map[string]any, error) {
+// names and each part's property count; errors name the operation where.
+func (s *Store[T]) split(where string, v T, parts int) ([]map[string]any, error) {
 	props, err := s.properties(v)
 	if err != nil {
-		return nil, fmt.Errorf("wideentity: %s (%q, %q): %w", op, pk, rk, err)
+		return nil, fmt.Errorf("wideentity: %s: %w", where, err)
 	}
 	out := make([]map[string]any, parts)
 	for k := range out {
@@ -181,14 +188,14 @@ func (s *Store[T]) split(op, pk, rk string, v T, parts int) ([]map[string]any, e
 			continue // as a Dynamic writes it: no property
 		}
 		if reserved(name) {
-			return nil, fmt.Errorf("%w: %s (%q, %q): property name %q is reserved", ErrInvalid, op, pk, rk, name)
+			return nil, fmt.Errorf("%w: %s: property name %q is reserved", ErrInvalid, where, name)
 		}
 		out[partOf(name, parts)][name] = val
 	}
 	for k, p := range out {
 		if len(p) > MaxPartProperties {
-			return nil, fmt.Errorf("wideentity: %s (%q, %q): %w: part %d of %d would hold %d properties, more than %d (MaxPartProperties): use more Parts",
-				op, pk, rk, table.ErrTooLarge, k, parts, len(p), MaxPartProperties)
+			return nil, fmt.Errorf("wideentity: %s: %w: part %d of %d would hold %d properties, more than %d (MaxPartProperties): use more Parts",
+				where, table.ErrTooLarge, k, parts, len(p), MaxPartProperties)
 		}
 	}
 	return out, nil
@@ -317,7 +324,7 @@ func (s *Store[T]) Insert(ctx context.Context, pk, rk string, v T) (table.Result
 	if err := checkKeys("insert", pk, rk); err != nil {
 		return table.Result{}, err
 	}
-	parts, err := s.split("insert", pk, rk, v, s.parts)
+	parts, err := s.split(fmt.Sprintf("insert (%q, %q)", pk, rk), v, s.parts)
 	if err != nil {
 		return table.Result{}, err
 	}
@@ -341,7 +348,7 @@ func (s *Store[T]) Update(ctx context.Context, pk, rk string, v T, etag azcore.E
 	if etag == "" {
 		return table.Result{}, fmt.Errorf("wideentity: update (%q, %q): %w", pk, rk, table.ErrNoETag)
 	}
-	parts, err := s.split("update", pk, rk, v, s.parts)
+	parts, err := s.split(fmt.Sprintf("update (%q, %q)", pk, rk), v, s.parts)
 	if err != nil {
 		return table.Result{}, err
 	}
@@ -355,7 +362,9 @@ func (s *Store[T]) Update(ctx context.Context, pk, rk string, v T, etag azcore.E
 // part row holding one of them and an empty merge of the header, one round
 // trip, no read. Every name must be a property v holds (a nil pointer, a
 // zero time or an absent bag entry cannot be merged: Update the whole
-// entity to remove a property).
+// entity to remove a property). A new property adds to its part row, whose
+// 252 properties and 1 MiB the service checks for the merge (the client
+// does not know what the row holds; the emulator checks neither).
 //
 // With etag azcore.ETagAny it does not depend on the version stored: it
 // cannot lose a concurrent change of other properties, concurrent
@@ -572,7 +581,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		if err := fn(&e.Value); err != nil {
 			return fnError{err}
 		}
-		parts, err := s.split("modify", pk, rk, e.Value, s.parts)
+		parts, err := s.split(fmt.Sprintf("modify (%q, %q)", pk, rk), e.Value, s.parts)
 		if err != nil {
 			return err
 		}

@@ -422,8 +422,14 @@ func TestLimitsSendNothing(t *testing.T) {
 			t.Errorf("New(%+v) = %v", o, err)
 		}
 	}
-	if _, err := wideentity.New[struct{ C chan int }](f.tbl, &wideentity.Options{Parts: 2}); !errors.Is(err, wideentity.ErrInvalid) {
+	if _, err := wideentity.New[struct{ C chan int }](f.tbl, &wideentity.Options{Parts: 2}); !errors.Is(err, table.ErrInvalidEntity) {
 		t.Errorf("New of a type with a channel = %v", err)
+	}
+	if _, err := wideentity.New[struct{ TkWide string }](f.tbl, &wideentity.Options{Parts: 2}); !errors.Is(err, wideentity.ErrInvalid) {
+		t.Errorf("New of a type with a reserved field name = %v", err)
+	}
+	if _, err := wideentity.New[year](f.tbl, &wideentity.Options{Parts: 1}); !errors.Is(err, table.ErrTooLarge) {
+		t.Errorf("New of 430 fields in one part = %v", err)
 	}
 	// What fits is written: 251 properties in one part; 60 values of 48 KiB
 	// over 10 parts (a transaction of about 3.9 MiB).
