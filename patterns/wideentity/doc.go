@@ -59,9 +59,10 @@
 // only the named properties. Concurrent UpdateFields of different
 // properties never lose each other's changes; of the same property, the
 // last one wins. It cannot duplicate a property in two rows, since no write
-// moves a property to another part (its part depends only on its name and
-// Parts; a Store configured with another Parts finds no row at its keys and
-// rewrites nothing, see Layout changes). It does change the header's ETag,
+// moves a property to another part: its part depends only on its name and
+// the layout, and a Store configured with another Parts finds no row at its
+// keys, so its transaction applies nothing, and it then writes into the
+// stored layout (see Layout changes). It does change the header's ETag,
 // so a whole-entity writer that read before it fails instead of silently
 // overwriting it. With an ETag it applies only to the version read.
 //
@@ -69,17 +70,19 @@
 // other transactions' changes are seen whole or not at all ("all other
 // queries executing in parallel at the same time will not see the result
 // of the transaction, since they will be working off a prior snapshot",
-// the Windows Azure Table whitepaper), and Azurite applies a transaction
-// without interleaving queries. Get also checks that every part row carries
+// the Windows Azure Table whitepaper), and in this package's tests Azurite
+// never showed a query part of a transaction. Get also checks that every part row carries
 // the header's version (and sits in its part, and no row is missing or
 // extra), and reads again when not, so even a query that is not a snapshot
 // never returns a mix of two whole-entity writes. An entity's rows (at most
-// 100) fit one page of 1,000, but the service may end a page early (after
-// 5 s of work, or at a partition server boundary) and continue it with a
-// continuation token: such a read of several pages is not atomic, so Get
-// then reads the header again after the last page and, if its ETag changed
-// (any write came in between), reads again. Either way Get returns one
-// version of the entity, with that version's ETag.
+// 100) fit one page of 1,000, but the service may end a page early (a page
+// gets at most 5 s of work) and continue it with a continuation token: such
+// a read of several pages is not atomic, so Get then reads the header again
+// after the last page and, if its ETag changed (any write, UpdateFields
+// included, came in between), reads again. So Get returns one version of
+// the entity with that version's ETag: by the service's snapshot within a
+// page, by the versions against whole-entity writes, and by the header's
+// ETag across pages.
 //
 // # Cost in round trips
 //
@@ -112,10 +115,12 @@
 //   - the transaction at most 4 MiB of request body (table.MaxBatchSize),
 //     as table.EstimateBatchSize bounds it: the JSON of every row plus
 //     1,024 bytes and six times its keys' length per row, plus 512. With
-//     100 rows that leaves about 4,087,000 bytes of JSON for the values:
-//     about 3 MiB of binary data (base64), or 4 MiB of ASCII text, and
-//     since a part holds at most 1 MiB, at least 4 parts are needed for
-//     that much;
+//     100 rows and short keys that leaves about 4,080,000 bytes for the
+//     rows' JSON (names, values, type annotations): up to about 3 MiB of
+//     binary values (base64 takes 4 bytes for 3) or 4 MiB of ASCII text.
+//     A part holds 1 MiB as the service counts it (binary bytes as they
+//     are, strings at 2 bytes a character), so that much takes at least 4
+//     parts of binary data or 8 of text;
 //   - a change of Parts for a stored entity puts the old and the new part
 //     rows in one transaction: old + new + 1 operations, at most 100.
 //
