@@ -50,7 +50,8 @@ soak: $(TEST_EMULATOR)
 # Benchmarks against fresh emulators (no -race): every comparison runs
 # BENCHCOUNT times, then .ci/benchtable.awk prints the side-by-side summary
 # (median [min..max]) of tablekit, raw aztables and the emulator's ceiling,
-# and the targets (see BENCHMARKS.md). About 10 minutes on 2 cores;
+# and the targets (see BENCHMARKS.md), then the pattern packages' benchmarks
+# against their hand-written equivalents. About 15 minutes on 2 cores;
 # TABLEKIT_BENCH_LARGE=1 adds 100,000-entity loads and scans (much longer).
 BENCHCOUNT ?= 3
 bench: SHELL := /bin/bash
@@ -60,6 +61,11 @@ bench: $(RUN_EMULATOR)
 	$(GO) test -run '^$$' -bench 'Codec' -benchmem -count $(BENCHCOUNT) ./patterns/table | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'PointOps' -benchmem -benchtime 1000x -count $(BENCHCOUNT) ./patterns/table | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'Ceiling|BulkLoad|Stream' -benchmem -benchtime 8x -count $(BENCHCOUNT) -timeout 3h ./patterns/table | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'Latest' -benchtime 10x -count $(BENCHCOUNT) -timeout 1h ./patterns/logtail | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'Append' -benchtime 1000x -count $(BENCHCOUNT) ./patterns/logtail | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'Add' -benchtime 400x -count $(BENCHCOUNT) ./patterns/dataseries | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'Wide' -benchmem -benchtime 20x -count $(BENCHCOUNT) ./patterns/wideentity | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'Worker' -benchtime 500x -count $(BENCHCOUNT) ./patterns/eventual | tee -a bench.out
 	@echo; awk -f .ci/benchtable.awk bench.out
 
 # staticcheck, installed into ./bin at a pinned version.
