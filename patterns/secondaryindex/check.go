@@ -1,0 +1,275 @@
+package secondaryindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/eventual"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// CopyRef names one index copy.
+type CopyRef struct {
+	Index, PartitionKey, RowKey string
+}
+
+// Drift is what Check found (and Rebuild fixed) in the indexes.
+type Drift struct {
+	// Entities is how many primaries were checked.
+	Entities int
+	// Missing are copies an entity calls for that do not exist; Stale,
+	// copies that exist with other content; Orphans, copies no entity
+	// calls for.
+	Missing, Stale, Orphans []CopyRef
+	// Fixed counts the copies Rebuild wrote or deleted (0 for Check).
+	// Fixes that lost a race with a concurrent writer are not counted:
+	// that writer's own transaction or intent keeps the index.
+	Fixed int
+}
+
+// Clean reports whether no drift was found.
+func (d Drift) Clean() bool { return len(d.Missing)+len(d.Stale)+len(d.Orphans) == 0 }
+
+// Check compares every index with the entities of partition pk (every
+// partition when pk is ""), without changing anything: a range query per
+// page of primaries and per page of each index's copies (a table scan when
+// pk is "" or for an organisation-wide index partition). An OtherPartition
+// index may show drift that its pending intents will fix: Drain its
+// worker first for an exact answer.
+func (s *Store[T]) Check(ctx context.Context, pk string) (Drift, error) {
+	d, _, err := s.drift(ctx, pk)
+	return d, err
+}
+
+// Rebuild makes every index match the entities of partition pk (every
+// partition when pk is ""): adding an index to existing data, or repairing
+// drift. It writes the missing and stale copies (for SamePartition
+// indexes in one transaction per entity, conditioned on the entity's ETag
+// so a concurrent write is never undone; for OtherPartition indexes by
+// reconciling each entity as its worker does) and deletes the orphans
+// (conditioned on their ETags). It returns the drift it found, with the
+// number of copies fixed.
+func (s *Store[T]) Rebuild(ctx context.Context, pk string) (Drift, error) {
+	d, plan, err := s.drift(ctx, pk)
+	if err != nil || d.Clean() {
+		return d, err
+	}
+	var ops []table.Op
+	count := []int{} // per op: copies it fixes
+	for _, f := range plan.same {
+		group := []table.Op{s.tbl.UpdateOp(table.Dynamic{PartitionKey: f.pk, RowKey: s.primaryKey(f.id), Properties: map[string]any{}}, f.etag, table.Merge)}
+		for _, r := range f.rows {
+			group = append(group, s.tbl.UpsertOp(table.Dynamic{PartitionKey: r.pk, RowKey: r.rk, Properties: r.props}, table.Replace))
+		}
+		ops = append(ops, table.Atomic(group...)...)
+		count = append(count, 0)
+		for range f.rows {
+			count = append(count, 1)
+		}
+	}
+	var inter []orphan[T]
+	for _, o := range plan.orphans {
+		if o.ix.Where == OtherPartition || s.copyTable(o.ix) != s.tbl {
+			inter = append(inter, o)
+			continue
+		}
+		ops = append(ops, s.tbl.DeleteOp(o.d.PartitionKey, o.d.RowKey, o.d.ETag))
+		count = append(count, 1)
+	}
+	res, err := s.tbl.Submit(ctx, ops, &table.BatchOptions{ContinueOnError: true})
+	for i, r := range res.Ops {
+		if r.Applied {
+			d.Fixed += count[i]
+		}
+	}
+	if err != nil && !errors.Is(err, table.ErrPreconditionFailed) && !errors.Is(err, table.ErrNotFound) {
+		return d, err
+	}
+	for _, f := range plan.other {
+		in := eventual.Intent[intent]{Payload: intent{PK: f.pk, ID: f.id}}
+		if err := s.reconcile(ctx, in); err != nil {
+			return d, err
+		}
+		d.Fixed += len(f.rows)
+	}
+	for _, o := range inter {
+		err := s.copyTable(o.ix).Delete(ctx, o.d.PartitionKey, o.d.RowKey, o.d.ETag)
+		switch {
+		case err == nil:
+			d.Fixed++
+		case !errors.Is(err, table.ErrPreconditionFailed) && !errors.Is(err, table.ErrNotFound):
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// fix is the copies one entity needs written.
+type fix struct {
+	pk, id string
+	etag   azcore.ETag
+	rows   []row
+}
+
+// orphan is a copy no entity calls for.
+type orphan[T any] struct {
+	ix *Index[T]
+	d  table.Dynamic
+}
+
+// repairPlan is what Rebuild writes: the SamePartition copies per entity,
+// the entities to reconcile for OtherPartition copies, the orphans.
+type repairPlan[T any] struct {
+	same, other []fix
+	orphans     []orphan[T]
+}
+
+// drift computes what Check reports and what Rebuild would write.
+func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], error) {
+	var d Drift
+	var plan repairPlan[T]
+	type key struct{ table, pk, rk string }
+	type want struct {
+		ix *Index[T]
+		r  row
+		f  *fix
+	}
+	wanted := map[key]want{}
+	lo, hi := keys.PrefixRange(s.primary)
+	var fixes []*fix
+	for p, err := range s.tbl.Query(ctx, &table.Query{Filter: scoped(pk, lo, hi)}) {
+		if err != nil {
+			return d, plan, err
+		}
+		e, err := s.decode(p)
+		if err != nil {
+			return d, plan, err
+		}
+		enc, err := s.encode(e.Value)
+		if err != nil {
+			return d, plan, err
+		}
+		d.Entities++
+		f := &fix{pk: e.PartitionKey, id: e.ID, etag: e.ETag}
+		fixes = append(fixes, f)
+		for name, r := range enc.copies {
+			ix := s.byName[name]
+			wanted[key{s.copyTable(ix).Name(), r.pk, r.rk}] = want{ix, r, f}
+		}
+	}
+	seen := map[key]bool{}
+	var otherFix = map[*fix]bool{}
+	for i := range s.indexes {
+		ix := &s.indexes[i]
+		t := s.copyTable(ix)
+		cpk := pk
+		if pk != "" && ix.Where == OtherPartition {
+			cpk = ix.Partition(pk)
+		}
+		ilo, ihi := keys.PrefixRange(ix.Name)
+		for c, err := range t.Query(ctx, &table.Query{Filter: scoped(cpk, ilo, ihi)}) {
+			if err != nil {
+				return d, plan, err
+			}
+			rpk, _, rerr := refOf(c)
+			if pk != "" && rerr == nil && rpk != pk {
+				continue // another partition's copy in a shared index partition
+			}
+			k := key{t.Name(), c.PartitionKey, c.RowKey}
+			w, ok := wanted[k]
+			ref := CopyRef{ix.Name, c.PartitionKey, c.RowKey}
+			switch {
+			case !ok || w.ix != ix:
+				d.Orphans = append(d.Orphans, ref)
+				plan.orphans = append(plan.orphans, orphan[T]{ix, c})
+			case !s.sameContent(w.r.props, c.Properties):
+				d.Stale = append(d.Stale, ref)
+				seen[k] = true
+				s.addFix(&plan, otherFix, ix, w.f, w.r)
+			default:
+				seen[k] = true
+			}
+		}
+	}
+	for k, w := range wanted {
+		if !seen[k] {
+			d.Missing = append(d.Missing, CopyRef{w.ix.Name, k.pk, k.rk})
+			s.addFix(&plan, otherFix, w.ix, w.f, w.r)
+		}
+	}
+	for _, f := range fixes {
+		if len(f.rows) > 0 && !otherFix[f] {
+			plan.same = append(plan.same, *f)
+		}
+	}
+	sortRefs := func(rs []CopyRef) {
+		slices.SortFunc(rs, func(a, b CopyRef) int { return compareRefs(a, b) })
+	}
+	sortRefs(d.Missing)
+	sortRefs(d.Stale)
+	sortRefs(d.Orphans)
+	return d, plan, nil
+}
+
+func compareRefs(a, b CopyRef) int {
+	for _, c := range [][2]string{{a.Index, b.Index}, {a.PartitionKey, b.PartitionKey}, {a.RowKey, b.RowKey}} {
+		if c[0] != c[1] {
+			return keys.Compare(c[0], c[1])
+		}
+	}
+	return 0
+}
+
+// addFix records that copy r of entity f must be written.
+func (s *Store[T]) addFix(plan *repairPlan[T], other map[*fix]bool, ix *Index[T], f *fix, r row) {
+	if ix.Where == OtherPartition {
+		if !other[f] {
+			other[f] = true
+			plan.other = append(plan.other, fix{pk: f.pk, id: f.id})
+		}
+		plan.other[len(plan.other)-1].rows = append(plan.other[len(plan.other)-1].rows, r)
+		return
+	}
+	f.rows = append(f.rows, r)
+}
+
+// sameContent compares a wanted copy's properties with a stored copy's,
+// both read through T so that stored types compare as written.
+func (s *Store[T]) sameContent(want, got map[string]any) bool {
+	if want[RefProperty] != got[RefProperty] {
+		return false
+	}
+	norm := func(props map[string]any) string {
+		p := maps.Clone(props)
+		delete(p, RefProperty)
+		v, err := table.FromDynamic[T](table.Dynamic{Properties: p})
+		if err != nil {
+			return fmt.Sprint("invalid:", err)
+		}
+		d, err := table.ToDynamic(v)
+		if err != nil {
+			return fmt.Sprint("invalid:", err)
+		}
+		for k := range d.Properties {
+			if _, ok := props[k]; !ok {
+				delete(d.Properties, k) // a Listed copy's absent fields
+			}
+		}
+		return fmt.Sprint(d.Properties)
+	}
+	return norm(want) == norm(got)
+}
+
+// scoped filters one partition (all when pk is "") and a RowKey range.
+func scoped(pk, lo, hi string) table.Filter {
+	f := table.RowKeyRange(lo, hi)
+	if pk != "" {
+		f = table.And(table.PartitionKey(pk), f)
+	}
+	return f
+}

@@ -1,0 +1,189 @@
+package secondaryindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// LookupOptions configures a lookup. A nil *LookupOptions means defaults.
+type LookupOptions struct {
+	// Fetch reads each primary instead of returning what the copy holds:
+	// +1 point query per entity (in parallel, at most Concurrency at once,
+	// results still in index order; an entity deleted since its copy was
+	// read is left out). KeysOnly indexes always fetch.
+	Fetch bool
+	// Concurrency bounds the parallel fetches. Default: 8.
+	Concurrency int
+	// PageSize is the most copies read per round trip. Default: 1000.
+	PageSize int
+}
+
+// Lookup finds the entity whose unique index has value (its parts): 1
+// point query of the copy, +1 to fetch the primary (KeysOnly or Fetch).
+// pk is the primary's partition (for an OtherPartition index, the copies'
+// partition is derived from it). ErrNotFound when no entity has the value.
+func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string, opts *LookupOptions) (Entity[T], error) {
+	ix, err := s.indexNamed(index)
+	if err != nil {
+		return Entity[T]{}, err
+	}
+	if !ix.Unique {
+		return Entity[T]{}, fmt.Errorf("%w: index %q is not unique: use Find", ErrInvalid, index)
+	}
+	cpk, lo, _, err := s.bounds(ix, pk, value, value)
+	if err != nil {
+		return Entity[T]{}, err
+	}
+	d, err := s.copyTable(ix).Get(ctx, cpk, lo, nil)
+	if err != nil {
+		return Entity[T]{}, err
+	}
+	e, err := s.decodeCopy(d)
+	if err != nil || !s.fetches(ix, opts) {
+		return e, err
+	}
+	return s.Get(ctx, e.PartitionKey, e.ID)
+}
+
+// Find returns the entities whose index value starts with value (all its
+// parts, or the first few of a compound value), in index order: 1 range
+// query per page of copies, plus the fetches.
+func (s *Store[T]) Find(ctx context.Context, pk, index string, value []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
+	return s.Range(ctx, pk, index, value, value, opts)
+}
+
+// Range returns the entities whose index value is from from to to, both
+// included (as prefixes: to ["Jones"] includes "Jones", "Smith"]), in
+// index order: 1 range query per page of copies, plus the fetches.
+func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
+	return func(yield func(Entity[T], error) bool) {
+		ix, err := s.indexNamed(index)
+		if err != nil {
+			yield(Entity[T]{}, err)
+			return
+		}
+		cpk, lo, hi, err := s.bounds(ix, pk, from, to)
+		if err != nil {
+			yield(Entity[T]{}, err)
+			return
+		}
+		var o LookupOptions
+		if opts != nil {
+			o = *opts
+		}
+		f := table.And(table.PartitionKey(cpk), table.RowKeyRange(lo, hi))
+		for page, err := range s.copyTable(ix).Pages(ctx, &table.Query{Filter: f, PageSize: o.PageSize}) {
+			if err != nil {
+				yield(Entity[T]{}, err)
+				return
+			}
+			es := make([]Entity[T], len(page.Items))
+			for i, d := range page.Items {
+				if es[i], err = s.decodeCopy(d); err != nil {
+					yield(Entity[T]{}, err)
+					return
+				}
+			}
+			if s.fetches(ix, opts) {
+				s.fetch(ctx, es, o.Concurrency)
+			}
+			for _, e := range es {
+				if e.err == errGone {
+					continue
+				}
+				if e.err != nil {
+					if !yield(Entity[T]{}, e.err) {
+						return
+					}
+					continue
+				}
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// bounds returns the copies' partition and the RowKey range of values from
+// to to (inclusive, as prefixes).
+func (s *Store[T]) bounds(ix *Index[T], pk string, from, to []string) (cpk, lo, hi string, err error) {
+	cpk = pk
+	if ix.Where == OtherPartition {
+		cpk = ix.Partition(pk)
+	}
+	if len(from) == 0 || len(to) == 0 {
+		return "", "", "", fmt.Errorf("%w: index %q: a lookup needs at least one value part", ErrInvalid, ix.Name)
+	}
+	lo = keys.Join(append([]string{ix.Name}, from...)...)
+	_, hi = keys.PrefixRange(append([]string{ix.Name}, to...)...)
+	for _, k := range []string{cpk, lo} {
+		if err := keys.Validate(k); err != nil {
+			return "", "", "", fmt.Errorf("%w: index %q: %v", ErrInvalid, ix.Name, err)
+		}
+	}
+	return cpk, lo, hi, nil
+}
+
+func (s *Store[T]) fetches(ix *Index[T], opts *LookupOptions) bool {
+	return ix.Holds == KeysOnly || opts != nil && opts.Fetch
+}
+
+// errGone marks a fetched copy whose primary is gone (deleted since the
+// copy was read, or a stale copy of an OtherPartition index): skipped.
+var errGone = errors.New("primary gone")
+
+// fetch replaces each copy in es by its primary, reading at most conc at
+// once.
+func (s *Store[T]) fetch(ctx context.Context, es []Entity[T], conc int) {
+	if conc <= 0 {
+		conc = 8
+	}
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for i := range es {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			e, err := s.Get(ctx, es[i].PartitionKey, es[i].ID)
+			switch {
+			case errors.Is(err, table.ErrNotFound):
+				e = Entity[T]{err: errGone}
+			case err != nil:
+				e = Entity[T]{err: fmt.Errorf("secondaryindex: fetching %q/%q: %w", es[i].PartitionKey, es[i].ID, err)}
+			}
+			es[i] = e
+		}()
+	}
+	wg.Wait()
+}
+
+// Verify reads the primary of e (a lookup's result read from a copy) and
+// reports whether the copy was current: the primary exists and still has
+// the copy's value. It returns the primary as read. 1 round trip.
+func (s *Store[T]) Verify(ctx context.Context, index string, e Entity[T]) (Entity[T], bool, error) {
+	ix, err := s.indexNamed(index)
+	if err != nil {
+		return Entity[T]{}, false, err
+	}
+	cur, err := s.Get(ctx, e.PartitionKey, e.ID)
+	if err != nil {
+		if errors.Is(err, table.ErrNotFound) {
+			return Entity[T]{}, false, nil
+		}
+		return Entity[T]{}, false, err
+	}
+	enc, err := s.encode(cur.Value)
+	if err != nil {
+		return cur, false, err
+	}
+	r, ok := enc.copies[ix.Name]
+	return cur, ok && e.copyKey != "" && r.rk == e.copyKey, nil
+}

@@ -1,0 +1,367 @@
+package secondaryindex
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/eventual"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/retry"
+)
+
+// ErrInvalid is the sentinel for a request or configuration rejected
+// before the network: bad index or primary names, an index key that is not
+// valid, a write that does not fit one transaction (the error names the
+// index that overflows).
+var ErrInvalid = errors.New("secondaryindex: invalid request")
+
+// ErrDuplicate is returned (with table.ErrAlreadyExists) when a write
+// would give a unique index a value another entity has: nothing was
+// written. The error names the index and the value.
+var ErrDuplicate = errors.New("secondaryindex: duplicate value in a unique index")
+
+// ErrNotFound is table.ErrNotFound: no entity, or no entity with that
+// indexed value.
+var ErrNotFound = table.ErrNotFound
+
+// RefProperty is the reserved property of an index copy that names its
+// primary: keys.Join(primary's PartitionKey, id). User data may not use
+// this name.
+const RefProperty = "TkRef"
+
+// Holds says what an index copy holds.
+type Holds int
+
+const (
+	// Whole copies hold every property of the entity (a fully
+	// denormalized index): a lookup is one read.
+	Whole Holds = iota
+	// KeysOnly copies hold only the primary's id (a normalized index): a
+	// lookup reads the copy, then the primary.
+	KeysOnly
+	// Listed copies hold the properties named in Index.Fields (a
+	// partially denormalized index): a lookup returns those fields, or
+	// reads the primary when asked to.
+	Listed
+)
+
+// Where says where an index's copies live.
+type Where int
+
+const (
+	// SamePartition keeps the copies in the primary's partition, written
+	// in the primary's entity group transaction: strongly consistent
+	// (guide pattern 1).
+	SamePartition Where = iota
+	// OtherPartition keeps the copies in another partition (Index.Partition)
+	// and optionally another table (Index.Table), kept by an intent of
+	// patterns/eventual: eventually consistent (guide pattern 2).
+	OtherPartition
+)
+
+// Index declares one secondary index of a Store.
+type Index[T any] struct {
+	// Name names the index and starts its copies' RowKeys:
+	// keys.Join(Name, value parts...). ASCII letters and digits, 1 to 32.
+	Name string
+	// Key returns the indexed value of an entity as one or more parts (a
+	// compound value, such as last name then first name, is ordered part
+	// by part). Nil means the entity has no copy in this index (a sparse
+	// index). Parts may be any strings; they are escaped (keys.Join).
+	Key func(v *T) []string
+	// Unique makes the index reject a value that another entity has. A
+	// non-unique index appends the primary's id to its copies' RowKeys, so
+	// copies never collide.
+	Unique bool
+	// Holds says what the copies hold; Fields lists the properties of a
+	// Listed index.
+	Holds  Holds
+	Fields []string
+	// Where says where the copies live. OtherPartition needs
+	// Options.Queue.
+	Where Where
+	// Partition maps a primary's PartitionKey to the partition of its
+	// copies, for OtherPartition. Default: keys.Join(Name, pk) ("email!Sales").
+	// Return a constant for one organisation-wide index partition.
+	Partition func(pk string) string
+	// Table holds the copies of an OtherPartition index in another table.
+	// Default: the primary's table.
+	Table *table.Table[table.Dynamic]
+}
+
+// Options configures a Store.
+type Options[T any] struct {
+	// Primary names the primary rows and starts their RowKeys:
+	// keys.Join(Primary, id), the guide's "empid_000223". ASCII letters
+	// and digits, 1 to 32; not one of the index names.
+	Primary string
+	// Indexes are the secondary indexes.
+	Indexes []Index[T]
+	// Queue carries the intents of OtherPartition indexes; required when
+	// there is one. Register Store.Handler with the queue's Worker, and
+	// include the primary's table in the Queue's Options.Tables.
+	Queue *eventual.Queue
+	// Retry is the policy for the read-modify-write loops (Modify,
+	// Delete) when another writer changed the entity in between. Default:
+	// retry.Default.
+	Retry *retry.Policy
+}
+
+// Store keeps a table's entities of type T together with their secondary
+// indexes. It is safe for concurrent use.
+type Store[T any] struct {
+	tbl     *table.Table[table.Dynamic]
+	primary string
+	indexes []Index[T]
+	byName  map[string]*Index[T]
+	queue   *eventual.Queue
+	kind    eventual.Kind[intent]
+	retry   retry.Policy
+
+	hook func(step string) error // tests: a crash between reconcile steps
+}
+
+// New returns a Store for entities of type T in tbl. T must be a struct
+// type table.New accepts, with PartitionKey and RowKey fields: the RowKey
+// field holds the entity's id, stored as keys.Join(Primary, id).
+func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], error) {
+	if tbl == nil || opts == nil {
+		return nil, fmt.Errorf("%w: a table and Options are required", ErrInvalid)
+	}
+	s := &Store[T]{tbl: tbl, primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, retry: retry.Default}
+	if opts.Retry != nil {
+		s.retry = *opts.Retry
+	}
+	if err := validName("Primary", s.primary); err != nil {
+		return nil, err
+	}
+	var zero T
+	if _, err := table.ToDynamic(zero); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	inter := false
+	for i := range s.indexes {
+		ix := &s.indexes[i]
+		if err := validName("index", ix.Name); err != nil {
+			return nil, err
+		}
+		if ix.Name == s.primary || s.byName[ix.Name] != nil {
+			return nil, fmt.Errorf("%w: index name %q is used twice (or is the Primary name)", ErrInvalid, ix.Name)
+		}
+		if ix.Key == nil {
+			return nil, fmt.Errorf("%w: index %q has no Key function", ErrInvalid, ix.Name)
+		}
+		switch ix.Holds {
+		case Whole, KeysOnly:
+			if len(ix.Fields) > 0 {
+				return nil, fmt.Errorf("%w: index %q lists Fields but does not hold Listed copies", ErrInvalid, ix.Name)
+			}
+		case Listed:
+			for _, f := range ix.Fields {
+				if f == RefProperty || f == "PartitionKey" || f == "RowKey" || f == "Timestamp" || f == table.WriteProperty || table.Eq(f, "").Err() != nil {
+					return nil, fmt.Errorf("%w: index %q: field %q cannot be copied", ErrInvalid, ix.Name, f)
+				}
+			}
+		default:
+			return nil, fmt.Errorf("%w: index %q: unknown Holds %d", ErrInvalid, ix.Name, ix.Holds)
+		}
+		switch ix.Where {
+		case SamePartition:
+			if ix.Partition != nil || ix.Table != nil {
+				return nil, fmt.Errorf("%w: index %q is SamePartition but sets Partition or Table", ErrInvalid, ix.Name)
+			}
+		case OtherPartition:
+			inter = true
+			if ix.Partition == nil {
+				name := ix.Name
+				ix.Partition = func(pk string) string { return keys.Join(name, pk) }
+			}
+			if ix.Table == nil {
+				ix.Table = tbl
+			}
+		default:
+			return nil, fmt.Errorf("%w: index %q: unknown Where %d", ErrInvalid, ix.Name, ix.Where)
+		}
+		s.byName[ix.Name] = ix
+	}
+	if inter {
+		if s.queue == nil {
+			return nil, fmt.Errorf("%w: OtherPartition indexes need Options.Queue", ErrInvalid)
+		}
+		s.kind = eventual.NewKind[intent]("tk-secondaryindex/" + tbl.Name() + "/" + s.primary)
+	}
+	return s, nil
+}
+
+func validName(what, name string) error {
+	if name == "" || len(name) > 32 || strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) >= 0 {
+		return fmt.Errorf("%w: %s name %q: 1 to 32 ASCII letters and digits", ErrInvalid, what, name)
+	}
+	return nil
+}
+
+// Entity is an entity as read, with where it came from.
+type Entity[T any] struct {
+	// Value is the entity (for a Listed copy read without Fetch, only its
+	// keys and the listed fields are set).
+	Value T
+	// PartitionKey and ID are the primary's partition and id.
+	PartitionKey, ID string
+	// ETag is the primary's ETag when the primary was read; empty for a
+	// value read from a copy.
+	ETag azcore.ETag
+	// FromCopy reports that Value was read from an index copy, not from
+	// the primary (see Store.Verify).
+	FromCopy bool
+
+	copyKey string // the copy's RowKey, for Verify
+	err     error  // a fetch's failure, for Range
+}
+
+func (s *Store[T]) primaryKey(id string) string { return keys.Join(s.primary, id) }
+
+// row is one index copy: its keys and properties.
+type row struct {
+	pk, rk string
+	props  map[string]any
+}
+
+// copyOf returns the copy of entity d (its properties, keys pk and id) in
+// index ix, or ok false when the entity has no value in ix.
+func (s *Store[T]) copyOf(ix *Index[T], v *T, d table.Dynamic) (r row, ok bool, err error) {
+	parts := ix.Key(v)
+	if parts == nil {
+		return r, false, nil
+	}
+	kp := append([]string{ix.Name}, parts...)
+	if !ix.Unique {
+		kp = append(kp, d.RowKey)
+	}
+	r.rk = keys.Join(kp...)
+	r.pk = d.PartitionKey
+	if ix.Where == OtherPartition {
+		r.pk = ix.Partition(d.PartitionKey)
+	}
+	if err := keys.Validate(r.pk); err != nil {
+		return r, false, fmt.Errorf("%w: index %q: partition %q: %v", ErrInvalid, ix.Name, r.pk, err)
+	}
+	if err := keys.Validate(r.rk); err != nil {
+		return r, false, fmt.Errorf("%w: index %q: value %q: %v", ErrInvalid, ix.Name, parts, err)
+	}
+	switch ix.Holds {
+	case Whole:
+		r.props = maps.Clone(d.Properties)
+	case Listed:
+		r.props = make(map[string]any, len(ix.Fields)+1)
+		for _, f := range ix.Fields {
+			if val, ok := d.Properties[f]; ok {
+				r.props[f] = val
+			}
+		}
+	default:
+		r.props = make(map[string]any, 1)
+	}
+	r.props[RefProperty] = keys.Join(d.PartitionKey, d.RowKey)
+	return r, true, nil
+}
+
+// entry is an entity encoded for writing: its primary row and its copies
+// by index name.
+type entry struct {
+	pk, id  string
+	primary table.Dynamic
+	copies  map[string]row
+}
+
+// encode checks v and computes its rows.
+func (s *Store[T]) encode(v T) (entry, error) {
+	d, err := table.ToDynamic(v)
+	if err != nil {
+		return entry{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if _, clash := d.Properties[RefProperty]; clash {
+		return entry{}, fmt.Errorf("%w: property %s is reserved", ErrInvalid, RefProperty)
+	}
+	if err := keys.Validate(d.PartitionKey); err != nil {
+		return entry{}, fmt.Errorf("%w: PartitionKey: %v", ErrInvalid, err)
+	}
+	e := entry{pk: d.PartitionKey, id: d.RowKey, copies: map[string]row{}}
+	for i := range s.indexes {
+		ix := &s.indexes[i]
+		r, ok, err := s.copyOf(ix, &v, d)
+		if err != nil {
+			return entry{}, err
+		}
+		if ok {
+			e.copies[ix.Name] = r
+		}
+	}
+	e.primary = table.Dynamic{PartitionKey: d.PartitionKey, RowKey: s.primaryKey(d.RowKey), Properties: d.Properties}
+	if err := keys.Validate(e.primary.RowKey); err != nil {
+		return entry{}, fmt.Errorf("%w: id %q: %v", ErrInvalid, d.RowKey, err)
+	}
+	return e, nil
+}
+
+// decode turns a primary row back into an Entity.
+func (s *Store[T]) decode(d table.Dynamic) (Entity[T], error) {
+	parts, err := keys.Split(d.RowKey)
+	if err != nil || len(parts) != 2 || parts[0] != s.primary {
+		return Entity[T]{}, fmt.Errorf("secondaryindex: row %q/%q is not a %s primary", d.PartitionKey, d.RowKey, s.primary)
+	}
+	e := Entity[T]{PartitionKey: d.PartitionKey, ID: parts[1], ETag: d.ETag}
+	d.RowKey = parts[1]
+	e.Value, err = table.FromDynamic[T](d)
+	return e, err
+}
+
+// refOf returns the primary a copy names.
+func refOf(d table.Dynamic) (pk, id string, err error) {
+	ref, _ := d.Properties[RefProperty].(string)
+	parts, err := keys.Split(ref)
+	if err != nil || len(parts) != 2 {
+		return "", "", fmt.Errorf("secondaryindex: row %q/%q has no valid %s", d.PartitionKey, d.RowKey, RefProperty)
+	}
+	return parts[0], parts[1], nil
+}
+
+// decodeCopy turns an index copy into an Entity (FromCopy).
+func (s *Store[T]) decodeCopy(d table.Dynamic) (Entity[T], error) {
+	pk, id, err := refOf(d)
+	if err != nil {
+		return Entity[T]{}, err
+	}
+	props := maps.Clone(d.Properties)
+	delete(props, RefProperty)
+	v, err := table.FromDynamic[T](table.Dynamic{PartitionKey: pk, RowKey: id, Properties: props})
+	return Entity[T]{Value: v, PartitionKey: pk, ID: id, FromCopy: true, copyKey: d.RowKey}, err
+}
+
+// copyTable is the table of ix's copies.
+func (s *Store[T]) copyTable(ix *Index[T]) *table.Table[table.Dynamic] {
+	if ix.Table != nil {
+		return ix.Table
+	}
+	return s.tbl
+}
+
+// sameCopy reports whether two copies are the same row with the same
+// content.
+func sameCopy(a, b row) bool {
+	return a.pk == b.pk && a.rk == b.rk && fmt.Sprint(a.props) == fmt.Sprint(b.props)
+}
+
+func (s *Store[T]) indexNamed(name string) (*Index[T], error) {
+	ix := s.byName[name]
+	if ix == nil {
+		return nil, fmt.Errorf("%w: no index named %q", ErrInvalid, name)
+	}
+	return ix, nil
+}

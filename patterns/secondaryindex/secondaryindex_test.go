@@ -1,0 +1,193 @@
+package secondaryindex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/patterns/secondaryindex"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+func TestIntraPartitionRoundTrips(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, intraIndexes(), false)
+	ctx := context.Background()
+	s := r.store
+
+	if _, err := s.Insert(ctx, jo()); err != nil || r.ft.Count() != 1 {
+		t.Fatalf("Insert: %v in %d round trips, want 1", err, r.ft.Count())
+	}
+	ana := Employee{Department: "Sales", ID: "000123", FirstName: "Ana", LastName: "Jones", Email: "jonesa@contoso.com", Age: 34}
+	if _, err := s.Insert(ctx, ana); err != nil {
+		t.Fatal(err)
+	}
+	// The rows of the partition: the guide's self-describing keys (each
+	// part escaped by keys.Join, which keeps their order).
+	rows, err := table.Collect(r.tbl.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rks []string
+	for _, row := range rows {
+		rks = append(rks, row.RowKey)
+	}
+	want := "[email!jonesa@contoso.2Ecom email!jonesj@contoso.2Ecom empid!000123 empid!000223 name!Jones!Ana!000123 name!Jones!Jo!000223]"
+	if got := strings.Join(strings.Fields(strings.Trim(strings.ReplaceAll(strings.Join(rks, " "), "\"", ""), "[]")), " "); "["+got+"]" != want {
+		t.Fatalf("rows %v, want %s", rks, want)
+	}
+
+	r.ft.Reset()
+	e, err := s.Lookup(ctx, "Sales", "email", []string{"jonesj@contoso.com"}, nil)
+	if err != nil || e.Value != jo() || !e.FromCopy || r.ft.Count() != 1 {
+		t.Fatalf("Lookup by email: %+v, %v in %d round trips, want Jo from the copy in 1", e, err, r.ft.Count())
+	}
+	r.ft.Reset()
+	var found []string
+	for e, err := range s.Find(ctx, "Sales", "name", []string{"Jones"}, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = append(found, e.Value.FirstName+"/"+string(e.ETag[:3]))
+	}
+	if len(found) != 2 || !strings.HasPrefix(found[0], "Ana/") || r.ft.Count() != 3 {
+		t.Fatalf("Find Jones: %v in %d round trips, want Ana, Jo (fetched: with ETags) in 1 + 2", found, r.ft.Count())
+	}
+
+	// Update: 1 round trip with the entity read; the email copy moves.
+	cur, err := s.Get(ctx, "Sales", "000223")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cur.Value
+	next.Email, next.Age = "jo.jones@contoso.com", 30
+	r.ft.Reset()
+	if _, err := s.Update(ctx, cur, next); err != nil || r.ft.Count() != 1 {
+		t.Fatalf("Update: %v in %d round trips, want 1", err, r.ft.Count())
+	}
+	if _, err := s.Update(ctx, cur, next); !errors.Is(err, table.ErrPreconditionFailed) {
+		t.Fatalf("Update with a stale ETag: %v", err)
+	}
+	if _, err := s.Lookup(ctx, "Sales", "email", []string{"jonesj@contoso.com"}, nil); !errors.Is(err, secondaryindex.ErrNotFound) {
+		t.Fatalf("the old email still finds Jo: %v", err)
+	}
+	// Modify: 2 round trips.
+	r.ft.Reset()
+	got, err := s.Modify(ctx, "Sales", "000223", func(e *Employee) error { e.LastName = "Smith"; return nil })
+	if err != nil || got.Value.LastName != "Smith" || r.ft.Count() != 2 {
+		t.Fatalf("Modify: %+v, %v in %d round trips, want 2", got, err, r.ft.Count())
+	}
+	// A unique value another entity has: nothing written.
+	r.ft.Reset()
+	_, err = s.Modify(ctx, "Sales", "000123", func(e *Employee) error { e.Email = "jo.jones@contoso.com"; return nil })
+	if !errors.Is(err, secondaryindex.ErrDuplicate) || !errors.Is(err, table.ErrAlreadyExists) || !strings.Contains(err.Error(), `"email"`) {
+		t.Fatalf("duplicate email: %v", err)
+	}
+	if a, _ := s.Get(ctx, "Sales", "000123"); a.Value.Email != "jonesa@contoso.com" {
+		t.Fatalf("the failed write changed Ana: %+v", a.Value)
+	}
+	if _, err := s.Insert(ctx, Employee{Department: "Sales", ID: "000999", Email: "jonesa@contoso.com"}); !errors.Is(err, secondaryindex.ErrDuplicate) {
+		t.Fatalf("insert with a duplicate email: %v", err)
+	}
+	r.clean(t, "Sales")
+	// Delete: 2 round trips; the copies go with it.
+	r.ft.Reset()
+	if err := s.Delete(ctx, "Sales", "000223"); err != nil || r.ft.Count() != 2 {
+		t.Fatalf("Delete: %v in %d round trips", err, r.ft.Count())
+	}
+	if err := s.Delete(ctx, "Sales", "000223"); !errors.Is(err, secondaryindex.ErrNotFound) {
+		t.Fatalf("Delete again: %v", err)
+	}
+	r.clean(t, "Sales")
+	d, _ := s.Check(ctx, "Sales")
+	if d.Entities != 1 {
+		t.Fatalf("Check saw %d entities, want 1", d.Entities)
+	}
+}
+
+// fat is an entity of about 480 KB of JSON (960 KB as the service counts
+// strings): a few whole copies of it do not fit one transaction.
+type fat struct {
+	PK                                          string `table:",pk"`
+	ID                                          string `table:",rk"`
+	A, B, C, D, E, F, G, H, I, J, K, L, M, N, O string
+}
+
+// Bad input and writes that do not fit one transaction are refused with
+// nothing sent, naming the index.
+func TestLimitsSendNothing(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, intraIndexes(), false)
+	ctx := context.Background()
+	long := jo()
+	long.Email = strings.Repeat("x", 1100)
+	if _, err := r.store.Insert(ctx, long); !errors.Is(err, secondaryindex.ErrInvalid) || !strings.Contains(err.Error(), `"email"`) || r.ft.Count() != 0 {
+		t.Errorf("an index value too long for a RowKey: %v with %d requests", err, r.ft.Count())
+	}
+
+	var ixs []secondaryindex.Index[fat]
+	for i := range 8 {
+		ixs = append(ixs, secondaryindex.Index[fat]{Name: fmt.Sprint("copy", i), Key: func(f *fat) []string { return []string{f.A[:1]} }})
+	}
+	fs, err := secondaryindex.New(r.tbl, &secondaryindex.Options[fat]{Primary: "fat", Indexes: ixs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := fat{PK: "p", ID: "1"}
+	for _, f := range []*string{&v.A, &v.B, &v.C, &v.D, &v.E, &v.F, &v.G, &v.H, &v.I, &v.J, &v.K, &v.L, &v.M, &v.N, &v.O} {
+		*f = strings.Repeat("a", 32000)
+	}
+	r.ft.Reset()
+	if _, err := fs.Insert(ctx, v); !errors.Is(err, secondaryindex.ErrInvalid) || !strings.Contains(err.Error(), `index "copy7"`) || r.ft.Count() != 0 {
+		t.Errorf("8 whole copies of a 960 KB entity: %v with %d requests, want ErrInvalid naming copy7 and none sent", err, r.ft.Count())
+	}
+
+	for name, o := range map[string]*secondaryindex.Options[Employee]{
+		"a Primary name with '_'":                {Primary: "emp_id"},
+		"two indexes of one name":                {Primary: "empid", Indexes: append(intraIndexes(), intraIndexes()[0])},
+		"an index named as the primary":          {Primary: "email", Indexes: intraIndexes()},
+		"OtherPartition without a queue":         {Primary: "empid", Indexes: []secondaryindex.Index[Employee]{{Name: "x", Where: secondaryindex.OtherPartition, Key: func(*Employee) []string { return nil }}}},
+		"a Listed index copying a reserved name": {Primary: "empid", Indexes: []secondaryindex.Index[Employee]{{Name: "x", Holds: secondaryindex.Listed, Fields: []string{secondaryindex.RefProperty}, Key: func(*Employee) []string { return nil }}}},
+	} {
+		if _, err := secondaryindex.New(r.tbl, o); !errors.Is(err, secondaryindex.ErrInvalid) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// Lost responses on each batch: the right answer after verification, never
+// a false failure, never a duplicate copy.
+func TestLostResponses(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, intraIndexes(), false)
+	ctx := context.Background()
+	s := r.store
+	lose := func() {
+		r.ft.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "/$batch") }, LoseResponse: true})
+	}
+	lose()
+	if res, err := s.Insert(ctx, jo()); err != nil || !res.Verified {
+		t.Fatalf("Insert with its response lost: %+v, %v; want applied, verified", res, err)
+	}
+	lose()
+	got, err := s.Modify(ctx, "Sales", "000223", func(e *Employee) error { e.Email = "new@contoso.com"; e.Age++; return nil })
+	if err != nil || got.Value.Age != 30 {
+		t.Fatalf("Modify with its response lost: %+v, %v", got, err)
+	}
+	if cur, _ := s.Get(ctx, "Sales", "000223"); cur.Value.Age != 30 {
+		t.Fatalf("the update applied twice or not at all: age %d", cur.Value.Age)
+	}
+	r.clean(t, "Sales")
+	lose()
+	if err := s.Delete(ctx, "Sales", "000223"); err != nil && !errors.Is(err, table.ErrOutcomeUnknown) {
+		t.Fatalf("Delete with its response lost: %v", err)
+	}
+	if _, err := s.Get(ctx, "Sales", "000223"); !errors.Is(err, secondaryindex.ErrNotFound) {
+		t.Fatalf("after the delete: %v", err)
+	}
+	r.clean(t, "Sales")
+}
