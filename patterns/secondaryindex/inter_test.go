@@ -1,0 +1,192 @@
+package secondaryindex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/patterns/secondaryindex"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// The guide's pattern 2: copies in other partitions (email2!Sales) and in
+// an organisation-wide partition of another table, kept by intents.
+func TestInterPartition(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, intraIndexes(), true)
+	ctx := context.Background()
+	s := r.store
+	w := r.worker(t)
+	r.ft.Reset()
+	if _, err := s.Insert(ctx, jo()); err != nil || r.ft.Count() != 1 {
+		t.Fatalf("Insert: %v, %d table round trips (the batch with the commit record), want 1", err, r.ft.Count())
+	}
+	drain(t, w)
+	e, err := s.Lookup(ctx, "Sales", "email2", []string{"jonesj@contoso.com"}, nil)
+	if err != nil || e.Value != jo() {
+		t.Fatalf("Lookup through the other partition: %+v, %v", e, err)
+	}
+	if cur, ok, err := s.Verify(ctx, "email2", e); err != nil || !ok || cur.ETag == "" {
+		t.Fatalf("Verify: %v, %v", ok, err)
+	}
+	var ages []string
+	for e, err := range s.Range(ctx, "anything", "age", []string{"000"}, []string{"999"}, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ages = append(ages, e.Value.LastName+"/"+e.Value.FirstName)
+	}
+	if fmt.Sprint(ages) != "[Jones/]" { // a Listed copy holds LastName only
+		t.Fatalf("the organisation-wide age index: %v", ages)
+	}
+	if _, err := s.Modify(ctx, "Sales", "000223", func(e *Employee) error { e.Email, e.Age = "jo@contoso.com", 30; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// Before the worker runs, the copy is stale and Verify says so.
+	if stale, err := s.Lookup(ctx, "Sales", "email2", []string{"jonesj@contoso.com"}, nil); err == nil {
+		if _, ok, err := s.Verify(ctx, "email2", stale); err != nil || ok {
+			t.Fatalf("Verify of a stale copy: %v, %v", ok, err)
+		}
+	}
+	drain(t, w)
+	r.clean(t, "")
+	if _, err := s.Lookup(ctx, "Sales", "email2", []string{"jonesj@contoso.com"}, nil); !errors.Is(err, secondaryindex.ErrNotFound) {
+		t.Fatalf("the old email's copy: %v", err)
+	}
+	if err := s.Delete(ctx, "Sales", "000223"); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, w)
+	r.clean(t, "")
+	if d, _ := s.Check(ctx, ""); d.Entities != 0 {
+		t.Fatalf("%d entities left", d.Entities)
+	}
+}
+
+// A crash (the handler stops with an error) before each step of the
+// worker's reconciliation, and lost responses on the copies' writes: the
+// intent is delivered again and the indexes end exactly right.
+func TestInterPartitionCrashesAndLostResponses(t *testing.T) {
+	t.Parallel()
+	for _, step := range []string{"read", "put", "delete", "reread", "lost"} {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, nil, true)
+			ctx := context.Background()
+			var mu sync.Mutex
+			crashes := 0
+			secondaryindex.SetHook(r.store, func(s string) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if s == step && crashes < 2 {
+					crashes++
+					return errors.New("crash")
+				}
+				return nil
+			})
+			if step == "lost" {
+				for range 3 {
+					r.ft.Inject(faults.Fault{Match: func(q *http.Request) bool { return q.Method != http.MethodGet && !strings.HasSuffix(q.URL.Path, "$batch") }, LoseResponse: true})
+				}
+			}
+			w := r.worker(t)
+			if _, err := r.store.Insert(ctx, jo()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.store.Modify(ctx, "Sales", "000223", func(e *Employee) error { e.Email, e.Age = "jo@contoso.com", 31; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			drain(t, w)
+			r.clean(t, "")
+			mu.Lock()
+			defer mu.Unlock()
+			if step != "lost" && crashes == 0 {
+				t.Fatalf("no crash at %s", step)
+			}
+		})
+	}
+}
+
+// Duplicate and reordered intents converge: intents delivered late, after
+// newer ones, and again.
+func TestInterPartitionReordering(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil, true)
+	ctx := context.Background()
+	s := r.store
+	for i := range 10 { // no worker yet: ten intents queue up
+		e := jo()
+		e.Email, e.Age = fmt.Sprintf("v%d@contoso.com", i), int64(20+i)
+		if i == 0 {
+			_, err := s.Insert(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if _, err := s.Modify(ctx, "Sales", "000223", func(v *Employee) error { *v = e; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two workers take them in any order, several at once.
+	w1, w2 := r.worker(t), r.worker(t)
+	drain(t, w1)
+	drain(t, w2)
+	r.clean(t, "")
+	if e, err := s.Lookup(ctx, "Sales", "email2", []string{"v9@contoso.com"}, nil); err != nil || e.Value.Age != 29 {
+		t.Fatalf("the last version's copy: %+v, %v", e, err)
+	}
+	rows, err := table.Collect(r.tbl.Query(ctx, &table.Query{Filter: table.PartitionKey("email2!Sales")}))
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("%d copies in email2!Sales (%v), want 1", len(rows), err)
+	}
+}
+
+// The race the reconciliation's second read closes: a worker reads the
+// primary (email v0) and, before it writes the copy, the entity changes
+// (v1) and the newer intent is fully reconciled (v1 written, v0 deleted,
+// though not yet written). The first worker's copy of v0 would then stay
+// forever; its second read sees the change and removes it.
+func TestInterPartitionStaleWriteRace(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil, true)
+	ctx := context.Background()
+	newerDone := make(chan struct{})
+	var mu sync.Mutex
+	phase := 0
+	secondaryindex.SetHook(r.store, func(step string) error {
+		mu.Lock()
+		switch {
+		case phase == 0 && step == "put":
+			phase = 1
+			mu.Unlock()
+			if _, err := r.store.Modify(ctx, "Sales", "000223", func(e *Employee) error { e.Email = "v1@contoso.com"; return nil }); err != nil {
+				t.Error(err)
+			}
+			<-newerDone // the newer intent is reconciled by another goroutine
+			return nil
+		case phase == 1 && step == "reread":
+			phase = 2
+			close(newerDone)
+		}
+		mu.Unlock()
+		return nil
+	})
+	w := r.worker(t)
+	e := jo()
+	e.Email = "v0@contoso.com"
+	if _, err := r.store.Insert(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, w)
+	r.clean(t, "")
+	rows, err := table.Collect(r.tbl.Query(ctx, &table.Query{Filter: table.PartitionKey("email2!Sales")}))
+	if err != nil || len(rows) != 1 || rows[0].RowKey != "email2!v1@contoso.2Ecom" {
+		t.Fatalf("copies in email2!Sales: %v (%v), want only v1's", rows, err)
+	}
+}
