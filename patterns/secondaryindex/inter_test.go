@@ -91,7 +91,9 @@ func TestInterPartitionCrashesAndLostResponses(t *testing.T) {
 			})
 			if step == "lost" {
 				for range 3 {
-					r.ft.Inject(faults.Fault{Match: func(q *http.Request) bool { return q.Method != http.MethodGet && !strings.HasSuffix(q.URL.Path, "$batch") }, LoseResponse: true})
+					r.ft.Inject(faults.Fault{Match: func(q *http.Request) bool {
+						return q.Method != http.MethodGet && !strings.HasSuffix(q.URL.Path, "$batch")
+					}, LoseResponse: true})
 				}
 			}
 			w := r.worker(t)
