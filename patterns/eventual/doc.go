@@ -54,9 +54,11 @@
 // response settled by the write history) help. Then:
 //
 //   - Delivery is at least once: after a crash, an expired lease or a lost
-//     response an intent may run again, concurrently with nothing (the
-//     lease is renewed) but possibly after a newer intent for the same
-//     entity (no order).
+//     response an intent may run again, possibly after a newer intent for
+//     the same entity (no order). A running handler's lease is renewed; when
+//     a renewal cannot finish before the lease ends, the handler's context
+//     is cancelled, since another worker may take the intent from then on:
+//     two runs overlap only while a handler ignores its context.
 //   - Effects are effectively once: an idempotent handler run twice leaves
 //     what it leaves run once, and a reconciling handler run late converges
 //     to the truth.

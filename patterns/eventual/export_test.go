@@ -1,6 +1,8 @@
 package eventual
 
 import (
+	"time"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -12,5 +14,9 @@ func SetHook(q *Queue, h func(step string) error) { q.hook = h }
 // RecordOp returns the commit-record insert Commit puts in the primary's
 // batch for d in partition pk of c's table.
 func RecordOp(q *Queue, c *aztables.Client, pk string, d Draft) table.Op {
-	return recordOp(q.records[c], pk, d)
+	return recordOp(q.records[c], pk, d, "")
 }
+
+// SetSweepMargin changes how much longer than the commit window Sweep
+// keeps aborted records (a minute), for tests that cannot wait for it.
+func SetSweepMargin(q *Queue, d time.Duration) { q.sweepMargin = d }

@@ -15,9 +15,10 @@ import (
 const MaxMessageSize = 64 << 10
 
 // maxEnvelope is the most JSON an envelope may have when it is enqueued:
-// what base64 fits in MaxMessageSize, less room for the last error the
-// worker records in the message (maxErrorText) and the release mark.
-const maxEnvelope = MaxMessageSize/4*3 - maxErrorText - 64
+// what base64 fits in MaxMessageSize, less room for what the worker adds
+// later: the last error (maxErrorText), the release mark and abandon
+// count, and the poison record's wrapper.
+const maxEnvelope = MaxMessageSize/4*3 - maxErrorText - 256
 
 // maxErrorText is the most bytes of a handler's error recorded in a message
 // or a commit record.
@@ -137,6 +138,9 @@ type envelope struct {
 	Released bool `json:"r,omitempty"`
 	// LastError is the last failed delivery's error.
 	LastError string `json:"e,omitempty"`
+	// Abandoned counts the deliveries a worker's shutdown gave back
+	// unfinished: they do not count toward MaxDeliveries.
+	Abandoned int64 `json:"a,omitempty"`
 }
 
 // commitRef locates a commit record.
@@ -202,11 +206,13 @@ func validKind(name string) error {
 
 // errorText is err's text, cut so that it takes at most maxErrorText bytes
 // as a JSON string (escapes included).
-func errorText(err error) string {
-	s := err.Error()
+func errorText(err error) string { return cutJSON(err.Error(), maxErrorText) }
+
+// cutJSON cuts s so that it takes at most n bytes as a JSON string.
+func cutJSON(s string, n int) string {
 	for {
 		q, _ := json.Marshal(s)
-		if len(q) <= maxErrorText {
+		if len(q) <= n {
 			return s
 		}
 		s = truncate(s, len(s)*3/4)

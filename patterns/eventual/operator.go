@@ -77,16 +77,17 @@ func (q *Queue) Pending(ctx context.Context, opts *PendingOptions) iter.Seq2[Pen
 }
 
 // Sweep deletes the aborted commit records older than olderThan (at least
-// the commit window: an aborted record must outlive any batch that could
-// still arrive) in one table, or all of Options.Tables when tableName is
+// the commit window plus a minute: an aborted record must outlive any batch
+// that could still arrive, and the service may apply a request some time
+// after its client gave up; an hour or a day is a good choice) in one table, or all of Options.Tables when tableName is
 // "". A worker writes one when it rules out an intent whose Commit did not
 // apply (a crash between reserve and commit, an unknown batch outcome), so
 // they are rare; they are invisible to queries. It returns how many it
 // deleted. Cost: a filtered scan of the tables plus one batch per 100
 // records of a partition.
 func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Duration) (int, error) {
-	if olderThan < q.window {
-		return 0, fmt.Errorf("%w: Sweep's olderThan %v is shorter than the commit window %v", ErrInvalid, olderThan, q.window)
+	if olderThan < q.window+q.sweepMargin {
+		return 0, fmt.Errorf("%w: Sweep's olderThan %v is shorter than the commit window %v plus %v", ErrInvalid, olderThan, q.window, q.sweepMargin)
 	}
 	tables, err := q.tablesNamed(tableName)
 	if err != nil {
@@ -153,8 +154,9 @@ type PoisonedIntent struct {
 	Error        string // why it was poisoned
 	DequeueCount int64  // its deliveries
 	At           time.Time
-	// Message is the original message text (the intent's envelope, or
-	// whatever unreadable text was on the queue).
+	// Message is the message text to enqueue again on the queue once the
+	// cause is fixed (the intent's envelope), or an unreadable message's
+	// text (cut to about 47 KiB).
 	Message string
 }
 
@@ -180,9 +182,11 @@ func (q *Queue) Poisoned(ctx context.Context, max int) ([]PoisonedIntent, error)
 			out = append(out, PoisonedIntent{Message: deref(m.MessageText), Error: "not a poison record: " + err.Error()})
 			continue
 		}
-		pi := PoisonedIntent{Error: p.Error, DequeueCount: p.DequeueCount, At: p.At, Message: p.Message}
-		if env, err := parseEnvelope(p.Message); err == nil {
-			pi.ID, pi.Kind, pi.Created = env.ID, env.Kind, env.Created
+		pi := PoisonedIntent{Error: p.Error, DequeueCount: p.DequeueCount, At: p.At, Message: p.Raw}
+		if env := p.Intent; env != nil {
+			pi.ID, pi.Kind, pi.Created, pi.Error = env.ID, env.Kind, env.Created, env.LastError
+			env.LastError, env.Abandoned = "", 0
+			pi.Message, _ = env.text()
 		}
 		out = append(out, pi)
 	}

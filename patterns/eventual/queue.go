@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -25,7 +26,8 @@ var ErrInvalid = errors.New("eventual: invalid request")
 // ErrCommitWindow is Commit's error when its primary batch was not sent
 // (or was refused) because the intent's reservation had ended: the commit
 // window passed before the batch could be sent, or a worker had already
-// ruled the intent out. Nothing was applied; try again.
+// ruled the intent out. Nothing was applied; commit again with new Drafts
+// (Kind.New): a ruled-out intent id never commits.
 var ErrCommitWindow = errors.New("eventual: the commit window ended before the primary write")
 
 // ErrOutcomeUnknown is table.ErrOutcomeUnknown: a write whose response was
@@ -79,6 +81,9 @@ type Queue struct {
 	records map[*aztables.Client]*table.Table[record] // Options.Tables
 	byName  map[string]*table.Table[record]           // the same, by name
 	window  time.Duration
+	// sweepMargin is how much longer than the window an aborted record is
+	// kept at least: a minute (tests shorten it).
+	sweepMargin time.Duration
 
 	hook func(step string) error // tests: a crash at a step boundary
 }
@@ -98,7 +103,7 @@ func New(q *azqueue.QueueClient, opts *Options) (*Queue, error) {
 	case w < time.Second || w%time.Second != 0 || w > 7*24*time.Hour:
 		return nil, fmt.Errorf("%w: CommitWindow %v must be whole seconds from 1 s to 7 days", ErrInvalid, w)
 	}
-	qu := &Queue{q: q, poison: opts.Poison, blobs: opts.Blobs, records: map[*aztables.Client]*table.Table[record]{}, byName: map[string]*table.Table[record]{}, window: w}
+	qu := &Queue{q: q, poison: opts.Poison, blobs: opts.Blobs, records: map[*aztables.Client]*table.Table[record]{}, byName: map[string]*table.Table[record]{}, window: w, sweepMargin: time.Minute}
 	for _, c := range opts.Tables {
 		rt, err := table.New[record](c)
 		if err != nil {
@@ -122,15 +127,19 @@ type record struct {
 	Kind         string
 	Created      time.Time
 	State        string
-	Error        string `table:",omitempty"`
+	// Message is the id of the reserved message of the Commit that wrote
+	// the record: it tells that Commit's own batch from an earlier one of
+	// the same Draft.
+	Message string `table:",omitempty"`
+	Error   string `table:",omitempty"`
 }
 
 func recordKey(id string) string { return recordPrefix + id }
 
 // recordOp is the insert of d's commit record in Commit's batch: it fails
 // the batch when a worker has ruled d out (an aborted record is there).
-func recordOp(rt *table.Table[record], pk string, d Draft) table.Op {
-	return rt.InsertOp(record{PartitionKey: pk, RowKey: recordKey(d.env.ID), Kind: d.env.Kind, Created: d.env.Created, State: stateCommitted})
+func recordOp(rt *table.Table[record], pk string, d Draft, message string) table.Op {
+	return rt.InsertOp(record{PartitionKey: pk, RowKey: recordKey(d.env.ID), Kind: d.env.Kind, Created: d.env.Created, State: stateCommitted, Message: message})
 }
 
 // step runs the test hook at a step boundary; an error is a crash there.
@@ -187,7 +196,11 @@ func (q *Queue) prepare(ctx context.Context, d *Draft) (text, blobName string, e
 	if q.blobs == nil {
 		return "", "", fmt.Errorf("%w: intent %s (%s) is %d bytes as a message, more than the queue's %d, and Options.Blobs is not set for claim checks", ErrInvalid, d.env.ID, d.env.Kind, len(text), maxEnvelope/3*4)
 	}
-	blobName = "intents/" + d.env.ID
+	suffix, err := newID()
+	if err != nil {
+		return "", "", err
+	}
+	blobName = "intents/" + d.env.ID + "/" + suffix // unique per upload
 	if err := q.step("upload"); err != nil {
 		return "", "", err
 	}
@@ -237,16 +250,22 @@ type CommitResult struct {
 // and 4 MiB in all, one PartitionKey; else ErrInvalid and nothing is sent.
 func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, intents ...Draft) (CommitResult, error) {
 	var res CommitResult
+	intents = slices.Clone(intents) // the caller's Drafts stay as they are
 	rt, pk, err := q.checkCommit(c, ops, intents)
 	if err != nil {
 		return res, err
 	}
-	all := make([]table.Op, 0, len(ops)+len(intents))
-	all = append(all, ops...)
-	for _, d := range intents {
-		all = append(all, recordOp(rt, pk, d))
+	// The batch: ops, then a commit record per intent naming its reserved
+	// message (sized here with a placeholder id, before anything is sent).
+	batchOf := func(messages []string) []table.Op {
+		all := append(make([]table.Op, 0, len(ops)+len(intents)), ops...)
+		for i, d := range intents {
+			all = append(all, recordOp(rt, pk, d, messages[i]))
+		}
+		return all
 	}
-	if n := table.EstimateBatchSize(all); n > table.MaxBatchSize {
+	placeholders := slices.Repeat([]string{"00000000-0000-0000-0000-000000000000"}, len(intents))
+	if n := table.EstimateBatchSize(batchOf(placeholders)); n > table.MaxBatchSize {
 		return res, fmt.Errorf("%w: the primary batch with its commit records is about %d bytes, more than a transaction's %d", ErrInvalid, n, table.MaxBatchSize)
 	}
 	res.Intents = make([]Enqueued, len(intents))
@@ -255,6 +274,7 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		d := &intents[i]
 		d.env.Commit = &commitRef{Table: rt.Name(), PartitionKey: pk}
 		if texts[i], res.Intents[i].Blob, err = q.prepare(ctx, d); err != nil {
+			q.cancel(ctx, res.Intents[:i], nil)
 			return CommitResult{}, err
 		}
 	}
@@ -262,17 +282,18 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 	// 1. Reserve.
 	start := time.Now()
 	receipts := make([]string, len(intents))
+	messages := make([]string, len(intents))
 	for i := range intents {
 		if err := q.step("reserve"); err != nil {
 			return CommitResult{}, err
 		}
 		resp, err := q.q.EnqueueMessage(ctx, texts[i], &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1)), VisibilityTimeout: ptr(int32(q.window / time.Second))})
 		if err != nil {
-			q.cancel(ctx, res.Intents[:i], receipts[:i])
+			q.cancel(ctx, res.Intents, receipts[:i])
 			return CommitResult{}, fmt.Errorf("eventual: reserving intent %s (%s), nothing committed: %w", intents[i].env.ID, intents[i].env.Kind, err)
 		}
 		res.Intents[i].ID, res.Intents[i].MessageID = intents[i].env.ID, messageID(resp)
-		receipts[i] = popReceipt(resp)
+		receipts[i], messages[i] = popReceipt(resp), messageID(resp)
 	}
 
 	// 2. Commit, only while the reservation holds with a margin.
@@ -285,19 +306,20 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		return CommitResult{}, fmt.Errorf("%w: %v passed while reserving", ErrCommitWindow, time.Since(start).Round(time.Millisecond))
 	}
 	bctx, cancel := context.WithDeadline(ctx, deadline)
-	res.Batch, err = table.Submit(bctx, c, table.Atomic(all...), nil)
+	res.Batch, err = table.Submit(bctx, c, table.Atomic(batchOf(messages)...), nil)
 	cancel()
 	switch {
 	case errors.Is(err, table.ErrOutcomeUnknown):
 		return res, fmt.Errorf("eventual: the primary batch's outcome is unknown; a worker settles it when the commit window ends (the intents run if and only if it applied): %w", err)
 	case err != nil:
-		q.cancel(ctx, res.Intents, receipts)
-		for i := len(ops); i < len(all) && i < len(res.Batch.Ops); i++ {
-			if errors.Is(res.Batch.Ops[i].Err, table.ErrAlreadyExists) {
-				return res, fmt.Errorf("%w: a worker ruled intent %s out after its window: %w", ErrCommitWindow, res.Intents[i-len(ops)].ID, err)
+		if err := q.settleFailure(ctx, rt, pk, intents[0], messages[0], &res, err); err != nil {
+			if !errors.Is(err, errLeaveToWorker) {
+				q.cancel(ctx, res.Intents, receipts)
 			}
+			return res, err
 		}
-		return res, err
+		// The batch applied after all (its response was lost, and a
+		// client without tablekit's retry policy sent it again).
 	}
 
 	// 3. Release.
@@ -322,6 +344,37 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 	return res, nil
 }
 
+// errLeaveToWorker marks a failed Commit whose reserved messages stay for
+// the worker to settle.
+var errLeaveToWorker = errors.New("left to the worker")
+
+// settleFailure decides what a failed primary batch means, from the first
+// intent's commit record (1 read; the batch is atomic, so one record
+// speaks for all): the record of this Commit's own reservation means the
+// batch applied (a client without tablekit's retry policy resent it after
+// a lost response and took the 409 at face value); it returns nil and
+// marks res applied. Otherwise it returns the error to report: an aborted
+// record is ErrCommitWindow, another reservation's record means the Draft
+// was committed before, no record means the batch's own error stands.
+func (q *Queue) settleFailure(ctx context.Context, rt *table.Table[record], pk string, d Draft, message string, res *CommitResult, batchErr error) error {
+	rec, err := rt.Get(ctx, pk, recordKey(d.env.ID), nil)
+	switch {
+	case errors.Is(err, table.ErrNotFound):
+		return batchErr
+	case err != nil:
+		// Undecided: the worker settles it when the window ends.
+		return fmt.Errorf("%w: %w (and reading its commit record failed: %v)", errLeaveToWorker, batchErr, err)
+	case rec.State == stateAborted:
+		return fmt.Errorf("%w: a worker ruled intent %s out after its window; commit again with new Drafts (Kind.New): %w", ErrCommitWindow, d.env.ID, batchErr)
+	case rec.Message != message:
+		return fmt.Errorf("%w: intent %s was committed before (a Draft commits once; make a new one with Kind.New): %w", ErrInvalid, d.env.ID, batchErr)
+	}
+	for i := range res.Batch.Ops {
+		res.Batch.Ops[i] = table.OpResult{Applied: true, Verified: true}
+	}
+	return nil
+}
+
 // checkCommit validates a Commit before anything is sent.
 func (q *Queue) checkCommit(c *aztables.Client, ops []table.Op, intents []Draft) (*table.Table[record], string, error) {
 	if c == nil || len(intents) == 0 {
@@ -338,6 +391,7 @@ func (q *Queue) checkCommit(c *aztables.Client, ops []table.Op, intents []Draft)
 		return nil, "", fmt.Errorf("%w: Commit needs the primary write's operations (use Enqueue for an intent alone)", ErrInvalid)
 	}
 	pk := ops[0].PartitionKey()
+	rows := map[string]bool{}
 	for i, o := range ops {
 		if err := o.Err(); err != nil {
 			return nil, "", fmt.Errorf("op %d: %w", i, err)
@@ -345,6 +399,10 @@ func (q *Queue) checkCommit(c *aztables.Client, ops []table.Op, intents []Draft)
 		if o.PartitionKey() != pk {
 			return nil, "", fmt.Errorf("%w: op %d is in partition %q, op 0 in %q: one transaction holds one partition", ErrInvalid, i, o.PartitionKey(), pk)
 		}
+		if rows[o.RowKey()] {
+			return nil, "", fmt.Errorf("%w: op %d touches RowKey %q again: a transaction touches each entity once", ErrInvalid, i, o.RowKey())
+		}
+		rows[o.RowKey()] = true
 	}
 	for i := range intents {
 		if err := intents[i].err; err != nil {
@@ -353,21 +411,28 @@ func (q *Queue) checkCommit(c *aztables.Client, ops []table.Op, intents []Draft)
 		if intents[i].env.ID == "" {
 			return nil, "", fmt.Errorf("%w: a zero Draft (make drafts with Kind.New)", ErrInvalid)
 		}
+		if rows[recordKey(intents[i].env.ID)] {
+			return nil, "", fmt.Errorf("%w: intent %s is given twice", ErrInvalid, intents[i].env.ID)
+		}
+		rows[recordKey(intents[i].env.ID)] = true
 	}
 	return rt, pk, nil
 }
 
-// cancel deletes reserved messages whose batch was not applied. A failure
-// is harmless: the worker rules each out when its window ends.
+// cancel deletes the reserved messages (those with receipts) and the
+// claim-check blobs of a Commit whose batch was not applied. A failure is
+// harmless: the worker rules each message out when its window ends.
 func (q *Queue) cancel(ctx context.Context, in []Enqueued, receipts []string) {
 	ctx = context.WithoutCancel(ctx)
 	for i := range in {
 		if q.step("cancel") != nil {
 			return
 		}
-		q.q.DeleteMessage(ctx, in[i].MessageID, receipts[i], nil) //nolint:errcheck // see above
-		if in[i].Blob != "" {
-			q.deleteBlob(ctx, in[i].Blob) //nolint:errcheck // Sweep removes it
+		if i < len(receipts) {
+			q.q.DeleteMessage(ctx, in[i].MessageID, receipts[i], nil) //nolint:errcheck // see above
+		}
+		if in[i].Blob != "" { // uploaded by this call (names are unique)
+			q.deleteBlob(ctx, in[i].Blob) //nolint:errcheck // else the container's lifecycle rule removes it
 		}
 	}
 }

@@ -108,7 +108,9 @@ func TestRuledOutCommitCannotApplyLate(t *testing.T) {
 	if _, err := r.orders.Get(ctx, "c1", "o1", nil); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("the late batch's order exists: %v", err)
 	}
-	// Sweep removes aborted records once older than the commit window.
+	// Sweep removes aborted records once older than the commit window
+	// plus a margin (a minute, shortened here).
+	eventual.SetSweepMargin(r.q, 0)
 	if _, err := r.q.Sweep(ctx, "", time.Millisecond); !errors.Is(err, eventual.ErrInvalid) {
 		t.Fatalf("Sweep younger than the window: %v, want ErrInvalid", err)
 	}
@@ -280,15 +282,15 @@ func TestSlowHandlerIsRenewedNotRunTwice(t *testing.T) {
 		}
 		defer running.Add(-1)
 		runs.Add(1)
-		select { // three leases long: the lease must be renewed
-		case <-time.After(3 * time.Second):
+		select { // two and a half leases long: the lease must be renewed
+		case <-time.After(5 * time.Second):
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	})
 	opts := workerOptions()
-	opts.VisibilityTimeout = time.Second
+	opts.VisibilityTimeout = 2 * time.Second
 	opts.OnEvent = func(e eventual.Event) {
 		if e.Type == eventual.Renewed {
 			renewals.Add(1)

@@ -33,9 +33,11 @@ type WorkerOptions struct {
 	Concurrency int
 	// VisibilityTimeout is the lease on a message: how long it stays
 	// invisible to other workers after a dequeue. The worker renews it
-	// every third of it while the handler runs, so a handler may take
-	// longer; a crashed worker's messages reappear after it. Whole seconds,
-	// at least 1 s. Default: 30 s.
+	// every third of it while the message waits or its handler runs, so a
+	// handler may take longer; a crashed worker's messages reappear after
+	// it. A renewal that cannot finish before the lease ends cancels the
+	// handler's context (LeaseLost). Whole seconds, at least 1 s. Default:
+	// 30 s.
 	VisibilityTimeout time.Duration
 	// MaxDeliveries is how many deliveries an intent gets before it goes
 	// to the poison queue: a handler error on the last one, or a delivery
@@ -43,9 +45,10 @@ type WorkerOptions struct {
 	// poisons it. Default: 5.
 	MaxDeliveries int64
 	// Backoff is the wait before a failed intent is delivered again: its
-	// message is made visible after Backoff.Delay(deliveries-1), rounded up
-	// to whole seconds. Default: 1 s doubling to at most 5 minutes, with the
-	// guide's jitter. The zero Policy retries at once.
+	// message is made visible after Backoff.Delay(deliveries), rounded up
+	// to whole seconds. Default: the guide's formula with a 1 s unit (about
+	// 1 s, 3 s, 7 s, ... with ±20% jitter) up to 5 minutes. The zero Policy
+	// retries at once.
 	Backoff *retry.Policy
 	// Idle is how the worker waits when the queue is empty: Idle.Delay(n)
 	// after the n-th empty dequeue in a row (and Drain between its checks).
@@ -128,7 +131,7 @@ func NewWorker(q *Queue, opts *WorkerOptions, handlers ...Handler) (*Worker, err
 		o = *opts
 	}
 	w := &Worker{q: q, handlers: map[string]Handler{}, conc: o.Concurrency, vt: o.VisibilityTimeout, maxDeliv: o.MaxDeliveries,
-		backoff: retry.Policy{Default: time.Second, Min: time.Second, Max: 5 * time.Minute}, idle: retry.Policy{Default: 100 * time.Millisecond, Max: 5 * time.Second},
+		backoff: retry.Policy{Default: time.Second, Max: 5 * time.Minute}, idle: retry.Policy{Default: 100 * time.Millisecond, Max: 5 * time.Second},
 		grace: o.Grace, log: o.Logger, onEvent: o.OnEvent}
 	if o.Backoff != nil {
 		w.backoff = *o.Backoff
@@ -213,6 +216,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			break
 		}
+		asked := time.Now() // the leases end VisibilityTimeout after this, at the latest
 		resp, err := w.q.q.DequeueMessages(ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: ptr(int32(n)), VisibilityTimeout: ptr(int32(w.vt / time.Second))})
 		got := 0
 		if err == nil {
@@ -242,7 +246,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer func() { w.inflight.Add(-1); <-slots; wg.Done() }()
-				w.handle(ctx, hctx, running, m)
+				w.handle(ctx, hctx, running, m, asked)
 			}()
 		}
 	}
@@ -307,9 +311,10 @@ type delivery struct {
 	start   time.Time
 
 	mu     sync.Mutex
-	pop    string // the latest pop receipt
-	text   string // the message's current text
-	lost   bool   // the lease is lost: never touch the message again
+	pop    string    // the latest pop receipt
+	until  time.Time // when the lease ends, by this clock (conservative)
+	text   string    // the message's current text
+	lost   bool      // the lease is lost: never touch the message again
 	cancel context.CancelFunc
 	stop   chan struct{}
 	done   chan struct{}
@@ -318,8 +323,8 @@ type delivery struct {
 // handle runs one message to its end: processed, failed (to be retried),
 // dropped or poisoned. A crash injected by a test hook returns at once,
 // leaving everything as a dead process would.
-func (w *Worker) handle(runCtx, ctx context.Context, running chan struct{}, m *azqueue.DequeuedMessage) {
-	d := &delivery{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText), start: time.Now()}
+func (w *Worker) handle(runCtx, ctx context.Context, running chan struct{}, m *azqueue.DequeuedMessage, dequeued time.Time) {
+	d := &delivery{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText), start: time.Now(), until: dequeued.Add(w.vt)}
 	if m.DequeueCount != nil {
 		d.count = *m.DequeueCount
 	}
@@ -341,12 +346,16 @@ func (w *Worker) handle(runCtx, ctx context.Context, running chan struct{}, m *a
 		w.abandon(d)
 		return
 	}
-	if d.count > w.maxDeliv {
+	if n := d.deliveries(); n > w.maxDeliv {
 		cause := env.LastError
 		if cause == "" {
 			cause = "no delivery finished: each ended in a crash or an expired lease"
 		}
-		w.poison(ctx, d, fmt.Errorf("%d deliveries, more than MaxDeliveries (%d); last error: %s", d.count, w.maxDeliv, cause))
+		w.poison(ctx, d, fmt.Errorf("%d deliveries, more than MaxDeliveries (%d); last error: %s", n, w.maxDeliv, cause))
+		return
+	}
+	if c := env.Commit; c != nil && w.q.byName[c.Table] == nil {
+		w.poison(ctx, d, fmt.Errorf("the intent was committed to table %q, which is not in this Queue's Options.Tables", c.Table))
 		return
 	}
 	if env.Commit != nil && !env.Released {
@@ -364,12 +373,7 @@ func (w *Worker) handle(runCtx, ctx context.Context, running chan struct{}, m *a
 	}
 	d.payload = env.Payload
 	if env.Blob != "" {
-		d.payload, err = w.download(ctx, env.Blob)
-		switch {
-		case isNotFound(err): // deleted after the intent was done
-			w.drop(ctx, d, "it is done (its claim-check blob is deleted)")
-			return
-		case err != nil:
+		if d.payload, err = w.download(ctx, env.Blob); err != nil {
 			w.failed(ctx, d, err)
 			return
 		}
@@ -420,12 +424,9 @@ func runHandler(ctx context.Context, h Handler, d *delivery) (err error) {
 func (w *Worker) committed(ctx context.Context, d *delivery) (bool, error) {
 	c := d.env.Commit
 	rt := w.q.byName[c.Table]
-	if rt == nil {
-		return false, &permanentError{fmt.Errorf("the intent was committed to table %q, which is not in this Queue's Options.Tables", c.Table)}
-	}
 	for range 2 {
 		rec, err := rt.Get(ctx, c.PartitionKey, recordKey(d.env.ID), nil)
-		if err == nil {
+		if err == nil { // committed, or poisoned (which only a committed record becomes)
 			return rec.State != stateAborted, nil
 		}
 		if !errors.Is(err, table.ErrNotFound) {
@@ -449,38 +450,43 @@ func (w *Worker) download(ctx context.Context, name string) ([]byte, error) {
 	}
 	resp, err := w.q.blobs.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
+		err = fmt.Errorf("eventual: reading claim-check blob %s: %w", name, err)
 		if bloberror.HasCode(err, bloberror.BlobNotFound) {
-			return nil, fmt.Errorf("%w: %w", table.ErrNotFound, err)
+			// The blob outlives its message (finish deletes the message
+			// first): a missing one was removed by someone else.
+			return nil, &permanentError{err}
 		}
-		return nil, fmt.Errorf("eventual: reading claim-check blob %s: %w", name, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	return io.ReadAll(resp.Body)
 }
 
-// finish removes a done intent: its commit record, its blob, its message,
-// in that order, so that a crash in between leaves a message that runs the
-// (idempotent) handler again rather than a record nobody removes.
+// finish removes a done intent: its commit record, its message, its
+// claim-check blob, in that order, so that a crash in between leaves a
+// message that runs the (idempotent) handler again rather than a record
+// nobody removes, and never a message without its blob (an orphan blob
+// at worst, for the container's lifecycle rule).
 func (w *Worker) finish(ctx context.Context, d *delivery) error {
 	if c := d.env.Commit; c != nil {
-		if rt := w.q.byName[c.Table]; rt != nil {
-			if err := rt.Delete(ctx, c.PartitionKey, recordKey(d.env.ID), azcore.ETagAny); err != nil && !isNotFound(err) {
-				return fmt.Errorf("removing the commit record: %w", err)
-			}
+		rt := w.q.byName[c.Table]
+		if err := rt.Delete(ctx, c.PartitionKey, recordKey(d.env.ID), azcore.ETagAny); err != nil && !isNotFound(err) {
+			return fmt.Errorf("removing the commit record: %w", err)
 		}
 		if err := w.q.step("unrecorded"); err != nil {
-			return err
-		}
-	}
-	if d.env.Blob != "" {
-		if err := w.q.deleteBlob(ctx, d.env.Blob); err != nil {
 			return err
 		}
 	}
 	if err := w.q.step("delete"); err != nil {
 		return err
 	}
-	return w.deleteMessage(ctx, d)
+	if err := w.deleteMessage(ctx, d); err != nil {
+		return err
+	}
+	if d.env.Blob != "" {
+		w.q.deleteBlob(ctx, d.env.Blob) //nolint:errcheck // else the lifecycle rule removes it
+	}
+	return nil
 }
 
 // abandon makes the message of a handler stopped by Run's shutdown visible
@@ -488,17 +494,18 @@ func (w *Worker) finish(ctx context.Context, d *delivery) error {
 func (w *Worker) abandon(d *delivery) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	d.env.Abandoned++   // this delivery does not count toward MaxDeliveries
 	w.update(ctx, d, 0) //nolint:errcheck // else it reappears after VisibilityTimeout
 }
 
 // drop removes a message without running its handler.
 func (w *Worker) drop(ctx context.Context, d *delivery, why string) {
-	if d.env.Blob != "" && d.env.Commit != nil && !d.env.Released {
-		w.q.deleteBlob(ctx, d.env.Blob) //nolint:errcheck // best effort: Sweep removes it
-	}
 	if err := w.deleteMessage(ctx, d); err != nil {
 		w.emit(d, LeaseLost, err)
 		return
+	}
+	if d.env.Blob != "" {
+		w.q.deleteBlob(ctx, d.env.Blob) //nolint:errcheck // else the lifecycle rule removes it
 	}
 	w.emit(d, Dropped, errors.New(why))
 }
@@ -507,18 +514,22 @@ func (w *Worker) drop(ctx context.Context, d *delivery, why string) {
 // it visible again after the backoff, or poisons it after the last
 // delivery or for an error retrying cannot cure.
 func (w *Worker) failed(ctx context.Context, d *delivery, err error) {
+	if d.isLost() {
+		w.emit(d, LeaseLost, fmt.Errorf("the lease ended while the intent ran (its new holder retries it): %w", err))
+		return
+	}
 	var perm *permanentError
-	if errors.As(err, &perm) || d.count >= w.maxDeliv {
+	if errors.As(err, &perm) || d.deliveries() >= w.maxDeliv {
 		w.poison(ctx, d, err)
 		return
 	}
 	d.env.LastError = errorText(err)
-	delay := w.backoff.Delay(int(d.count) - 1)
+	delay := w.backoff.Delay(int(d.deliveries()))
 	secs := int32((delay + time.Second - 1) / time.Second)
-	if uerr := w.update(ctx, d, secs); uerr != nil {
+	w.emit(d, Failed, err)
+	if uerr := w.update(ctx, d, secs); uerr != nil && d.isLost() {
 		w.emit(d, LeaseLost, uerr)
 	}
-	w.emit(d, Failed, err)
 }
 
 // poison moves the message to the poison queue with cause, marks the
@@ -526,15 +537,29 @@ func (w *Worker) failed(ctx context.Context, d *delivery, err error) {
 // the message. A crash in between leaves a message that is poisoned again
 // at its next delivery (a duplicate in the poison queue, never a loss).
 func (w *Worker) poison(ctx context.Context, d *delivery, cause error) {
+	if d.isLost() {
+		w.emit(d, LeaseLost, fmt.Errorf("not poisoned: the lease ended (its new holder decides): %w", cause))
+		return
+	}
 	msg := errorText(cause)
 	if c := d.env.Commit; c != nil {
 		if rt := w.q.byName[c.Table]; rt != nil {
-			// Only a committed record is marked: an intent whose commit is
-			// not settled yet stays unsettled (the next delivery does it).
-			rt.Update(ctx, record{PartitionKey: c.PartitionKey, RowKey: recordKey(d.env.ID), State: statePoisoned, Error: msg}, azcore.ETagAny, table.Fields("State", "Error")) //nolint:errcheck // best effort: the poison queue has it
+			// Only a committed record is marked: an aborted one stays
+			// aborted, and an intent not settled yet has none.
+			if rec, err := rt.Get(ctx, c.PartitionKey, recordKey(d.env.ID), nil); err == nil && rec.State == stateCommitted {
+				rec.State, rec.Error = statePoisoned, msg
+				rt.Update(ctx, rec, rec.ETag, table.Fields("State", "Error")) //nolint:errcheck // best effort: the poison queue has it
+			}
 		}
 	}
-	p := poisoned{Message: d.text, Error: msg, DequeueCount: d.count, At: time.Now().UTC()}
+	p := poisoned{DequeueCount: d.count, At: time.Now().UTC()}
+	if d.env.ID != "" {
+		env := d.env
+		env.LastError = msg
+		p.Intent = &env
+	} else { // unreadable: keep what fits
+		p.Raw, p.Error = cutJSON(d.text, maxEnvelope), msg
+	}
 	raw, err := json.Marshal(p)
 	if err == nil {
 		_, err = w.q.poison.EnqueueMessage(ctx, base64.StdEncoding.EncodeToString(raw), &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1))})
@@ -549,9 +574,14 @@ func (w *Worker) poison(ctx context.Context, d *delivery, cause error) {
 	}
 	if err := w.deleteMessage(ctx, d); err != nil {
 		w.emit(d, LeaseLost, err)
+		return
 	}
 	w.emit(d, Poisoned, errors.New(msg))
 }
+
+// deliveries counts d's deliveries toward MaxDeliveries: its dequeues less
+// those a worker's shutdown gave back.
+func (d *delivery) deliveries() int64 { return d.count - d.env.Abandoned }
 
 // lease starts renewing d's message and returns the handler's context,
 // cancelled when the lease is lost.
@@ -575,10 +605,18 @@ func (w *Worker) lease(ctx context.Context, d *delivery) context.Context {
 				d.mu.Unlock()
 				return
 			}
-			err := w.updateLocked(ctx, d, int32(w.vt/time.Second))
+			// A renewal that cannot finish before the lease ends is too
+			// late: another worker may hold the message by then.
+			rctx, rcancel := context.WithDeadline(ctx, d.until)
+			err := w.updateLocked(rctx, d, int32(w.vt/time.Second))
+			rcancel()
+			if err != nil && !time.Now().Before(d.until) {
+				d.lost = true
+			}
+			lost := d.lost
 			d.mu.Unlock()
-			if err != nil && d.isLost() {
-				cancel()
+			if lost {
+				cancel() // the handler should stop: the intent runs again elsewhere
 				w.emit(d, LeaseLost, err)
 				return
 			}
@@ -627,8 +665,10 @@ func (w *Worker) update(ctx context.Context, d *delivery, secs int32) error {
 }
 
 // updateLocked sends d.text with visibility secs and keeps the new pop
-// receipt; a receipt the service no longer knows means the lease is lost.
+// receipt and lease end; a receipt the service no longer knows means the
+// lease is lost.
 func (w *Worker) updateLocked(ctx context.Context, d *delivery, secs int32) error {
+	sent := time.Now()
 	resp, err := w.q.q.UpdateMessage(ctx, d.id, d.pop, d.text, &azqueue.UpdateMessageOptions{VisibilityTimeout: ptr(secs)})
 	if err != nil {
 		if queueerror.HasCode(err, queueerror.PopReceiptMismatch, queueerror.MessageNotFound) || errors.Is(err, retry.ErrOutcomeUnknown) {
@@ -639,6 +679,7 @@ func (w *Worker) updateLocked(ctx context.Context, d *delivery, secs int32) erro
 	if resp.PopReceipt != nil {
 		d.pop = *resp.PopReceipt
 	}
+	d.until = sent.Add(time.Duration(secs) * time.Second)
 	return nil
 }
 
@@ -692,10 +733,13 @@ func (e *permanentError) Unwrap() error { return e.err }
 // errCrashed stops a delivery at a test's crash point.
 var errCrashed = errors.New("eventual: crashed (test hook)")
 
-// poisoned is a poison-queue message: the original message text and why.
+// poisoned is a poison-queue message: the intent's envelope, its last
+// error in LastError (so it fits the queue whatever fitted before), or an
+// unreadable message's text and why.
 type poisoned struct {
-	Message      string    `json:"m"`
-	Error        string    `json:"e"`
+	Intent       *envelope `json:"i,omitempty"`
+	Raw          string    `json:"raw,omitempty"`
+	Error        string    `json:"e,omitempty"`
 	DequeueCount int64     `json:"n"`
 	At           time.Time `json:"t"`
 }
