@@ -1,0 +1,84 @@
+// Package secondaryindex is the design guide's secondary indexes: copies of
+// an entity under other keys, so that a lookup or a sort order by another
+// property is a point or range query instead of a table scan. It covers
+// the intra-partition secondary index (guide pattern 1), the
+// inter-partition secondary index (pattern 2), denormalized and partial
+// copies (pattern 5, the index table article's fully, partially and not
+// denormalized indexes) and compound keys (pattern 6).
+//
+// # Rows
+//
+// A Store keeps entities of a type T. Every row is self-describing, as in
+// the guide's "empid_000223" and "email_jonesj@contoso.com": the primary
+// row's RowKey is keys.Join(Options.Primary, id), and a copy's RowKey is
+// keys.Join(index name, value parts...), with the primary's id appended
+// for a non-unique index (so copies never collide). Join escapes every
+// part and keeps their order, so a range of values is a range of RowKeys.
+// A copy holds the whole entity (Whole), chosen properties (Listed) or
+// nothing but its primary (KeysOnly), and always RefProperty, which names
+// its primary. The Store's queries select rows by these prefixes: other
+// rows of the partition never decode into T.
+//
+// # When to use which
+//
+// SamePartition indexes (pattern 1) are strongly consistent: the primary
+// and its copies are written in one entity group transaction. Use them
+// when lookups are within a partition (employees of a department by
+// email). Every write then touches 1 + (number of indexes) rows of one
+// partition, against the service's target of 2,000 entities per second
+// per partition, and the whole write must fit one transaction.
+//
+// OtherPartition indexes (pattern 2) keep copies in other partitions
+// (keys.Join(name, pk) by default, "email!Sales"), or in one
+// organisation-wide partition or another table, to spread load or to look
+// up across partitions. They are kept by intents of patterns/eventual:
+// the primary write and its intent commit together, and a worker
+// reconciles the copies from the primary. They are eventually consistent:
+// a lookup may miss a new entity or find a stale copy until the worker
+// has run; Verify checks a result against its primary.
+//
+// Do not index volatile values (each change rewrites copies),
+// low-cardinality values (one gender has half the entities: a huge range
+// of copies) or heavily skewed ones, unless lookups target the rare
+// values (the index table article).
+//
+// # Consistency
+//
+// Insert, Update, Modify and Delete write the primary and its
+// SamePartition copies in one transaction: all or nothing, and a unique
+// index refuses a value another entity has (ErrDuplicate, nothing
+// written). Update and Delete are conditioned on the ETag of the entity as
+// read, so a concurrent writer is never overwritten; Modify and Delete
+// re-read and retry on a conflict (Options.Retry). A lost response is
+// settled by patterns/table's verification: never reported failed when it
+// applied, never applied twice. An index copy found missing during an
+// update (drift) is skipped and the write goes on; Check and Rebuild find
+// and repair drift.
+//
+// The worker of OtherPartition indexes reads the primary, writes the
+// copies it calls for, deletes the copies its earlier versions had (the
+// intent carries them: no scan), and reads the primary again: when it
+// changed meanwhile, it goes round again, so a copy written from a stale
+// read never survives. Duplicate and reordered intents converge. A unique
+// OtherPartition index cannot refuse a duplicate before the primary is
+// written: the worker reports it (ErrDuplicate; the intent is retried and
+// poisoned), and the copy stays with the entity that had it first.
+//
+// # Cost in round trips
+//
+//	Insert                1 (SamePartition only); 3 with OtherPartition
+//	                      indexes (eventual.Queue.Commit)
+//	Update(prev, next)    1; 3 with OtherPartition indexes
+//	Modify, Delete        2 (read + write), +2 per conflict; 4 with
+//	                      OtherPartition indexes
+//	Get                   1
+//	Lookup (unique)       1, +1 to fetch the primary (KeysOnly, or Fetch)
+//	Find, Range           1 per page of copies, + 1 per entity fetched
+//	                      (in parallel, in index order)
+//	Verify                1
+//	Check, Rebuild        1 per page of primaries and of each index's
+//	                      copies (a scan when no partition is given), +
+//	                      the fixes (one transaction per entity)
+//	worker, per intent    2 reads of the primary, + 1 write per copy
+//	                      (+1 read for a unique index), + 2 per stale copy
+package secondaryindex
