@@ -66,6 +66,7 @@ bench: $(RUN_EMULATOR)
 	$(GO) test -run '^$$' -bench 'Add' -benchtime 400x -count $(BENCHCOUNT) ./patterns/dataseries | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'Wide' -benchmem -benchtime 20x -count $(BENCHCOUNT) ./patterns/wideentity | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'Worker' -benchtime 500x -count $(BENCHCOUNT) ./patterns/eventual | tee -a bench.out
+	$(GO) test -run '^$$' -bench . -benchtime 200x -count $(BENCHCOUNT) ./patterns/secondaryindex | tee -a bench.out
 	@echo; awk -f .ci/benchtable.awk bench.out
 
 # staticcheck, installed into ./bin at a pinned version.
