@@ -107,16 +107,22 @@ func (b *batch) name(i int) string {
 }
 
 // submit sends the batch in one transaction, through Commit with an
-// intent when the Store has OtherPartition indexes. A copy delete that
+// intent when the Store has OtherPartition indexes (again, with a new
+// intent, when the commit window passed before the batch: up to 3 times). A copy delete that
 // finds no copy (drift) is dropped and the batch sent again; a unique
 // index that has the value is ErrDuplicate.
 func (s *Store[T]) submit(ctx context.Context, pk, id string, b batch) (table.OpResult, error) {
+	windows := 0
 	for {
 		var res table.BatchResult
 		var err error
 		if s.kind.Name() != "" {
 			var cr eventual.CommitResult
 			cr, err = s.queue.Commit(ctx, s.tbl.Client(), b.ops, s.kind.New(intent{PK: pk, ID: id, Old: b.old}))
+			if errors.Is(err, eventual.ErrCommitWindow) && windows < 3 {
+				windows++ // nothing applied: again, with a new intent
+				continue
+			}
 			res = cr.Batch
 		} else {
 			res, err = s.tbl.Submit(ctx, table.Atomic(b.ops...), nil)
