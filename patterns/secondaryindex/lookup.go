@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 
 	"github.com/tablekit/tablekit/keys"
@@ -22,6 +23,10 @@ type LookupOptions struct {
 	Concurrency int
 	// PageSize is the most copies read per round trip. Default: 1000.
 	PageSize int
+	// Select projects the copies read by Find and Range to these
+	// properties (server-side, $select): the other fields of each Value
+	// stay zero. It does not apply to fetched primaries.
+	Select []string
 }
 
 // Lookup finds the entity whose unique index has value (its parts): 1
@@ -78,7 +83,11 @@ func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []strin
 			o = *opts
 		}
 		f := table.And(table.PartitionKey(cpk), table.RowKeyRange(lo, hi))
-		for page, err := range s.copyTable(ix).Pages(ctx, &table.Query{Filter: f, PageSize: o.PageSize}) {
+		var sel []string
+		if len(o.Select) > 0 {
+			sel = append(slices.Clone(o.Select), RefProperty)
+		}
+		for page, err := range s.copyTable(ix).Pages(ctx, &table.Query{Filter: f, PageSize: o.PageSize, Select: sel}) {
 			if err != nil {
 				yield(Entity[T]{}, err)
 				return

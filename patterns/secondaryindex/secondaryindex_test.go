@@ -58,6 +58,12 @@ func TestIntraPartitionRoundTrips(t *testing.T) {
 		t.Fatalf("Find Jones: %v in %d round trips, want Ana, Jo (fetched: with ETags) in 1 + 2", found, r.ft.Count())
 	}
 
+	// A projection of the copies: only the fields asked for are read.
+	for e, err := range s.Find(ctx, "Sales", "email", []string{"jonesa@contoso.com"}, &secondaryindex.LookupOptions{Select: []string{"FirstName"}}) {
+		if err != nil || e.Value.FirstName != "Ana" || e.Value.Email != "" || e.ID != "000123" {
+			t.Fatalf("a projected Find: %+v, %v", e, err)
+		}
+	}
 	// Update: 1 round trip with the entity read; the email copy moves.
 	cur, err := s.Get(ctx, "Sales", "000223")
 	if err != nil {
