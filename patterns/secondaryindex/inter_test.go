@@ -8,10 +8,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
 	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/retry"
 )
 
 // The guide's pattern 2: copies in other partitions (email2!Sales) and in
@@ -190,5 +193,52 @@ func TestInterPartitionStaleWriteRace(t *testing.T) {
 	rows, err := table.Collect(r.tbl.Query(ctx, &table.Query{Filter: table.PartitionKey("email2!Sales")}))
 	if err != nil || len(rows) != 1 || rows[0].RowKey != "email2!v1@contoso.2Ecom" {
 		t.Fatalf("copies in email2!Sales: %v (%v), want only v1's", rows, err)
+	}
+}
+
+// Two entities swap a unique value through a third (C: e1 -> tmp, A: e0
+// -> e1, C: tmp -> e0) while no worker runs. Whatever order the intents
+// then run in, none can wait forever for another: each removes its old
+// copies even when a new copy's value is still held, so the swap
+// completes.
+func TestInterPartitionUniqueSwap(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil, true)
+	ctx := context.Background()
+	s := r.store
+	a, c := jo(), jo()
+	a.ID, a.Email = "00000A", "e0@contoso.com"
+	c.ID, c.Email = "00000C", "e1@contoso.com"
+	for _, e := range []Employee{a, c} {
+		if _, err := s.Insert(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Their copies exist (a first worker runs, then stops).
+	first, err := eventual.NewWorker(r.q, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 20 * time.Millisecond, Max: 100 * time.Millisecond}}, s.Handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- first.Run(runCtx) }()
+	drain(t, first)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	set := func(id, email string) {
+		if _, err := s.Modify(ctx, "Sales", id, func(e *Employee) error { e.Email = email; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("00000C", "tmp@contoso.com")
+	set("00000A", "e1@contoso.com")
+	set("00000C", "e0@contoso.com")
+	w := r.worker(t) // now the three intents run, several at once
+	drain(t, w)
+	r.clean(t, "")
+	if e, err := s.Lookup(ctx, "Sales", "email2", []string{"e0@contoso.com"}, nil); err != nil || e.ID != "00000C" {
+		t.Fatalf("e0 after the swap: %+v, %v", e, err)
 	}
 }

@@ -27,8 +27,8 @@ const maxReconcile = 4
 
 // reconcile makes the OtherPartition copies of one primary match it (design
 // rule 3): read the primary, write the copies it calls for, delete the
-// copies its previous versions had that it no longer calls for, then read
-// the primary again: if it changed meanwhile, a copy just written may be
+// copies its previous versions had that it no longer calls for (also when a
+// write failed: see below), then read the primary again: if it changed meanwhile, a copy just written may be
 // stale, so go round again treating the copies written as old ones. Every
 // step is idempotent, so duplicate and reordered intents converge.
 func (s *Store[T]) reconcile(ctx context.Context, in eventual.Intent[intent]) error {
@@ -42,12 +42,16 @@ func (s *Store[T]) reconcile(ctx context.Context, in eventual.Intent[intent]) er
 		if err != nil {
 			return err
 		}
+		// A unique value still held by another entity's stale copy fails
+		// its put; the deletes below still run, since that entity's intent
+		// may be waiting for one of them (two entities swapping values).
+		var putErr error
 		for name, w := range wanted {
 			if err := s.step("put"); err != nil {
 				return err
 			}
-			if err := s.putCopy(ctx, s.byName[name], w, p.PK, p.ID); err != nil {
-				return err
+			if err := s.putCopy(ctx, s.byName[name], w, p.PK, p.ID); err != nil && putErr == nil {
+				putErr = err
 			}
 		}
 		for _, ref := range old {
@@ -64,6 +68,9 @@ func (s *Store[T]) reconcile(ctx context.Context, in eventual.Intent[intent]) er
 			if err := s.deleteCopy(ctx, ix, ref, p.PK, p.ID); err != nil {
 				return err
 			}
+		}
+		if putErr != nil {
+			return putErr
 		}
 		if err := s.step("reread"); err != nil {
 			return err
