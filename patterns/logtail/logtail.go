@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -168,46 +166,29 @@ func (l *Log[T]) Latest(ctx context.Context, log string, n int) ([]Entry[T], err
 	if n < 1 || n > MaxLatest {
 		return nil, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, MaxLatest)
 	}
-	var all []Entry[T]
-	err := l.perBucket(ctx, log, func(ctx context.Context, pk string) ([]Entry[T], error) {
-		return collect(l.tbl.QueryKeyed(ctx, &table.Query{Filter: table.PartitionKey(pk), Limit: n}))
-	}, &all)
-	if err != nil {
-		return nil, err
+	var out []Entry[T]
+	for e, err := range l.merged(ctx, log, table.Filter{}, n) {
+		if err != nil {
+			return nil, err
+		}
+		if out = append(out, e); len(out) == n {
+			break
+		}
 	}
-	slices.SortFunc(all, func(a, b Entry[T]) int { return keys.Compare(a.RowKey, b.RowKey) })
-	return all[:min(n, len(all))], nil
+	return out, nil
 }
 
-// perBucket runs fn for every bucket of log in parallel and gathers the
-// entries.
-func (l *Log[T]) perBucket(ctx context.Context, log string, fn func(context.Context, string) ([]Entry[T], error), out *[]Entry[T]) error {
-	if l.buckets == 1 {
-		e, err := fn(ctx, l.partition(log, 0))
-		*out = e
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
+// merged yields the entries of log that match filter (besides the
+// partition), newest first: a query per bucket (at most limit entries
+// each, 0 for all), all in parallel, merged by RowKey (table.FanOutKeyed
+// with ByRowKey) and lazily, fetching each bucket's pages as the merge
+// needs them.
+func (l *Log[T]) merged(ctx context.Context, log string, filter table.Filter, limit int) iter.Seq2[Entry[T], error] {
+	srcs := make([]table.Source[T], l.buckets)
 	for b := range l.buckets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e, err := fn(ctx, l.partition(log, b))
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && first == nil {
-				first = err
-				cancel()
-			}
-			*out = append(*out, e...)
-		}()
+		srcs[b] = table.Source[T]{Table: l.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(l.partition(log, b)), filter), Limit: limit}}
 	}
-	wg.Wait()
-	return first
+	return entries(table.FanOutKeyed(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: l.buckets}))
 }
 
 // Range yields the entries of log appended in [from, to), newest first,
@@ -229,52 +210,11 @@ func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter
 		}
 		// Newest first: entries of [from, to) have keys in [bound(to),
 		// bound(from)).
-		lo, hi := bound(to), bound(from)
-		var heads []func() (Entry[T], error, bool)
-		for b := range l.buckets {
-			q := &table.Query{Filter: table.And(table.PartitionKey(l.partition(log, b)), table.RowKeyRange(lo, hi))}
-			next, stop := iter.Pull2(entries(l.tbl.QueryKeyed(ctx, q)))
-			defer stop()
-			heads = append(heads, next)
-		}
-		mergeNewest(heads, yield)
-	}
-}
-
-// mergeNewest merges per-bucket sequences, each newest first, into one.
-func mergeNewest[T any](heads []func() (Entry[T], error, bool), yield func(Entry[T], error) bool) {
-	type head struct {
-		e  Entry[T]
-		ok bool
-	}
-	cur := make([]head, len(heads))
-	for i, next := range heads {
-		e, err, ok := next()
-		if err != nil {
-			yield(Entry[T]{}, err)
-			return
-		}
-		cur[i] = head{e, ok}
-	}
-	for {
-		best := -1
-		for i, h := range cur {
-			if h.ok && (best < 0 || keys.Compare(h.e.RowKey, cur[best].e.RowKey) < 0) {
-				best = i
+		for e, err := range l.merged(ctx, log, table.RowKeyRange(bound(to), bound(from)), 0) {
+			if !yield(e, err) || err != nil {
+				return
 			}
 		}
-		if best < 0 {
-			return
-		}
-		if !yield(cur[best].e, nil) {
-			return
-		}
-		e, err, ok := heads[best]()
-		if err != nil {
-			yield(Entry[T]{}, err)
-			return
-		}
-		cur[best] = head{e, ok}
 	}
 }
 
@@ -368,15 +308,4 @@ func entry[T any](k table.Keyed[T]) (Entry[T], error) {
 		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q: %w", k.RowKey, k.PartitionKey, err)
 	}
 	return Entry[T]{Value: k.Value, Time: t, PartitionKey: k.PartitionKey, RowKey: k.RowKey}, nil
-}
-
-func collect[T any](seq iter.Seq2[table.Keyed[T], error]) ([]Entry[T], error) {
-	var out []Entry[T]
-	for e, err := range entries(seq) {
-		if err != nil {
-			return out, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
 }

@@ -136,7 +136,7 @@
 //	Modify                                    2 (read + conditional write), +2 per conflict
 //	QueryPage                                 1
 //	Query / Collect                           1 per page (at most 1,000 entities a page)
-//	FanOut over n queries                     1 per page of each, Concurrency at a time
+//	FanOut, FanOutKeyed over n queries        1 per page of each, Concurrency at a time
 //	Submit of n ops                           1 per transaction: ceil(n/100) per partition
 //	                                          when under 4 MiB; Transactions reports it
 //	                                          (+1 read per transaction whose response was lost)

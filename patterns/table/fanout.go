@@ -3,21 +3,37 @@ package table
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"iter"
 	"sync"
 
 	"github.com/tablekit/tablekit/keys"
 )
 
-// FanOutOptions configures FanOut. A nil *FanOutOptions means defaults.
+// FanOutOptions configures FanOut and FanOutKeyed. A nil *FanOutOptions
+// means defaults.
 type FanOutOptions struct {
 	// Concurrency is the most requests in flight at once. Default: 8.
 	Concurrency int
 	// Ordered merges the results in the service's key order (PartitionKey,
 	// then RowKey, compared as keys.Compare does), as one query over all the
-	// ranges would return them. Default (false): results come as they
-	// arrive, each query's results in order.
+	// ranges would return them; entities with the same keys (from different
+	// tables) come in the order of their queries. Default (false): results
+	// come as they arrive, each query's results in order.
 	Ordered bool
+	// ByRowKey merges by RowKey first, then PartitionKey (then query
+	// order): for one logical partition spread over several partitions
+	// (the bucket partitions of patterns/buckets or of a bucketed
+	// patterns/logtail log), whose rows belong in one RowKey order as if
+	// they shared a partition. It implies Ordered.
+	ByRowKey bool
+}
+
+// Source is one query over one table, for FanOutKeyed. A nil Query reads
+// the whole table.
+type Source[T any] struct {
+	Table *Table[T]
+	Query *Query
 }
 
 // FanOut runs several queries concurrently (typically one per partition or
@@ -28,6 +44,48 @@ type FanOutOptions struct {
 // (with its error); breaking out of the loop stops all queries. Each query's
 // Limit applies to that query.
 func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOptions) iter.Seq2[T, error] {
+	srcs := make([]Source[T], len(queries))
+	for i, q := range queries {
+		srcs[i] = Source[T]{Table: t, Query: q}
+	}
+	ordered := opts != nil && (opts.Ordered || opts.ByRowKey)
+	return func(yield func(T, error) bool) {
+		fanOut(ctx, srcs, opts, ordered, func(v *T, _ [2]string, err error) bool {
+			if err != nil {
+				var zero T
+				return yield(zero, err)
+			}
+			return yield(*v, nil)
+		})
+	}
+}
+
+// FanOutKeyed is FanOut over queries of one or several tables of the same
+// type (a table per period, as patterns/rotation keeps), yielding each
+// entity with the keys it is stored under. The sources' tables may belong
+// to different clients; costs, concurrency, order and errors are those of
+// FanOut. A Source without a Table ends the sequence with an
+// ErrInvalidFilter before any request.
+func FanOutKeyed[T any](ctx context.Context, sources []Source[T], opts *FanOutOptions) iter.Seq2[Keyed[T], error] {
+	return func(yield func(Keyed[T], error) bool) {
+		for i, s := range sources {
+			if s.Table == nil {
+				yield(Keyed[T]{}, &Error{Op: "query", Err: fmt.Errorf("%w: source %d has no table", ErrInvalidFilter, i)})
+				return
+			}
+		}
+		fanOut(ctx, sources, opts, true, func(v *T, k [2]string, err error) bool {
+			if err != nil {
+				return yield(Keyed[T]{}, err)
+			}
+			return yield(Keyed[T]{PartitionKey: k[0], RowKey: k[1], Value: *v}, nil)
+		})
+	}
+}
+
+// fanOut runs the sources' queries and passes their entities (with their
+// keys when wantKeys) to yield, merged as opts asks.
+func fanOut[T any](ctx context.Context, srcs []Source[T], opts *FanOutOptions, wantKeys bool, yield func(*T, [2]string, error) bool) {
 	if opts == nil {
 		opts = &FanOutOptions{}
 	}
@@ -35,61 +93,60 @@ func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOpt
 	if conc <= 0 {
 		conc = 8
 	}
-	return func(yield func(T, error) bool) {
-		parent := ctx
-		ctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		defer wg.Wait() // after cancel (deferred below, runs first)
-		defer cancel()
-		slots := make(chan struct{}, conc)
-		// Ordered: one channel per query, for the merge to compare heads.
-		// Unordered: all queries share one channel.
-		streams := make([]chan keyedPage[T], len(queries))
-		shared := make(chan keyedPage[T], len(queries))
-		for i, q := range queries {
-			if q == nil {
-				q = &Query{}
+	ordered := opts.Ordered || opts.ByRowKey
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel (deferred below, runs first)
+	defer cancel()
+	slots := make(chan struct{}, conc)
+	// Ordered: one channel per query, for the merge to compare heads.
+	// Unordered: all queries share one channel.
+	streams := make([]chan keyedPage[T], len(srcs))
+	shared := make(chan keyedPage[T], len(srcs))
+	for i, s := range srcs {
+		q := s.Query
+		if q == nil {
+			q = &Query{}
+		}
+		out := shared
+		if ordered {
+			streams[i] = make(chan keyedPage[T], 1)
+			out = streams[i]
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ordered {
+				defer close(out)
 			}
-			out := shared
-			if opts.Ordered {
-				streams[i] = make(chan keyedPage[T], 1)
-				out = streams[i]
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if opts.Ordered {
-					defer close(out)
-				}
-				t.produce(ctx, q, opts.Ordered, slots, out)
-			}()
+			s.Table.produce(ctx, q, wantKeys, slots, out)
+		}()
+	}
+	if !ordered {
+		go func() { wg.Wait(); close(shared) }()
+	}
+	// Producers stop quietly when the context ends, so a merge can run
+	// out of pages early: unless the loop already ended (a break, or an
+	// error yielded), the end of a cancelled parent is an error.
+	ended := false
+	watch := func(v *T, k [2]string, err error) bool {
+		if err != nil {
+			ended = true
 		}
-		if !opts.Ordered {
-			go func() { wg.Wait(); close(shared) }()
+		if !yield(v, k, err) {
+			ended = true
+			return false
 		}
-		// Producers stop quietly when the context ends, so a merge can run
-		// out of pages early: unless the loop already ended (a break, or an
-		// error yielded), the end of a cancelled parent is an error.
-		ended := false
-		watch := func(v T, err error) bool {
-			if err != nil {
-				ended = true
-			}
-			if !yield(v, err) {
-				ended = true
-				return false
-			}
-			return true
-		}
-		if opts.Ordered {
-			mergeOrdered(streams, watch)
-		} else {
-			mergeUnordered(shared, watch)
-		}
-		if err := parent.Err(); err != nil && !ended {
-			var zero T
-			yield(zero, &Error{Op: "query", Err: err})
-		}
+		return true
+	}
+	if ordered {
+		mergeOrdered(streams, opts.ByRowKey, watch)
+	} else {
+		mergeUnordered(shared, watch)
+	}
+	if err := parent.Err(); err != nil && !ended {
+		yield(nil, [2]string{}, &Error{Op: "query", Err: err})
 	}
 }
 
@@ -125,15 +182,18 @@ func (t *Table[T]) produce(ctx context.Context, q *Query, wantKeys bool, slots c
 	}
 }
 
-func mergeUnordered[T any](pages <-chan keyedPage[T], yield func(T, error) bool) {
+func mergeUnordered[T any](pages <-chan keyedPage[T], yield func(*T, [2]string, error) bool) {
 	for p := range pages {
 		if p.err != nil {
-			var zero T
-			yield(zero, p.err)
+			yield(nil, [2]string{}, p.err)
 			return
 		}
-		for _, v := range p.items {
-			if !yield(v, nil) {
+		for i := range p.items {
+			var k [2]string
+			if p.keys != nil {
+				k = p.keys[i]
+			}
+			if !yield(&p.items[i], k, nil) {
 				return
 			}
 		}
@@ -147,25 +207,34 @@ type cursorHead[T any] struct {
 	i      int
 }
 
-type headHeap[T any] []*cursorHead[T]
-
-func (h headHeap[T]) Len() int { return len(h) }
-func (h headHeap[T]) Less(i, j int) bool {
-	a, b := h[i].page.keys[h[i].i], h[j].page.keys[h[j].i]
-	if c := keys.Compare(a[0], b[0]); c != 0 {
-		return c < 0
-	}
-	if c := keys.Compare(a[1], b[1]); c != 0 {
-		return c < 0
-	}
-	return h[i].stream < h[j].stream
+// headHeap orders the streams' heads by their keys: PartitionKey then
+// RowKey, or RowKey then PartitionKey (byRowKey); ties by stream.
+type headHeap[T any] struct {
+	heads    []*cursorHead[T]
+	byRowKey bool
 }
-func (h headHeap[T]) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *headHeap[T]) Push(x any)   { *h = append(*h, x.(*cursorHead[T])) }
+
+func (h *headHeap[T]) Len() int { return len(h.heads) }
+func (h *headHeap[T]) Less(i, j int) bool {
+	a, b := h.heads[i].page.keys[h.heads[i].i], h.heads[j].page.keys[h.heads[j].i]
+	first, second := 0, 1
+	if h.byRowKey {
+		first, second = 1, 0
+	}
+	if c := keys.Compare(a[first], b[first]); c != 0 {
+		return c < 0
+	}
+	if c := keys.Compare(a[second], b[second]); c != 0 {
+		return c < 0
+	}
+	return h.heads[i].stream < h.heads[j].stream
+}
+func (h *headHeap[T]) Swap(i, j int) { h.heads[i], h.heads[j] = h.heads[j], h.heads[i] }
+func (h *headHeap[T]) Push(x any)    { h.heads = append(h.heads, x.(*cursorHead[T])) }
 func (h *headHeap[T]) Pop() any {
-	old := *h
+	old := h.heads
 	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+	h.heads = old[:len(old)-1]
 	return x
 }
 
@@ -184,12 +253,9 @@ func (c *cursorHead[T]) next(streams []chan keyedPage[T]) (bool, error) {
 	return true, nil
 }
 
-func mergeOrdered[T any](streams []chan keyedPage[T], yield func(T, error) bool) {
-	fail := func(err error) {
-		var zero T
-		yield(zero, err)
-	}
-	h := headHeap[T]{}
+func mergeOrdered[T any](streams []chan keyedPage[T], byRowKey bool, yield func(*T, [2]string, error) bool) {
+	fail := func(err error) { yield(nil, [2]string{}, err) }
+	h := &headHeap[T]{byRowKey: byRowKey}
 	for s := range streams {
 		c := &cursorHead[T]{stream: s}
 		ok, err := c.next(streams)
@@ -198,13 +264,13 @@ func mergeOrdered[T any](streams []chan keyedPage[T], yield func(T, error) bool)
 			return
 		}
 		if ok {
-			h = append(h, c)
+			h.heads = append(h.heads, c)
 		}
 	}
-	heap.Init(&h)
+	heap.Init(h)
 	for h.Len() > 0 {
-		c := h[0]
-		if !yield(c.page.items[c.i], nil) {
+		c := h.heads[0]
+		if !yield(&c.page.items[c.i], c.page.keys[c.i], nil) {
 			return
 		}
 		c.i++
@@ -214,9 +280,9 @@ func mergeOrdered[T any](streams []chan keyedPage[T], yield func(T, error) bool)
 			fail(err)
 			return
 		case ok:
-			heap.Fix(&h, 0)
+			heap.Fix(h, 0)
 		default:
-			heap.Pop(&h)
+			heap.Pop(h)
 		}
 	}
 }
