@@ -66,7 +66,9 @@ func TestFanOutKeyedAcrossTables(t *testing.T) {
 	ft1.Reset()
 	ft2.Reset()
 	byKey := slices.Clone(want)
-	slices.SortStableFunc(byKey, func(a, b row) int { return cmp.Or(cmp.Compare(a.pk, b.pk), cmp.Compare(a.rk, b.rk), cmp.Compare(a.src, b.src)) })
+	slices.SortStableFunc(byKey, func(a, b row) int {
+		return cmp.Or(cmp.Compare(a.pk, b.pk), cmp.Compare(a.rk, b.rk), cmp.Compare(a.src, b.src))
+	})
 	if got := collect(&table.FanOutOptions{Ordered: true, Concurrency: 2}); !slices.Equal(got, byKey) {
 		t.Fatalf("ordered across tables: %d rows, want %d in key order (first %v)", len(got), len(byKey), got[:min(5, len(got))])
 	}
@@ -76,12 +78,16 @@ func TestFanOutKeyedAcrossTables(t *testing.T) {
 		t.Fatalf("round trips %d and %d, want 6-9 each", n1, n2)
 	}
 	byRow := slices.Clone(want)
-	slices.SortStableFunc(byRow, func(a, b row) int { return cmp.Or(cmp.Compare(a.rk, b.rk), cmp.Compare(a.pk, b.pk), cmp.Compare(a.src, b.src)) })
+	slices.SortStableFunc(byRow, func(a, b row) int {
+		return cmp.Or(cmp.Compare(a.rk, b.rk), cmp.Compare(a.pk, b.pk), cmp.Compare(a.src, b.src))
+	})
 	if got := collect(&table.FanOutOptions{ByRowKey: true}); !slices.Equal(got, byRow) {
 		t.Fatalf("by RowKey: %d rows, want %d in RowKey order", len(got), len(byRow))
 	}
 	unordered := collect(nil)
-	slices.SortStableFunc(unordered, func(a, b row) int { return cmp.Or(cmp.Compare(a.pk, b.pk), cmp.Compare(a.rk, b.rk), cmp.Compare(a.src, b.src)) })
+	slices.SortStableFunc(unordered, func(a, b row) int {
+		return cmp.Or(cmp.Compare(a.pk, b.pk), cmp.Compare(a.rk, b.rk), cmp.Compare(a.src, b.src))
+	})
 	if !slices.Equal(unordered, byKey) {
 		t.Fatalf("unordered: another set (%d rows)", len(unordered))
 	}
