@@ -1,0 +1,280 @@
+package buckets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// MaxBuckets bounds Options.Buckets and the counts in Options.Earlier:
+// bucket numbers are three digits in partition names.
+const MaxBuckets = 1000
+
+// DefaultBuckets is Options.Buckets when it is not set.
+const DefaultBuckets = 8
+
+// ErrInvalid is the sentinel for a configuration or request a Spread
+// rejects before the network: a bucket count out of range, a Bucket
+// function answering outside [0, n), a key range the wrong way round.
+var ErrInvalid = errors.New("buckets: invalid request")
+
+// Options configures a Spread. A nil *Options means defaults.
+type Options struct {
+	// Buckets is N, the number of partitions each logical partition is
+	// spread over, 1 to MaxBuckets. Default (0): DefaultBuckets (8). One
+	// partition serves about 2,000 entities per second: choose N for the
+	// peak insert rate of one logical partition, with headroom.
+	Buckets int
+	// Earlier lists the bucket counts used before Buckets for the same
+	// table, so that readers still find what was written under them (see
+	// the package documentation, "Changing N"). Default: none. Keep a count
+	// here until nothing written under it is stored any more.
+	Earlier []int
+	// Bucket chooses an entity's bucket, in [0, n), from its RowKey: it must
+	// depend only on its arguments, since Get computes it again. Default:
+	// keys.Bucket(rowKey, n), a stable hash. A time-derived bucket, such as
+	// the RowKey's ticks modulo n, also works when RowKeys are distinct
+	// times; one that maps the writes of the same moment to the same bucket
+	// (the second of the minute) spreads nothing.
+	Bucket func(rowKey string, n int) int
+	// Concurrency is the most queries Range runs at once. Default (0): one
+	// per partition read, up to 32.
+	Concurrency int
+}
+
+// Spread stores the entities of each logical partition in N bucket
+// partitions of one table, so that an append-heavy key space (ever
+// increasing RowKeys, a current-hour PartitionKey) is served by N partition
+// servers instead of one, and reads them back as one sequence in RowKey
+// order. It is safe for concurrent use.
+type Spread[T any] struct {
+	tbl    *table.Table[T]
+	gens   []int // Buckets, then the distinct Earlier counts
+	widest int   // the largest count above 1: partitions 0..widest-1 are read
+	plain  bool  // some count is 1: the unbucketed partition is read too
+	bucket func(string, int) int
+	conc   int
+}
+
+// New returns a Spread over tbl. T's own key fields, if any, are ignored on
+// writes (the Spread computes the keys) and receive the stored keys (the
+// bucket partition's) on reads.
+func New[T any](tbl *table.Table[T], opts *Options) (*Spread[T], error) {
+	if tbl == nil {
+		return nil, fmt.Errorf("%w: nil table", ErrInvalid)
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	n := opts.Buckets
+	if n == 0 {
+		n = DefaultBuckets
+	}
+	s := &Spread[T]{tbl: tbl, bucket: opts.Bucket, conc: opts.Concurrency}
+	for i, c := range append([]int{n}, opts.Earlier...) {
+		if c < 1 || c > MaxBuckets {
+			what := "Buckets"
+			if i > 0 {
+				what = fmt.Sprintf("Earlier[%d]", i-1)
+			}
+			return nil, fmt.Errorf("%w: %s = %d, want 1..%d", ErrInvalid, what, c, MaxBuckets)
+		}
+		if slices.Contains(s.gens, c) {
+			continue
+		}
+		s.gens = append(s.gens, c)
+		if c == 1 {
+			s.plain = true
+		} else {
+			s.widest = max(s.widest, c)
+		}
+	}
+	if s.bucket == nil {
+		s.bucket = hashBucket
+	}
+	if s.conc < 0 {
+		return nil, fmt.Errorf("%w: Concurrency %d", ErrInvalid, s.conc)
+	}
+	if s.conc == 0 {
+		s.conc = min(s.partitions(), 32)
+	}
+	return s, nil
+}
+
+// hashBucket is keys.Bucket as a number.
+func hashBucket(rk string, n int) int {
+	b := 0
+	for _, c := range keys.Bucket(rk, n) {
+		b = b*10 + int(c-'0')
+	}
+	return b
+}
+
+// Buckets returns N, the bucket count writes use.
+func (s *Spread[T]) Buckets() int { return s.gens[0] }
+
+// Partition returns the PartitionKey of bucket b of logical partition pk
+// under a bucket count of n: keys.Join(pk, b as three digits) for n > 1
+// ("hot!003"), keys.Join(pk) for n = 1 (pk itself, escaped: "hot"). The
+// bucket number does not depend on n, so the partitions of a smaller count
+// are among those of a larger one; keys.Join escapes '!' inside pk, so no
+// logical partition's buckets fall among another's.
+func Partition(pk string, n, b int) string {
+	if n == 1 {
+		return keys.Join(pk)
+	}
+	return keys.Join(pk, keys.Pad(uint64(b), 3))
+}
+
+// partitions is how many partitions a logical partition is read from.
+func (s *Spread[T]) partitions() int {
+	if s.plain {
+		return s.widest + 1
+	}
+	return s.widest
+}
+
+// Partitions returns the partitions Range reads for logical partition pk:
+// every bucket of the largest count, and the unbucketed partition when a
+// count is 1.
+func (s *Spread[T]) Partitions(pk string) []string {
+	out := make([]string, 0, s.partitions())
+	if s.plain {
+		out = append(out, Partition(pk, 1, 0))
+	}
+	for b := range s.widest {
+		out = append(out, Partition(pk, s.widest, b))
+	}
+	return out
+}
+
+// home returns the partition of (pk, rk) under bucket count n.
+func (s *Spread[T]) home(pk, rk string, n int) (string, error) {
+	if pk == "" {
+		return "", fmt.Errorf("%w: empty PartitionKey", table.ErrInvalidKey)
+	}
+	if n == 1 {
+		return Partition(pk, 1, 0), nil
+	}
+	b := s.bucket(rk, n)
+	if b < 0 || b >= n {
+		return "", fmt.Errorf("%w: Bucket(%q, %d) = %d, want 0..%d", ErrInvalid, rk, n, b, n-1)
+	}
+	return Partition(pk, n, b), nil
+}
+
+// Entry is an entity as read: its value, its logical PartitionKey, its
+// RowKey, and the partition it is stored in.
+type Entry[T any] struct {
+	Value        T
+	PartitionKey string // the logical partition, as given to Insert
+	RowKey       string
+	Partition    string // the bucket partition: the stored PartitionKey
+}
+
+// Inserted is the result of Insert.
+type Inserted struct {
+	table.Result
+	Partition string // the bucket partition the entity is stored in
+}
+
+// Insert adds v to logical partition pk under RowKey rk, in the bucket the
+// current count chooses for rk: one insert, one round trip (+1 read to
+// settle a lost response, as for table.Table.Insert: never written twice,
+// never reported failed when it was stored). It fails with
+// table.ErrAlreadyExists when the bucket holds the RowKey; an entity of
+// the same keys written under an earlier count may sit in another bucket
+// and is not detected (give appended entities unique RowKeys, or check with
+// Get first).
+func (s *Spread[T]) Insert(ctx context.Context, pk, rk string, v T) (Inserted, error) {
+	p, err := s.home(pk, rk, s.gens[0])
+	if err != nil {
+		return Inserted{}, err
+	}
+	res, err := s.tbl.WithKeys(func(*T) (string, string) { return p, rk }).Insert(ctx, v)
+	if err != nil {
+		return Inserted{}, err
+	}
+	return Inserted{Result: res, Partition: p}, nil
+}
+
+// InsertOp is Insert as an op for table.Submit, which groups ops by
+// partition: one transaction per bucket (and per 100 entities), so a batch
+// of n appends costs about min(n, N) transactions. The error is Insert's
+// for a key or Bucket answer rejected before the network.
+func (s *Spread[T]) InsertOp(pk, rk string, v T) (table.Op, error) {
+	p, err := s.home(pk, rk, s.gens[0])
+	if err != nil {
+		return table.Op{}, err
+	}
+	op := s.tbl.WithKeys(func(*T) (string, string) { return p, rk }).InsertOp(v)
+	return op, op.Err()
+}
+
+// Get reads the entity (pk, rk): a point query in its bucket under the
+// current count, one round trip; when it is not there, a point query in
+// its bucket under each earlier count that puts it elsewhere (one round
+// trip each, in the order of Options.Earlier). table.ErrNotFound when no
+// bucket has it.
+func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (Entry[T], error) {
+	var tried []string
+	var last error
+	for _, n := range s.gens {
+		p, err := s.home(pk, rk, n)
+		if err != nil {
+			return Entry[T]{}, err
+		}
+		if slices.Contains(tried, p) {
+			continue
+		}
+		tried = append(tried, p)
+		v, err := s.tbl.Get(ctx, p, rk, nil)
+		if err == nil {
+			return Entry[T]{Value: v, PartitionKey: pk, RowKey: rk, Partition: p}, nil
+		}
+		if !errors.Is(err, table.ErrNotFound) {
+			return Entry[T]{}, err
+		}
+		last = err
+	}
+	return Entry[T]{}, last
+}
+
+// Range yields the entities of logical partition pk whose RowKeys are in
+// [from, to) (an empty bound is open), in RowKey order as if they shared
+// one partition: one range query per partition read (see Partitions),
+// Concurrency at a time, merged lazily by RowKey (table.FanOutKeyed with
+// ByRowKey), each query one round trip per page. Entities of the same
+// RowKey in two buckets (written under different counts) both come, in
+// partition order. An error ends the sequence; breaking out of the loop
+// stops every query.
+func (s *Spread[T]) Range(ctx context.Context, pk, from, to string) iter.Seq2[Entry[T], error] {
+	return func(yield func(Entry[T], error) bool) {
+		if pk == "" {
+			yield(Entry[T]{}, fmt.Errorf("%w: empty PartitionKey", table.ErrInvalidKey))
+			return
+		}
+		if to != "" && keys.Compare(from, to) >= 0 {
+			yield(Entry[T]{}, fmt.Errorf("%w: from %q is not before to %q", ErrInvalid, from, to))
+			return
+		}
+		var srcs []table.Source[T]
+		for _, p := range s.Partitions(pk) {
+			srcs = append(srcs, table.Source[T]{Table: s.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(p), table.RowKeyRange(from, to))}})
+		}
+		for k, err := range table.FanOutKeyed(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: s.conc}) {
+			if err != nil {
+				yield(Entry[T]{}, err)
+				return
+			}
+			if !yield(Entry[T]{Value: k.Value, PartitionKey: pk, RowKey: k.RowKey, Partition: k.PartitionKey}, nil) {
+				return
+			}
+		}
+	}
+}

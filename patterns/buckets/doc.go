@@ -1,0 +1,85 @@
+// Package buckets is the design guide's cure for the prepend/append
+// anti-pattern (pattern 12): the entities of one hot logical partition are
+// spread over N bucket partitions, so that N partition servers share the
+// inserts, and read back as one sequence in RowKey order by a parallel
+// range query per bucket and a k-way merge.
+//
+// # When to use it
+//
+// When one partition receives more inserts than one partition server
+// takes: the guide's target is 2,000 entities per second per partition,
+// and an append-only key space (the current hour as PartitionKey, ever
+// increasing RowKeys) sends every insert to the same one. Measure first
+// (examples/stress drives a partition against that target). Not when the
+// partition is not hot: every read then costs N queries instead of one
+// (BENCHMARKS.md). Not for point-read-heavy data keyed by something other
+// than the RowKey (spread it with a compound PartitionKey instead, the
+// guide's department + employee id). For the recent end of a log,
+// patterns/logtail has its own Buckets option with the same merge.
+//
+// # Keys
+//
+// Entity (pk, rk) is stored under PartitionKey Partition(pk, N, b) =
+// keys.Join(pk, b) with b in three digits ("hot!003"), and its own RowKey
+// rk. The bucket b is Options.Bucket(rk, N): by default keys.Bucket(rk, N),
+// a stable hash (FNV-1a and a finalizer) that spreads any RowKeys evenly
+// and never changes between versions or processes. With N = 1 the
+// partition is keys.Join(pk): pk itself when it needs no escaping, so a
+// partition that was never spread can be read as the count 1 (see
+// Changing N).
+//
+// # Consistency
+//
+// Each insert is one insert into one partition: atomic, and settled exactly
+// when its response is lost (patterns/table's write outcomes). Range reads
+// each bucket with the service's consistency per partition; the buckets are
+// read concurrently, not as one snapshot, so an insert that lands while a
+// Range runs may or may not be seen, whatever its RowKey. Entities of one
+// logical partition are no longer in one partition, so they cannot share
+// an entity group transaction (InsertOp's ops go to Submit one transaction
+// per bucket).
+//
+// # Cost in round trips
+//
+//	Insert            1 (+1 read to settle a lost response)
+//	Submit of n       1 per bucket per 100 entities (InsertOp)
+//	Get               1; +1 per earlier count that puts the RowKey
+//	                  elsewhere, only while it is not found
+//	Range             1 per page per partition read, Concurrency at a
+//	                  time, merged lazily: N queries where one partition
+//	                  needs one
+//
+// # Changing N
+//
+// The bucket of a RowKey depends on N, so changing N moves where new
+// entities go, never where old ones are: nothing is rewritten and nothing
+// is lost, provided readers still read the old buckets. List every count
+// used before in Options.Earlier:
+//
+//   - Range reads bucket partitions 0 to max(N, Earlier...)-1 (bucket
+//     numbers do not depend on N, so the partitions of a smaller count are
+//     among a larger count's), plus the unbucketed partition when a count
+//     is 1. Growing N from 8 to 16 therefore needs Earlier only for Get;
+//     shrinking it from 16 to 8 needs Earlier: []int{16}, or buckets 8-15
+//     are no longer read.
+//   - Get tries the bucket under N, then under each earlier count that
+//     puts the RowKey in another partition.
+//   - Insert checks only the bucket under N: an entity with the same keys
+//     written under an earlier count is not detected, and both are then
+//     stored (Range yields both). Appended entities with unique RowKeys
+//     (ticks and a writer id, as logtail makes them) never meet this.
+//
+// A count can leave Earlier once nothing written under it is stored: after
+// the retention period of the data (see patterns/rotation for deleting a
+// whole period at once), or after copying its entities with Insert and
+// deleting the originals.
+//
+// # Order
+//
+// Range yields RowKey order (keys.Compare: ordinal, by UTF-16 code units),
+// then partition order for equal RowKeys, exactly as one partition would
+// return the same entities: the merge equals sorting everything read
+// (tested against a sorted reference with random data). It is lazy: each
+// bucket's query fetches its next page only when the merge reaches it, so
+// memory holds a page or two per bucket, not the result.
+package buckets
