@@ -1,0 +1,473 @@
+package rotation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"regexp"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// ErrInvalid is the sentinel for a configuration or request rejected
+// before the network: a prefix or Period that cannot make table names, a
+// time range the wrong way round, a Sweep cutoff within the write window.
+var ErrInvalid = errors.New("rotation: invalid request")
+
+// ErrExpired is the sentinel for a write to a closed period (one that
+// ended more than Options.Grace ago: refused before the network), or to a
+// period whose table is being deleted (409 TableBeingDeleted). The write
+// was not applied.
+var ErrExpired = errors.New("rotation: period expired")
+
+// MaxClockSkew is how far the clocks of the hosts that write and sweep one
+// rotation may disagree: Sweep deletes only periods closed for at least
+// this long, so no writer still takes them for open (see the package
+// documentation, "Unique names").
+const MaxClockSkew = 5 * time.Minute
+
+// DefaultGrace is Options.Grace when it is not set.
+const DefaultGrace = time.Hour
+
+// Period cuts time into consecutive periods, each stored in a table of its
+// own. Hour, Day and Month are the usual ones; a Period of your own needs
+// both fields.
+type Period struct {
+	// Layout formats a period's start (in UTC) for its table's name, as
+	// time.Format does: digits only, fixed width, and exact enough that
+	// parsing the name gives the start back ("20060102" for days).
+	Layout string
+	// Start returns the start of the period containing t: Start(Start(t))
+	// == Start(t), and Start is monotonic. It must depend only on t.
+	Start func(t time.Time) time.Time
+}
+
+// Hour, Day and Month are periods of an hour, a day and a calendar month,
+// in UTC. Their table names end in 10, 8 and 6 digits: "logins2024073118",
+// "logins20240731", "logins202407".
+var (
+	Hour = Period{Layout: "2006010215", Start: func(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }}
+	Day  = Period{Layout: "20060102", Start: func(t time.Time) time.Time {
+		y, m, d := t.UTC().Date()
+		return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	}}
+	Month = Period{Layout: "200601", Start: func(t time.Time) time.Time {
+		y, m, _ := t.UTC().Date()
+		return time.Date(y, m, 1, 0, 0, 0, 0, time.UTC)
+	}}
+)
+
+// Options configures Tables. A nil *Options means defaults.
+type Options struct {
+	// Period is how time is cut into tables. Default (zero): Day.
+	Period Period
+	// Grace is how long after its end a period still takes writes, for
+	// late arrivals: later writes fail with ErrExpired before the network,
+	// and Sweep deletes only periods past it (and MaxClockSkew). Default
+	// (0): DefaultGrace, one hour. Backfilling old periods needs a Grace
+	// that reaches back to them.
+	Grace time.Duration
+	// Concurrency is the most queries Range runs at once. Default (0): 8.
+	Concurrency int
+	// Now is the clock that decides which periods are closed. Default
+	// (nil): time.Now. For tests.
+	Now func() time.Time
+}
+
+// Tables routes entities of type T to a table per period, named by a
+// prefix and the period's start ("logins20240731"), created on first use,
+// read across periods as one table, and deleted a whole period at a time.
+// It holds no state besides its configuration (the periods are discovered
+// by listing tables), so any number of Tables in any number of processes
+// may share a prefix. It is safe for concurrent use.
+type Tables[T any] struct {
+	svc    *aztables.ServiceClient
+	prefix string
+	period Period
+	grace  time.Duration
+	conc   int
+	now    func() time.Time
+	keyFn  func(*T) (pk, rk string)
+	digits int // the length of a period's part of a name
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z](?:[A-Za-z0-9]*[A-Za-z])?$`)
+
+// New returns the Tables of the rotation whose tables are named prefix
+// followed by a period's start: prefix must be letters and digits,
+// starting and ending with a letter (so that no other rotation's names,
+// nor names of other tables, look like this one's), and short enough for
+// a table name (63 characters with the period's digits). T is checked as
+// table.New checks it; give its keys with WithKeys when T has no key
+// fields.
+func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tables[T], error) {
+	if svc == nil {
+		return nil, fmt.Errorf("%w: nil service client", ErrInvalid)
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	r := &Tables[T]{svc: svc, prefix: prefix, period: opts.Period, grace: opts.Grace, conc: opts.Concurrency, now: opts.Now}
+	if r.period.Layout == "" && r.period.Start == nil {
+		r.period = Day
+	}
+	if r.grace == 0 {
+		r.grace = DefaultGrace
+	}
+	if r.conc == 0 {
+		r.conc = 8
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if !prefixRE.MatchString(prefix) {
+		return nil, fmt.Errorf("%w: prefix %q: want letters and digits, starting and ending with a letter", ErrInvalid, prefix)
+	}
+	if r.grace < 0 || r.conc < 0 {
+		return nil, fmt.Errorf("%w: Grace %v, Concurrency %d", ErrInvalid, r.grace, r.conc)
+	}
+	if err := checkPeriod(r.period); err != nil {
+		return nil, err
+	}
+	r.digits = len(time.Unix(0, 0).UTC().Format(r.period.Layout))
+	if n := len(prefix) + r.digits; n > 63 {
+		return nil, fmt.Errorf("%w: prefix %q and %d digits of period make %d characters, more than a table name's 63", ErrInvalid, prefix, r.digits, n)
+	}
+	if _, err := table.New[T](svc.NewClient(r.Name(time.Unix(0, 0)))); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkPeriod checks a Period on sample times: a layout of digits only,
+// of one width, that parses back to the start; a Start that is idempotent.
+func checkPeriod(p Period) error {
+	if p.Layout == "" || p.Start == nil {
+		return fmt.Errorf("%w: a Period needs a Layout and a Start", ErrInvalid)
+	}
+	width := -1
+	for _, t := range []time.Time{
+		time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC), time.Unix(0, 0), time.Date(2024, 2, 29, 23, 59, 59, 999, time.UTC),
+		time.Date(2024, 12, 31, 12, 30, 0, 0, time.FixedZone("", -7*3600)), time.Date(9999, 12, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		s := p.Start(t)
+		label := s.UTC().Format(p.Layout)
+		if width < 0 {
+			width = len(label)
+		}
+		back, err := time.ParseInLocation(p.Layout, label, time.UTC)
+		switch {
+		case !digitsOnly(label) || len(label) != width:
+			return fmt.Errorf("%w: Period layout %q gives %q for %v: want digits of one width", ErrInvalid, p.Layout, label, t)
+		case s.After(t) || !p.Start(s).Equal(s):
+			return fmt.Errorf("%w: Period Start(%v) = %v: want the start of the period containing it, idempotent", ErrInvalid, t, s)
+		case err != nil || !back.Equal(s):
+			return fmt.Errorf("%w: Period layout %q loses part of the start %v (parses back as %v)", ErrInvalid, p.Layout, s, back)
+		}
+	}
+	return nil
+}
+
+func digitsOnly(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// WithKeys returns Tables that compute each entity's keys with fn, as
+// table.Table.WithKeys does, for types without key fields.
+func (r *Tables[T]) WithKeys(fn func(*T) (pk, rk string)) *Tables[T] {
+	c := *r
+	c.keyFn = fn
+	return &c
+}
+
+// Name returns the name of the table of the period containing at: the
+// prefix and the period's start. No round trip.
+func (r *Tables[T]) Name(at time.Time) string {
+	return r.prefix + r.period.Start(at).UTC().Format(r.period.Layout)
+}
+
+// Table returns the typed table of the period containing at, for reads
+// and writes inside one period (Get, Query, Update, Delete, Submit). No
+// round trip, and no check: writes through it are not refused for a
+// closed period, and fail with table.ErrTableNotFound until the period's
+// table exists (Prepare creates it).
+func (r *Tables[T]) Table(at time.Time) *table.Table[T] {
+	return r.named(r.Name(at))
+}
+
+func (r *Tables[T]) named(name string) *table.Table[T] {
+	t, _ := table.New[T](r.svc.NewClient(name)) // T was checked by New
+	if r.keyFn != nil {
+		t = t.WithKeys(r.keyFn)
+	}
+	return t
+}
+
+// PeriodTable is one period's table.
+type PeriodTable struct {
+	Name  string
+	Start time.Time // the period's start, in UTC
+}
+
+// Periods returns the periods whose tables exist, oldest first: one list
+// request per 1,000 tables of the account whose names start with the
+// prefix. Names that start with the prefix but do not end in a period's
+// start (other tables) are skipped. A table being deleted may still be
+// listed by the service for a while.
+func (r *Tables[T]) Periods(ctx context.Context) ([]PeriodTable, error) {
+	var out []PeriodTable
+	for name, err := range table.ListTables(ctx, r.svc, r.prefix) {
+		if err != nil {
+			return out, err
+		}
+		if start, ok := r.parse(name); ok {
+			out = append(out, PeriodTable{Name: name, Start: start})
+		}
+	}
+	return out, nil // in name order, which is time order (fixed-width digits)
+}
+
+// parse returns the period start a table name stands for, if it is one of
+// this rotation's.
+func (r *Tables[T]) parse(name string) (time.Time, bool) {
+	if len(name) != len(r.prefix)+r.digits || name[:len(r.prefix)] != r.prefix {
+		return time.Time{}, false
+	}
+	label := name[len(r.prefix):]
+	t, err := time.ParseInLocation(r.period.Layout, label, time.UTC)
+	if err != nil || !digitsOnly(label) || !r.period.Start(t).Equal(t) || t.Format(r.period.Layout) != label {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// closed reports whether the period starting at start takes no more
+// writes: it ended more than Grace ago.
+func (r *Tables[T]) closed(start time.Time) bool {
+	return start.Before(r.period.Start(r.now().Add(-r.grace)))
+}
+
+func (r *Tables[T]) checkOpen(op string, at time.Time) error {
+	if start := r.period.Start(at); r.closed(start) {
+		return fmt.Errorf("%w: %s at %v: its period (table %s) ended more than %v ago", ErrExpired, op, at, r.Name(at), r.grace)
+	}
+	return nil
+}
+
+// beingDeleted reports a 409 TableBeingDeleted.
+func beingDeleted(err error) bool {
+	var re *azcore.ResponseError
+	var te *table.Error
+	return (errors.As(err, &re) && re.ErrorCode == "TableBeingDeleted") || (errors.As(err, &te) && te.Code == "TableBeingDeleted")
+}
+
+// expired wraps an answer that says the period's table is being deleted.
+func expired(op, name string, err error) error {
+	return fmt.Errorf("%w: %s: table %s is being deleted: %w", ErrExpired, op, name, err)
+}
+
+// create creates table name if it does not exist: one round trip. A table
+// being deleted is not waited for (unlike table.CreateTable): it is a
+// period that was swept.
+func (r *Tables[T]) create(ctx context.Context, name string) error {
+	_, err := r.svc.CreateTable(ctx, name, nil)
+	var re *azcore.ResponseError
+	switch {
+	case err == nil, errors.As(err, &re) && re.ErrorCode == "TableAlreadyExists":
+		// A lost response's resend answers TableAlreadyExists too: the
+		// table exists either way.
+		return nil
+	case beingDeleted(err):
+		return expired("create", name, err)
+	}
+	return &table.Error{Op: "create table", Table: name, Err: err}
+}
+
+// Prepare creates the table of the period containing at, if it does not
+// exist: one round trip. Creating the next period's table ahead of time
+// keeps the creation off the first write's path. ErrExpired for a closed
+// period or a table being deleted.
+func (r *Tables[T]) Prepare(ctx context.Context, at time.Time) error {
+	if err := r.checkOpen("prepare", at); err != nil {
+		return err
+	}
+	return r.create(ctx, r.Name(at))
+}
+
+// Insert adds v to the table of the period containing at: one round trip
+// when the table exists; on the first write of a period, 3 (the insert
+// answers TableNotFound, the table is created, the insert is sent again).
+// Its outcome is table.Table.Insert's (a lost response is settled by a
+// read, never written twice). ErrExpired, with nothing sent, when the
+// period closed; ErrExpired when its table is being deleted.
+func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (table.Result, error) {
+	if err := r.checkOpen("insert", at); err != nil {
+		return table.Result{}, err
+	}
+	name := r.Name(at)
+	tb := r.named(name)
+	res, err := tb.Insert(ctx, v)
+	switch {
+	case err == nil:
+		return res, nil
+	case beingDeleted(err):
+		return res, expired("insert", name, err)
+	case !errors.Is(err, table.ErrTableNotFound):
+		return res, err
+	}
+	// Not applied: the period's table does not exist. Even when an earlier
+	// attempt's response was lost (the outcome is marked unknown), that
+	// attempt found no table either: tables of open periods are never
+	// deleted (Sweep takes closed ones only), so a missing one never
+	// existed. Create it, unless the period closed meanwhile (a table of a
+	// closed period is never created again: it may just have been swept).
+	if err := r.checkOpen("insert", at); err != nil {
+		return table.Result{}, err
+	}
+	cerr := r.create(ctx, name)
+	if errors.Is(cerr, ErrExpired) {
+		return table.Result{}, cerr
+	}
+	// Even if the create failed, the insert's answer settles whether the
+	// table exists now (a create whose response was lost may have worked).
+	res, err = tb.Insert(ctx, v)
+	switch {
+	case err == nil:
+		return res, nil
+	case beingDeleted(err):
+		return res, expired("insert", name, err)
+	case cerr != nil && errors.Is(err, table.ErrTableNotFound) && !errors.Is(err, table.ErrOutcomeUnknown):
+		return res, fmt.Errorf("%w (creating the table: %v)", err, cerr)
+	}
+	return res, err
+}
+
+// Submit sends ops (built with any table.Table[T]'s InsertOp, UpsertOp,
+// ...) to the table of the period containing at, as table.Submit does,
+// after creating the table if it does not exist: 1 round trip for the
+// create (which answers TableAlreadyExists when the table exists), then
+// table.Submit's, one per transaction. ErrExpired, with nothing sent, when
+// the period closed; ErrExpired, with nothing sent, when its table is
+// being deleted. When the create fails otherwise no op is sent either, and
+// the result has no op results.
+func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, opts *table.BatchOptions) (table.BatchResult, error) {
+	if err := r.Prepare(ctx, at); err != nil {
+		return table.BatchResult{}, err
+	}
+	name := r.Name(at)
+	res, err := table.Submit(ctx, r.svc.NewClient(name), ops, opts)
+	if beingDeleted(err) {
+		err = expired("submit", name, err)
+	}
+	return res, err
+}
+
+// Range yields the entities that q selects from the tables of every period
+// that overlaps [from, to), as one table holding them all would return
+// them: in PartitionKey, RowKey order, entities with the same keys in
+// period order. Periods are selected whole (q's filter selects inside
+// them); a period's table is found by listing (Periods: one request per
+// 1,000 tables), then each is queried, Concurrency at a time, one round
+// trip per page, merged lazily by table.FanOutKeyed. q.Limit, if set,
+// bounds the whole result; q.Cursor must be empty (a cursor belongs to one
+// table's query; resume a period with Table(at).Pages). Each period's
+// query holds a page or two in memory until the merge passes it.
+//
+// A period deleted while Range reads it ends the sequence with
+// table.ErrTableNotFound.
+func (r *Tables[T]) Range(ctx context.Context, from, to time.Time, q *table.Query) iter.Seq2[table.Keyed[T], error] {
+	return func(yield func(table.Keyed[T], error) bool) {
+		if !from.Before(to) {
+			yield(table.Keyed[T]{}, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to))
+			return
+		}
+		if q == nil {
+			q = &table.Query{}
+		}
+		if q.Cursor != "" {
+			yield(table.Keyed[T]{}, fmt.Errorf("%w: Range takes no Cursor (a cursor belongs to one period's query)", ErrInvalid))
+			return
+		}
+		periods, err := r.Periods(ctx)
+		if err != nil {
+			yield(table.Keyed[T]{}, err)
+			return
+		}
+		first := r.period.Start(from)
+		var srcs []table.Source[T]
+		for _, p := range periods {
+			if !p.Start.Before(first) && p.Start.Before(to) {
+				srcs = append(srcs, table.Source[T]{Table: r.named(p.Name), Query: q})
+			}
+		}
+		n := 0
+		for k, err := range table.FanOutKeyed(ctx, srcs, &table.FanOutOptions{Ordered: true, Concurrency: r.conc}) {
+			if !yield(k, err) || err != nil {
+				return
+			}
+			if n++; q.Limit > 0 && n == q.Limit {
+				return
+			}
+		}
+	}
+}
+
+// Swept is the result of Sweep: the periods whose tables are gone.
+type Swept struct {
+	// Deleted are the tables this Sweep's requests deleted.
+	Deleted []PeriodTable
+	// Gone are the tables that were already being deleted (409
+	// TableBeingDeleted) or gone (404) when this Sweep came to them:
+	// another Sweep's work, or this one's when its request's response
+	// was lost and the resend found the table gone. Their entities are
+	// deleted either way.
+	Gone []PeriodTable
+}
+
+// Sweep deletes the tables of every period that ended at or before before
+// (each period entirely older than it): one request per table, after one
+// list request per 1,000 tables (Periods). It is the guide's high-volume
+// delete: a period of any size goes in one request, and nothing is read.
+//
+// before must be at least Grace and MaxClockSkew in the past (ErrInvalid
+// otherwise, with nothing sent), so that only closed periods are deleted
+// and no writer creates their tables again. A table already being deleted
+// (409 TableBeingDeleted) or gone (404) is reported in Swept.Gone, not as
+// an error. On any other failure Sweep stops and returns what it did with
+// the error; running it again continues (a delete whose outcome is
+// unknown is settled by the next Sweep's listing).
+func (r *Tables[T]) Sweep(ctx context.Context, before time.Time) (Swept, error) {
+	var out Swept
+	if latest := r.now().Add(-r.grace - MaxClockSkew); before.After(latest) {
+		return out, fmt.Errorf("%w: Sweep before %v: periods ending after %v (now less Grace %v and MaxClockSkew %v) may still be written", ErrInvalid, before, latest, r.grace, MaxClockSkew)
+	}
+	periods, err := r.Periods(ctx)
+	if err != nil {
+		return out, err
+	}
+	cutoff := r.period.Start(before)
+	for _, p := range periods {
+		if !p.Start.Before(cutoff) {
+			break // oldest first
+		}
+		err := table.DeleteTable(ctx, r.svc, p.Name)
+		switch {
+		case err == nil:
+			out.Deleted = append(out.Deleted, p)
+		case errors.Is(err, table.ErrTableNotFound), beingDeleted(err):
+			out.Gone = append(out.Gone, p)
+		default:
+			return out, err
+		}
+	}
+	return out, nil
+}

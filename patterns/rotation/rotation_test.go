@@ -1,0 +1,522 @@
+package rotation_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/rotation"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/retry"
+)
+
+func TestMain(m *testing.M) { tabletest.Main(m) }
+
+// login is the guide's example: one login attempt, PartitionKey the user,
+// RowKey the time in ticks.
+type login struct {
+	User string `table:",pk"`
+	At   string `table:",rk"`
+	IP   string
+}
+
+func loginAt(user string, at time.Time, ip string) login {
+	return login{User: user, At: keys.Pad(uint64(keys.Ticks(at)), 19), IP: ip}
+}
+
+// clock is a settable clock for Options.Now.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// fixture is a rotation over the test's emulator, with a fault-injecting
+// transport and a clock; every table of its prefix is deleted when the
+// test ends.
+type fixture struct {
+	env    *tabletest.Env
+	ft     *faults.Transport
+	clock  *clock
+	prefix string
+	svc    *aztables.ServiceClient // through ft
+}
+
+func newFixture(t *testing.T, now time.Time) *fixture {
+	t.Helper()
+	env := tabletest.New(t)
+	f := &fixture{env: env, ft: &faults.Transport{}, clock: &clock{now: now}}
+	name := env.Name()
+	f.prefix = name[:min(len(name), 45)] + "x"
+	o := &aztables.ClientOptions{}
+	o.Transport = f.ft
+	retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, MaxRetries: 5}.ApplyTo(&o.ClientOptions)
+	svc, err := aztables.NewServiceClientFromConnectionString(env.ConnectionString, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc = svc
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for name, err := range table.ListTables(ctx, env.Tables, f.prefix) {
+			if err != nil {
+				t.Errorf("listing the test's tables: %v", err)
+				return
+			}
+			if err := table.DeleteTable(ctx, env.Tables, name); err != nil && !errors.Is(err, table.ErrTableNotFound) {
+				t.Errorf("deleting %s: %v", name, err)
+			}
+		}
+	})
+	return f
+}
+
+func (f *fixture) tables(t *testing.T, opts *rotation.Options) *rotation.Tables[login] {
+	t.Helper()
+	o := rotation.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Now = f.clock.Now
+	r, err := rotation.New[login](f.svc, f.prefix, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// stored returns the logins in the table of at's period, as "user/ip".
+func stored(t *testing.T, r *rotation.Tables[login], at time.Time) []string {
+	t.Helper()
+	var out []string
+	for l, err := range r.Table(at).Query(context.Background(), nil) {
+		if err != nil {
+			t.Fatalf("reading %s: %v", r.Name(at), err)
+		}
+		out = append(out, l.User+"/"+l.IP)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func periodNames(t *testing.T, r *rotation.Tables[login]) []string {
+	t.Helper()
+	ps, err := r.Periods(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Start.Format("2006-01-02T15"))
+	}
+	return out
+}
+
+var (
+	jul30 = time.Date(2024, 7, 30, 0, 0, 0, 0, time.UTC)
+	jul31 = jul30.AddDate(0, 0, 1)
+	aug1  = jul30.AddDate(0, 0, 2)
+)
+
+func isPost(r *http.Request) bool { return r.Method == http.MethodPost }
+
+// isCreate matches a create-table request.
+func isCreate(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/Tables")
+}
+
+// TestRoutingAndDiscovery: entities go to the table of their period, named
+// prefix + yyyymmdd; the first write of a period costs 3 round trips, later
+// ones 1; a closed period is refused with nothing sent; Periods lists the
+// tables oldest first and skips names that only look alike.
+func TestRoutingAndDiscovery(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, jul31.Add(30*time.Minute)) // July 30 still open (Grace 1 h)
+	r := f.tables(t, nil)
+	ctx := context.Background()
+	if _, err := r.Insert(ctx, jul30.Add(-time.Minute), loginAt("u1", jul30.Add(-time.Minute), "old")); !errors.Is(err, rotation.ErrExpired) {
+		t.Fatalf("Insert into July 29, closed: %v", err)
+	}
+	if n := f.ft.Count(); n != 0 {
+		t.Fatalf("%d requests for a closed period", n)
+	}
+	at := jul31.Add(10 * time.Hour)
+	if _, err := r.Insert(ctx, at, loginAt("u1", at, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.ft.Count(); n != 3 {
+		t.Fatalf("first write of a period: %d round trips, want 3 (insert, create, insert)", n)
+	}
+	f.ft.Reset()
+	if _, err := r.Insert(ctx, at.Add(time.Hour), loginAt("u2", at.Add(time.Hour), "b")); err != nil || f.ft.Count() != 1 {
+		t.Fatalf("second write: %v in %d round trips", err, f.ft.Count())
+	}
+	// A late arrival for July 30, within Grace.
+	late := jul31.Add(-time.Hour)
+	f.ft.Reset()
+	if _, err := r.Insert(ctx, late, loginAt("u1", late, "late")); err != nil || f.ft.Count() != 3 {
+		t.Fatalf("late write: %v in %d round trips", err, f.ft.Count())
+	}
+	// Prepare creates the next period's table ahead: then 1 round trip.
+	f.ft.Reset()
+	if err := r.Prepare(ctx, aug1); err != nil || f.ft.Count() != 1 {
+		t.Fatalf("Prepare: %v in %d round trips", err, f.ft.Count())
+	}
+	if _, err := r.Insert(ctx, aug1.Add(time.Minute), loginAt("u3", aug1.Add(time.Minute), "c")); err != nil || f.ft.Count() != 2 {
+		t.Fatalf("write after Prepare: %v in %d round trips", err, f.ft.Count()-1)
+	}
+	if got := r.Name(at); got != f.prefix+"20240731" {
+		t.Fatalf("Name = %q", got)
+	}
+	for _, c := range []struct {
+		at   time.Time
+		want []string
+	}{{jul30, []string{"u1/late"}}, {jul31, []string{"u1/a", "u2/b"}}, {aug1, []string{"u3/c"}}} {
+		if got := stored(t, r, c.at); !slices.Equal(got, c.want) {
+			t.Fatalf("table %s holds %v, want %v", r.Name(c.at), got, c.want)
+		}
+	}
+	// Tables whose names start with the prefix but are not periods are
+	// skipped: wrong width, a letter inside, an impossible date.
+	for _, n := range []string{f.prefix + "2024", f.prefix + "a2024073", f.prefix + "20241340"} {
+		f.env.CreateTable(n, nil)
+	}
+	f.ft.Reset()
+	if got := periodNames(t, r); !slices.Equal(got, []string{"2024-07-30T00", "2024-07-31T00", "2024-08-01T00"}) {
+		t.Fatalf("Periods = %v", got)
+	}
+	if n := f.ft.Count(); n != 1 {
+		t.Fatalf("Periods: %d round trips", n)
+	}
+	// Another period length over the same prefix sees none of them.
+	hourly := f.tables(t, &rotation.Options{Period: rotation.Hour})
+	if got := periodNames(t, hourly); len(got) != 0 {
+		t.Fatalf("hourly periods among daily tables: %v", got)
+	}
+}
+
+// TestRange: Range reads the periods overlapping [from, to) as one table
+// (key order, same keys in period order), one list and one query per
+// period; q's filter and Limit apply; bad requests send nothing.
+func TestRange(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, jul30)
+	r := f.tables(t, &rotation.Options{Grace: 30 * 24 * time.Hour})
+	ctx := context.Background()
+	days := []time.Time{jul30.AddDate(0, 0, -1), jul30, jul31, aug1}
+	type row struct{ user, at, ip string }
+	var want []row
+	for d, day := range days {
+		for i := range 6 {
+			user := fmt.Sprint("u", i%3)
+			at := day.Add(time.Duration(i) * time.Hour)
+			l := loginAt(user, at, fmt.Sprint(d, "-", i))
+			if _, err := r.Insert(ctx, at, l); err != nil {
+				t.Fatal(err)
+			}
+			if d == 1 || d == 2 {
+				want = append(want, row{l.User, l.At, l.IP})
+			}
+		}
+		// The same keys in two periods: both come, older period first.
+		same := login{User: "same", At: "key", IP: fmt.Sprint(d)}
+		if _, err := r.Insert(ctx, day, same); err != nil {
+			t.Fatal(err)
+		}
+		if d == 1 || d == 2 {
+			want = append(want, row{same.User, same.At, same.IP})
+		}
+	}
+	slices.SortStableFunc(want, func(a, b row) int {
+		if c := keys.Compare(a.user, b.user); c != 0 {
+			return c
+		}
+		return keys.Compare(a.at, b.at)
+	})
+	f.ft.Reset()
+	var got []row
+	// From the middle of July 30 to the start of August 1: July 30 and 31.
+	for k, err := range r.Range(ctx, jul30.Add(12*time.Hour), aug1, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.PartitionKey != k.Value.User || k.RowKey != k.Value.At {
+			t.Fatalf("keys %q/%q of %+v", k.PartitionKey, k.RowKey, k.Value)
+		}
+		got = append(got, row{k.Value.User, k.Value.At, k.Value.IP})
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Range = %v\nwant %v", got, want)
+	}
+	if n := f.ft.Count(); n != 3 {
+		t.Fatalf("Range over 2 periods: %d round trips, want 3 (list, 2 queries)", n)
+	}
+	// A filter inside the periods, and a Limit over the whole.
+	var u1 []string
+	for k, err := range r.Range(ctx, jul30, aug1.Add(time.Hour), &table.Query{Filter: table.PartitionKey("u1"), Limit: 3}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		u1 = append(u1, k.Value.IP)
+	}
+	if !slices.Equal(u1, []string{"1-1", "1-4", "2-1"}) {
+		t.Fatalf("u1, limit 3 = %v", u1)
+	}
+	f.ft.Reset()
+	for _, err := range r.Range(ctx, aug1, jul30, nil) {
+		if !errors.Is(err, rotation.ErrInvalid) {
+			t.Fatalf("Range backwards = %v", err)
+		}
+	}
+	for _, err := range r.Range(ctx, jul30, aug1, &table.Query{Cursor: "c2.x.y.1.z"}) {
+		if !errors.Is(err, rotation.ErrInvalid) {
+			t.Fatalf("Range with a cursor = %v", err)
+		}
+	}
+	if n := f.ft.Count(); n != 0 {
+		t.Fatalf("%d requests for invalid Ranges", n)
+	}
+	// No period in range: nothing, after the list.
+	for _, err := range r.Range(ctx, aug1.AddDate(1, 0, 0), aug1.AddDate(1, 0, 1), nil) {
+		t.Fatalf("a range without periods yielded (%v)", err)
+	}
+}
+
+// TestSweep: Sweep deletes every period entirely before the cutoff, one
+// request each after one list; a cutoff within Grace + MaxClockSkew is
+// refused with nothing sent; a table being deleted, or gone after a lost
+// response, is reported Gone; throttling is retried.
+func TestSweep(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, jul30.AddDate(0, 0, -5))
+	r := f.tables(t, nil)
+	ctx := context.Background()
+	var days []time.Time
+	for d := range 7 {
+		day := jul30.AddDate(0, 0, d-5)
+		days = append(days, day)
+		f.clock.Set(day)
+		var ops []table.Op
+		for i := range 150 {
+			ops = append(ops, r.Table(day).InsertOp(loginAt(fmt.Sprint("u", i%7), day.Add(time.Duration(i)*time.Second), "x")))
+		}
+		if _, err := r.Submit(ctx, day, ops, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.clock.Set(days[6].Add(12 * time.Hour))
+	f.ft.Reset()
+	if _, err := r.Sweep(ctx, f.clock.Now().Add(-rotation.DefaultGrace)); !errors.Is(err, rotation.ErrInvalid) {
+		t.Fatalf("Sweep within Grace + MaxClockSkew = %v", err)
+	}
+	if n := f.ft.Count(); n != 0 {
+		t.Fatalf("%d requests for a refused Sweep", n)
+	}
+	// Before the middle of days[2]: days 0 and 1 go.
+	s, err := r.Sweep(ctx, days[2].Add(12*time.Hour))
+	if err != nil || len(s.Deleted) != 2 || len(s.Gone) != 0 || !s.Deleted[0].Start.Equal(days[0]) || !s.Deleted[1].Start.Equal(days[1]) {
+		t.Fatalf("Sweep = %+v, %v", s, err)
+	}
+	if n := f.ft.Count(); n != 3 {
+		t.Fatalf("Sweep of 2 periods of 150 entities: %d round trips, want 3 (list, 2 deletes)", n)
+	}
+	if got := periodNames(t, r); len(got) != 5 || got[0] != "2024-07-27T00" {
+		t.Fatalf("Periods after the Sweep = %v", got)
+	}
+	// Again: nothing to do, one list.
+	f.ft.Reset()
+	if s, err := r.Sweep(ctx, days[2].Add(12*time.Hour)); err != nil || len(s.Deleted)+len(s.Gone) != 0 || f.ft.Count() != 1 {
+		t.Fatalf("repeated Sweep = %+v, %v in %d round trips", s, err, f.ft.Count())
+	}
+	// days[2] answers 409 TableBeingDeleted (another Sweep's delete in
+	// progress, still listed), days[3]'s response is lost (the resend finds
+	// it gone), days[4] is throttled twice (retried).
+	isDelete := func(d time.Time) func(*http.Request) bool {
+		return func(req *http.Request) bool {
+			return req.Method == http.MethodDelete && strings.Contains(req.URL.Path, r.Name(d))
+		}
+	}
+	f.ft.Inject(
+		faults.Fault{Match: isDelete(days[2]), Status: http.StatusConflict, ErrorCode: "TableBeingDeleted"},
+		faults.Fault{Match: isDelete(days[3]), LoseResponse: true},
+		faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
+		faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
+	)
+	s, err = r.Sweep(ctx, days[5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted, gone []time.Time
+	for _, p := range s.Deleted {
+		deleted = append(deleted, p.Start)
+	}
+	for _, p := range s.Gone {
+		gone = append(gone, p.Start)
+	}
+	if !slices.Equal(deleted, []time.Time{days[4]}) || !slices.Equal(gone, []time.Time{days[2], days[3]}) {
+		t.Fatalf("Sweep with faults: deleted %v, gone %v", deleted, gone)
+	}
+	// days[2] was only "being deleted" (injected): the next Sweep deletes it.
+	if s, err := r.Sweep(ctx, days[5]); err != nil || len(s.Deleted) != 1 || !s.Deleted[0].Start.Equal(days[2]) {
+		t.Fatalf("Sweep after TableBeingDeleted = %+v, %v", s, err)
+	}
+	if got := periodNames(t, r); !slices.Equal(got, []string{"2024-07-30T00", "2024-07-31T00"}) {
+		t.Fatalf("Periods = %v", got)
+	}
+}
+
+// TestFirstWriteFaults: the first write of a period meets a table being
+// deleted (no wait, ErrExpired, nothing stored), a lost create response, a
+// lost response to the insert that found no table, and the new table's
+// throttling; every write ends applied exactly once or refused.
+func TestFirstWriteFaults(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, jul31.Add(12*time.Hour))
+	r := f.tables(t, nil)
+	ctx := context.Background()
+	at := jul31.Add(time.Hour)
+
+	// The create answers TableBeingDeleted: the period was swept. No wait.
+	f.ft.Inject(faults.Fault{Match: isCreate, Status: http.StatusConflict, ErrorCode: "TableBeingDeleted"})
+	start := time.Now()
+	_, err := r.Insert(ctx, at, loginAt("u", at, "1"))
+	if !errors.Is(err, rotation.ErrExpired) || errors.Is(err, table.ErrOutcomeUnknown) || time.Since(start) > 5*time.Second {
+		t.Fatalf("Insert meeting TableBeingDeleted = %v after %v", err, time.Since(start))
+	}
+	if n := f.ft.Count(); n != 2 {
+		t.Fatalf("%d requests, want 2 (insert, create)", n)
+	}
+	if err := func() error {
+		f.ft.Inject(faults.Fault{Match: isCreate, Status: http.StatusConflict, ErrorCode: "TableBeingDeleted"})
+		return r.Prepare(ctx, at)
+	}(); !errors.Is(err, rotation.ErrExpired) {
+		t.Fatalf("Prepare meeting TableBeingDeleted = %v", err)
+	}
+	if got := periodNames(t, r); len(got) != 0 {
+		t.Fatalf("tables after refused creates: %v", got)
+	}
+
+	// The insert's answer is lost (the resend also finds no table), then
+	// the create's: the table is created once, the entity stored once.
+	f.ft.Reset()
+	f.ft.Inject(faults.Fault{Match: isPost, LoseResponse: true}, faults.Fault{Match: isCreate, LoseResponse: true})
+	if _, err := r.Insert(ctx, at, loginAt("u", at, "2")); err != nil {
+		t.Fatalf("Insert with lost responses: %v", err)
+	}
+	// insert, its resend, the table's settling read (TableNotFound as
+	// well), create, its resend (TableAlreadyExists), insert
+	if n := f.ft.Count(); n != 6 {
+		t.Fatalf("%d requests, want 6", n)
+	}
+	if got := stored(t, r, at); !slices.Equal(got, []string{"u/2"}) {
+		t.Fatalf("stored %v", got)
+	}
+
+	// A new table throttles its first writes: the retry policy absorbs it.
+	next := aug1.Add(time.Hour)
+	f.ft.Reset()
+	busy := faults.Fault{Match: func(req *http.Request) bool { return isPost(req) && !isCreate(req) }, Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"}
+	if err := r.Prepare(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	f.ft.Inject(busy, busy)
+	if _, err := r.Insert(ctx, next, loginAt("u", next, "3")); err != nil {
+		t.Fatalf("Insert throttled twice: %v", err)
+	}
+	if n := f.ft.Count(); n != 4 {
+		t.Fatalf("%d requests, want 4 (create, 2 throttled, insert)", n)
+	}
+	// An insert answered TableBeingDeleted directly.
+	f.ft.Inject(faults.Fault{Match: isPost, Status: http.StatusConflict, ErrorCode: "TableBeingDeleted"})
+	if _, err := r.Insert(ctx, next, loginAt("u", next, "4")); !errors.Is(err, rotation.ErrExpired) {
+		t.Fatalf("Insert answered TableBeingDeleted = %v", err)
+	}
+	if got := stored(t, r, next); !slices.Equal(got, []string{"u/3"}) {
+		t.Fatalf("stored %v", got)
+	}
+	// Submit into a table being deleted: refused, nothing sent but the create.
+	f.ft.Reset()
+	f.ft.Inject(faults.Fault{Match: isCreate, Status: http.StatusConflict, ErrorCode: "TableBeingDeleted"})
+	if _, err := r.Submit(ctx, next, []table.Op{r.Table(next).InsertOp(loginAt("v", next, "5"))}, nil); !errors.Is(err, rotation.ErrExpired) || f.ft.Count() != 1 {
+		t.Fatalf("Submit meeting TableBeingDeleted = %v after %d requests", err, f.ft.Count())
+	}
+}
+
+// TestInvalidSendsNothing: configurations and requests that cannot work
+// fail with sentinels before the network.
+func TestInvalidSendsNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, jul31)
+	bad := []struct {
+		prefix string
+		opts   *rotation.Options
+	}{
+		{"", nil}, {"1abc", nil}, {"abc1", nil}, {"a-b", nil}, {strings.Repeat("a", 56), nil},
+		{"ok", &rotation.Options{Grace: -time.Second}},
+		{"ok", &rotation.Options{Concurrency: -1}},
+		{"ok", &rotation.Options{Period: rotation.Period{Layout: "Jan2006", Start: rotation.Month.Start}}},
+		{"ok", &rotation.Options{Period: rotation.Period{Layout: "20060102"}}},
+		{"ok", &rotation.Options{Period: rotation.Period{Layout: "200601", Start: rotation.Day.Start}}},
+		{"ok", &rotation.Options{Period: rotation.Period{Layout: "20060102", Start: func(t time.Time) time.Time { return t.Add(time.Hour) }}}},
+	}
+	for _, b := range bad {
+		if _, err := rotation.New[login](f.svc, b.prefix, b.opts); !errors.Is(err, rotation.ErrInvalid) {
+			t.Errorf("New(%q, %+v) = %v", b.prefix, b.opts, err)
+		}
+	}
+	if _, err := rotation.New[login](nil, "ok", nil); !errors.Is(err, rotation.ErrInvalid) {
+		t.Errorf("New without a client = %v", err)
+	}
+	type unstorable struct {
+		PartitionKey, RowKey string
+		C                    chan int
+	}
+	if _, err := rotation.New[unstorable](f.svc, "ok", nil); !errors.Is(err, table.ErrInvalidEntity) {
+		t.Errorf("New of an unstorable type = %v", err)
+	}
+	r := f.tables(t, nil)
+	ctx := context.Background()
+	if _, err := r.Insert(ctx, jul31, login{User: "u", At: "bad/key"}); !errors.Is(err, table.ErrInvalidKey) {
+		t.Errorf("Insert of an invalid key = %v", err)
+	}
+	if err := r.Prepare(ctx, jul30.Add(-time.Hour)); !errors.Is(err, rotation.ErrExpired) {
+		t.Errorf("Prepare of a closed period = %v", err)
+	}
+	if _, err := r.Submit(ctx, jul30.Add(-time.Hour), nil, nil); !errors.Is(err, rotation.ErrExpired) {
+		t.Errorf("Submit into a closed period = %v", err)
+	}
+	if n := f.ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+	// A Period of your own: weeks starting on Monday.
+	week := rotation.Period{Layout: "20060102", Start: func(t time.Time) time.Time {
+		d := rotation.Day.Start(t)
+		return d.AddDate(0, 0, -(int(d.Weekday())+6)%7)
+	}}
+	w, err := rotation.New[login](f.svc, f.prefix+"w", &rotation.Options{Period: week})
+	if err != nil || w.Name(jul31) != f.prefix+"w20240729" {
+		t.Fatalf("weekly: %v, %q", err, w.Name(jul31))
+	}
+}
