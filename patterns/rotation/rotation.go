@@ -21,7 +21,9 @@ var ErrInvalid = errors.New("rotation: invalid request")
 // ErrExpired is the sentinel for a write to a closed period (one that
 // ended more than Options.Grace ago: refused before the network), or to a
 // period whose table is being deleted (409 TableBeingDeleted). The write
-// was not applied.
+// was not applied, unless the error also matches table.ErrOutcomeUnknown:
+// an attempt whose response was lost may have been applied just before
+// the period's table went (and went with it).
 var ErrExpired = errors.New("rotation: period expired")
 
 // MaxClockSkew is how far the clocks of the hosts that write and sweep one
@@ -307,8 +309,10 @@ func (r *Tables[T]) Prepare(ctx context.Context, at time.Time) error {
 // when the table exists; on the first write of a period, 3 (the insert
 // answers TableNotFound, the table is created, the insert is sent again).
 // Its outcome is table.Table.Insert's (a lost response is settled by a
-// read, never written twice). ErrExpired, with nothing sent, when the
-// period closed; ErrExpired when its table is being deleted.
+// read, never written twice; when every attempt's response was lost, one
+// more read tells whether the table exists). ErrExpired, with nothing
+// sent, when the period closed; ErrExpired when its table is being
+// deleted.
 func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (table.Result, error) {
 	if err := r.checkOpen("insert", at); err != nil {
 		return table.Result{}, err
@@ -321,17 +325,21 @@ func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (table.Result
 		return res, nil
 	case beingDeleted(err):
 		return res, expired("insert", name, err)
-	case !errors.Is(err, table.ErrTableNotFound):
+	case !errors.Is(err, table.ErrTableNotFound) && !(errors.Is(err, table.ErrOutcomeUnknown) && r.missing(ctx, tb, v)):
 		return res, err
 	}
-	// Not applied: the period's table does not exist. Even when an earlier
-	// attempt's response was lost (the outcome is marked unknown), that
-	// attempt found no table either: tables of open periods are never
-	// deleted (Sweep takes closed ones only), so a missing one never
-	// existed. Create it, unless the period closed meanwhile (a table of a
-	// closed period is never created again: it may just have been swept).
-	if err := r.checkOpen("insert", at); err != nil {
-		return table.Result{}, err
+	// The period's table does not exist, so the insert was not applied:
+	// even when an attempt's response was lost (the outcome is marked
+	// unknown), that attempt found no table either, since tables of open
+	// periods are never deleted (Sweep takes closed ones only). Create it,
+	// unless the period closed meanwhile: the table of a closed period is
+	// never created again (it may just have been swept, perhaps after a
+	// lost attempt was applied: then the outcome stays unknown).
+	if cerr := r.checkOpen("insert", at); cerr != nil {
+		if errors.Is(err, table.ErrOutcomeUnknown) {
+			return table.Result{}, fmt.Errorf("%w: %w", cerr, err)
+		}
+		return table.Result{}, cerr
 	}
 	cerr := r.create(ctx, name)
 	if errors.Is(cerr, ErrExpired) {
@@ -339,16 +347,33 @@ func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (table.Result
 	}
 	// Even if the create failed, the insert's answer settles whether the
 	// table exists now (a create whose response was lost may have worked).
+	first := err
 	res, err = tb.Insert(ctx, v)
 	switch {
 	case err == nil:
 		return res, nil
 	case beingDeleted(err):
 		return res, expired("insert", name, err)
+	case errors.Is(err, table.ErrAlreadyExists) && errors.Is(first, table.ErrOutcomeUnknown):
+		// A late attempt of the first insert may have landed in the new
+		// table: not a conflict, an unknown outcome.
+		return res, first
 	case cerr != nil && errors.Is(err, table.ErrTableNotFound) && !errors.Is(err, table.ErrOutcomeUnknown):
 		return res, fmt.Errorf("%w (creating the table: %v)", err, cerr)
 	}
 	return res, err
+}
+
+// missing reports whether a read of v's keys finds no table: after every
+// attempt of an insert lost its response and the table's own read could
+// not settle it.
+func (r *Tables[T]) missing(ctx context.Context, tb *table.Table[T], v T) bool {
+	op := tb.InsertOp(v)
+	if op.Err() != nil || ctx.Err() != nil {
+		return false
+	}
+	_, err := tb.Get(ctx, op.PartitionKey(), op.RowKey(), nil)
+	return errors.Is(err, table.ErrTableNotFound)
 }
 
 // Submit sends ops (built with any table.Table[T]'s InsertOp, UpsertOp,
