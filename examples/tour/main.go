@@ -59,6 +59,8 @@ var steps = []step{
 	{"Log tail: a user's newest logins, newest first (guide pattern 7)", (*tour).logTail},
 	{"Data series: hourly message counts in one entity (guide pattern 9)", (*tour).dataSeries},
 	{"Wide entity: 365 daily counts in one logical entity of several rows (guide pattern 10)", (*tour).wideEntity},
+	{"High-volume delete: a table per day of logins, dropped a day at a time (guide pattern 8)", (*tour).rotateLogins},
+	{"Hot partition: an hour's accesses spread over bucket partitions, read back as one (guide pattern 12)", (*tour).spreadAccesses},
 	{"Eventually consistent transaction: archive an employee through a queue (guide pattern 3)", (*tour).eventualArchive},
 	{"Shared access signature: read-only, one partition", (*tour).sas},
 	{"Bad input is stopped before the network", (*tour).validation},
