@@ -51,8 +51,9 @@ soak: $(TEST_EMULATOR)
 # BENCHCOUNT times, then .ci/benchtable.awk prints the side-by-side summary
 # (median [min..max]) of tablekit, raw aztables and the emulator's ceiling,
 # and the targets (see BENCHMARKS.md), then the pattern packages' benchmarks
-# against their hand-written equivalents. About 15 minutes on 2 cores;
-# TABLEKIT_BENCH_LARGE=1 adds 100,000-entity loads and scans (much longer).
+# against their hand-written equivalents. About 20 minutes on 2 cores;
+# TABLEKIT_BENCH_LARGE=1 adds 100,000-entity loads, scans and period drops
+# (much longer).
 BENCHCOUNT ?= 3
 bench: SHELL := /bin/bash
 bench: .SHELLFLAGS := -o pipefail -c
@@ -67,6 +68,9 @@ bench: $(RUN_EMULATOR)
 	$(GO) test -run '^$$' -bench 'Wide' -benchmem -benchtime 20x -count $(BENCHCOUNT) ./patterns/wideentity | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'Worker' -benchtime 500x -count $(BENCHCOUNT) ./patterns/eventual | tee -a bench.out
 	$(GO) test -run '^$$' -bench . -benchtime 200x -count $(BENCHCOUNT) ./patterns/secondaryindex | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'DropVsDelete' -benchtime 3x -count $(BENCHCOUNT) -timeout 1h ./patterns/rotation | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'Insert' -benchtime 1000x -count $(BENCHCOUNT) ./patterns/rotation | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'HotInsert|RangeMerge' -benchtime 3x -count $(BENCHCOUNT) ./patterns/buckets | tee -a bench.out
 	@echo; awk -f .ci/benchtable.awk bench.out
 
 # staticcheck, installed into ./bin at a pinned version.
