@@ -76,7 +76,7 @@ type Options struct {
 	// Concurrency is the most queries Range runs at once. Default (0): 8.
 	Concurrency int
 	// Now is the clock that decides which periods are closed. Default
-	// (nil): time.Now. For tests.
+	// (nil): time.Now. For tests and examples with fixed dates.
 	Now func() time.Time
 }
 
@@ -381,9 +381,9 @@ func (r *Tables[T]) missing(ctx context.Context, tb *table.Table[T], v T) bool {
 // after creating the table if it does not exist: 1 round trip for the
 // create (which answers TableAlreadyExists when the table exists), then
 // table.Submit's, one per transaction. ErrExpired, with nothing sent, when
-// the period closed; ErrExpired, with nothing sent, when its table is
-// being deleted. When the create fails otherwise no op is sent either, and
-// the result has no op results.
+// the period closed; ErrExpired, with no op sent, when the create finds its
+// table being deleted. When the create fails otherwise no op is sent
+// either, and the result has no op results.
 func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, opts *table.BatchOptions) (table.BatchResult, error) {
 	if err := r.Prepare(ctx, at); err != nil {
 		return table.BatchResult{}, err

@@ -322,8 +322,12 @@ func TestSweep(t *testing.T) {
 		for i := range 150 {
 			ops = append(ops, r.Table(day).InsertOp(loginAt(fmt.Sprint("u", i%7), day.Add(time.Duration(i)*time.Second), "x")))
 		}
+		f.ft.Reset()
 		if _, err := r.Submit(ctx, day, ops, nil); err != nil {
 			t.Fatal(err)
+		}
+		if n := f.ft.Count(); n != 8 {
+			t.Fatalf("Submit of 150 ops over 7 partitions into a new period: %d round trips, want 8 (create, a transaction per partition)", n)
 		}
 	}
 	f.clock.Set(days[6].Add(12 * time.Hour))
@@ -518,5 +522,46 @@ func TestInvalidSendsNothing(t *testing.T) {
 	w, err := rotation.New[login](f.svc, f.prefix+"w", &rotation.Options{Period: week})
 	if err != nil || w.Name(jul31) != f.prefix+"w20240729" {
 		t.Fatalf("weekly: %v, %q", err, w.Name(jul31))
+	}
+}
+
+// TestWithKeys: a type without key fields gets its keys from WithKeys;
+// without them its writes fail before the network.
+func TestWithKeys(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, jul31)
+	type attempt struct {
+		User string
+		At   time.Time
+		OK   bool
+	}
+	r, err := rotation.New[attempt](f.svc, f.prefix, &rotation.Options{Now: f.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	at := jul31.Add(time.Hour)
+	if _, err := r.Insert(ctx, at, attempt{User: "u", At: at}); !errors.Is(err, table.ErrInvalidEntity) || f.ft.Count() != 0 {
+		t.Fatalf("Insert without keys = %v after %d requests", err, f.ft.Count())
+	}
+	keyed := r.WithKeys(func(a *attempt) (string, string) { return a.User, keys.Pad(uint64(keys.Ticks(a.At)), 19) })
+	for i := range 3 {
+		a := attempt{User: "u", At: at.Add(time.Duration(i) * time.Minute), OK: i%2 == 0}
+		if _, err := keyed.Insert(ctx, a.At, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []bool
+	for k, err := range keyed.Range(ctx, jul31, aug1, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.PartitionKey != "u" || !k.Value.At.Equal(jul31.Add(time.Hour+time.Duration(len(got))*time.Minute)) {
+			t.Fatalf("entity %d: %+v", len(got), k)
+		}
+		got = append(got, k.Value.OK)
+	}
+	if !slices.Equal(got, []bool{true, false, true}) {
+		t.Fatalf("Range = %v", got)
 	}
 }
