@@ -1,0 +1,2 @@
+// Package largeentity is the design guide's large entities pattern.
+package largeentity

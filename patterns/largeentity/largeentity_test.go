@@ -1,0 +1,335 @@
+package largeentity_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/patterns/largeentity"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/retry"
+)
+
+func TestMain(m *testing.M) { tabletest.Main(m) }
+
+// Employee is the guide's employee with a photo: Photo and CV go to blobs
+// when large, Skills always does (as JSON).
+type Employee struct {
+	table.Meta
+	Department string `table:",pk"`
+	ID         string `table:",rk"`
+	Name       string
+	Photo      []byte   `largeentity:"offload"`
+	CV         string   `largeentity:"offload"`
+	Skills     []string `table:",json" largeentity:"always"`
+}
+
+// fast is the retry policy of the fixture's clients: real retries, short
+// waits.
+var fast = retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, MaxRetries: 5}
+
+// clock is a clock the test moves.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// fixture is a table and a container seen through fault-injecting clients
+// (the stores') and through clean ones (the truth).
+type fixture struct {
+	env        *tabletest.Env
+	tft, bft   *faults.Transport
+	tbl        *table.Table[table.Dynamic] // through tft
+	blobs      *container.Client           // through bft
+	cleanTbl   *table.Table[table.Dynamic]
+	cleanBlobs *container.Client
+	clock      *clock
+}
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	env := tabletest.New(t)
+	f := &fixture{env: env, tft: &faults.Transport{}, bft: &faults.Transport{}, clock: &clock{t: time.Now()}}
+	to := &aztables.ClientOptions{}
+	to.Transport = f.tft
+	fast.ApplyTo(&to.ClientOptions)
+	name := env.Name()
+	var err error
+	if f.tbl, err = table.New[table.Dynamic](env.CreateTable(name, to)); err != nil {
+		t.Fatal(err)
+	}
+	if f.cleanTbl, err = table.New[table.Dynamic](env.TableClient(name, nil)); err != nil {
+		t.Fatal(err)
+	}
+	bo := &azblob.ClientOptions{}
+	bo.Transport = f.bft
+	fast.ApplyTo(&bo.ClientOptions)
+	f.blobs = env.Container(bo)
+	cs, err := container.NewClientFromConnectionString(env.ConnectionString, containerName(f.blobs), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cleanBlobs = cs
+	return f
+}
+
+func containerName(c *container.Client) string {
+	u := strings.TrimSuffix(c.URL(), "/")
+	return u[strings.LastIndex(u, "/")+1:]
+}
+
+func newStore[T any](t testing.TB, f *fixture, opts *largeentity.Options) *largeentity.Store[T] {
+	t.Helper()
+	o := largeentity.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Blobs = f.blobs
+	if o.Now == nil {
+		o.Now = f.clock.Now
+	}
+	if o.Retry == nil {
+		p := retry.Policy{Default: time.Millisecond, Max: 20 * time.Millisecond, MaxRetries: 200, FullJitter: true}
+		o.Retry = &p
+	}
+	s, err := largeentity.New[T](f.tbl, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// reset forgets the requests recorded so far.
+func (f *fixture) reset() {
+	f.tft.Reset()
+	f.bft.Reset()
+}
+
+// trips checks the table and blob requests since the last reset.
+func (f *fixture) trips(t *testing.T, what string, tables, blobs int) {
+	t.Helper()
+	if nt, nb := f.tft.Count(), f.bft.Count(); nt != tables || nb != blobs {
+		t.Fatalf("%s: %d table and %d blob requests, want %d and %d", what, nt, nb, tables, blobs)
+	}
+	f.reset()
+}
+
+// blobNames lists every blob in the container, with its content.
+func (f *fixture) blobNames(t testing.TB) map[string][]byte {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string][]byte{}
+	pager := f.cleanBlobs.NewListBlobsFlatPager(nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range page.Segment.BlobItems {
+			resp, err := f.cleanBlobs.NewBlobClient(*b.Name).DownloadStream(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			_, _ = buf.ReadFrom(resp.Body)
+			resp.Body.Close()
+			out[*b.Name] = buf.Bytes()
+		}
+	}
+	return out
+}
+
+// referenced returns the blob names the stored entities point at; it
+// fails the test if a pointer names a missing blob or a blob whose content
+// does not have the pointer's hash (a dangling or torn pointer).
+func (f *fixture) referenced(t testing.TB) map[string]bool {
+	t.Helper()
+	all, err := table.Collect(f.cleanTbl.Query(context.Background(), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := f.blobNames(t)
+	out := map[string]bool{}
+	for _, d := range all {
+		for name, v := range d.Properties {
+			if !strings.HasPrefix(name, largeentity.PointerPrefix) {
+				continue
+			}
+			var b largeentity.Blob
+			s := v.(string)
+			if err := jsonUnmarshal(s, &b); err != nil {
+				t.Fatalf("(%s, %s) %s = %q: %v", d.PartitionKey, d.RowKey, name, s, err)
+			}
+			content, ok := stored[b.Name]
+			if !ok {
+				t.Fatalf("(%s, %s) %s points at missing blob %s", d.PartitionKey, d.RowKey, name, b.Name)
+			}
+			if h := sha256.Sum256(content); hex.EncodeToString(h[:]) != b.SHA256 || int64(len(content)) != b.Size {
+				t.Fatalf("(%s, %s) %s: blob %s does not match its pointer", d.PartitionKey, d.RowKey, name, b.Name)
+			}
+			out[b.Name] = true
+		}
+	}
+	return out
+}
+
+// orphans returns the blobs no entity points at.
+func (f *fixture) orphans(t testing.TB) []string {
+	t.Helper()
+	ref := f.referenced(t)
+	var out []string
+	for name := range f.blobNames(t) {
+		if !ref[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func photo(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, seed))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func isPut(r *http.Request) bool    { return r.Method == http.MethodPut }
+func isDelete(r *http.Request) bool { return r.Method == http.MethodDelete }
+
+// TestRoundTripsPerOperation: every operation costs what the package
+// documentation says, asserted at the transports, and returns what was
+// stored.
+func TestRoundTripsPerOperation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := newStore[Employee](t, f, nil)
+	ctx := context.Background()
+	f.reset()
+
+	e := Employee{Name: "Jo", Photo: photo(300<<10, 1), CV: "short"}
+	res, err := s.Insert(ctx, "Sales", "000223", e)
+	if err != nil || res.ETag == "" || len(res.Blobs) != 1 {
+		t.Fatalf("Insert = %+v, %v", res, err)
+	}
+	f.trips(t, "Insert with a large photo", 1, 1)
+	if res.Blobs[0].Property != "Photo" || res.Blobs[0].Size != 300<<10 {
+		t.Fatalf("Insert's blobs: %+v", res.Blobs)
+	}
+	if !strings.HasPrefix(res.Blobs[0].Name, f.tbl.Name()+"/") {
+		t.Fatalf("blob name %q does not start with the table's name", res.Blobs[0].Name)
+	}
+
+	got, err := s.Get(ctx, "Sales", "000223", nil)
+	if err != nil || !bytes.Equal(got.Value.Photo, e.Photo) || got.Value.CV != "short" || got.Value.Name != "Jo" || got.Value.Skills != nil || got.ETag != res.ETag {
+		t.Fatalf("Get = %q %q %v %q, %v", got.Value.Name, got.Value.CV, got.Value.Skills, got.ETag, err)
+	}
+	if got.Value.Department != "Sales" || got.Value.ID != "000223" || got.Value.ETag != res.ETag {
+		t.Fatalf("Get's keys and Meta: %q %q %q", got.Value.Department, got.Value.ID, got.Value.ETag)
+	}
+	f.trips(t, "Get", 1, 1)
+
+	only, err := s.Get(ctx, "Sales", "000223", &largeentity.GetOptions{Select: []string{"Name"}})
+	if err != nil || only.Value.Name != "Jo" || only.Value.Photo != nil || only.Value.CV != "" || len(only.Blobs) != 0 {
+		t.Fatalf("Get with Select Name = %+v, %v", only.Value, err)
+	}
+	f.trips(t, "Get with a projection that skips the offloaded values", 1, 0)
+	ph, err := s.Get(ctx, "Sales", "000223", &largeentity.GetOptions{Select: []string{"Photo"}})
+	if err != nil || !bytes.Equal(ph.Value.Photo, e.Photo) || ph.Value.Name != "" || len(ph.Blobs) != 1 {
+		t.Fatalf("Get with Select Photo: %v", err)
+	}
+	f.trips(t, "Get with a projection of the photo", 1, 1)
+
+	e.Photo, e.CV, e.Skills = photo(200<<10, 2), strings.Repeat("é", 20<<10), []string{"go"}
+	res2, err := s.Update(ctx, "Sales", "000223", e, res.ETag)
+	if err != nil || len(res2.Blobs) != 3 {
+		t.Fatalf("Update = %+v, %v", res2, err)
+	}
+	f.trips(t, "Update with three offloaded values (a 40 KiB-as-stored CV among them)", 1, 3)
+	if _, err := s.Update(ctx, "Sales", "000223", e, res.ETag); !errors.Is(err, table.ErrPreconditionFailed) {
+		t.Fatalf("Update with a stale ETag = %v", err)
+	}
+	f.trips(t, "Update with a stale ETag (its blobs deleted again)", 1, 6)
+	got, err = s.Get(ctx, "Sales", "000223", nil)
+	if err != nil || !bytes.Equal(got.Value.Photo, e.Photo) || got.Value.CV != e.CV || !slices.Equal(got.Value.Skills, []string{"go"}) {
+		t.Fatalf("Get after Update: %v", err)
+	}
+	f.trips(t, "Get of three offloaded values", 1, 3)
+
+	calls := 0
+	m, err := s.Modify(ctx, "Sales", "000223", func(e *Employee) error {
+		calls++
+		e.Name = "Jo Brown"
+		return nil
+	})
+	if err != nil || calls != 1 || m.Value.Name != "Jo Brown" || !slices.EqualFunc(m.Blobs, got.Blobs, func(a, b largeentity.Blob) bool { return a == b }) {
+		t.Fatalf("Modify = %+v, %v (fn called %d times)", m.Blobs, err, calls)
+	}
+	f.trips(t, "Modify of an inline property (the blobs kept)", 2, 3)
+
+	if err := s.Delete(ctx, "Sales", "000223", res2.ETag); !errors.Is(err, table.ErrPreconditionFailed) {
+		t.Fatalf("Delete with a stale ETag = %v", err)
+	}
+	f.trips(t, "Delete with a stale ETag", 1, 0)
+	if err := s.Delete(ctx, "Sales", "000223", m.ETag); err != nil {
+		t.Fatal(err)
+	}
+	f.trips(t, "Delete (read pointers, delete entity, delete 3 blobs)", 2, 3)
+	if _, err := s.Get(ctx, "Sales", "000223", nil); !errors.Is(err, table.ErrNotFound) {
+		t.Fatalf("Get after Delete = %v", err)
+	}
+	f.trips(t, "Get of a missing entity", 1, 0)
+	if left := f.blobNames(t); len(left) != 1 || left[res.Blobs[0].Name] == nil {
+		// The first version's photo is Sweep's: Update leaves it.
+		t.Fatalf("%d blobs left, want the first version's photo: %v", len(left), slices.Collect(maps.Keys(left)))
+	}
+
+	small := Employee{Name: "Al", Photo: []byte("tiny"), CV: "cv"}
+	if _, err := s.Insert(ctx, "Sales", "000224", small); err != nil {
+		t.Fatal(err)
+	}
+	f.trips(t, "Insert with every value inline", 1, 0)
+	if got, err := s.Get(ctx, "Sales", "000224", nil); err != nil || string(got.Value.Photo) != "tiny" || got.Value.CV != "cv" || len(got.Blobs) != 0 {
+		t.Fatalf("Get of an inline entity = %+v, %v", got, err)
+	}
+	f.trips(t, "Get of an inline entity", 1, 0)
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+var (
+	_ = fmt.Sprint
+	_ = azcore.ETagAny
+)

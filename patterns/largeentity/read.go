@@ -1,0 +1,221 @@
+package largeentity
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/tablekit/tablekit/internal/prefetch"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// errGone: a blob the entity read pointed at is gone. The entity has
+// changed since it was read (a Delete or Sweep removes only blobs no
+// current version points at): read it again.
+var errGone = errors.New("largeentity: a blob the entity pointed at is gone")
+
+// maxRereads bounds the reads of an entity whose blobs keep disappearing
+// because it keeps changing.
+const maxRereads = 8
+
+// Get reads the entity with keys (pk, rk) and its offloaded values: a
+// point query, then every blob it points at (in parallel, Concurrency at a
+// time), so 2 round trips of latency for any number of values (1 + one
+// request per value); 1 when every value is inline, or when opts.Select
+// leaves out the offloaded properties. Each blob's size and SHA-256 are
+// checked against the entity's pointer: a mismatch, or a blob missing
+// while the entity still points at it, is ErrCorrupt, never data. A blob
+// deleted because the entity changed after the read (a concurrent Delete,
+// or Sweep after an Update) makes Get read the entity again, so it returns
+// one version, whole, or table.ErrNotFound.
+func (s *Store[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (Entity[T], error) {
+	if err := checkKeys("get", pk, rk); err != nil {
+		return Entity[T]{}, err
+	}
+	var sel []string
+	if opts != nil && opts.Select != nil {
+		sel = s.projection(opts.Select)
+	}
+	e, _, err := s.get(ctx, "get", pk, rk, sel)
+	return e, err
+}
+
+// projection adds to the selected properties the pointer properties of
+// those a read can resolve.
+func (s *Store[T]) projection(names []string) []string {
+	out := slices.Clone(names)
+	for _, n := range names {
+		if s.readable[n] != nil {
+			out = append(out, pointerProperty(n))
+		}
+	}
+	return out
+}
+
+// get reads an entity and its blobs, reading again when a blob is gone
+// because the entity changed. It also returns the entity as read.
+func (s *Store[T]) get(ctx context.Context, op, pk, rk string, sel []string) (Entity[T], table.Dynamic, error) {
+	var gopts *table.GetOptions
+	if sel != nil {
+		gopts = &table.GetOptions{Select: sel}
+	}
+	var last table.Dynamic
+	for i := 0; ; i++ {
+		d, err := s.tbl.Get(ctx, pk, rk, gopts)
+		if err != nil {
+			return Entity[T]{}, d, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+		}
+		e, err := s.resolve(ctx, d)
+		switch {
+		case !errors.Is(err, errGone):
+			return e, d, err
+		case i > 0 && d.ETag == last.ETag:
+			return Entity[T]{}, d, fmt.Errorf("%w: %v, and the entity still points at it", ErrCorrupt, err)
+		case i == maxRereads:
+			return Entity[T]{}, d, fmt.Errorf("largeentity: %s (%q, %q): the entity changed during each of %d reads: %w", op, pk, rk, i+1, err)
+		}
+		last = d
+	}
+}
+
+// pointers removes the pointer properties from d and returns the blobs
+// they name, for the properties T has fields for, by property name.
+func (s *Store[T]) pointers(d table.Dynamic) ([]Blob, error) {
+	var refs []Blob
+	for name, val := range d.Properties {
+		prop, ok := strings.CutPrefix(name, PointerPrefix)
+		if !ok {
+			continue
+		}
+		delete(d.Properties, name)
+		if s.readable[prop] == nil {
+			continue // T has no field for it: like any property T lacks
+		}
+		str, _ := val.(string)
+		var b Blob
+		if err := json.Unmarshal([]byte(str), &b); err != nil || b.Name == "" || b.Size < 0 || len(b.SHA256) != len(zeroHash) {
+			return nil, fmt.Errorf("%w: (%q, %q): property %s holds no valid pointer", ErrCorrupt, d.PartitionKey, d.RowKey, name)
+		}
+		b.Property = prop
+		refs = append(refs, b)
+	}
+	slices.SortFunc(refs, func(a, b Blob) int { return strings.Compare(a.Property, b.Property) })
+	return refs, nil
+}
+
+// resolve decodes entity d into a T with its offloaded values read from
+// their blobs, Concurrency at a time.
+func (s *Store[T]) resolve(ctx context.Context, d table.Dynamic) (Entity[T], error) {
+	d.Properties = maps.Clone(d.Properties) // the caller's entity stays as read
+	refs, err := s.pointers(d)
+	if err != nil {
+		return Entity[T]{}, err
+	}
+	v, err := table.FromDynamic[T](d)
+	if err != nil {
+		return Entity[T]{}, fmt.Errorf("largeentity: (%q, %q): %w", d.PartitionKey, d.RowKey, err)
+	}
+	rv := reflect.ValueOf(&v).Elem()
+	i := 0
+	for b, err := range prefetch.Map(ctx, prefetch.Slice(refs), s.conc, s.fetch) {
+		if err != nil {
+			return Entity[T]{}, fmt.Errorf("(%q, %q): %w", d.PartitionKey, d.RowKey, err)
+		}
+		ref := refs[i]
+		i++
+		if err := s.readable[ref.Property].set(rv, b); err != nil {
+			return Entity[T]{}, fmt.Errorf("%w: (%q, %q): blob %s of property %s: %v", ErrCorrupt, d.PartitionKey, d.RowKey, ref.Name, ref.Property, err)
+		}
+	}
+	return Entity[T]{Value: v, ETag: d.ETag, Blobs: refs}, nil
+}
+
+// fetch reads one blob and checks its size and SHA-256 (computed as the
+// body arrives).
+func (s *Store[T]) fetch(ctx context.Context, b Blob) ([]byte, error) {
+	resp, err := s.blobs.NewBlobClient(b.Name).DownloadStream(ctx, nil)
+	if bloberror.HasCode(err, bloberror.BlobNotFound) {
+		return nil, fmt.Errorf("%w: blob %s of property %s", errGone, b.Name, b.Property)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("largeentity: reading blob %s of property %s: %w", b.Name, b.Property, err)
+	}
+	body := resp.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3})
+	defer body.Close()
+	if resp.ContentLength == nil || *resp.ContentLength != b.Size {
+		return nil, fmt.Errorf("%w: blob %s of property %s holds %v bytes, the entity says %d", ErrCorrupt, b.Name, b.Property, deref(resp.ContentLength), b.Size)
+	}
+	h := sha256.New()
+	buf := make([]byte, b.Size)
+	if _, err := io.ReadFull(io.TeeReader(body, h), buf); err != nil {
+		return nil, fmt.Errorf("largeentity: reading blob %s of property %s: %w", b.Name, b.Property, err)
+	}
+	if n, _ := body.Read(make([]byte, 1)); n > 0 {
+		return nil, fmt.Errorf("%w: blob %s of property %s is longer than %d bytes", ErrCorrupt, b.Name, b.Property, b.Size)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != b.SHA256 {
+		return nil, fmt.Errorf("%w: blob %s of property %s has SHA-256 %s, the entity says %s", ErrCorrupt, b.Name, b.Property, got, b.SHA256)
+	}
+	return buf, nil
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return "unknown"
+	}
+	return *p
+}
+
+// Range yields the entities of partition pk whose RowKeys are in [from,
+// to) (an empty bound is open), in key order, each with its offloaded
+// values: one range query (a round trip per page of up to 1,000
+// entities), and the blobs of up to Concurrency entities read in parallel
+// ahead of the loop. opts.Select projects as for Get. An entity whose
+// blob is gone because it changed after the query is read again (and
+// skipped if it was deleted). The first error ends the sequence.
+func (s *Store[T]) Range(ctx context.Context, pk, from, to string, opts *GetOptions) iter.Seq2[Entity[T], error] {
+	type item struct {
+		e  Entity[T]
+		ok bool
+	}
+	return func(yield func(Entity[T], error) bool) {
+		if pk == "" {
+			yield(Entity[T]{}, fmt.Errorf("largeentity: range: %w: empty PartitionKey", table.ErrInvalidKey))
+			return
+		}
+		q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.RowKeyRange(from, to))}
+		if opts != nil && opts.Select != nil {
+			q.Select = s.projection(opts.Select)
+		}
+		one := func(ctx context.Context, d table.Dynamic) (item, error) {
+			e, err := s.resolve(ctx, d)
+			if errors.Is(err, errGone) {
+				e, _, err = s.get(ctx, "range", pk, d.RowKey, q.Select)
+				if errors.Is(err, table.ErrNotFound) {
+					return item{}, nil
+				}
+			}
+			return item{e, err == nil}, err
+		}
+		for it, err := range prefetch.Map(ctx, s.tbl.Query(ctx, q), s.conc, one) {
+			if err != nil {
+				yield(Entity[T]{}, err)
+				return
+			}
+			if it.ok && !yield(it.e, nil) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,405 @@
+package largeentity
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/tablekit/tablekit/internal/prefetch"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/retry"
+)
+
+// offload is one value a write puts in a blob.
+type offload struct {
+	f       *field
+	content []byte
+	blob    Blob
+	reused  bool // the stored entity already points at a blob of this content
+}
+
+// plan is what a write stores: the entity as a property bag, with a
+// pointer property in place of each offloaded value.
+type plan struct {
+	d        table.Dynamic
+	offloads []*offload
+}
+
+// zeroHash stands for a SHA-256 not computed yet; it has the length of
+// every hex SHA-256, so the entity's size is known before hashing.
+var zeroHash = strings.Repeat("0", 2*sha256.Size)
+
+// plan decides which of v's chosen values go to blobs (every value of an
+// "always" field, those over the threshold, then the largest others while
+// the entity would exceed the service's limits) and checks the entity as
+// a write would, all before the network.
+func (s *Store[T]) plan(op, pk, rk string, v T) (plan, error) {
+	if err := checkKeys(op, pk, rk); err != nil {
+		return plan{}, err
+	}
+	rv := reflect.ValueOf(&v).Elem() // v is the caller's copy: fields can be cleared
+	type candidate struct {
+		o      *offload
+		inline int
+	}
+	var p plan
+	var inline []candidate
+	for _, f := range s.chosen {
+		b, size, ok, err := f.content(rv)
+		if err != nil {
+			return plan{}, fmt.Errorf("largeentity: %s (%q, %q): property %s: %w: %v", op, pk, rk, f.name, table.ErrInvalidEntity, err)
+		}
+		if !ok {
+			continue
+		}
+		o := &offload{f: f, content: b}
+		if f.always || size > s.threshold {
+			p.offloads = append(p.offloads, o)
+		} else {
+			inline = append(inline, candidate{o, size})
+		}
+	}
+	slices.SortStableFunc(inline, func(a, b candidate) int { return b.inline - a.inline })
+	for {
+		for _, o := range p.offloads {
+			fv := rv.FieldByIndex(o.f.index)
+			fv.Set(reflect.Zero(fv.Type()))
+			if o.blob.Name == "" {
+				o.blob = Blob{Property: o.f.name, Name: s.blobName(pk, rk, o.f.name), Size: int64(len(o.content)), SHA256: zeroHash}
+			}
+		}
+		d, err := table.ToDynamic(v)
+		if err != nil {
+			return plan{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+		}
+		d.PartitionKey, d.RowKey = pk, rk
+		for _, o := range p.offloads {
+			delete(d.Properties, o.f.name)
+			d.Properties[pointerProperty(o.f.name)] = pointerValue(o.blob)
+		}
+		err = s.tbl.InsertOp(d).Err()
+		if err == nil {
+			p.d = d
+			return p, nil
+		}
+		if !errors.Is(err, table.ErrTooLarge) || len(inline) == 0 {
+			return plan{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+		}
+		p.offloads = append(p.offloads, inline[0].o)
+		inline = inline[1:]
+	}
+}
+
+func pointerValue(b Blob) string {
+	j, _ := json.Marshal(b) // a struct of strings and an int: cannot fail
+	return string(j)
+}
+
+// setPointers writes the final pointers (with their hashes) into p's
+// entity.
+func (p *plan) setPointers() {
+	for _, o := range p.offloads {
+		p.d.Properties[pointerProperty(o.f.name)] = pointerValue(o.blob)
+	}
+}
+
+func (p *plan) blobs() []Blob {
+	out := make([]Blob, len(p.offloads))
+	for i, o := range p.offloads {
+		out[i] = o.blob
+	}
+	slices.SortFunc(out, func(a, b Blob) int { return strings.Compare(a.Property, b.Property) })
+	return out
+}
+
+// step runs the test hook at a step boundary; an error is a crash there.
+func (s *Store[T]) step(name string) error {
+	if s.hook != nil {
+		if err := s.hook(name); err != nil {
+			return fmt.Errorf("largeentity: stopped before %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// write carries out plan p: the blobs first (each under a fresh name,
+// created only if absent), then the entity, inserted when etag is empty
+// and replaced on etag's condition otherwise. cur are the blobs the stored
+// version etag points at, when known (Modify): a value whose content is
+// unchanged keeps its blob. When the entity write certainly did not apply,
+// the blobs uploaded for it are deleted; otherwise nothing references them
+// and Sweep deletes them.
+func (s *Store[T]) write(ctx context.Context, op string, p plan, etag azcore.ETag, cur map[string]Blob) (Result, error) {
+	pk, rk := p.d.PartitionKey, p.d.RowKey
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+	}
+	start := s.now()
+	var up []*offload
+	for _, o := range p.offloads {
+		if c, ok := cur[o.f.name]; ok && c.Size == o.blob.Size {
+			h := sha256.Sum256(o.content)
+			if hex.EncodeToString(h[:]) == c.SHA256 {
+				o.blob, o.reused = c, true
+				continue
+			}
+		}
+		up = append(up, o)
+	}
+	if err := s.step("upload"); err != nil {
+		return Result{}, err
+	}
+	upload := func(ctx context.Context, o *offload) (struct{}, error) { return struct{}{}, s.upload(ctx, pk, rk, o) }
+	for _, err := range prefetch.Map(ctx, prefetch.Slice(up), s.conc, upload) {
+		if err != nil {
+			return Result{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+		}
+	}
+	p.setPointers()
+	if err := s.step("entity"); err != nil {
+		return Result{}, err
+	}
+	left := s.grace/2 - s.now().Sub(start)
+	if left <= 0 {
+		s.deleteBlobs(ctx, up)
+		return Result{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, ErrGraceExceeded)
+	}
+	wctx, cancel := context.WithTimeout(ctx, left)
+	defer cancel()
+	var res table.Result
+	var err error
+	if etag == "" {
+		res, err = s.tbl.Insert(wctx, p.d)
+	} else {
+		res, err = s.tbl.Update(wctx, p.d, etag, table.Replace)
+	}
+	if err != nil {
+		if !errors.Is(err, table.ErrOutcomeUnknown) {
+			s.deleteBlobs(ctx, up)
+		}
+		return Result{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+	}
+	return Result{Result: res, Blobs: p.blobs()}, nil
+}
+
+// upload writes one value to its blob, computing its SHA-256 meanwhile.
+// The blob is created only if absent (If-None-Match: *): its name is
+// unique to this write, so a 409 BlobAlreadyExists can only answer a
+// resend whose earlier attempt created it (a lost response), and means
+// the upload applied.
+func (s *Store[T]) upload(ctx context.Context, pk, rk string, o *offload) error {
+	sum := make(chan string, 1)
+	go func() {
+		h := sha256.Sum256(o.content)
+		sum <- hex.EncodeToString(h[:])
+	}()
+	_, err := s.blobs.NewBlockBlobClient(o.blob.Name).UploadBuffer(ctx, o.content, &blockblob.UploadBufferOptions{
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: ptr(azcore.ETagAny)}},
+		Metadata:         map[string]*string{metaPK: ptr(encodeKey(pk)), metaRK: ptr(encodeKey(rk)), metaProperty: ptr(o.f.name)},
+	})
+	o.blob.SHA256 = <-sum
+	if err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
+		return fmt.Errorf("uploading %s to blob %s: %w", o.f.name, o.blob.Name, err)
+	}
+	return nil
+}
+
+// deleteBlobs deletes blobs that nothing references, best effort: what it
+// leaves, Sweep deletes.
+func (s *Store[T]) deleteBlobs(ctx context.Context, os []*offload) {
+	ctx = context.WithoutCancel(ctx)
+	for _, o := range os {
+		_, _ = s.blobs.NewBlobClient(o.blob.Name).Delete(ctx, nil)
+	}
+}
+
+// Insert stores v as a new entity with keys (pk, rk): its offloaded
+// values first, each in a new blob (in parallel, Concurrency at a time),
+// then the entity pointing at them. 2 round trips for one offloaded value
+// (1 + one per value; 1 when every value is inline). table.ErrAlreadyExists
+// when the entity exists (its blobs are then deleted). Lost responses are
+// settled: a blob create resent after one answers 409 (applied), the
+// entity insert is verified by the table package, so an Insert is never
+// applied twice nor reported failed when it was applied.
+func (s *Store[T]) Insert(ctx context.Context, pk, rk string, v T) (Result, error) {
+	p, err := s.plan("insert", pk, rk, v)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.write(ctx, "insert", p, "", nil)
+}
+
+// Update replaces the whole entity with v if its ETag still matches etag
+// (table.ErrPreconditionFailed otherwise), or whatever version is stored
+// with azcore.ETagAny; an empty etag is table.ErrNoETag. Every offloaded
+// value goes to a new blob first, then the entity is replaced: 1 round
+// trip plus one per offloaded value. The blobs of the replaced version
+// are left for Sweep (a reader of that version may still be fetching
+// them). table.ErrNotFound when the entity does not exist. A lost response
+// is settled as for table.Table.Update.
+func (s *Store[T]) Update(ctx context.Context, pk, rk string, v T, etag azcore.ETag) (Result, error) {
+	if etag == "" {
+		return Result{}, fmt.Errorf("largeentity: update (%q, %q): %w", pk, rk, table.ErrNoETag)
+	}
+	p, err := s.plan("update", pk, rk, v)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.write(ctx, "update", p, etag, nil)
+}
+
+// Modify changes one entity with a read-modify-write: it reads the entity
+// and its offloaded values (Get), calls fn with the value, and replaces
+// the entity conditioned on the ETag read, again (reading afresh) when
+// another writer came first, per Options.Retry; fn must be safe to call
+// several times. A value whose content fn left unchanged keeps its blob
+// (no upload); changed ones go to new blobs. Round trips: Get's, then one
+// per changed offloaded value, then 1; the same again per conflict. An
+// error from fn ends Modify with that error and writes nothing. A lost
+// response is settled from the entity's write history, so fn's change is
+// never applied twice; when it cannot be settled Modify returns
+// table.ErrOutcomeUnknown and does not call fn again.
+func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error) (Entity[T], error) {
+	if err := checkKeys("modify", pk, rk); err != nil {
+		return Entity[T]{}, err
+	}
+	var out Entity[T]
+	p := s.retry
+	p.Retryable = func(err error) bool {
+		var fe fnError
+		return !errors.As(err, &fe) && retry.RetryOn412(err) && !errors.Is(err, ErrCorrupt)
+	}
+	err := p.Do(ctx, func(ctx context.Context) error {
+		e, d, err := s.get(ctx, "modify", pk, rk, nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(&e.Value); err != nil {
+			return fnError{err}
+		}
+		pl, err := s.plan("modify", pk, rk, e.Value)
+		if err != nil {
+			return err
+		}
+		pl.d.Meta = d.Meta // the version read, with its write history: a lost response is settled exactly
+		cur := map[string]Blob{}
+		for _, b := range e.Blobs {
+			cur[b.Property] = b
+		}
+		res, err := s.write(ctx, "modify", pl, e.ETag, cur)
+		if err != nil {
+			return err
+		}
+		out = Entity[T]{Value: e.Value, ETag: res.ETag, Blobs: res.Blobs}
+		return nil
+	})
+	var fe fnError
+	if errors.As(err, &fe) {
+		return Entity[T]{}, fe.err
+	}
+	if err != nil {
+		return Entity[T]{}, firstError(err)
+	}
+	return out, nil
+}
+
+// fnError is an error of Modify's fn, which is never retried.
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+func (e fnError) Unwrap() error { return e.err }
+
+// firstError returns the error of a retry loop's only attempt as it is.
+func firstError(err error) error {
+	var re *retry.Error
+	if errors.As(err, &re) && re.Attempts == 1 && len(re.Unwrap()) == 1 {
+		return re.Err
+	}
+	return err
+}
+
+// Delete removes the entity if its ETag still matches etag
+// (table.ErrPreconditionFailed otherwise), or whatever version is stored
+// with azcore.ETagAny (an empty etag is table.ErrNoETag), then the blobs
+// that version pointed at. It reads the entity's pointers first (a point
+// query projected on them) and deletes conditioned on the version read,
+// so it knows exactly which blobs became unreferenced: 2 round trips plus
+// one per offloaded value; with azcore.ETagAny, 2 more each time another
+// write comes between the read and the delete. table.ErrNotFound when the
+// entity does not exist. A blob delete that fails leaves an orphan for
+// Sweep; it does not fail the Delete, which has applied. As with
+// table.Delete, a delete whose response was lost leaves nothing to read:
+// its error is then table.ErrOutcomeUnknown (which also matches
+// table.ErrNotFound), and the blobs are deleted once a read finds the
+// entity gone.
+func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+	if err := checkKeys("delete", pk, rk); err != nil {
+		return err
+	}
+	if etag == "" {
+		return fmt.Errorf("largeentity: delete (%q, %q): %w", pk, rk, table.ErrNoETag)
+	}
+	p := s.retry
+	p.Retryable = func(err error) bool {
+		return etag == azcore.ETagAny && errors.Is(err, table.ErrPreconditionFailed) && !errors.Is(err, table.ErrOutcomeUnknown)
+	}
+	return firstError(p.Do(ctx, func(ctx context.Context) error {
+		d, err := s.tbl.Get(ctx, pk, rk, &table.GetOptions{Select: s.pointerProperties()})
+		if err != nil {
+			return fmt.Errorf("largeentity: delete (%q, %q): %w", pk, rk, err)
+		}
+		if etag != azcore.ETagAny && d.ETag != etag {
+			return fmt.Errorf("largeentity: delete (%q, %q): the entity changed since it was read: %w", pk, rk, table.ErrPreconditionFailed)
+		}
+		refs, err := s.pointers(d)
+		if err != nil {
+			return err
+		}
+		err = s.tbl.Delete(ctx, pk, rk, d.ETag)
+		if errors.Is(err, table.ErrOutcomeUnknown) {
+			// Gone now means gone for good: no later version can point at
+			// these blobs (every write that keeps a blob is conditioned on
+			// a version that points at it).
+			if _, gerr := s.tbl.Get(ctx, pk, rk, &table.GetOptions{Select: []string{"RowKey"}}); !errors.Is(gerr, table.ErrNotFound) || errors.Is(gerr, table.ErrOutcomeUnknown) {
+				return fmt.Errorf("largeentity: delete (%q, %q): %w", pk, rk, err)
+			}
+		} else if err != nil {
+			return fmt.Errorf("largeentity: delete (%q, %q): %w", pk, rk, err)
+		}
+		if serr := s.step("delete blobs"); serr != nil {
+			return serr
+		}
+		os := make([]*offload, len(refs))
+		for i, b := range refs {
+			os[i] = &offload{blob: b}
+		}
+		s.deleteBlobs(ctx, os)
+		if err != nil {
+			return fmt.Errorf("largeentity: delete (%q, %q): %w", pk, rk, err)
+		}
+		return nil
+	}))
+}
+
+// pointerProperties are the pointer properties of every field a read can
+// resolve, for projections.
+func (s *Store[T]) pointerProperties() []string {
+	out := make([]string, 0, len(s.readable))
+	for name := range s.readable {
+		out = append(out, pointerProperty(name))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func ptr[V any](v V) *V { return &v }
