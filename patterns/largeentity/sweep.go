@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/prefetch"
@@ -49,10 +47,7 @@ type sweepGroup struct {
 	blobs  []listed
 }
 
-type listed struct {
-	name, property string
-	etag           azcore.ETag
-}
+type listed struct{ name, property string }
 
 // Sweep deletes the blobs under Prefix that no entity points at and that
 // are older than Grace (so a write in progress, which sends its entity
@@ -102,7 +97,7 @@ func (s *Store[T]) Sweep(ctx context.Context) (SweepResult, error) {
 					}
 					g.pk, g.rk = pk, rk
 				}
-				g.blobs = append(g.blobs, listed{name: *item.Name, property: prop, etag: deref2(item.Properties.ETag)})
+				g.blobs = append(g.blobs, listed{name: *item.Name, property: prop})
 			}
 		}
 		flush()
@@ -175,7 +170,7 @@ func (s *Store[T]) sweepGroup(ctx context.Context, g sweepGroup) (int, error) {
 		if referenced[b.name] {
 			continue
 		}
-		_, err := s.blobs.NewBlobClient(b.name).Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &b.etag}}})
+		_, err := s.blobs.NewBlobClient(b.name).Delete(ctx, nil)
 		switch {
 		case err == nil, errors.Is(err, retry.ErrOutcomeUnknown) && bloberror.HasCode(err, bloberror.BlobNotFound):
 			deleted++ // a resend after a lost response finds it gone
@@ -186,11 +181,4 @@ func (s *Store[T]) sweepGroup(ctx context.Context, g sweepGroup) (int, error) {
 		}
 	}
 	return deleted, nil
-}
-
-func deref2(p *azcore.ETag) azcore.ETag {
-	if p == nil {
-		return azcore.ETagAny
-	}
-	return *p
 }
