@@ -1,2 +1,154 @@
-// Package largeentity is the design guide's large entities pattern.
+// Package largeentity is the design guide's large entities pattern
+// (pattern 11): property values too large for an entity (an employee's
+// photo) are stored in blobs, and the entity keeps each blob's name, size
+// and SHA-256 in their place.
+//
+// # When to use it
+//
+// For entities with a few large values read with the rest: a photo, a
+// document, a long description, a big JSON structure. An entity holds at
+// most 1 MiB, and a string or binary property 64 KiB; a blob holds
+// terabytes. Not for values read or written in pieces (a blob API of
+// your own fits that), nor for entities whose many properties make them
+// large (the wide entity pattern, patterns/wideentity, splits those over
+// rows without a second service), nor when most values are small (each
+// offloaded value costs a second round trip to read).
+//
+// # Mapping
+//
+// T is a struct stored as by table.Table[T]. Its chosen fields, []byte,
+// string or `table:",json"` fields tagged `largeentity:"offload"` or
+// named in Options.Fields, go to a blob when their value is larger than
+// Options.Threshold (as the service counts it); fields tagged
+// `largeentity:"always"` go whenever they are not empty. When the entity
+// would still exceed 1 MiB, the largest remaining chosen values go too.
+// An offloaded property P is replaced by the reserved property TkBlobP
+// (PointerPrefix + P) holding {"blob":name,"size":n,"sha256":hex}; T may
+// not have properties starting with PointerPrefix. Reads resolve the
+// pointers of every []byte, string and json field of T, whatever the
+// Options that wrote them.
+//
+// Blobs are named <Prefix>/<hash of the keys>/<property>/<random id>: a
+// new name for every value written, so no two writes, concurrent or not,
+// ever share a blob, and a blob, once written, never changes. Each
+// carries its entity's keys and property in its metadata, for Sweep.
+//
+// # Consistency
+//
+// A write uploads the blobs first, each created only if absent, then
+// writes the entity, so the entity never points at a blob that is missing
+// or half written: a crash in between leaves only unreferenced blobs
+// (orphans). Update and Modify replace the entity conditioned on its ETag
+// as patterns/table does (or unconditionally with azcore.ETagAny), and
+// since each write points at its own blobs, a concurrent replace can
+// never leave the entity pointing at another writer's half-written value.
+// Delete removes the entity, then its blobs. The replaced version's blobs
+// stay until Sweep, which deletes blobs that no entity points at and that
+// are older than Options.Grace.
+//
+// Reads read the entity (one point query), then its blobs, and check each
+// blob's size and SHA-256 against the pointer: data that does not match
+// is ErrCorrupt, never returned. A blob can only disappear after its
+// entity stopped pointing at it (Delete deletes a version's blobs after
+// the version; Sweep keeps what the current version points at), so a
+// read that finds a blob gone reads the entity again, and returns the
+// version it finds, whole, or table.ErrNotFound. So Get returns one
+// version of the entity, whole, or an error.
+//
+// Why blobs are never swept from under a write: every write that points
+// an entity at an existing blob (Modify keeping an unchanged value's
+// blob) is conditioned on a version that already points at it, so once
+// no version points at a blob, none ever will again; and a write sends
+// its entity within Grace/2 of starting its uploads (else
+// ErrGraceExceeded, not applied), while Sweep deletes only blobs older
+// than Grace. Grace must therefore exceed twice the clock skew between
+// the machines that write and the one that sweeps, plus the longest
+// request; the default is an hour.
+//
+// # Why no queue
+//
+// The guide keeps the entity and the blob eventually consistent with a
+// queue (pattern 3). The write order above makes one unnecessary: the
+// entity is written last, so it is never ahead of its blobs, and what a
+// crash leaves behind is garbage that Sweep finds by listing, not a
+// change that someone must finish. An asynchronous offload through
+// patterns/eventual would not make the foreground write cheaper either:
+// the value is too large for the entity and for a queue message (64 KiB),
+// so it must be uploaded before anything refers to it, which is this
+// package's first step. A queue would add a round trip and a worker, and
+// readers would see an entity without its value until the worker ran.
+//
+// # Write outcomes
+//
+// Every write has the core's three outcomes: applied, not applied, or
+// errors.Is(err, table.ErrOutcomeUnknown). Each step settles lost
+// responses: a blob create resent after a lost response answers 409
+// BlobAlreadyExists, which under a write-unique name can only be the
+// write's own earlier attempt (applied); the entity write is verified by
+// patterns/table from the entity's write history. When the entity write
+// certainly did not apply (a conflict, a missing entity, ErrGraceExceeded)
+// the write deletes the blobs it uploaded; when its outcome is unknown it
+// leaves them to Sweep. A Delete whose response was lost is, as in
+// patterns/table, table.ErrOutcomeUnknown (matching table.ErrNotFound);
+// its blobs are deleted once a read finds the entity gone.
+//
+// # Cost in round trips
+//
+//	Insert, Update         1 + 1 upload per offloaded value, the uploads in
+//	                       parallel: 2 round trips of latency; 1 when every
+//	                       value is inline
+//	Get                    1 point query + 1 read per offloaded value, in
+//	                       parallel: 2 of latency; 1 when every value is
+//	                       inline or GetOptions.Select leaves them out
+//	Range                  1 per page of up to 1,000 entities + 1 read per
+//	                       offloaded value, Concurrency at a time ahead of
+//	                       the loop
+//	Modify                 Get's + 1 upload per changed offloaded value + 1;
+//	                       the same again per conflict
+//	Delete                 2 (the pointers read, the conditional delete) + 1
+//	                       per offloaded value; with azcore.ETagAny, +2 per
+//	                       write that comes between the read and the delete
+//	Sweep                  1 per 5,000 blobs listed + 1 point query per entity
+//	                       with blobs older than Grace + 1 per orphan deleted
+//	a refused entity write +1 delete per blob it uploaded
+//	a lost response        +1 read to settle the entity write (patterns/table);
+//	                       a blob upload needs none
+//
+// # Crash points
+//
+// Insert, Update and Modify (the process stops, or the call returns an
+// error, between steps):
+//
+//	stopped                          stored entity           left behind
+//	before the uploads               the old version (or     nothing
+//	                                 none)
+//	during or after the uploads,     the old version         the new blobs: orphans,
+//	  before the entity write                                deleted by Sweep after Grace
+//	entity write sent, answer lost   the old or the new      when not applied, the new
+//	                                 version (the write      blobs: orphans
+//	                                 settles which)
+//	after the entity write           the new version         the replaced version's blobs:
+//	                                                         orphans
+//
+// Delete:
+//
+//	stopped                          stored entity           left behind
+//	before the entity delete         the entity              nothing
+//	after it, before the blob        none                    its blobs: orphans
+//	  deletes
+//
+// Sweep deletes each orphan independently; stopped anywhere, it leaves the
+// remaining orphans for the next Sweep.
+//
+// # Sweep
+//
+// Sweep costs a listing of every blob under Prefix (5,000 a request, with
+// the metadata naming each blob's entity), a point query per entity that
+// has blobs older than Grace (projected on its pointers, Concurrency at a
+// time) and a delete per orphan: it scales with the number of blobs, and
+// reads about one entity per large entity once they are older than Grace.
+// Run it rarely (daily, say). Blobs under Prefix that are not named and
+// labelled as this package's are never deleted. Prefix belongs to one
+// table: two tables sharing a Prefix in one container would sweep each
+// other's blobs.
 package largeentity
