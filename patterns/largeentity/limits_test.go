@@ -80,7 +80,7 @@ func TestLimitsSendNothing(t *testing.T) {
 	sa := newStore[anything](t, f, nil)
 	type huge struct {
 		A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q string // not offloaded: 17 x 64 KiB > 1 MiB
-		Photo                     []byte `largeentity:"always"`
+		Photo                                             []byte `largeentity:"always"`
 	}
 	sh := newStore[huge](t, f, nil)
 	big := strings.Repeat("a", 32<<10)
