@@ -1,0 +1,2 @@
+// Package bloblog is the design guide's log data pattern (pattern 13).
+package bloblog
