@@ -417,8 +417,12 @@ func TestFourWriters(t *testing.T) {
 }
 
 // isAppend matches append requests; isCreate blob creates.
-func isAppend(r *http.Request) bool { return r.Method == http.MethodPut && r.URL.Query().Get("comp") == "appendblock" }
-func isCreate(r *http.Request) bool { return r.Method == http.MethodPut && r.URL.Query().Get("comp") == "" }
+func isAppend(r *http.Request) bool {
+	return r.Method == http.MethodPut && r.URL.Query().Get("comp") == "appendblock"
+}
+func isCreate(r *http.Request) bool {
+	return r.Method == http.MethodPut && r.URL.Query().Get("comp") == ""
+}
 
 // TestLostResponses loses the responses of creates, appends and the
 // metadata update after the service applied them, and fails appends in
