@@ -61,6 +61,8 @@ var steps = []step{
 	{"Wide entity: 365 daily counts in one logical entity of several rows (guide pattern 10)", (*tour).wideEntity},
 	{"High-volume delete: a table per day of logins, dropped a day at a time (guide pattern 8)", (*tour).rotateLogins},
 	{"Hot partition: an hour's accesses spread over bucket partitions, read back as one (guide pattern 12)", (*tour).spreadAccesses},
+	{"Large entity: an employee's photo in a blob beside the entity (guide pattern 11)", (*tour).largeEntity},
+	{"Blob log: an hour of request logs in time-named append blobs (guide pattern 13)", (*tour).blobLog},
 	{"Eventually consistent transaction: archive an employee through a queue (guide pattern 3)", (*tour).eventualArchive},
 	{"Shared access signature: read-only, one partition", (*tour).sas},
 	{"Bad input is stopped before the network", (*tour).validation},
