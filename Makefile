@@ -54,6 +54,8 @@ soak: $(TEST_EMULATOR)
 # against their hand-written equivalents. About 20 minutes on 2 cores;
 # TABLEKIT_BENCH_LARGE=1 adds 100,000-entity loads, scans and period drops
 # (much longer).
+# against their hand-written equivalents. About 17 minutes on 2 cores;
+# TABLEKIT_BENCH_LARGE=1 adds 100,000-entity loads and scans (much longer).
 BENCHCOUNT ?= 3
 bench: SHELL := /bin/bash
 bench: .SHELLFLAGS := -o pipefail -c
@@ -71,6 +73,8 @@ bench: $(RUN_EMULATOR)
 	$(GO) test -run '^$$' -bench 'DropVsDelete' -benchtime 3x -count $(BENCHCOUNT) -timeout 1h ./patterns/rotation | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'Insert' -benchtime 1000x -count $(BENCHCOUNT) ./patterns/rotation | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'HotInsert|RangeMerge' -benchtime 3x -count $(BENCHCOUNT) ./patterns/buckets | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'Large' -benchtime 40x -count $(BENCHCOUNT) ./patterns/largeentity | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'Log' -benchtime 2x -count $(BENCHCOUNT) -timeout 1h ./patterns/bloblog | tee -a bench.out
 	@echo; awk -f .ci/benchtable.awk bench.out
 
 # staticcheck, installed into ./bin at a pinned version.
