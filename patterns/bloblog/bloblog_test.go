@@ -737,3 +737,42 @@ func TestInvalid(t *testing.T) {
 }
 
 func second[A, B any](_ A, b B) B { return b }
+
+// TestUncertainAppendThenMore: a flush whose append was applied but whose
+// context ended before the answer came back fails and keeps its entries;
+// the next flush, with more entries, appends at the same position, finds
+// the earlier block stored (a 412, then a read) and appends only the rest:
+// every entry once.
+func TestUncertainAppendThenMore(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fast)
+	l := newLog[Request](t, f)
+	clk := &clock{t: at1805, step: time.Millisecond}
+	w := newWriter(t, l, &bloblog.WriterOptions{ID: "u", FlushInterval: -1, Now: clk.Now})
+	ctx := context.Background()
+	for i := range 3 {
+		_ = w.Append(ctx, Request{Seq: i})
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	f.ft.Inject(faults.Fault{Match: isAppend, LoseResponse: true, AfterServer: cancel})
+	if err := w.Flush(fctx); err == nil {
+		t.Fatal("a flush whose context ended in flight reported success")
+	}
+	for i := 3; i < 6; i++ {
+		_ = w.Append(ctx, Request{Seq: i})
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, l, at1805, at1805.Add(time.Hour))
+	var seqs []int
+	for _, e := range got {
+		seqs = append(seqs, e.Value.Seq)
+	}
+	if !slices.Equal(seqs, []int{0, 1, 2, 3, 4, 5}) {
+		t.Fatalf("entries %v, want 0..5 once each", seqs)
+	}
+	if n := len(f.blobs(t)); n != 1 {
+		t.Fatalf("%d blobs, want 1", n)
+	}
+}

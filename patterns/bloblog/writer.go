@@ -108,9 +108,10 @@ type open struct {
 	c           *appendblob.Client
 	name        string
 	hour        time.Time
-	size        int64
+	size        int64 // the bytes this writer knows it stored
 	blocks      int
 	first, last time.Time
+	foreign     bool // another writer's bytes follow this one's: roll
 }
 
 // NewWriter starts a writer of the log, with its flushing goroutine; Close
@@ -351,7 +352,7 @@ func (w *Writer[T]) write(ctx context.Context, buf []byte, lines []pending) (int
 	off := 0
 	for i := 0; i < len(lines); {
 		h := lines[i].t.Truncate(time.Hour)
-		if w.cur == nil || !w.cur.hour.Equal(h) || w.cur.blocks >= w.maxBlocks || w.cur.size+int64(lines[i].n) > w.maxBlob {
+		if w.cur == nil || w.cur.foreign || !w.cur.hour.Equal(h) || w.cur.blocks >= w.maxBlocks || w.cur.size+int64(lines[i].n) > w.maxBlob {
 			w.seal(ctx)
 			if err := w.create(ctx, h, lines[i].t); err != nil {
 				return i, off, err
@@ -363,7 +364,7 @@ func (w *Writer[T]) write(ctx context.Context, buf []byte, lines []pending) (int
 			n += lines[j].n
 			j++
 		}
-		err := w.append(ctx, buf[off:off+n], lines[i].t, lines[j-1].t)
+		err := w.append(ctx, buf[off:off+n], lines[j-1].t)
 		if errors.Is(err, errForeign) {
 			w.cur = nil // another writer appended to this blob: roll, write the block again
 			continue
@@ -420,51 +421,56 @@ func (w *Writer[T]) create(ctx context.Context, h, first time.Time) error {
 // block was to go; the block was not appended.
 var errForeign = errors.New("bloblog: another writer appended to the blob")
 
-// append appends data (the lines of entries from first to last) at the
+// append appends data (whole lines, the last of them timed last) at the
 // end of the current blob, conditioned on the blob's length being what
 // this writer wrote (AppendPosition), so no attempt can apply twice or
 // after another writer's bytes. When an attempt may have been applied
-// without the writer learning so (a lost response: the resend answers 412
-// AppendPositionConditionNotMet; a 500; a transport error), it reads the
-// blob's length and, if needed, the bytes at the position, and so knows
-// whether the block is there: applied, not applied (it appends again,
-// under the same condition), or another writer's bytes (errForeign).
-func (w *Writer[T]) append(ctx context.Context, data []byte, first, last time.Time) error {
+// without the writer learning so (a lost response, whose resend answers
+// 412 AppendPositionConditionNotMet; a 500; a transport error), or a
+// 412 shows the blob longer than the writer knew (an earlier flush's
+// append that failed uncertainly, then applied), it reads what the blob
+// holds at the position: the block, or a first part of it ending at a
+// line break (stored: it appends the rest), nothing (it appends again,
+// under the same condition), or other bytes (errForeign). On an error the
+// writer's idea of the blob's length stays where it was, so the next
+// flush, appending the same lines there, finds and skips what was stored.
+func (w *Writer[T]) append(ctx context.Context, data []byte, last time.Time) error {
 	cur := w.cur
+	pos, rest := cur.size, data
 	for attempt := 1; ; attempt++ {
 		if err := w.step("append"); err != nil {
 			return err
 		}
-		pos := cur.size
-		_, err := cur.c.AppendBlock(ctx, streaming.NopCloser(bytes.NewReader(data)), &appendblob.AppendBlockOptions{
+		_, err := cur.c.AppendBlock(ctx, streaming.NopCloser(bytes.NewReader(rest)), &appendblob.AppendBlockOptions{
 			AppendPositionAccessConditions: &appendblob.AppendPositionAccessConditions{AppendPosition: &pos},
 		})
-		if err != nil && mayHaveApplied(err) && ctx.Err() == nil {
-			var applied bool
-			if applied, err = w.verify(ctx, pos, data); err == nil && !applied {
-				if attempt < 3 {
-					continue
-				}
-				err = fmt.Errorf("bloblog: appending to blob %s: not applied after %d attempts", cur.name, attempt)
-			}
+		if err == nil {
+			cur.size, cur.last = pos+int64(len(rest)), last
+			cur.blocks++
+			return nil
 		}
+		if !mayHaveApplied(err) || ctx.Err() != nil {
+			return fmt.Errorf("bloblog: appending %d bytes to blob %s at %d: %w", len(rest), cur.name, pos, err)
+		}
+		k, blocks, more, err := w.stored(ctx, pos, rest)
 		if err != nil {
-			if !errors.Is(err, errForeign) {
-				err = fmt.Errorf("bloblog: appending %d bytes to blob %s at %d: %w", len(data), cur.name, pos, err)
-			}
 			return err
 		}
-		cur.size += int64(len(data))
-		cur.blocks++
-		cur.last = last
-		return nil
+		pos, rest = pos+int64(k), rest[k:]
+		if len(rest) == 0 {
+			cur.size, cur.blocks, cur.last, cur.foreign = pos, blocks, last, more
+			return nil
+		}
+		if attempt == 3 {
+			return fmt.Errorf("bloblog: appending to blob %s: %d bytes still not stored after %d attempts", cur.name, len(rest), attempt)
+		}
 	}
 }
 
-// mayHaveApplied reports whether a failed append may have been applied:
-// the retry policy's ErrOutcomeUnknown, a 412 to the append position (the
-// answer to a resend of an applied attempt), a 500, 502 or 504, or a
-// transport error.
+// mayHaveApplied reports whether a failed append may have been applied,
+// or the blob may hold an earlier one: the retry policy's
+// ErrOutcomeUnknown, a 412 to the append position, a 500, 502 or 504, or
+// a transport error.
 func mayHaveApplied(err error) bool {
 	var re *azcore.ResponseError
 	switch {
@@ -476,35 +482,38 @@ func mayHaveApplied(err error) bool {
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// verify tells whether data was appended at pos of the current blob: the
-// blob's length is pos (not applied), or at least pos+len(data) with data
-// at pos (applied); anything else is another writer's (errForeign).
-func (w *Writer[T]) verify(ctx context.Context, pos int64, data []byte) (bool, error) {
+// stored returns how many bytes of data the current blob holds at pos: 0
+// when it ends at pos, or a first part of data ending at a line break (or
+// all of it). It also returns the blob's committed block count, and
+// whether other bytes follow data's (the blob must not be appended to
+// again). Anything else at pos is errForeign.
+func (w *Writer[T]) stored(ctx context.Context, pos int64, data []byte) (k, blocks int, more bool, err error) {
 	cur := w.cur
 	props, err := cur.c.GetProperties(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("bloblog: verifying an append to %s: %w", cur.name, err)
+		return 0, 0, false, fmt.Errorf("bloblog: reading what blob %s holds: %w", cur.name, err)
 	}
-	size := deref(props.ContentLength)
+	size, blocks := deref(props.ContentLength), int(deref(props.BlobCommittedBlockCount))
 	switch {
 	case size == pos:
-		return false, nil
-	case size < pos+int64(len(data)):
-		return false, errForeign
+		return 0, blocks, false, nil
+	case size < pos:
+		return 0, 0, false, errForeign
 	}
-	resp, err := cur.c.DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: pos, Count: int64(len(data))}})
+	n := min(size-pos, int64(len(data)))
+	resp, err := cur.c.DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: pos, Count: n}})
 	if err != nil {
-		return false, fmt.Errorf("bloblog: verifying an append to %s: %w", cur.name, err)
+		return 0, 0, false, fmt.Errorf("bloblog: reading what blob %s holds: %w", cur.name, err)
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return false, fmt.Errorf("bloblog: verifying an append to %s: %w", cur.name, err)
+		return 0, 0, false, fmt.Errorf("bloblog: reading what blob %s holds: %w", cur.name, err)
 	}
-	if !bytes.Equal(got, data) {
-		return false, errForeign
+	if !bytes.Equal(got, data[:n]) || data[n-1] != '\n' {
+		return 0, 0, false, errForeign
 	}
-	return true, nil
+	return int(n), blocks, size > pos+n, nil
 }
 
 // seal records the current blob's last entry time in its metadata (a
