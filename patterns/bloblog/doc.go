@@ -68,7 +68,12 @@
 // uncertain (a lost response, a 500, a transport error) the writer reads
 // the blob's length, and the bytes at the position when needed, and
 // knows: stored (go on), not stored (append again, under the same
-// condition), or another writer's bytes (move to a new blob). A create
+// condition), stored up to a line (append the rest), or another writer's
+// bytes (move to a new blob). A flush that ends before it knows (its
+// context ended in flight) keeps its entries, and the writer keeps its
+// idea of where the blob ends: the next flush appends them there, is
+// refused if they were stored after all (412), and skips what it finds.
+// A create
 // whose response was lost answers 409 on the resend; the nonce in the
 // existing blob's metadata tells the writer's own blob from another's.
 // A flush writes its entries in order; one that fails keeps the entries
