@@ -239,6 +239,9 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Store[T], erro
 	for n := range named {
 		return nil, fmt.Errorf("%w: Options.Fields names %q, which %v has no []byte, string or json field for", ErrInvalid, n, typ)
 	}
+	if len(s.chosen) == 0 {
+		return nil, fmt.Errorf("%w: %v has no field to offload: tag one `%s:\"offload\"` or name it in Options.Fields", ErrInvalid, typ, Tag)
+	}
 	return s, nil
 }
 

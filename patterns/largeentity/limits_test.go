@@ -46,6 +46,8 @@ func TestNewRejects(t *testing.T) {
 	check("guid string", second(largeentity.New[guid](f.tbl, ok)))
 	check("reserved name", second(largeentity.New[reserved](f.tbl, ok)))
 	check("Fields names a missing field", second(largeentity.New[Employee](f.tbl, &largeentity.Options{Blobs: f.blobs, Fields: []string{"Nope"}})))
+	type none struct{ Name string }
+	check("no field to offload", second(largeentity.New[none](f.tbl, ok)))
 	check("Fields names an int", second(largeentity.New[badKind](f.tbl, &largeentity.Options{Blobs: f.blobs, Fields: []string{"Age"}})))
 	for _, th := range []int{-1, table.MaxValueSize + 1} {
 		check(fmt.Sprint("Threshold ", th), second(largeentity.New[Employee](f.tbl, &largeentity.Options{Blobs: f.blobs, Threshold: th})))

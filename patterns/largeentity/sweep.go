@@ -102,18 +102,16 @@ func (s *Store[T]) Sweep(ctx context.Context) (SweepResult, error) {
 		}
 		flush()
 	}
-	type swept struct{ deleted int }
-	for r, err := range prefetch.Map(ctx, iter.Seq2[sweepGroup, error](groups), s.conc, func(ctx context.Context, g sweepGroup) (swept, error) {
-		n, err := s.sweepGroup(ctx, g)
-		return swept{n}, err
-	}) {
+	var ferr error
+	for deleted, err := range prefetch.Map(ctx, iter.Seq2[sweepGroup, error](groups), s.conc, s.sweepGroup) {
 		if err != nil {
-			return res, err
+			ferr = err
+			break // (not return: res is read once the listing has stopped)
 		}
 		res.Entities++
-		res.Deleted += r.deleted
+		res.Deleted += deleted
 	}
-	return res, nil
+	return res, ferr
 }
 
 // owner returns the entity and property a listed blob belongs to, from its
