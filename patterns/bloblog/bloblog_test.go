@@ -725,6 +725,30 @@ func TestInvalid(t *testing.T) {
 	for _, err := range l.Range(ctx, at1805, at1805) {
 		check("an empty range", err)
 	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, err := range l.Range(cancelled, at1805, at1805.Add(time.Hour)) {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Range with a cancelled context: %v", err)
+		}
+	}
+	cw := newWriter(t, l, &bloblog.WriterOptions{FlushInterval: -1})
+	if err := cw.Append(ctx, Request{Seq: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.Flush(cancelled); !errors.Is(err, context.Canceled) {
+		t.Errorf("Flush with a cancelled context: %v", err)
+	}
+	if n := f.ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+	if err := cw.Close(ctx); err != nil { // the entry Flush could not write
+		t.Fatal(err)
+	}
+	if got := collect(t, l, time.Now().Add(-time.Hour), time.Now().Add(time.Hour)); len(got) != 1 || got[0].Value.Seq != 7 {
+		t.Fatalf("after a cancelled Flush and Close: %+v", got)
+	}
+	f.ft.Reset()
 	if err := rw.Close(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -116,6 +116,20 @@ func TestLimitsSendNothing(t *testing.T) {
 	if _, err := s.Insert(cancelled, "Sales", "1", Employee{Photo: photo(100<<10, 1)}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Insert with a cancelled context: %v", err)
 	}
+	if _, err := s.Get(cancelled, "Sales", "1", nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Get with a cancelled context: %v", err)
+	}
+	if err := s.Delete(cancelled, "Sales", "1", azcore.ETagAny); !errors.Is(err, context.Canceled) {
+		t.Errorf("Delete with a cancelled context: %v", err)
+	}
+	if _, err := s.Sweep(cancelled); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sweep with a cancelled context: %v", err)
+	}
+	for _, err := range s.Range(cancelled, "Sales", "", "", nil) {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Range with a cancelled context: %v", err)
+		}
+	}
 	for _, err := range s.Range(ctx, "", "", "", nil) {
 		if !errors.Is(err, table.ErrInvalidKey) {
 			t.Errorf("Range of an empty PartitionKey: %v", err)
