@@ -438,5 +438,3 @@ func decodeKey(k string) (string, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(k)
 	return string(b), err == nil
 }
-
-func equalBlob(a, b Blob) bool { return a.Name == b.Name && a.Size == b.Size && a.SHA256 == b.SHA256 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"math/rand/v2"
 	"net/http"
@@ -17,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -226,7 +224,6 @@ func photo(n int, seed uint64) []byte {
 	return b
 }
 
-func isPut(r *http.Request) bool    { return r.Method == http.MethodPut }
 func isDelete(r *http.Request) bool { return r.Method == http.MethodDelete }
 
 // TestRoundTripsPerOperation: every operation costs what the package
@@ -328,8 +325,3 @@ func TestRoundTripsPerOperation(t *testing.T) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
-
-var (
-	_ = fmt.Sprint
-	_ = azcore.ETagAny
-)
