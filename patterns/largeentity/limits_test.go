@@ -189,6 +189,7 @@ func TestReadsWhatOtherConfigurationsWrote(t *testing.T) {
 		Name  string
 		Photo []byte
 		CV    string
+		Other map[string]any `table:",extra"`
 	}
 	r := newStore[plain](t, f, &largeentity.Options{Fields: []string{"CV"}})
 	ctx := context.Background()
@@ -202,5 +203,10 @@ func TestReadsWhatOtherConfigurationsWrote(t *testing.T) {
 	}
 	if len(got.Blobs) != 2 || got.Blobs[0].Property != "CV" || got.Blobs[1].Property != "Photo" {
 		t.Fatalf("blobs %+v, want CV and Photo (T has no Skills field)", got.Blobs)
+	}
+	for name := range got.Value.Other {
+		if strings.HasPrefix(name, largeentity.PointerPrefix) {
+			t.Fatalf("the reserved pointer property %s reached T's extra map", name)
+		}
 	}
 }
