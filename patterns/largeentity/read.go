@@ -156,15 +156,15 @@ func (s *Store[T]) fetch(ctx context.Context, b Blob) ([]byte, error) {
 	if resp.ContentLength == nil || *resp.ContentLength != b.Size {
 		return nil, fmt.Errorf("%w: blob %s of property %s holds %v bytes, the entity says %d", ErrCorrupt, b.Name, b.Property, deref(resp.ContentLength), b.Size)
 	}
-	h := sha256.New()
 	buf := make([]byte, b.Size)
-	if _, err := io.ReadFull(io.TeeReader(body, h), buf); err != nil {
+	sum, err := readHashing(body, buf)
+	if err != nil {
 		return nil, fmt.Errorf("largeentity: reading blob %s of property %s: %w", b.Name, b.Property, err)
 	}
 	if n, _ := body.Read(make([]byte, 1)); n > 0 {
 		return nil, fmt.Errorf("%w: blob %s of property %s is longer than %d bytes", ErrCorrupt, b.Name, b.Property, b.Size)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != b.SHA256 {
+	if got := hex.EncodeToString(sum); got != b.SHA256 {
 		return nil, fmt.Errorf("%w: blob %s of property %s has SHA-256 %s, the entity says %s", ErrCorrupt, b.Name, b.Property, got, b.SHA256)
 	}
 	return buf, nil
@@ -218,4 +218,41 @@ func (s *Store[T]) Range(ctx context.Context, pk, from, to string, opts *GetOpti
 			}
 		}
 	}
+}
+
+// readHashing fills buf from r and returns its SHA-256, computed by
+// another goroutine as the bytes arrive, so that hashing overlaps the
+// transfer instead of following it.
+func readHashing(r io.Reader, buf []byte) ([]byte, error) {
+	chunks := make(chan []byte, 16)
+	sum := make(chan []byte, 1)
+	go func() {
+		h := sha256.New()
+		for c := range chunks {
+			h.Write(c)
+		}
+		sum <- h.Sum(nil)
+	}()
+	var err error
+	for off := 0; off < len(buf); {
+		n, rerr := r.Read(buf[off:])
+		if n > 0 {
+			chunks <- buf[off : off+n]
+			off += n
+		}
+		if rerr != nil {
+			if rerr != io.EOF {
+				err = rerr
+			} else if off < len(buf) {
+				err = io.ErrUnexpectedEOF
+			}
+			break
+		}
+	}
+	close(chunks)
+	s := <-sum
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
