@@ -25,7 +25,6 @@ type offload struct {
 	f       *field
 	content []byte
 	blob    Blob
-	reused  bool // the stored entity already points at a blob of this content
 }
 
 // plan is what a write stores: the entity as a property bag, with a
@@ -150,7 +149,7 @@ func (s *Store[T]) write(ctx context.Context, op string, p plan, etag azcore.ETa
 		if c, ok := cur[o.f.name]; ok && c.Size == o.blob.Size {
 			h := sha256.Sum256(o.content)
 			if hex.EncodeToString(h[:]) == c.SHA256 {
-				o.blob, o.reused = c, true
+				o.blob = c // the stored version's blob of this content: kept
 				continue
 			}
 		}
