@@ -1,0 +1,277 @@
+package indexentity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/retry"
+)
+
+// ErrInvalid is the sentinel for a request rejected before the network for
+// a reason of this package: bad Options, a Lookup of the same-partition
+// store without a PartitionKey. Keys and values the service would refuse
+// are table.ErrInvalidKey and the table package's other sentinels; a list
+// too large for an index entity is table.ErrTooLarge.
+var ErrInvalid = errors.New("indexentity: invalid request")
+
+// KeyPrefix starts the RowKey of index entities (keys.Join(KeyPrefix,
+// Name, value)). It starts with
+// table.ReservedPrefix, so typed queries skip index entities and they
+// never decode into an application's T.
+const KeyPrefix = table.ReservedPrefix + "ix"
+
+// Options configures an Index.
+type Options[T any] struct {
+	// Name names the index, for its keys ("LastName").
+	// Required: 1 to 64 ASCII letters, digits, '_' or '-'. Keep it fixed:
+	// another name is another index.
+	Name string
+	// Value returns the indexed value of an entity (e.LastName). Required.
+	// It must depend only on the entity's stored properties, be
+	// deterministic, and be safe for concurrent use.
+	Value func(*T) string
+	// Retry is the policy of the ETag loops (another writer changed a list
+	// or, for writes with azcore.ETagAny, the entity between the read and
+	// the write). Its Retryable is ignored. Default: DefaultRetry.
+	Retry *retry.Policy
+	// Concurrency is the most point reads LookupEntities has in flight.
+	// Default: 8.
+	Concurrency int
+}
+
+// DefaultRetry is the default policy of the ETag loops: retry.Default's
+// delays (100 ms to 5 s) with full jitter, which drains contention on a
+// hot entity fastest (see package retry and BENCHMARKS.md), and up to 10
+// retries.
+var DefaultRetry = retry.Policy{Default: retry.Default.Default, Min: retry.Default.Min, Max: retry.Default.Max, MaxRetries: 10, FullJitter: true}
+
+// Index is the guide's index entities pattern over a table of entities of
+// type T: for each value of Options.Value, the list of the ids of the
+// entities that have it. It is safe for concurrent use.
+type Index[T any] struct {
+	tbl   *table.Table[T]
+	ent   *table.Table[table.Dynamic] // the entities as property bags: ETags and write histories
+	ix    *table.Table[table.Dynamic] // the index entities
+	name  string
+	value func(*T) string
+	retry retry.Policy
+	conc  int
+
+	hook func(step string) error // tests: a crash at a step boundary
+}
+
+// ID identifies an entity.
+type ID struct {
+	PartitionKey, RowKey string
+}
+
+// Result reports a write.
+type Result struct {
+	// ETag is the entity's new ETag; empty after a Delete, and when
+	// Verified and the entity was written again since.
+	ETag azcore.ETag
+	// Verified reports that the transaction's response was lost and a
+	// read proved it applied (see package table).
+	Verified bool
+	// Conflicts counts the times the write started again because another
+	// writer changed what it had read (a 412 or 409 on a list, or on the
+	// entity of an Update or Delete with azcore.ETagAny).
+	Conflicts int
+}
+
+// New returns an Index over tbl's entities with opts. It sends nothing.
+func New[T any](tbl *table.Table[T], opts *Options[T]) (*Index[T], error) {
+	if tbl == nil || opts == nil || opts.Value == nil {
+		return nil, fmt.Errorf("%w: a table and Options with Name and Value are required", ErrInvalid)
+	}
+	if err := validName(opts.Name); err != nil {
+		return nil, err
+	}
+	x := &Index[T]{tbl: tbl, name: opts.Name, value: opts.Value, retry: DefaultRetry, conc: opts.Concurrency}
+	if opts.Retry != nil {
+		x.retry = *opts.Retry
+	}
+	switch {
+	case opts.Concurrency < 0:
+		return nil, fmt.Errorf("%w: Concurrency %d", ErrInvalid, opts.Concurrency)
+	case opts.Concurrency == 0:
+		x.conc = 8
+	}
+	var err error
+	if x.ent, err = table.New[table.Dynamic](tbl.Client()); err != nil {
+		return nil, err
+	}
+	x.ix = x.ent
+	return x, nil
+}
+
+// validName checks an index name: it goes into keys unescaped.
+func validName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("%w: index Name %q must be 1 to 64 characters", ErrInvalid, name)
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: index Name %q may hold only ASCII letters, digits, '_' and '-'", ErrInvalid, name)
+		}
+	}
+	return nil
+}
+
+// Name returns the index's name.
+func (x *Index[T]) Name() string { return x.name }
+
+// listKey returns the keys of the index entity of value in partition pk.
+// It validates them as the service would.
+func (x *Index[T]) listKey(pk, value string) (lpk, lrk string, err error) {
+	k := keys.Join(KeyPrefix, x.name, value)
+	lpk, lrk = pk, k
+	if err := keys.Validate(k); err != nil {
+		return "", "", fmt.Errorf("indexentity: the key of value %.40q of index %s: %w", value, x.name, err)
+	}
+	return lpk, lrk, nil
+}
+
+// step runs the test hook at a step boundary; an error is a crash there.
+func (x *Index[T]) step(name string) error {
+	if x.hook != nil {
+		if err := x.hook(name); err != nil {
+			return fmt.Errorf("indexentity: crashed before %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// list is one value's list as read from an index entity (d, with its ETag
+// and write history).
+type list struct {
+	d     table.Dynamic
+	found bool
+	etag  azcore.ETag
+	ids   []string
+}
+
+// readList reads the index entity (lpk, lrk): 1 round trip. A missing one
+// is an empty list.
+func (x *Index[T]) readList(ctx context.Context, lpk, lrk string) (list, error) {
+	d, err := x.ix.Get(ctx, lpk, lrk, nil)
+	if errors.Is(err, table.ErrNotFound) {
+		return list{d: table.Dynamic{PartitionKey: lpk, RowKey: lrk}}, nil
+	}
+	if err != nil {
+		return list{}, err
+	}
+	ids, err := listOf(d.Properties)
+	if err != nil {
+		return list{}, fmt.Errorf("indexentity: index entity (%q, %q): %w", lpk, lrk, err)
+	}
+	return list{d: d, found: true, etag: d.ETag, ids: ids}, nil
+}
+
+// listOp is the write that stores l's ids in its index entity: an insert
+// when it was not found, a replace conditioned on the ETag read, a delete
+// (conditioned likewise) when the list is empty; ok is false when nothing
+// needs writing. A list too large for an entity is table.ErrTooLarge.
+func (x *Index[T]) listOp(l list, value string) (op table.Op, ok bool, err error) {
+	switch {
+	case len(l.ids) == 0 && !l.found:
+		return table.Op{}, false, nil
+	case len(l.ids) == 0:
+		return table.DeleteOp(l.d.PartitionKey, l.d.RowKey, l.etag), true, nil
+	}
+	props, err := listProperties(l.d.PartitionKey, l.d.RowKey, l.ids, fmt.Sprintf("value %.40q of index %s in partition %q", value, x.name, l.d.PartitionKey))
+	if err != nil {
+		return table.Op{}, false, err
+	}
+	d := l.d
+	d.Properties = props
+	if l.found {
+		op = x.ix.UpdateOp(d, l.etag, table.Replace)
+	} else {
+		op = x.ix.InsertOp(d)
+	}
+	return op, true, op.Err()
+}
+
+// Lookup returns the ids of the entities whose value is value, in a stable
+// order (sorted by RowKey): 1 round trip (a point read of the index
+// entity). The store keeps one list per partition, so partitionKey is
+// required. The list is exact.
+func (x *Index[T]) Lookup(ctx context.Context, partitionKey, value string) ([]ID, error) {
+	if partitionKey == "" {
+		return nil, fmt.Errorf("%w: the same-partition store keeps one list per partition: Lookup needs the PartitionKey", ErrInvalid)
+	}
+	lpk, lrk, err := x.listKey(partitionKey, value)
+	if err != nil {
+		return nil, err
+	}
+	l, err := x.readList(ctx, lpk, lrk)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ID, 0, len(l.ids))
+	for _, rk := range l.ids {
+		out = append(out, ID{partitionKey, rk})
+	}
+	return out, nil
+}
+
+// LookupEntities returns the entities whose value is value: Lookup, then a
+// point read of each id, at most Options.Concurrency at a time, in Lookup's
+// order. Each entity returned had the value when it was read: ids whose
+// entity is gone, or has another value now (a write between the lookup and the read), are left out. 1 round trip plus
+// 1 per id.
+func (x *Index[T]) LookupEntities(ctx context.Context, partitionKey, value string) ([]T, error) {
+	ids, err := x.Lookup(ctx, partitionKey, value)
+	if err != nil {
+		return nil, err
+	}
+	got := make([]T, len(ids))
+	ok := make([]bool, len(ids))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	slots := make(chan struct{}, x.conc)
+	for i, id := range ids {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			v, err := x.tbl.Get(ctx, id.PartitionKey, id.RowKey, nil)
+			switch {
+			case errors.Is(err, table.ErrNotFound):
+			case err != nil:
+				once.Do(func() { first = err; cancel() })
+			default:
+				got[i], ok[i] = v, x.value(&v) == value
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("indexentity: lookup of %.40q: %w", value, err)
+	}
+	out := make([]T, 0, len(ids))
+	for i := range got {
+		if ok[i] {
+			out = append(out, got[i])
+		}
+	}
+	return out, nil
+}

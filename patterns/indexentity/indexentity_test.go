@@ -1,0 +1,279 @@
+package indexentity_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/indexentity"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// TestRoundTrips: every operation of the same-partition store costs what
+// its documentation says, asserted at the transport, and after each the
+// partition's index entities are exactly what its employees call for
+// (empty index entities deleted).
+func TestRoundTrips(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	ana, jo, ben := emp("Sales", 123, "Jones"), emp("Sales", 223, "Jones"), emp("Sales", 155, "Smith")
+	for _, e := range []Employee{ana, jo, ben} {
+		res, err := f.idx.Insert(ctx, e)
+		if err != nil || res.ETag == "" || res.Conflicts != 0 {
+			t.Fatalf("Insert %s: %+v, %v", e.ID, res, err)
+		}
+		f.trips(t, "Insert", 2)
+	}
+	f.check(t, "Sales")
+
+	ids, err := f.idx.Lookup(ctx, "Sales", "Jones")
+	if want := []indexentity.ID{{"Sales", ana.ID}, {"Sales", jo.ID}}; err != nil || !slices.Equal(ids, want) {
+		t.Fatalf("Lookup = %v, %v; want %v", ids, err, want)
+	}
+	f.trips(t, "Lookup", 1)
+	got, err := f.idx.LookupEntities(ctx, "Sales", "Jones")
+	if err != nil || len(got) != 2 || got[0].FirstName != ana.FirstName || got[1].FirstName != jo.FirstName {
+		t.Fatalf("LookupEntities = %+v, %v", got, err)
+	}
+	f.trips(t, "LookupEntities of 2", 3)
+	if ids, err := f.idx.Lookup(ctx, "Sales", "Nobody"); err != nil || len(ids) != 0 {
+		t.Fatalf("Lookup of a value nobody has = %v, %v", ids, err)
+	}
+	f.trips(t, "Lookup of nobody", 1)
+
+	// The index entities are reserved rows: a typed query of the partition
+	// returns the employees only.
+	all, err := table.Collect(f.employees.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales")}))
+	if err != nil || len(all) != 3 {
+		t.Fatalf("typed query of the partition: %d entities, %v", len(all), err)
+	}
+	f.ft.Reset()
+
+	// An update that keeps the value: the read and one replace.
+	jo.Age = 30
+	if _, err := f.idx.Update(ctx, jo, azcore.ETagAny); err != nil {
+		t.Fatal(err)
+	}
+	f.trips(t, "Update, value unchanged", 2)
+	// A rename: the read, two index entity reads, one transaction of three.
+	cur, err := f.employees.Get(ctx, "Sales", ana.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ft.Reset()
+	cur.LastName = "Smith"
+	if _, err := f.idx.Update(ctx, cur, cur.ETag); err != nil {
+		t.Fatal(err)
+	}
+	f.trips(t, "Update, renamed", 4)
+	f.check(t, "Sales")
+	if _, err := f.idx.Update(ctx, cur, cur.ETag); !errors.Is(err, table.ErrPreconditionFailed) {
+		t.Fatalf("Update with a stale ETag: %v", err)
+	}
+	f.trips(t, "Update with a stale ETag", 1)
+
+	// Delete the last Jones: the index entity goes with him.
+	if _, err := f.idx.Delete(ctx, "Sales", jo.ID, azcore.ETagAny); err != nil {
+		t.Fatal(err)
+	}
+	f.trips(t, "Delete", 3)
+	f.check(t, "Sales")
+	if lists := f.storedLists(t, "Sales"); len(lists) != 1 || len(lists["Smith"]) != 2 {
+		t.Fatalf("lists after the last Jones left: %v", lists)
+	}
+	if _, err := f.idx.Delete(ctx, "Sales", jo.ID, azcore.ETagAny); !errors.Is(err, table.ErrNotFound) {
+		t.Fatalf("Delete of a missing employee: %v", err)
+	}
+	if _, err := f.idx.Update(ctx, jo, azcore.ETagAny); !errors.Is(err, table.ErrNotFound) {
+		t.Fatalf("Update of a missing employee: %v", err)
+	}
+	if _, err := f.idx.Insert(ctx, ben); !errors.Is(err, table.ErrAlreadyExists) {
+		t.Fatalf("Insert of an existing employee: %v", err)
+	}
+	f.check(t, "Sales")
+}
+
+// TestValidation: bad options and bad input are refused before the
+// network with a sentinel; nothing is sent.
+func TestValidation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	opts := func(mod func(*indexentity.Options[Employee])) *indexentity.Options[Employee] {
+		o := &indexentity.Options[Employee]{Name: "LastName", Value: lastName}
+		mod(o)
+		return o
+	}
+	for name, o := range map[string]*indexentity.Options[Employee]{
+		"no options":      nil,
+		"no Value":        opts(func(o *indexentity.Options[Employee]) { o.Value = nil }),
+		"no Name":         opts(func(o *indexentity.Options[Employee]) { o.Name = "" }),
+		"Name with !":     opts(func(o *indexentity.Options[Employee]) { o.Name = "Last!Name" }),
+		"Name too long":   opts(func(o *indexentity.Options[Employee]) { o.Name = strings.Repeat("n", 65) }),
+		"Concurrency < 0": opts(func(o *indexentity.Options[Employee]) { o.Concurrency = -1 }),
+	} {
+		if _, err := indexentity.New(f.employees, o); !errors.Is(err, indexentity.ErrInvalid) {
+			t.Errorf("New with %s: %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := indexentity.New[Employee](nil, opts(func(*indexentity.Options[Employee]) {})); !errors.Is(err, indexentity.ErrInvalid) {
+		t.Errorf("New without a table: %v", err)
+	}
+	f.ft.Reset()
+
+	long := strings.Repeat("j", keys.MaxKeyLength)
+	for name, err := range map[string]error{
+		"Insert, RowKey with /":  second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "a/b", LastName: "Jones"})),
+		"Insert, value too long": second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "1", LastName: long})),
+		"Update, no ETag":        second(f.idx.Update(ctx, emp("Sales", 1, "Jones"), "")),
+		"Update, value too long": second(f.idx.Update(ctx, Employee{Department: "Sales", ID: "1", LastName: long}, azcore.ETagAny)),
+		"Delete, no ETag":        second(f.idx.Delete(ctx, "Sales", "1", "")),
+		"Delete, bad key":        second(f.idx.Delete(ctx, "Sales", "a#b", azcore.ETagAny)),
+		"Delete, no partition":   second(f.idx.Delete(ctx, "", "1", azcore.ETagAny)),
+		"Lookup, no partition":   second(f.idx.Lookup(ctx, "", "Jones")),
+		"Lookup, value too long": second(f.idx.Lookup(ctx, "Sales", long)),
+		"LookupEntities, bad pk": second(f.idx.LookupEntities(ctx, "a?b", "Jones")),
+	} {
+		var sentinel bool
+		for _, s := range []error{indexentity.ErrInvalid, table.ErrInvalidKey, table.ErrNoETag} {
+			sentinel = sentinel || errors.Is(err, s)
+		}
+		if !sentinel {
+			t.Errorf("%s: %v, want a sentinel", name, err)
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := f.idx.Insert(cancelled, emp("Sales", 1, "Jones")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Insert with a cancelled context: %v", err)
+	}
+	if _, err := f.idx.LookupEntities(cancelled, "Sales", "Jones"); !errors.Is(err, context.Canceled) {
+		t.Errorf("LookupEntities with a cancelled context: %v", err)
+	}
+	f.trips(t, "invalid requests", 0)
+}
+
+func second[V any](_ V, err error) error { return err }
+
+// TestListLimits: a list spreads over several properties as it grows;
+// one that would pass an entity's 1 MiB is refused after the read and
+// before the transaction (table.ErrTooLarge, pointing to the blob store),
+// and shrinks again by removals.
+func TestListLimits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	// Ids of 60 characters: 122 bytes each as the service counts them.
+	fake := func(n int) []indexentity.ID {
+		ids := make([]indexentity.ID, n)
+		for i := range ids {
+			ids[i] = indexentity.ID{PartitionKey: "Sales", RowKey: fmt.Sprintf("z%059d", i)}
+		}
+		return ids
+	}
+	ana := Employee{Department: "Sales", ID: fmt.Sprintf("a%059d", 1), LastName: "Jones"}
+	bo := Employee{Department: "Sales", ID: fmt.Sprintf("b%059d", 1), LastName: "Jones"}
+	if _, err := f.idx.Insert(ctx, ana); err != nil {
+		t.Fatal(err)
+	}
+	// The most such ids one index entity holds, found by bisection against
+	// the package's own limit.
+	lo, hi := 1, 20000
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		err := indexentity.SeedList(ctx, f.idx, "Sales", "Jones", fake(mid))
+		switch {
+		case err == nil:
+			lo = mid
+		case errors.Is(err, table.ErrTooLarge):
+			hi = mid - 1
+		default:
+			t.Fatal(err)
+		}
+	}
+	if lo < 8000 || lo > 8600 {
+		t.Fatalf("an index entity holds %d ids of 60 characters; about 8,590 fit in 1 MiB as the service counts it", lo)
+	}
+	// Fill the list to its limit with ana in it: stored in several
+	// properties, read back whole.
+	full := append(fake(lo-1), indexentity.ID{PartitionKey: "Sales", RowKey: ana.ID})
+	if err := indexentity.SeedList(ctx, f.idx, "Sales", "Jones", full); err != nil {
+		t.Fatal(err)
+	}
+	row, err := f.clean.Get(ctx, "Sales", keys.Join(indexentity.KeyPrefix, "LastName", "Jones"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(row.Properties); n < 16 {
+		t.Fatalf("a full list in %d properties, want 16 or more (64 KiB each)", n)
+	}
+	ids, err := f.idx.Lookup(ctx, "Sales", "Jones")
+	if err != nil || len(ids) != lo {
+		t.Fatalf("Lookup of the full list: %d ids, %v; want %d", len(ids), err, lo)
+	}
+	f.ft.Reset()
+	_, err = f.idx.Insert(ctx, bo)
+	if !errors.Is(err, table.ErrTooLarge) || !strings.Contains(err.Error(), "Options.Blobs") {
+		t.Fatalf("Insert into a full list: %v, want ErrTooLarge naming the blob store", err)
+	}
+	f.trips(t, "Insert into a full list (the read only)", 1)
+	if _, err := f.employees.Get(ctx, "Sales", bo.ID, nil); !errors.Is(err, table.ErrNotFound) {
+		t.Fatalf("the refused employee was written: %v", err)
+	}
+	// A removal from the full list is a write of a smaller entity.
+	if _, err := f.idx.Delete(ctx, "Sales", ana.ID, azcore.ETagAny); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := f.idx.Lookup(ctx, "Sales", "Jones"); err != nil || len(ids) != lo-1 || slices.Contains(ids, indexentity.ID{PartitionKey: "Sales", RowKey: ana.ID}) {
+		t.Fatalf("after the delete: %d ids, %v", len(ids), err)
+	}
+	if _, err := f.idx.Insert(ctx, bo); err != nil {
+		t.Fatalf("Insert after a removal made room: %v", err)
+	}
+}
+
+// TestCrashBeforeTransaction: an operation stopped after its reads and
+// before its transaction (the crash table's middle rows) changed nothing.
+func TestCrashBeforeTransaction(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	ana := emp("Sales", 1, "Jones")
+	if _, err := f.idx.Insert(ctx, ana); err != nil {
+		t.Fatal(err)
+	}
+	f.ft.Reset()
+	crash := errors.New("crash")
+	indexentity.SetHook(f.idx, func(step string) error {
+		if step == "transaction" {
+			return crash
+		}
+		return nil
+	})
+	renamed := ana
+	renamed.LastName = "Smith"
+	for name, err := range map[string]error{
+		"Insert": second(f.idx.Insert(ctx, emp("Sales", 2, "Jones"))),
+		"Update": second(f.idx.Update(ctx, renamed, azcore.ETagAny)),
+		"Delete": second(f.idx.Delete(ctx, "Sales", ana.ID, azcore.ETagAny)),
+	} {
+		if !errors.Is(err, crash) {
+			t.Errorf("%s: %v, want the crash", name, err)
+		}
+	}
+	for _, r := range f.ft.Requests() {
+		if r.Method != "GET" {
+			t.Fatalf("a write was sent: %s %s", r.Method, r.URL)
+		}
+	}
+	f.check(t, "Sales")
+	if lists := f.storedLists(t, "Sales"); len(lists) != 1 || len(lists["Jones"]) != 1 {
+		t.Fatalf("lists: %v", lists)
+	}
+}

@@ -1,0 +1,138 @@
+package indexentity
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// How a list of ids is stored.
+//
+// An id is the entity's RowKey in the same-partition store, and
+// keys.Join(PartitionKey, RowKey) in the other two. Neither contains '/'
+// (the service refuses it in keys, and keys.Join escapes nothing into it),
+// so each id is written followed by '/', and a list is its ids in sorted
+// (byte) order. An index entity holds the list in string properties
+// ListProperty+"00", ListProperty+"01", ... each at most 32,768 UTF-16 code
+// units (table.MaxValueSize) and holding whole ids; a blob holds it as one
+// id per line.
+
+// ListProperty starts the names of the properties of an index entity that
+// hold its list: Ids00, Ids01, and so on, each a string of ids, each id
+// followed by '/'.
+const ListProperty = "Ids"
+
+// maxValueUnits is the most UTF-16 code units of one string property.
+const maxValueUnits = table.MaxValueSize / 2
+
+// stampReserve is the room an index entity keeps for the core's write
+// history (table.WriteProperty: its name and at most HistoryLength
+// identities of 11 characters and a comma), so that the history always
+// fits and a lost response to a write of the index entity can be verified.
+var stampReserve = 8 + 2*len(table.WriteProperty) + 4 + 2*table.HistoryLength*12
+
+// units is the length of s in UTF-16 code units, as the service counts
+// strings.
+func units(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// listProperties returns the properties of an index entity with keys
+// (pk, rk) holding ids (sorted), or an error wrapping table.ErrTooLarge
+// when the entity would pass the service's 1 MiB with room left for the
+// write history. what names the list for the error.
+func listProperties(pk, rk string, ids []string, what string) (map[string]any, error) {
+	size := 4 + 2*units(pk) + 2*units(rk) + stampReserve
+	props := map[string]any{}
+	var b strings.Builder
+	n := 0 // UTF-16 code units in b
+	flush := func() {
+		name := fmt.Sprintf("%s%02d", ListProperty, len(props))
+		props[name] = b.String()
+		size += 8 + 2*len(name) + 4 + 2*n
+		b.Reset()
+		n = 0
+	}
+	for _, id := range ids {
+		u := units(id) + 1
+		if n+u > maxValueUnits {
+			flush()
+		}
+		b.WriteString(id)
+		b.WriteByte('/')
+		n += u
+	}
+	if n > 0 {
+		flush()
+	}
+	if size > table.MaxEntitySize {
+		return nil, fmt.Errorf("%w: the list of %s would hold %d ids in an entity of %d bytes as the service counts them, more than one entity's %d (with room for its write history): keep such lists in blobs (Options.Blobs), which hold lists of any size",
+			table.ErrTooLarge, what, len(ids), size, table.MaxEntitySize)
+	}
+	return props, nil
+}
+
+// listOf reads the ids of an index entity's list properties, sorted.
+func listOf(props map[string]any) ([]string, error) {
+	names := make([]string, 0, len(props))
+	for name := range props {
+		if strings.HasPrefix(name, ListProperty) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var ids []string
+	for _, name := range names {
+		s, ok := props[name].(string)
+		if !ok {
+			return nil, fmt.Errorf("indexentity: list property %s holds %T, not a string", name, props[name])
+		}
+		ids = appendIDs(ids, s, '/')
+	}
+	return sortedIDs(ids), nil
+}
+
+// appendIDs appends the ids of s, each followed by sep.
+func appendIDs(ids []string, s string, sep byte) []string {
+	for len(s) > 0 {
+		i := strings.IndexByte(s, sep)
+		if i < 0 {
+			return append(ids, s) // a last id without its separator
+		}
+		ids = append(ids, s[:i])
+		s = s[i+1:]
+	}
+	return ids
+}
+
+// sortedIDs sorts ids if needed and drops duplicates, so that a list
+// written by other code still reads as a set.
+func sortedIDs(ids []string) []string {
+	if !slices.IsSorted(ids) {
+		slices.Sort(ids)
+	}
+	return slices.Compact(ids)
+}
+
+// set puts id into the sorted list ids (in) or takes it out, and reports
+// whether the list changed.
+func set(ids []string, id string, in bool) ([]string, bool) {
+	i, found := slices.BinarySearch(ids, id)
+	switch {
+	case in && !found:
+		return slices.Insert(slices.Clip(ids), i, id), true
+	case !in && found:
+		return slices.Delete(slices.Clone(ids), i, i+1), true
+	}
+	return ids, false
+}

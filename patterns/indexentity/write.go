@@ -1,0 +1,316 @@
+package indexentity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// entry is an entity to write: v as a property bag with its keys, and its
+// indexed value.
+type entry struct {
+	d      table.Dynamic
+	pk, rk string
+	value  string
+}
+
+// prepare checks v as tbl would write it and computes its keys and value.
+func (x *Index[T]) prepare(v T) (entry, error) {
+	o := x.tbl.InsertOp(v) // the keys, and every limit checked
+	if err := o.Err(); err != nil {
+		return entry{}, err
+	}
+	d, err := table.ToDynamic(v)
+	if err != nil {
+		return entry{}, err
+	}
+	d.Meta = table.Meta{}
+	d.PartitionKey, d.RowKey = o.PartitionKey(), o.RowKey()
+	e := entry{d: d, pk: d.PartitionKey, rk: d.RowKey, value: x.value(&v)}
+	if err := x.checkValue(e.pk, e.value); err != nil {
+		return entry{}, err
+	}
+	return e, nil
+}
+
+// checkValue checks that value's list can be addressed.
+func (x *Index[T]) checkValue(pk, value string) error {
+	_, _, err := x.listKey(pk, value)
+	return err
+}
+
+// valueOf returns the indexed value of an entity read as a property bag.
+func (x *Index[T]) valueOf(d table.Dynamic) (string, error) {
+	v, err := table.FromDynamic[T](d)
+	if err != nil {
+		return "", fmt.Errorf("indexentity: entity (%q, %q): %w", d.PartitionKey, d.RowKey, err)
+	}
+	return x.value(&v), nil
+}
+
+// conflict marks an error after which an ETag loop reads again and starts
+// over: another writer changed what it read.
+type conflict struct{ err error }
+
+func (c *conflict) Error() string { return c.err.Error() }
+func (c *conflict) Unwrap() error { return c.err }
+
+func isConflict(err error) bool {
+	var c *conflict
+	return errors.As(err, &c)
+}
+
+// loop runs one pass of an ETag loop (read, then write) until it
+// succeeds, fails for another reason than a conflict, or the retry policy
+// gives up; Result.Conflicts counts the passes that met a conflict.
+func (x *Index[T]) loop(ctx context.Context, op string, pass func(ctx context.Context) (Result, error)) (Result, error) {
+	p := x.retry
+	p.Retryable = isConflict
+	var res Result
+	var last error
+	conflicts := 0
+	err := p.Do(ctx, func(ctx context.Context) error {
+		r, err := pass(ctx)
+		if err != nil {
+			if isConflict(err) {
+				conflicts++
+			}
+			last = err
+			return err
+		}
+		res = r
+		return nil
+	})
+	res.Conflicts = conflicts
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil || isConflict(last):
+		return Result{Conflicts: conflicts}, fmt.Errorf("indexentity: %s: %w", op, err)
+	}
+	return Result{Conflicts: conflicts}, last
+}
+
+// Roles of the ops of a transaction: the entity's op is always first.
+const entityOp = 0
+
+// settle classifies a failed transaction of an ETag loop: a 412, 409 or
+// 404 on a list's index entity is a conflict (another writer changed or
+// created or removed it since the read); so is a 412 on the entity when the
+// caller gave azcore.ETagAny (the loop conditions the write on the version
+// it read, which another writer replaced). Everything else is final:
+// ErrOutcomeUnknown (the core could not settle a lost response; never
+// retried), ErrAlreadyExists of an insert, ErrPreconditionFailed for the
+// caller's ETag, ErrNotFound of the entity.
+func settle(err error, etag azcore.ETag) error {
+	if err == nil || errors.Is(err, table.ErrOutcomeUnknown) {
+		return err
+	}
+	var oe *table.OpError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	raced := errors.Is(oe, table.ErrPreconditionFailed) || errors.Is(oe, table.ErrAlreadyExists) || errors.Is(oe, table.ErrNotFound)
+	switch {
+	case oe.Index != entityOp && raced:
+		return &conflict{err}
+	case oe.Index == entityOp && etag == azcore.ETagAny && errors.Is(oe, table.ErrPreconditionFailed):
+		return &conflict{err}
+	}
+	return err
+}
+
+// submit sends ops (the entity's first) as one transaction and reports the
+// entity op's result.
+func (x *Index[T]) submit(ctx context.Context, ops []table.Op, etag azcore.ETag) (Result, error) {
+	if err := x.step("transaction"); err != nil {
+		return Result{}, err
+	}
+	res, err := x.ent.Submit(ctx, table.Atomic(ops...), nil)
+	if err = settle(err, etag); err != nil {
+		return Result{}, err
+	}
+	return Result{ETag: res.Ops[entityOp].ETag, Verified: res.Ops[entityOp].Verified}, nil
+}
+
+// Insert adds v and puts its id in the list of its value; ErrAlreadyExists
+// when an entity with its keys exists.
+//
+// The guide's procedure: (1) read the index entity of
+// v's value and its ETag; (2) one transaction inserts v and inserts the
+// index entity or replaces it If-Match the ETag read; (3) when another
+// writer changed the index entity in between (412, or 409 when both
+// created it), start again at (1), through Options.Retry. 2 round trips,
+// +2 per conflict. A list that would pass one entity's 1 MiB is refused
+// after the read, before the transaction (table.ErrTooLarge).
+func (x *Index[T]) Insert(ctx context.Context, v T) (Result, error) {
+	e, err := x.prepare(v)
+	if err != nil {
+		return Result{}, err
+	}
+	lpk, lrk, _ := x.listKey(e.pk, e.value)
+	return x.loop(ctx, "insert", func(ctx context.Context) (Result, error) {
+		l, err := x.readList(ctx, lpk, lrk)
+		if err != nil {
+			return Result{}, err
+		}
+		l.ids, _ = set(l.ids, e.rk, true)
+		lop, _, err := x.listOp(l, e.value)
+		if err != nil {
+			return Result{}, err
+		}
+		return x.submit(ctx, []table.Op{x.ent.InsertOp(e.d), lop}, "")
+	})
+}
+
+// Update replaces the entity with v (table.Replace, so that its value is
+// exactly Value(v)) if its ETag matches etag (or whatever version exists,
+// with azcore.ETagAny), and moves its id to the list of its new value when
+// the value changed: the guide's rename (Jones -> Smith). It reads the
+// entity first, to learn the value it has: ErrNotFound when it does not
+// exist, ErrPreconditionFailed when etag is not its ETag. An empty etag is
+// table.ErrNoETag.
+//
+// When the value is unchanged, one transaction
+// replaces the entity If-Match the ETag read (2 round trips). Otherwise the
+// two index entities are read (concurrently) and one transaction over the
+// three entities, each with its ETag, replaces the entity, takes its id out
+// of the old list (deleting the index entity if the list is now empty) and
+// puts it into the new one: 4 round trips, 3 in sequence, +4 per conflict.
+//
+// With azcore.ETagAny the write is conditioned on the version read, and a
+// writer that changes the entity in between sends the loop back to the
+// read (a conflict), so that the value moved out of is always the value
+// replaced.
+func (x *Index[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, error) {
+	if etag == "" {
+		return Result{}, fmt.Errorf("indexentity: update: %w", table.ErrNoETag)
+	}
+	e, err := x.prepare(v)
+	if err != nil {
+		return Result{}, err
+	}
+	return x.loop(ctx, "update", func(ctx context.Context) (Result, error) {
+		cur, old, err := x.current(ctx, "update", e.pk, e.rk, etag)
+		if err != nil {
+			return Result{}, err
+		}
+		d := e.d
+		d.Meta = cur.Meta // the version read, with its write history: exact verification
+		eop := x.ent.UpdateOp(d, cur.ETag, table.Replace)
+		if old == e.value {
+			return x.submit(ctx, []table.Op{eop}, etag)
+		}
+		ops, err := x.moveOps(ctx, e.pk, e.rk, old, e.value)
+		if err != nil {
+			return Result{}, err
+		}
+		return x.submit(ctx, append([]table.Op{eop}, ops...), etag)
+	})
+}
+
+// Delete removes the entity (partitionKey, rowKey) if its ETag matches
+// etag (or whatever version exists, with azcore.ETagAny) and takes its id
+// out of the list of its value, deleting the index entity when the list is
+// then empty. It reads the entity first, to learn its value: ErrNotFound
+// when it does not exist, ErrPreconditionFailed when etag is not its ETag.
+//
+// The entity read, the index entity read, and one transaction deleting
+// the entity and updating (or deleting) the index entity, each If-Match
+// the ETag read: 3 round trips, +3 per conflict.
+//
+// When the transaction's response is lost and the index entity is
+// deleted with the entity, nothing is left to read: like table.Delete,
+// Delete then reports ErrOutcomeUnknown (which also matches
+// table.ErrNotFound); the entity and its id are gone together or neither.
+func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) (Result, error) {
+	if etag == "" {
+		return Result{}, fmt.Errorf("indexentity: delete: %w", table.ErrNoETag)
+	}
+	if err := table.DeleteOp(partitionKey, rowKey, etag).Err(); err != nil {
+		return Result{}, err // the keys, checked before the network
+	}
+	return x.loop(ctx, "delete", func(ctx context.Context) (Result, error) {
+		cur, old, err := x.current(ctx, "delete", partitionKey, rowKey, etag)
+		if err != nil {
+			return Result{}, err
+		}
+		eop := table.DeleteOp(partitionKey, rowKey, cur.ETag)
+		lpk, lrk, err := x.listKey(partitionKey, old)
+		if err != nil {
+			return Result{}, err
+		}
+		l, err := x.readList(ctx, lpk, lrk)
+		if err != nil {
+			return Result{}, err
+		}
+		ops := []table.Op{eop}
+		if ids, changed := set(l.ids, rowKey, false); changed {
+			l.ids = ids
+			lop, _, err := x.listOp(l, old)
+			if err != nil {
+				return Result{}, err
+			}
+			ops = append(ops, lop)
+		}
+		return x.submit(ctx, ops, etag)
+	})
+}
+
+// current reads the entity (pk, rk) as a property bag, checks it against
+// the caller's etag and returns it with its value.
+func (x *Index[T]) current(ctx context.Context, op, pk, rk string, etag azcore.ETag) (table.Dynamic, string, error) {
+	cur, err := x.ent.Get(ctx, pk, rk, nil)
+	if err != nil {
+		return cur, "", err
+	}
+	if etag != azcore.ETagAny && cur.ETag != etag {
+		return cur, "", fmt.Errorf("indexentity: %s (%q, %q): %w (its ETag is %s, not %s)", op, pk, rk, table.ErrPreconditionFailed, cur.ETag, etag)
+	}
+	old, err := x.valueOf(cur)
+	return cur, old, err
+}
+
+// moveOps reads the index entities of values old and new (concurrently)
+// and returns the writes that move rk from the one to the other in
+// partition pk: each conditioned on the ETag read, or an insert; a list
+// that already holds what it should is left out.
+func (x *Index[T]) moveOps(ctx context.Context, pk, rk, old, new string) ([]table.Op, error) {
+	values := [2]string{old, new}
+	var lists [2]list
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range values {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lpk, lrk, err := x.listKey(pk, values[i])
+			if err == nil {
+				lists[i], err = x.readList(ctx, lpk, lrk)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	var ops []table.Op
+	for i, in := range []bool{false, true} {
+		ids, changed := set(lists[i].ids, rk, in)
+		if !changed {
+			continue
+		}
+		lists[i].ids = ids
+		op, _, err := x.listOp(lists[i], values[i])
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
