@@ -2,11 +2,14 @@
 // (pattern 4): to find every entity that shares a non-unique value (all
 // employees named Jones) without a scan, keep, for each value, the list of
 // the ids of the entities that have it, and look the list up with one read.
+// The guide keeps the list in one of three places, and so does an Index:
 //
-// The guide keeps the list in one of three places: an index entity in the
-// entities' partition (strong), an index entity in another partition or
-// table, or a blob (both eventually consistent). This package implements
-// the first; the eventual ones follow on patterns/eventual.
+//	store                       Options             consistency   lookup
+//	same partition (option 2)   neither             strong        one partition
+//	another partition or table  Table (+ Queue)     eventual      all partitions
+//	  (option 3)
+//	a blob (option 1)           Blobs (+ Queue)     eventual      all partitions,
+//	                                                              lists of any size
 //
 // An Index is declared over a table.Table[T] with the indexed value as a
 // function of T (Options.Value). Its writes, Insert, Update and Delete,
@@ -20,47 +23,96 @@
 //	_, err = byName.Insert(ctx, Employee{Department: "Sales", ID: "000223", LastName: "Jones"})
 //	joneses, err := byName.LookupEntities(ctx, "Sales", "Jones")
 //
+// # When each store fits
+//
+// Same partition: the entities of one partition (one department) looked up
+// by value, always exact. Each list lives in an index entity beside the
+// entities, written in the same entity group transaction as the entity, so
+// an entity and its id never disagree. The cost: every write reads the index
+// entity first, writers of one value contend for its ETag, a list is limited
+// to one entity (about 1 MiB of ids, see Limits), and lookups are per
+// partition.
+//
+// Another partition or table: organisation-wide lookups (every Jones of the
+// company), and index writes spread over one partition per value instead of
+// loading the entities' partitions. The lists follow the entities
+// eventually, through patterns/eventual: a write commits the entity and an
+// intent together, and a worker brings the lists in line. Same 1 MiB limit
+// per list.
+//
+// A blob: like the other eventual store, for lists that may pass 1 MiB (a
+// value shared by hundreds of thousands of entities): one blob per value,
+// written with the blob's ETag. A lookup downloads the whole list.
+//
 // # Layout
 //
-// An index entity holds its list in string properties ListProperty+"00",
-// ListProperty+"01", ... (Ids00, Ids01, ...), each at most 64 KiB (32,768
-// UTF-16 code units) of whole RowKeys, each followed by '/', sorted. A key
-// cannot contain '/' (the service refuses it), so the encoding needs no
-// escaping. Its keys: PartitionKey = the entities', RowKey =
-// keys.Join(KeyPrefix, Name, value), which starts with
-// table.ReservedPrefix, so typed queries of the table skip it (it never
-// decodes into T). An empty list is no index entity: the write that
-// empties a list deletes it.
+// Index entities (both table stores) hold their list in string properties
+// ListProperty+"00", ListProperty+"01", ... (Ids00, Ids01, ...), each at
+// most 64 KiB (32,768 UTF-16 code units) of whole ids, each id followed by
+// '/', sorted: the entity's RowKey in the same-partition store,
+// keys.Join(PartitionKey, RowKey) in the others. Neither can contain '/'
+// (the service refuses it in keys), so the encoding needs no escaping.
+// Their keys start with KeyPrefix, which starts with table.ReservedPrefix:
+//
+//	same partition      PartitionKey = the entity's, RowKey = keys.Join(KeyPrefix, Name, value)
+//	another partition   PartitionKey = keys.Join(KeyPrefix, Name, value), RowKey = KeyPrefix
+//	blob                name keys.Join(Name, value), one id per line
+//
+// so typed queries of the table skip them (they never decode into T), and
+// another partition means one partition per value. An empty list is no
+// index entity and no blob: the write that empties a list deletes it.
 //
 // # Limits
 //
 // Checked before the network: keys and values as the table package checks
-// them, a value whose index key would pass 1,024 characters
+// them, a value whose index key (or blob name) would pass 1,024 characters
 // (table.ErrInvalidKey), Options (ErrInvalid). One index entity holds at
 // most 1 MiB as the service counts it (strings at 2 bytes a character),
 // less the room kept for the core's write history (table.WriteProperty, so
 // that lost responses stay verifiable): about 74,000 ids of 6 characters,
 // 8,589 of 60. A write whose list would pass that is refused after the read
-// and before its transaction, with table.ErrTooLarge.
+// and before its transaction, with table.ErrTooLarge naming the blob store.
+// Blob lists are limited by a blob's single upload (256 MiB: millions of
+// ids), and tested at 100,000 ids.
 //
 // # Consistency
 //
-// Strong. The guide's procedure, step by step. Insert: (1) read the index
-// entity of the value and its ETag; (2) one transaction inserts the entity
-// and inserts the index entity, or replaces it If-Match the ETag read; (3)
-// on a concurrency failure start again at (1). Delete: read the entity (to
-// learn its value and ETag), read the index entity, one transaction
-// deletes both or deletes the entity and replaces the index entity, each
-// If-Match. Update that renames (Jones -> Smith): read the entity, read the
-// two index entities, one transaction over the three entities, each with
-// its ETag. A concurrency failure is a 412 (or a 409 when two writers
-// create one index entity) on an index entity, or on the entity when the
-// caller gave azcore.ETagAny; the loop starts again through Options.Retry
-// (default DefaultRetry: full jitter, which measured best under
-// contention), and Result.Conflicts counts the new starts. A 412 on the
-// caller's own ETag is ErrPreconditionFailed, at once. Every transaction is
-// atomic, so at every moment each entity's id is in exactly the list of
-// its value.
+// Same partition: strong. The guide's procedure, step by step. Insert:
+// (1) read the index entity of the value and its ETag; (2) one transaction
+// inserts the entity and inserts the index entity, or replaces it If-Match
+// the ETag read; (3) on a concurrency failure start again at (1). Delete:
+// read the entity (to learn its value and ETag), read the index entity,
+// one transaction deletes both or deletes the entity and replaces the index
+// entity, each If-Match. Update that renames (Jones -> Smith): read the
+// entity, read the two index entities, one transaction over the three
+// entities, each with its ETag. A concurrency failure is a 412 (or a 409
+// when two writers create one index entity) on an index entity, or on the
+// entity when the caller gave azcore.ETagAny; the loop starts again through
+// Options.Retry (default DefaultRetry: full jitter, which measured best
+// under contention), and Result.Conflicts counts the new starts. A 412 on
+// the caller's own ETag is ErrPreconditionFailed, at once. Every
+// transaction is atomic, so at every moment each entity's id is in exactly
+// the list of its value.
+//
+// Eventual stores: a write commits the entity and an intent in one
+// eventual.Queue.Commit (the intent runs if and only if the entity's write
+// applied, whatever crashes), naming the values whose lists may change: the
+// entity's value before the write (read first, and the write conditioned on
+// that version, so it is exact) and after it. The worker (Handler, run by an
+// eventual.Worker) reconciles from the source of truth: it reads the entity,
+// puts its id in the list of the value it has now and takes it out of the
+// lists of the intent's other values, writing only what differs (each list
+// with its ETag, again on a conflict), then reads the entity again, and
+// starts over if it changed meanwhile, so that a pass never leaves a list
+// agreeing with a version that a later write replaced before the pass
+// ended. Duplicate, late and reordered intents are harmless: each run
+// leaves the lists as the entity is. Stale ids are found without scans: a
+// value's list can only hold an entity's id wrongly if the entity had that
+// value, and every write that moved it away named it in its intent. Until
+// the worker ran, a lookup may miss new ids and return stale ones;
+// LookupEntities reads every entity and returns only those that have the
+// value. Every write of an indexed entity must go through the Index (as
+// with any index).
 //
 // # Write outcomes
 //
@@ -75,23 +127,36 @@
 // emptied index entity) whose response is lost leaves nothing to read;
 // Delete then reports ErrOutcomeUnknown (which also matches
 // table.ErrNotFound), and the entity and its id are gone together or
-// neither.
+// neither. In the worker, an unknown outcome of a list write is settled by
+// reading the list again: it either holds the change or gets it written
+// again (the comparison is the verification; nothing is written blindly).
 //
 // # Cost in round trips
 //
-//	Insert                          2 (index read + transaction), +2 per conflict
-//	Update, value unchanged         2 (entity read + transaction)
-//	Update, renamed                 4 (entity read, 2 index reads in parallel,
-//	                                transaction), +4 per conflict
-//	Delete                          3 (entity read, index read, transaction)
-//	Lookup                          1 (a point read of the index entity)
-//	LookupEntities                  1 + 1 per id (point reads, Concurrency at a time)
+//	same partition
+//	  Insert                          2 (index read + transaction), +2 per conflict
+//	  Update, value unchanged         2 (entity read + transaction)
+//	  Update, renamed                 4 (entity read, 2 index reads in parallel,
+//	                                  transaction), +4 per conflict
+//	  Delete                          3 (entity read, index read, transaction)
+//	  Lookup                          1 (a point read of the index entity)
+//	  LookupEntities                  1 + 1 per id (point reads, Concurrency at a time)
+//	another partition or a blob
+//	  Insert                          3 (eventual.Queue.Commit: reserve, transaction, release)
+//	  Update, renamed                 4 (entity read + Commit)
+//	  Update, value unchanged         2 (entity read + replace; no intent)
+//	  Delete                          4 (entity read + Commit)
+//	  Lookup                          1 (index entity read or blob download)
+//	  LookupEntities                  1 + 1 per id
+//	  worker, per intent              2 entity reads + 1 list read per value named
+//	                                  + 1 write per list changed, + the worker's
+//	                                  own (message delete, commit record removal)
 //	+1 read whenever a lost response must be settled (package table)
 //
 // # Crash points
 //
-// Every write ends with one transaction, so a process that stops at any
-// point leaves each entity and its id together:
+// Same partition: every write ends with one transaction, so a process that
+// stops at any point leaves each entity and its id together:
 //
 //	stopped                                   state
 //	before or between the reads               unchanged
@@ -99,4 +164,21 @@
 //	transaction sent, answer lost             entity and lists changed together, or
 //	                                          not at all (ErrOutcomeUnknown only when
 //	                                          the core cannot settle it)
+//
+// Eventual stores: Commit's own crash table (package eventual) guarantees
+// that an intent runs if and only if its entity write applied. The
+// worker's handler:
+//
+//	stopped (or failed)                       state              next delivery
+//	after the first entity read               unchanged          runs the pass
+//	after some list writes                    some lists fixed   fixes the rest (writes
+//	                                                             only what differs)
+//	after the list writes, before the         lists fixed        finds nothing to fix
+//	  second entity read
+//	the entity changed during the pass        some lists may     the pass starts again at
+//	                                          follow the old     once (errMoved), then by
+//	                                          version            redelivery
+//
+// A list write whose answer is lost is read back before anything else is
+// decided.
 package indexentity

@@ -7,23 +7,55 @@ import (
 )
 
 // SetHook installs a test hook called at every step boundary ("transaction"
-// before a write's transaction); an error it returns is a crash there.
+// and "commit" before a write's transaction, "ensure" before each list a
+// reconciling pass checks, "blob" before a blob write, "verify" before a
+// pass's second read of the entity); an error it returns is a crash there.
 func SetHook[T any](x *Index[T], h func(step string) error) { x.hook = h }
 
-// SeedList writes value's list of ids (RowKeys in partition pk) directly,
-// unconditionally: for benchmarks and tests that need a long list without
-// its writes.
+// Enqueue puts an intent for entity (pk, rk) naming values on the queue,
+// as a duplicate or late delivery would.
+func Enqueue[T any](ctx context.Context, x *Index[T], pk, rk string, values ...string) error {
+	_, err := x.q.Enqueue(ctx, x.kind.New(change{pk, rk, values}))
+	return err
+}
+
+// Fits reports whether value's index entity can hold ids (for the
+// same-partition store, RowKeys in partition pk), without the network.
+func Fits[T any](x *Index[T], pk, value string, ids []ID) bool {
+	var s []string
+	for _, id := range ids {
+		s = append(s, x.idOf(id.PartitionKey, id.RowKey))
+	}
+	lpk, lrk, err := x.listKey(pk, value)
+	if err != nil {
+		return false
+	}
+	_, err = listProperties(lpk, lrk, sortedIDs(s), value)
+	return err == nil
+}
+
+// SeedList writes value's list of ids (RowKeys in partition pk for the
+// same-partition store, else keys of any partition) directly, unconditionally:
+// for benchmarks and tests that need a long list without its writes.
 func SeedList[T any](ctx context.Context, x *Index[T], pk, value string, ids []ID) error {
 	var l list
 	for _, id := range ids {
-		l.ids = append(l.ids, id.RowKey)
+		l.ids = append(l.ids, x.idOf(id.PartitionKey, id.RowKey))
 	}
 	l.ids = sortedIDs(l.ids)
+	if x.store == blobs {
+		cur, err := x.readBlob(ctx, value)
+		if err != nil {
+			return err
+		}
+		l.found, l.etag = cur.found, cur.etag
+		return x.writeBlob(ctx, value, l)
+	}
 	lpk, lrk, err := x.listKey(pk, value)
 	if err != nil {
 		return err
 	}
-	props, err := listProperties(lpk, lrk, l.ids, "value "+value)
+	props, err := listProperties(lpk, lrk, l.ids, value)
 	if err != nil {
 		return err
 	}

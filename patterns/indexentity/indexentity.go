@@ -7,7 +7,10 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -19,15 +22,20 @@ import (
 // too large for an index entity is table.ErrTooLarge.
 var ErrInvalid = errors.New("indexentity: invalid request")
 
-// KeyPrefix starts the RowKey of index entities (keys.Join(KeyPrefix,
-// Name, value)). It starts with
+// KeyPrefix starts the keys of index entities: the RowKey of an index
+// entity in the same-partition store (keys.Join(KeyPrefix, Name, value)),
+// and both keys of one in another table or partition (PartitionKey
+// keys.Join(KeyPrefix, Name, value), RowKey KeyPrefix). It starts with
 // table.ReservedPrefix, so typed queries skip index entities and they
 // never decode into an application's T.
 const KeyPrefix = table.ReservedPrefix + "ix"
 
-// Options configures an Index.
+// Options configures an Index. Where the lists live is chosen by Table and
+// Blobs: neither for the same-partition store (strong), Table for index
+// entities in another partition or table (eventual), Blobs for one blob
+// per value (eventual).
 type Options[T any] struct {
-	// Name names the index, for its keys ("LastName").
+	// Name names the index, for its keys, blobs and intents ("LastName").
 	// Required: 1 to 64 ASCII letters, digits, '_' or '-'. Keep it fixed:
 	// another name is another index.
 	Name string
@@ -35,9 +43,24 @@ type Options[T any] struct {
 	// It must depend only on the entity's stored properties, be
 	// deterministic, and be safe for concurrent use.
 	Value func(*T) string
+	// Table, when set, keeps the index entities in this table, one
+	// partition per value, outside the entities' partitions (the guide's
+	// option 3: eventually consistent, organisation-wide lookups). It may be
+	// the entities' own table. Requires Queue.
+	Table *aztables.Client
+	// Blobs, when set, keeps each value's list in a blob of this container
+	// (the guide's option 1: eventually consistent, lists of any size).
+	// Requires Queue.
+	Blobs *container.Client
+	// Queue carries the intents that keep an eventual store's lists: its
+	// Options.Tables must hold the entities' table client (the one tbl
+	// uses), and a Worker must run Handler. Required with Table or Blobs;
+	// not allowed without them.
+	Queue *eventual.Queue
 	// Retry is the policy of the ETag loops (another writer changed a list
 	// or, for writes with azcore.ETagAny, the entity between the read and
-	// the write). Its Retryable is ignored. Default: DefaultRetry.
+	// the write) and of the worker's reconciling passes. Its Retryable is
+	// ignored. Default: DefaultRetry.
 	Retry *retry.Policy
 	// Concurrency is the most point reads LookupEntities has in flight.
 	// Default: 8.
@@ -50,13 +73,26 @@ type Options[T any] struct {
 // retries.
 var DefaultRetry = retry.Policy{Default: retry.Default.Default, Min: retry.Default.Min, Max: retry.Default.Max, MaxRetries: 10, FullJitter: true}
 
+// store says where an Index keeps its lists.
+type store int
+
+const (
+	samePartition store = iota
+	otherTable
+	blobs
+)
+
 // Index is the guide's index entities pattern over a table of entities of
 // type T: for each value of Options.Value, the list of the ids of the
 // entities that have it. It is safe for concurrent use.
 type Index[T any] struct {
 	tbl   *table.Table[T]
 	ent   *table.Table[table.Dynamic] // the entities as property bags: ETags and write histories
-	ix    *table.Table[table.Dynamic] // the index entities
+	ix    *table.Table[table.Dynamic] // the index entities (nil for the blob store)
+	blobs *container.Client
+	q     *eventual.Queue
+	kind  eventual.Kind[change]
+	store store
 	name  string
 	value func(*T) string
 	retry retry.Policy
@@ -82,6 +118,10 @@ type Result struct {
 	// writer changed what it had read (a 412 or 409 on a list, or on the
 	// entity of an Update or Delete with azcore.ETagAny).
 	Conflicts int
+	// Intent is the id of the intent that brings the lists of an eventual
+	// store in line with the write; empty for the same-partition store and
+	// for writes that change no indexed value.
+	Intent string
 }
 
 // New returns an Index over tbl's entities with opts. It sends nothing.
@@ -92,7 +132,7 @@ func New[T any](tbl *table.Table[T], opts *Options[T]) (*Index[T], error) {
 	if err := validName(opts.Name); err != nil {
 		return nil, err
 	}
-	x := &Index[T]{tbl: tbl, name: opts.Name, value: opts.Value, retry: DefaultRetry, conc: opts.Concurrency}
+	x := &Index[T]{tbl: tbl, blobs: opts.Blobs, q: opts.Queue, name: opts.Name, value: opts.Value, retry: DefaultRetry, conc: opts.Concurrency}
 	if opts.Retry != nil {
 		x.retry = *opts.Retry
 	}
@@ -106,11 +146,33 @@ func New[T any](tbl *table.Table[T], opts *Options[T]) (*Index[T], error) {
 	if x.ent, err = table.New[table.Dynamic](tbl.Client()); err != nil {
 		return nil, err
 	}
-	x.ix = x.ent
+	switch {
+	case opts.Table != nil && opts.Blobs != nil:
+		return nil, fmt.Errorf("%w: give Options.Table or Options.Blobs, not both", ErrInvalid)
+	case opts.Table != nil:
+		x.store = otherTable
+		if x.ix, err = table.New[table.Dynamic](opts.Table); err != nil {
+			return nil, err
+		}
+	case opts.Blobs != nil:
+		x.store = blobs
+	default:
+		x.ix = x.ent
+		if opts.Queue != nil {
+			return nil, fmt.Errorf("%w: Options.Queue is for the eventual stores (Table or Blobs); the same-partition store writes its lists in the entities' transactions", ErrInvalid)
+		}
+	}
+	if x.store != samePartition {
+		if opts.Queue == nil {
+			return nil, fmt.Errorf("%w: the eventual stores (Table, Blobs) need Options.Queue", ErrInvalid)
+		}
+		x.kind = eventual.NewKind[change]("indexentity:" + tbl.Name() + ":" + opts.Name)
+	}
 	return x, nil
 }
 
-// validName checks an index name: it goes into keys unescaped.
+// validName checks an index name: it goes into keys, blob names and kind
+// names unescaped.
 func validName(name string) error {
 	if name == "" || len(name) > 64 {
 		return fmt.Errorf("%w: index Name %q must be 1 to 64 characters", ErrInvalid, name)
@@ -126,15 +188,48 @@ func validName(name string) error {
 // Name returns the index's name.
 func (x *Index[T]) Name() string { return x.name }
 
-// listKey returns the keys of the index entity of value in partition pk.
-// It validates them as the service would.
+// listKey returns the keys of the index entity of value: in partition pk
+// (the same-partition store) or in a partition of its own. It validates
+// them as the service would.
 func (x *Index[T]) listKey(pk, value string) (lpk, lrk string, err error) {
 	k := keys.Join(KeyPrefix, x.name, value)
 	lpk, lrk = pk, k
+	if x.store != samePartition {
+		lpk, lrk = k, KeyPrefix
+	}
 	if err := keys.Validate(k); err != nil {
 		return "", "", fmt.Errorf("indexentity: the key of value %.40q of index %s: %w", value, x.name, err)
 	}
 	return lpk, lrk, nil
+}
+
+// blobName returns the name of value's blob.
+func (x *Index[T]) blobName(value string) (string, error) {
+	n := keys.Join(x.name, value)
+	if err := keys.Validate(n); err != nil { // at most 1,024 characters, as blob names
+		return "", fmt.Errorf("indexentity: the blob name of value %.40q of index %s: %w", value, x.name, err)
+	}
+	return n, nil
+}
+
+// idOf is how entity (pk, rk) appears in a list.
+func (x *Index[T]) idOf(pk, rk string) string {
+	if x.store == samePartition {
+		return rk
+	}
+	return keys.Join(pk, rk)
+}
+
+// parseID is the reverse of idOf, for a list of partition pk.
+func (x *Index[T]) parseID(pk, id string) (ID, error) {
+	if x.store == samePartition {
+		return ID{pk, id}, nil
+	}
+	parts, err := keys.Split(id)
+	if err != nil || len(parts) != 2 {
+		return ID{}, fmt.Errorf("indexentity: index %s: a list holds %q, which is not an id", x.name, id)
+	}
+	return ID{parts[0], parts[1]}, nil
 }
 
 // step runs the test hook at a step boundary; an error is a crash there.
@@ -147,8 +242,8 @@ func (x *Index[T]) step(name string) error {
 	return nil
 }
 
-// list is one value's list as read from an index entity (d, with its ETag
-// and write history).
+// list is one value's list as read: from an index entity (d, with its
+// ETag and write history) or from a blob (etag).
 type list struct {
 	d     table.Dynamic
 	found bool
@@ -199,24 +294,51 @@ func (x *Index[T]) listOp(l list, value string) (op table.Op, ok bool, err error
 }
 
 // Lookup returns the ids of the entities whose value is value, in a stable
-// order (sorted by RowKey): 1 round trip (a point read of the index
-// entity). The store keeps one list per partition, so partitionKey is
-// required. The list is exact.
+// order (sorted by their keys as the list stores them): 1 round trip (a
+// point read of the index entity, or a blob download). The same-partition
+// store keeps one list per partition, so partitionKey is required there;
+// the eventual stores keep one list per value across the table, and
+// partitionKey "" returns all of it (the guide's organisation-wide lookup),
+// any other only that partition's ids.
+//
+// The same-partition store's list is exact. An eventual store's list may
+// lag the entities: a write's ids appear or go when its intent has run,
+// so it may hold the ids of entities that no longer have the value, and
+// miss recent ones. LookupEntities checks each entity it reads.
 func (x *Index[T]) Lookup(ctx context.Context, partitionKey, value string) ([]ID, error) {
-	if partitionKey == "" {
-		return nil, fmt.Errorf("%w: the same-partition store keeps one list per partition: Lookup needs the PartitionKey", ErrInvalid)
+	var ids []string
+	var err error
+	switch x.store {
+	case samePartition:
+		if partitionKey == "" {
+			return nil, fmt.Errorf("%w: the same-partition store keeps one list per partition: Lookup needs the PartitionKey", ErrInvalid)
+		}
+		fallthrough
+	case otherTable:
+		var lpk, lrk string
+		if lpk, lrk, err = x.listKey(partitionKey, value); err != nil {
+			return nil, err
+		}
+		var l list
+		l, err = x.readList(ctx, lpk, lrk)
+		ids = l.ids
+	case blobs:
+		var l list
+		l, err = x.readBlob(ctx, value)
+		ids = l.ids
 	}
-	lpk, lrk, err := x.listKey(partitionKey, value)
 	if err != nil {
 		return nil, err
 	}
-	l, err := x.readList(ctx, lpk, lrk)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ID, 0, len(l.ids))
-	for _, rk := range l.ids {
-		out = append(out, ID{partitionKey, rk})
+	out := make([]ID, 0, len(ids))
+	for _, s := range ids {
+		id, err := x.parseID(partitionKey, s)
+		if err != nil {
+			return nil, err
+		}
+		if partitionKey == "" || id.PartitionKey == partitionKey {
+			out = append(out, id)
+		}
 	}
 	return out, nil
 }
@@ -224,7 +346,8 @@ func (x *Index[T]) Lookup(ctx context.Context, partitionKey, value string) ([]ID
 // LookupEntities returns the entities whose value is value: Lookup, then a
 // point read of each id, at most Options.Concurrency at a time, in Lookup's
 // order. Each entity returned had the value when it was read: ids whose
-// entity is gone, or has another value now (a write between the lookup and the read), are left out. 1 round trip plus
+// entity is gone, or has another value now (an eventual store's lag, or a
+// write between the lookup and the read), are left out. 1 round trip plus
 // 1 per id.
 func (x *Index[T]) LookupEntities(ctx context.Context, partitionKey, value string) ([]T, error) {
 	ids, err := x.Lookup(ctx, partitionKey, value)

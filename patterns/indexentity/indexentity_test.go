@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/indexentity"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -25,7 +26,7 @@ func TestRoundTrips(t *testing.T) {
 	ana, jo, ben := emp("Sales", 123, "Jones"), emp("Sales", 223, "Jones"), emp("Sales", 155, "Smith")
 	for _, e := range []Employee{ana, jo, ben} {
 		res, err := f.idx.Insert(ctx, e)
-		if err != nil || res.ETag == "" || res.Conflicts != 0 {
+		if err != nil || res.ETag == "" || res.Conflicts != 0 || res.Intent != "" {
 			t.Fatalf("Insert %s: %+v, %v", e.ID, res, err)
 		}
 		f.trips(t, "Insert", 2)
@@ -110,13 +111,20 @@ func TestValidation(t *testing.T) {
 		mod(o)
 		return o
 	}
+	q := &eventual.Queue{}
 	for name, o := range map[string]*indexentity.Options[Employee]{
-		"no options":      nil,
-		"no Value":        opts(func(o *indexentity.Options[Employee]) { o.Value = nil }),
-		"no Name":         opts(func(o *indexentity.Options[Employee]) { o.Name = "" }),
-		"Name with !":     opts(func(o *indexentity.Options[Employee]) { o.Name = "Last!Name" }),
-		"Name too long":   opts(func(o *indexentity.Options[Employee]) { o.Name = strings.Repeat("n", 65) }),
+		"no options":    nil,
+		"no Value":      opts(func(o *indexentity.Options[Employee]) { o.Value = nil }),
+		"no Name":       opts(func(o *indexentity.Options[Employee]) { o.Name = "" }),
+		"Name with !":   opts(func(o *indexentity.Options[Employee]) { o.Name = "Last!Name" }),
+		"Name too long": opts(func(o *indexentity.Options[Employee]) { o.Name = strings.Repeat("n", 65) }),
+		"Table and Blobs": opts(func(o *indexentity.Options[Employee]) {
+			o.Table, o.Blobs, o.Queue = f.employees.Client(), f.env.Container(nil), q
+		}),
+		"Table, no Queue": opts(func(o *indexentity.Options[Employee]) { o.Table = f.employees.Client() }),
+		"Queue, no store": opts(func(o *indexentity.Options[Employee]) { o.Queue = q }),
 		"Concurrency < 0": opts(func(o *indexentity.Options[Employee]) { o.Concurrency = -1 }),
+		"Blobs, no Queue": opts(func(o *indexentity.Options[Employee]) { o.Blobs = f.env.Container(nil) }),
 	} {
 		if _, err := indexentity.New(f.employees, o); !errors.Is(err, indexentity.ErrInvalid) {
 			t.Errorf("New with %s: %v, want ErrInvalid", name, err)
@@ -161,6 +169,26 @@ func TestValidation(t *testing.T) {
 
 func second[V any](_ V, err error) error { return err }
 
+// fill returns the most ids of width characters (RowKeys in partition pk,
+// after the id 0...0) that value Jones's index entity holds, found by
+// bisection against the package's own limit.
+func fill(x *indexentity.Index[Employee], listPK, pk string, width int) []indexentity.ID {
+	ids := make([]indexentity.ID, 20000) // more than fit
+	for i := range ids {
+		ids[i] = indexentity.ID{PartitionKey: pk, RowKey: fmt.Sprintf("z%0*d", width-1, i)}
+	}
+	lo, hi := 1, len(ids)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if indexentity.Fits(x, listPK, "Jones", ids[:mid]) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return ids[:lo]
+}
+
 // TestListLimits: a list spreads over several properties as it grows;
 // one that would pass an entity's 1 MiB is refused after the read and
 // before the transaction (table.ErrTooLarge, pointing to the blob store),
@@ -169,40 +197,20 @@ func TestListLimits(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	// Ids of 60 characters: 122 bytes each as the service counts them.
-	fake := func(n int) []indexentity.ID {
-		ids := make([]indexentity.ID, n)
-		for i := range ids {
-			ids[i] = indexentity.ID{PartitionKey: "Sales", RowKey: fmt.Sprintf("z%059d", i)}
-		}
-		return ids
-	}
 	ana := Employee{Department: "Sales", ID: fmt.Sprintf("a%059d", 1), LastName: "Jones"}
 	bo := Employee{Department: "Sales", ID: fmt.Sprintf("b%059d", 1), LastName: "Jones"}
 	if _, err := f.idx.Insert(ctx, ana); err != nil {
 		t.Fatal(err)
 	}
-	// The most such ids one index entity holds, found by bisection against
-	// the package's own limit.
-	lo, hi := 1, 20000
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		err := indexentity.SeedList(ctx, f.idx, "Sales", "Jones", fake(mid))
-		switch {
-		case err == nil:
-			lo = mid
-		case errors.Is(err, table.ErrTooLarge):
-			hi = mid - 1
-		default:
-			t.Fatal(err)
-		}
-	}
+	// Ids of 60 characters: 122 bytes each as the service counts them.
+	full := fill(f.idx, "Sales", "Sales", 60)
+	lo := len(full)
 	if lo < 8000 || lo > 8600 {
 		t.Fatalf("an index entity holds %d ids of 60 characters; about 8,590 fit in 1 MiB as the service counts it", lo)
 	}
 	// Fill the list to its limit with ana in it: stored in several
 	// properties, read back whole.
-	full := append(fake(lo-1), indexentity.ID{PartitionKey: "Sales", RowKey: ana.ID})
+	full[0].RowKey = ana.ID
 	if err := indexentity.SeedList(ctx, f.idx, "Sales", "Jones", full); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -122,6 +123,28 @@ func sortedIDs(ids []string) []string {
 		slices.Sort(ids)
 	}
 	return slices.Compact(ids)
+}
+
+// blobText is the content of a list's blob: one id per line.
+func blobText(ids []string) []byte {
+	n := 0
+	for _, id := range ids {
+		n += len(id) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, id := range ids {
+		b = append(b, id...)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// blobIDs reads a list's blob.
+func blobIDs(data []byte) ([]string, error) {
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("indexentity: a list blob is not UTF-8 text")
+	}
+	return sortedIDs(appendIDs(nil, string(data), '\n')), nil
 }
 
 // set puts id into the sorted list ids (in) or takes it out, and reports

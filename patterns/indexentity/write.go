@@ -39,6 +39,10 @@ func (x *Index[T]) prepare(v T) (entry, error) {
 
 // checkValue checks that value's list can be addressed.
 func (x *Index[T]) checkValue(pk, value string) error {
+	if x.store == blobs {
+		_, err := x.blobName(value)
+		return err
+	}
 	_, _, err := x.listKey(pk, value)
 	return err
 }
@@ -140,17 +144,24 @@ func (x *Index[T]) submit(ctx context.Context, ops []table.Op, etag azcore.ETag)
 // Insert adds v and puts its id in the list of its value; ErrAlreadyExists
 // when an entity with its keys exists.
 //
-// The guide's procedure: (1) read the index entity of
+// Same-partition store: the guide's procedure. (1) Read the index entity of
 // v's value and its ETag; (2) one transaction inserts v and inserts the
 // index entity or replaces it If-Match the ETag read; (3) when another
 // writer changed the index entity in between (412, or 409 when both
 // created it), start again at (1), through Options.Retry. 2 round trips,
 // +2 per conflict. A list that would pass one entity's 1 MiB is refused
 // after the read, before the transaction (table.ErrTooLarge).
+//
+// Eventual stores: v and an intent are committed together
+// (eventual.Queue.Commit: 3 round trips); the worker then puts the id in
+// the list.
 func (x *Index[T]) Insert(ctx context.Context, v T) (Result, error) {
 	e, err := x.prepare(v)
 	if err != nil {
 		return Result{}, err
+	}
+	if x.store != samePartition {
+		return x.commit(ctx, x.ent.InsertOp(e.d), change{e.pk, e.rk, []string{e.value}})
 	}
 	lpk, lrk, _ := x.listKey(e.pk, e.value)
 	return x.loop(ctx, "insert", func(ctx context.Context) (Result, error) {
@@ -175,12 +186,16 @@ func (x *Index[T]) Insert(ctx context.Context, v T) (Result, error) {
 // exist, ErrPreconditionFailed when etag is not its ETag. An empty etag is
 // table.ErrNoETag.
 //
-// When the value is unchanged, one transaction
+// Same-partition store: when the value is unchanged, one transaction
 // replaces the entity If-Match the ETag read (2 round trips). Otherwise the
 // two index entities are read (concurrently) and one transaction over the
 // three entities, each with its ETag, replaces the entity, takes its id out
 // of the old list (deleting the index entity if the list is now empty) and
 // puts it into the new one: 4 round trips, 3 in sequence, +4 per conflict.
+//
+// Eventual stores: the replace and an intent naming both values are
+// committed together (1 + 3 round trips); an unchanged value needs no
+// intent (2).
 //
 // With azcore.ETagAny the write is conditioned on the version read, and a
 // writer that changes the entity in between sends the loop back to the
@@ -202,8 +217,11 @@ func (x *Index[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, e
 		d := e.d
 		d.Meta = cur.Meta // the version read, with its write history: exact verification
 		eop := x.ent.UpdateOp(d, cur.ETag, table.Replace)
-		if old == e.value {
+		switch {
+		case old == e.value:
 			return x.submit(ctx, []table.Op{eop}, etag)
+		case x.store != samePartition:
+			return x.commitOnce(ctx, eop, etag, change{e.pk, e.rk, []string{old, e.value}})
 		}
 		ops, err := x.moveOps(ctx, e.pk, e.rk, old, e.value)
 		if err != nil {
@@ -219,9 +237,11 @@ func (x *Index[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, e
 // then empty. It reads the entity first, to learn its value: ErrNotFound
 // when it does not exist, ErrPreconditionFailed when etag is not its ETag.
 //
-// The entity read, the index entity read, and one transaction deleting
-// the entity and updating (or deleting) the index entity, each If-Match
-// the ETag read: 3 round trips, +3 per conflict.
+// Same-partition store: the entity read, the index entity read, and one
+// transaction deleting the entity and updating (or deleting) the index
+// entity, each If-Match the ETag read: 3 round trips, +3 per conflict.
+// Eventual stores: the delete and an intent are committed together (1 + 3
+// round trips).
 //
 // When the transaction's response is lost and the index entity is
 // deleted with the entity, nothing is left to read: like table.Delete,
@@ -240,6 +260,9 @@ func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 			return Result{}, err
 		}
 		eop := table.DeleteOp(partitionKey, rowKey, cur.ETag)
+		if x.store != samePartition {
+			return x.commitOnce(ctx, eop, etag, change{partitionKey, rowKey, []string{old}})
+		}
 		lpk, lrk, err := x.listKey(partitionKey, old)
 		if err != nil {
 			return Result{}, err
@@ -313,4 +336,41 @@ func (x *Index[T]) moveOps(ctx context.Context, pk, rk, old, new string) ([]tabl
 		ops = append(ops, op)
 	}
 	return ops, nil
+}
+
+// commit writes op (the entity's insert) and starts an intent for c with
+// it, in one eventual.Queue.Commit: 3 round trips. When a worker ruled a
+// reserved intent out (its commit window passed: eventual.ErrCommitWindow,
+// nothing applied), it commits again with a new intent.
+func (x *Index[T]) commit(ctx context.Context, op table.Op, c change) (Result, error) {
+	return x.loop(ctx, "insert", func(ctx context.Context) (Result, error) {
+		return x.commitOnce(ctx, op, "", c)
+	})
+}
+
+// commitOnce is one eventual.Queue.Commit of op, the entity's write
+// conditioned on etag (for settle), with an intent for c.
+func (x *Index[T]) commitOnce(ctx context.Context, op table.Op, etag azcore.ETag, c change) (Result, error) {
+	if err := x.step("commit"); err != nil {
+		return Result{}, err
+	}
+	d := x.kind.New(c)
+	res, err := x.q.Commit(ctx, x.ent.Client(), []table.Op{op}, d)
+	if err = settle(err, etag); err != nil {
+		return Result{}, err
+	}
+	r := Result{Intent: d.ID()}
+	if len(res.Batch.Ops) > 0 {
+		r.ETag, r.Verified = res.Batch.Ops[entityOp].ETag, res.Batch.Ops[entityOp].Verified
+	}
+	return r, nil
+}
+
+// The payload of an eventual store's intents: an entity and the values
+// whose lists may have to change (its value before the write, if any, and
+// after it, if any).
+type change struct {
+	PartitionKey string   `json:"pk"`
+	RowKey       string   `json:"rk"`
+	Values       []string `json:"values"`
 }
