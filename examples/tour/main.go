@@ -56,6 +56,7 @@ var steps = []step{
 	{"A lost response: the write applied, the answer never arrived", (*tour).lostResponse},
 	{"Bulk load: 1,000 entities in entity group transactions", (*tour).bulkLoad},
 	{"Secondary index: employees by email and by last name (guide patterns 1, 5, 6)", (*tour).secondaryIndex},
+	{"Index entity: all employees named Jones, in one department (guide pattern 4)", (*tour).indexEntity},
 	{"Log tail: a user's newest logins, newest first (guide pattern 7)", (*tour).logTail},
 	{"Data series: hourly message counts in one entity (guide pattern 9)", (*tour).dataSeries},
 	{"Wide entity: 365 daily counts in one logical entity of several rows (guide pattern 10)", (*tour).wideEntity},
