@@ -69,11 +69,15 @@
 // (table.ErrInvalidKey), Options (ErrInvalid). One index entity holds at
 // most 1 MiB as the service counts it (strings at 2 bytes a character),
 // less the room kept for the core's write history (table.WriteProperty, so
-// that lost responses stay verifiable): about 74,000 ids of 6 characters,
-// 8,589 of 60. A write whose list would pass that is refused after the read
-// and before its transaction, with table.ErrTooLarge naming the blob store.
-// Blob lists are limited by a blob's single upload (256 MiB: millions of
-// ids), and tested at 100,000 ids.
+// that lost responses stay verifiable): 74,853 ids of 6 characters, 8,589
+// of 60. In the same-partition store, a write whose list would pass that is
+// refused after the read and before its transaction, with
+// table.ErrTooLarge naming the blob store; in another partition or table,
+// the worker's pass fails with that error and the intent ends in the poison
+// queue (the entity stays written): use blobs for values that common. Blob
+// lists are limited by a blob's single upload (256 MiB: millions of ids),
+// and tested at 100,000 ids; every change of a blob list downloads and
+// uploads the whole list.
 //
 // # Consistency
 //
@@ -123,8 +127,9 @@
 // entity (every index entity keeps room for it), so such writes are
 // reported applied (Result.Verified), never failed, and no id is added
 // twice. Unknown outcomes are never retried by the ETag loop. One case
-// cannot be settled: a transaction of deletes only (the entity and its
-// emptied index entity) whose response is lost leaves nothing to read;
+// cannot be settled, in the same-partition store: a transaction of deletes
+// only (the entity and its emptied index entity) whose response is lost
+// leaves nothing to read;
 // Delete then reports ErrOutcomeUnknown (which also matches
 // table.ErrNotFound), and the entity and its id are gone together or
 // neither. In the worker, an unknown outcome of a list write is settled by
@@ -176,8 +181,8 @@
 //	after the list writes, before the         lists fixed        finds nothing to fix
 //	  second entity read
 //	the entity changed during the pass        some lists may     the pass starts again at
-//	                                          follow the old     once (errMoved), then by
-//	                                          version            redelivery
+//	                                          follow the old     once (within Options.Retry),
+//	                                          version            then by redelivery
 //
 // A list write whose answer is lost is read back before anything else is
 // decided.
