@@ -114,7 +114,7 @@ func settle(t testing.TB, step int, what string, before, want, now state, err er
 // stops some writes before their transaction, and checks after every step
 // that the outcome reported is what happened to the entity, and that the
 // partition's index entities are exactly what its employees call for.
-// 60 steps in make test, 10,000 in make soak.
+// 40 steps in make test, 10,000 in make soak.
 func TestModelSamePartition(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -128,7 +128,7 @@ func TestModelSamePartition(t *testing.T) {
 	})
 	outcomes := map[string]int{}
 	defer func() { t.Logf("outcomes: %v", outcomes) }()
-	modelcheck.Run(t, 60, 10000, func(t *testing.T, rnd *rand.Rand, i int) {
+	modelcheck.Run(t, 40, 10000, func(t *testing.T, rnd *rand.Rand, i int) {
 		id := fmt.Sprintf("%06d", rnd.IntN(8))
 		what, write := randomOp(rnd, f.idx, "Sales", id)
 		crash = rnd.IntN(10) == 0
@@ -148,8 +148,8 @@ func TestModelSamePartition(t *testing.T) {
 // of them), lost responses of transactions, queue writes and list writes
 // (a quarter of the steps), and late duplicate intents naming random
 // values; it checks every outcome reported against the entity, and every
-// 20 steps (250 in make soak), once the queue is drained, that the lists
-// are exactly what the employees call for. 40 steps per store in make
+// 15 steps (250 in make soak), once the queue is drained, that the lists
+// are exactly what the employees call for. 30 steps per store in make
 // test, 10,000 in make soak.
 func TestModelEventual(t *testing.T) {
 	t.Parallel()
@@ -165,8 +165,8 @@ func TestModelEventual(t *testing.T) {
 				defer r.mu.Unlock()
 				t.Logf("outcomes: %v; crashes injected: %v", outcomes, r.crashes)
 			}()
-			steps, every := modelcheck.Steps(40, 10000), modelcheck.Steps(20, 250)
-			modelcheck.Run(t, 40, 10000, func(t *testing.T, rnd *rand.Rand, i int) {
+			steps, every := modelcheck.Steps(30, 10000), modelcheck.Steps(15, 250)
+			modelcheck.Run(t, 30, 10000, func(t *testing.T, rnd *rand.Rand, i int) {
 				if i == 0 {
 					crashes := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
 					r.mu.Lock()
