@@ -293,7 +293,6 @@ func TestEventualCrashes(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, store)
 			ctx := context.Background()
-			w := r.start(t, nil)
 			var mu sync.Mutex
 			crashAt := map[string]int{}
 			indexentity.SetHook(r.idx, func(step string) error {
@@ -310,6 +309,7 @@ func TestEventualCrashes(t *testing.T) {
 				crashAt[step] = n
 				mu.Unlock()
 			}
+			w := r.start(t, nil) // after SetHook: the handlers read the hook
 			post := func(q *http.Request) bool { return q.Method == http.MethodPost }
 			put := func(q *http.Request) bool { return q.Method == http.MethodPut }
 			list := func(q *http.Request) bool { return q.Method != http.MethodGet }
