@@ -11,9 +11,11 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/indexentity"
+	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // runWorker runs a worker until the queue is empty, then stops it.
@@ -359,5 +361,34 @@ func TestEventualCrashes(t *testing.T) {
 				t.Fatal("no list was written")
 			}
 		})
+	}
+}
+
+// TestLongestName: an index Name of 48 characters, the most allowed, makes
+// a valid intent kind on a table with a name of 63 characters, the most
+// the service allows.
+func TestLongestName(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, blobStore)
+	ctx := context.Background()
+	name := "t" + strings.Repeat("x", 62)
+	tc := r.env.CreateTable(name, nil)
+	employees, err := table.New[Employee](tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := eventual.New(r.queue, &eventual.Options{Poison: r.env.Queue(nil), Tables: []*aztables.Client{tc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := indexentity.New(employees, &indexentity.Options[Employee]{Name: strings.Repeat("N", 48), Value: lastName, Blobs: r.env.Container(nil), Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idx.Insert(ctx, emp("Sales", 1, "Jones")); err != nil {
+		t.Fatalf("Insert with the longest names: %v", err)
+	}
+	if _, err := eventual.NewWorker(q, nil, idx.Handler()); err != nil {
+		t.Fatalf("NewWorker with the longest names: %v", err)
 	}
 }

@@ -36,8 +36,10 @@ const KeyPrefix = table.ReservedPrefix + "ix"
 // per value (eventual).
 type Options[T any] struct {
 	// Name names the index, for its keys, blobs and intents ("LastName").
-	// Required: 1 to 64 ASCII letters, digits, '_' or '-'. Keep it fixed:
-	// another name is another index.
+	// Required: 1 to 48 ASCII letters, digits, '_' or '-' (so that the
+	// intents' kind name, "indexentity:" + table name + ":" + Name, fits
+	// eventual's 128 characters). Keep it fixed: another name is another
+	// index.
 	Name string
 	// Value returns the indexed value of an entity (e.LastName). Required.
 	// It must depend only on the entity's stored properties, be
@@ -178,10 +180,11 @@ func New[T any](tbl *table.Table[T], opts *Options[T]) (*Index[T], error) {
 }
 
 // validName checks an index name: it goes into keys, blob names and kind
-// names unescaped.
+// names unescaped, and a kind name has at most 128 characters (12 for
+// "indexentity:", 63 for a table name, 1 for ':').
 func validName(name string) error {
-	if name == "" || len(name) > 64 {
-		return fmt.Errorf("%w: index Name %q must be 1 to 64 characters", ErrInvalid, name)
+	if name == "" || len(name) > 48 {
+		return fmt.Errorf("%w: index Name %q must be 1 to 48 characters", ErrInvalid, name)
 	}
 	for _, c := range []byte(name) {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {

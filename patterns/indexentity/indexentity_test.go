@@ -117,7 +117,7 @@ func TestValidation(t *testing.T) {
 		"no Value":      opts(func(o *indexentity.Options[Employee]) { o.Value = nil }),
 		"no Name":       opts(func(o *indexentity.Options[Employee]) { o.Name = "" }),
 		"Name with !":   opts(func(o *indexentity.Options[Employee]) { o.Name = "Last!Name" }),
-		"Name too long": opts(func(o *indexentity.Options[Employee]) { o.Name = strings.Repeat("n", 65) }),
+		"Name too long": opts(func(o *indexentity.Options[Employee]) { o.Name = strings.Repeat("n", 49) }),
 		"Table and Blobs": opts(func(o *indexentity.Options[Employee]) {
 			o.Table, o.Blobs, o.Queue = f.employees.Client(), f.env.Container(nil), q
 		}),
