@@ -285,3 +285,34 @@ func TestCrashBeforeTransaction(t *testing.T) {
 		t.Fatalf("lists: %v", lists)
 	}
 }
+
+// TestOddValues: any string is a value: empty, with characters keys
+// refuse, quotes, control characters, astral characters; each is escaped
+// into its index entity's key (or blob name) and looked up exactly.
+func TestOddValues(t *testing.T) {
+	t.Parallel()
+	values := []string{"", "O'Brien / #1?", "\x01ctl\x7f", "Ünïcødé 😀", "a!b", "~tk~"}
+	f := newFixture(t)
+	r := newRig(t, blobStore)
+	ctx := context.Background()
+	for i, v := range values {
+		e := emp("Sales", i, v)
+		if _, err := f.idx.Insert(ctx, e); err != nil {
+			t.Fatalf("same partition, Insert %q: %v", v, err)
+		}
+		if _, err := r.idx.Insert(ctx, e); err != nil {
+			t.Fatalf("blob, Insert %q: %v", v, err)
+		}
+	}
+	r.runWorker(t)
+	for i, v := range values {
+		want := []indexentity.ID{{PartitionKey: "Sales", RowKey: emp("Sales", i, "").ID}}
+		for name, idx := range map[string]*indexentity.Index[Employee]{"same partition": f.idx, "blob": r.idx} {
+			if ids, err := idx.Lookup(ctx, "Sales", v); err != nil || !slices.Equal(ids, want) {
+				t.Errorf("%s: Lookup(%q) = %v, %v; want %v", name, v, ids, err, want)
+			}
+		}
+	}
+	f.check(t, "Sales")
+	r.check(t)
+}
