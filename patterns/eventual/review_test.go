@@ -129,7 +129,7 @@ func TestCommitWithClaimCheck(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil)
 	blobs := r.env.Container(nil)
-	q, err := eventual.New(r.queue, &eventual.Options{Poison: r.poison, Blobs: blobs, Tables: []*aztables.Client{r.orders.Client()}, CommitWindow: time.Second})
+	q, err := eventual.New(r.queue, &eventual.Options{Poison: r.poison, Blobs: blobs, Tables: []*aztables.Client{r.orders.Client()}, CommitWindow: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestCommitWithAPlainClient(t *testing.T) {
 	}
 	plain := svc.NewClient(r.orders.Name())
 	orders, _ := table.New[order](plain)
-	q, err := eventual.New(r.queue, &eventual.Options{Poison: r.poison, Tables: []*aztables.Client{plain}, CommitWindow: time.Second})
+	q, err := eventual.New(r.queue, &eventual.Options{Poison: r.poison, Tables: []*aztables.Client{plain}, CommitWindow: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

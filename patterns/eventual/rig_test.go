@@ -94,7 +94,7 @@ func newRig(t *testing.T, opts *eventual.Options) *rig {
 	}
 	o.Poison, o.Tables = r.poison, []*aztables.Client{oc}
 	if o.CommitWindow == 0 {
-		o.CommitWindow = time.Second
+		o.CommitWindow = 2 * time.Second // short, yet long enough on a loaded 2-core machine
 	}
 	if r.q, err = eventual.New(r.queue, &o); err != nil {
 		t.Fatal(err)

@@ -76,7 +76,7 @@ func newRig(t testing.TB, store int) *rig {
 	qo.Transport = r.qft
 	clientRetry.ApplyTo(&qo.ClientOptions)
 	r.queue = env.Queue(qo)
-	if r.q, err = eventual.New(r.queue, &eventual.Options{Poison: env.Queue(nil), Tables: []*aztables.Client{ec}, CommitWindow: time.Second}); err != nil {
+	if r.q, err = eventual.New(r.queue, &eventual.Options{Poison: env.Queue(nil), Tables: []*aztables.Client{ec}, CommitWindow: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	opts := &indexentity.Options[Employee]{Name: "LastName", Value: lastName, Queue: r.q, Retry: &fast}

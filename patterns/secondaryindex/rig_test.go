@@ -69,7 +69,7 @@ func newRig(t *testing.T, indexes []secondaryindex.Index[Employee], inter bool) 
 	if inter {
 		qo := &azqueue.ClientOptions{}
 		fast.ApplyTo(&qo.ClientOptions)
-		if r.q, err = eventual.New(env.Queue(qo), &eventual.Options{Poison: env.Queue(nil), Tables: []*aztables.Client{c}, CommitWindow: time.Second}); err != nil {
+		if r.q, err = eventual.New(env.Queue(qo), &eventual.Options{Poison: env.Queue(nil), Tables: []*aztables.Client{c}, CommitWindow: 2 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		other, err := table.New[table.Dynamic](env.Table(o))
