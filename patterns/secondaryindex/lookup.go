@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"sync"
 
+	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -87,34 +87,48 @@ func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []strin
 		if len(o.Select) > 0 {
 			sel = append(slices.Clone(o.Select), RefProperty)
 		}
-		for page, err := range s.copyTable(ix).Pages(ctx, &table.Query{Filter: f, PageSize: o.PageSize, Select: sel}) {
+		copies := func(yield func(Entity[T], error) bool) {
+			for d, err := range s.copyTable(ix).Query(ctx, &table.Query{Filter: f, PageSize: o.PageSize, Select: sel}) {
+				var e Entity[T]
+				if err == nil {
+					e, err = s.decodeCopy(d)
+				}
+				if !yield(e, err) || err != nil {
+					return
+				}
+			}
+		}
+		if !s.fetches(ix, opts) {
+			for e, err := range copies {
+				if !yield(e, err) || err != nil {
+					return
+				}
+			}
+			return
+		}
+		// The primaries, read ahead in parallel and yielded in index order;
+		// nil for one deleted since its copy was read (left out).
+		fetch := func(ctx context.Context, c Entity[T]) (*Entity[T], error) {
+			e, err := s.Get(ctx, c.PartitionKey, c.ID)
+			switch {
+			case errors.Is(err, table.ErrNotFound):
+				return nil, nil
+			case err != nil:
+				return nil, fmt.Errorf("secondaryindex: fetching %q/%q: %w", c.PartitionKey, c.ID, err)
+			}
+			return &e, nil
+		}
+		conc := o.Concurrency
+		if conc <= 0 {
+			conc = 8
+		}
+		for e, err := range prefetch.Map(ctx, copies, conc, fetch) {
 			if err != nil {
 				yield(Entity[T]{}, err)
 				return
 			}
-			es := make([]Entity[T], len(page.Items))
-			for i, d := range page.Items {
-				if es[i], err = s.decodeCopy(d); err != nil {
-					yield(Entity[T]{}, err)
-					return
-				}
-			}
-			if s.fetches(ix, opts) {
-				s.fetch(ctx, es, o.Concurrency)
-			}
-			for _, e := range es {
-				if e.err == errGone {
-					continue
-				}
-				if e.err != nil {
-					if !yield(Entity[T]{}, e.err) {
-						return
-					}
-					continue
-				}
-				if !yield(e, nil) {
-					return
-				}
+			if e != nil && !yield(*e, nil) {
+				return
 			}
 		}
 	}
@@ -142,36 +156,6 @@ func (s *Store[T]) bounds(ix *Index[T], pk string, from, to []string) (cpk, lo, 
 
 func (s *Store[T]) fetches(ix *Index[T], opts *LookupOptions) bool {
 	return ix.Holds == KeysOnly || opts != nil && opts.Fetch
-}
-
-// errGone marks a fetched copy whose primary is gone (deleted since the
-// copy was read, or a stale copy of an OtherPartition index): skipped.
-var errGone = errors.New("primary gone")
-
-// fetch replaces each copy in es by its primary, reading at most conc at
-// once.
-func (s *Store[T]) fetch(ctx context.Context, es []Entity[T], conc int) {
-	if conc <= 0 {
-		conc = 8
-	}
-	sem := make(chan struct{}, conc)
-	var wg sync.WaitGroup
-	for i := range es {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			e, err := s.Get(ctx, es[i].PartitionKey, es[i].ID)
-			switch {
-			case errors.Is(err, table.ErrNotFound):
-				e = Entity[T]{err: errGone}
-			case err != nil:
-				e = Entity[T]{err: fmt.Errorf("secondaryindex: fetching %q/%q: %w", es[i].PartitionKey, es[i].ID, err)}
-			}
-			es[i] = e
-		}()
-	}
-	wg.Wait()
 }
 
 // Verify reads the primary of e (a lookup's result read from a copy) and

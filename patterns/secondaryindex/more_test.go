@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
@@ -120,5 +123,49 @@ func TestCheckAndRebuild(t *testing.T) {
 	}
 	if _, err := s.Lookup(ctx, "Sales", "email", []string{"e1@contoso.com"}, nil); !errors.Is(err, secondaryindex.ErrNotFound) {
 		t.Fatalf("the old value: %v", err)
+	}
+}
+
+// Find through a keys-only index reads the primaries ahead in parallel,
+// in index order; a primary gone since its copy was read is left out, and
+// a primary that cannot be read ends the sequence with its error.
+func TestFindFetchesInOrder(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, intraIndexes(), false)
+	ctx := context.Background()
+	for i := range 20 {
+		e := jo()
+		e.ID, e.Email, e.FirstName = fmt.Sprintf("%06d", i), fmt.Sprintf("e%d@contoso.com", i), fmt.Sprintf("F%02d", i)
+		if _, err := r.store.Insert(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Drift: the primary of F05 is gone, its name copy stays.
+	if err := r.tbl.Delete(ctx, "Sales", "empid!000005", azcore.ETagAny); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for e, err := range r.store.Find(ctx, "Sales", "name", []string{"Jones"}, &secondaryindex.LookupOptions{Concurrency: 3, PageSize: 7}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, e.Value.FirstName)
+	}
+	if len(names) != 19 || names[0] != "F00" || names[5] != "F06" || names[18] != "F19" {
+		t.Fatalf("Find: %v, want F00..F19 without F05, in order", names)
+	}
+	for range 6 { // more than the client's retries
+		r.ft.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.Contains(q.URL.Path, "empid!000007") }, Status: 500})
+	}
+	var err error
+	n := 0
+	for _, err = range r.store.Find(ctx, "Sales", "name", []string{"Jones"}, nil) {
+		if err != nil {
+			break
+		}
+		n++
+	}
+	if err == nil || !strings.Contains(err.Error(), "000007") || n != 6 {
+		t.Fatalf("Find with a primary that cannot be read: %d entities, then %v", n, err)
 	}
 }

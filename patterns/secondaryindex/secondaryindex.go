@@ -222,7 +222,6 @@ type Entity[T any] struct {
 	FromCopy bool
 
 	copyKey string // the copy's RowKey, for Verify
-	err     error  // a fetch's failure, for Range
 }
 
 func (s *Store[T]) primaryKey(id string) string { return keys.Join(s.primary, id) }
