@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -363,46 +363,29 @@ func (x *Index[T]) LookupEntities(ctx context.Context, partitionKey, value strin
 	if err != nil {
 		return nil, err
 	}
-	got := make([]T, len(ids))
-	ok := make([]bool, len(ids))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
-	slots := make(chan struct{}, x.conc)
-	for i, id := range ids {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+	// nil for an id whose entity is gone or has another value now.
+	read := func(ctx context.Context, id ID) (*T, error) {
+		v, err := x.tbl.Get(ctx, id.PartitionKey, id.RowKey, nil)
+		switch {
+		case errors.Is(err, table.ErrNotFound):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		case x.value(&v) != value:
+			return nil, nil
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			v, err := x.tbl.Get(ctx, id.PartitionKey, id.RowKey, nil)
-			switch {
-			case errors.Is(err, table.ErrNotFound):
-			case err != nil:
-				once.Do(func() { first = err; cancel() })
-			default:
-				got[i], ok[i] = v, x.value(&v) == value
-			}
-		}()
-	}
-	wg.Wait()
-	if first != nil {
-		return nil, first
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("indexentity: lookup of %.40q: %w", value, err)
+		return &v, nil
 	}
 	out := make([]T, 0, len(ids))
-	for i := range got {
-		if ok[i] {
-			out = append(out, got[i])
+	for v, err := range prefetch.Map(ctx, prefetch.Slice(ids), x.conc, read) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("indexentity: lookup of %.40q: %w", value, ctx.Err())
+			}
+			return nil, err
+		}
+		if v != nil {
+			out = append(out, *v)
 		}
 	}
 	return out, nil

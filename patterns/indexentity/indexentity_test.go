@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/indexentity"
@@ -315,4 +317,38 @@ func TestOddValues(t *testing.T) {
 	}
 	f.check(t, "Sales")
 	r.check(t)
+}
+
+// LookupEntities leaves out an id whose entity is gone or has another
+// value now, and a read that fails ends it with the error.
+func TestLookupEntitiesDropsWhatChanged(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	ana, jo, ben := emp("Sales", 123, "Jones"), emp("Sales", 223, "Jones"), emp("Sales", 155, "Jones")
+	for _, e := range []Employee{ana, jo, ben} {
+		if _, err := f.idx.Insert(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Behind the index's back: jo renamed, ben deleted.
+	jo.LastName = "Smith"
+	if _, err := f.employees.Upsert(ctx, jo, table.Replace); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.employees.Delete(ctx, ben.Department, ben.ID, "*"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.idx.LookupEntities(ctx, "Sales", "Jones")
+	if err != nil || len(got) != 1 || got[0].ID != ana.ID {
+		t.Fatalf("LookupEntities = %+v, %v; want only Ana", got, err)
+	}
+	for range 6 { // more than the client's retries
+		f.ft.Inject(faults.Fault{Match: func(q *http.Request) bool {
+			return q.Method == http.MethodGet && strings.Contains(q.URL.Path, "RowKey='"+ana.ID+"'")
+		}, Status: 500})
+	}
+	if got, err := f.idx.LookupEntities(ctx, "Sales", "Jones"); err == nil {
+		t.Fatalf("LookupEntities with a read failing: %+v, want its error", got)
+	}
 }
