@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -139,13 +140,30 @@ func (e *Error) Unwrap() []error {
 	return []error{e.Err}
 }
 
+// Stop marks err as final for Do: Do returns err itself, not retried and
+// not wrapped in *Error, whatever Retryable would say of it. Use it for
+// errors of the caller's own making inside a retry loop, such as the
+// error of a read-modify-write's modify function. Stop(nil) is nil.
+func Stop(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &stopError{err}
+}
+
+type stopError struct{ err error }
+
+func (e *stopError) Error() string { return e.err.Error() }
+func (e *stopError) Unwrap() error { return e.err }
+
 // Do calls fn until it succeeds, returns an error that is not retryable (see
 // Retryable), or 1 + MaxRetries attempts have failed, waiting Delay(x) (or
 // longer when the service asked for it with Retry-After) before retry x. It
 // stops at once when ctx ends, and does not start a wait that would end after
 // ctx's deadline; the error then satisfies errors.Is(err, ctx.Err()) (or
 // context.DeadlineExceeded). Any failure is returned as *Error, which wraps fn's last error
-// so errors.As(err, **azcore.ResponseError) still works.
+// so errors.As(err, **azcore.ResponseError) still works; an error marked
+// with Stop is returned as it is.
 func (p Policy) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	retryable := p.Retryable
 	if retryable == nil {
@@ -158,6 +176,10 @@ func (p Policy) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 		err := fn(ctx)
 		if err == nil {
 			return nil
+		}
+		var stop *stopError
+		if errors.As(err, &stop) {
+			return stop.err
 		}
 		if ctx.Err() != nil {
 			return &Error{Attempts: attempt, Err: err, ctxErr: ctx.Err()}

@@ -305,3 +305,24 @@ func TestLogHook(t *testing.T) {
 		t.Fatalf("log %q: want attempt=1 and no SAS signature", out)
 	}
 }
+
+// An error marked with Stop ends Do at once and comes back as it is, even
+// when Retryable would retry it.
+func TestStopEndsDo(t *testing.T) {
+	p := retry.Policy{MaxRetries: 5, Retryable: func(error) bool { return true }}
+	mine := errors.New("fn refused")
+	calls := 0
+	err := p.Do(context.Background(), func(context.Context) error {
+		calls++
+		if calls == 2 {
+			return fmt.Errorf("wrapped: %w", retry.Stop(mine))
+		}
+		return errors.New("transient")
+	})
+	if calls != 2 || err != mine {
+		t.Fatalf("Do: %d calls, %v; want 2 and the stopped error itself", calls, err)
+	}
+	if retry.Stop(nil) != nil {
+		t.Fatal("Stop(nil) is not nil")
+	}
+}

@@ -275,8 +275,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 	var out Entity[T]
 	p := s.retry
 	p.Retryable = func(err error) bool {
-		var fe fnError
-		return !errors.As(err, &fe) && retry.RetryOn412(err) && !errors.Is(err, ErrCorrupt)
+		return retry.RetryOn412(err) && !errors.Is(err, ErrCorrupt)
 	}
 	err := p.Do(ctx, func(ctx context.Context) error {
 		e, d, err := s.get(ctx, "modify", pk, rk, nil)
@@ -284,7 +283,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 			return err
 		}
 		if err := fn(&e.Value); err != nil {
-			return fnError{err}
+			return retry.Stop(err)
 		}
 		pl, err := s.plan("modify", pk, rk, e.Value)
 		if err != nil {
@@ -302,21 +301,11 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		out = Entity[T]{Value: e.Value, ETag: res.ETag, Blobs: res.Blobs}
 		return nil
 	})
-	var fe fnError
-	if errors.As(err, &fe) {
-		return Entity[T]{}, fe.err
-	}
 	if err != nil {
 		return Entity[T]{}, firstError(err)
 	}
 	return out, nil
 }
-
-// fnError is an error of Modify's fn, which is never retried.
-type fnError struct{ err error }
-
-func (e fnError) Error() string { return e.err.Error() }
-func (e fnError) Unwrap() error { return e.err }
 
 // firstError returns the error of a retry loop's only attempt as it is.
 func firstError(err error) error {

@@ -87,6 +87,12 @@ func TestIntraPartitionRoundTrips(t *testing.T) {
 	if err != nil || got.Value.LastName != "Smith" || r.ft.Count() != 2 {
 		t.Fatalf("Modify: %+v, %v in %d round trips, want 2", got, err, r.ft.Count())
 	}
+	// fn's own error stops Modify at once, as it is, with nothing written.
+	stop := errors.New("no")
+	r.ft.Reset()
+	if _, err := s.Modify(ctx, "Sales", "000223", func(*Employee) error { return stop }); err != stop || r.ft.Count() != 1 {
+		t.Fatalf("Modify with fn failing: %v in %d round trips, want fn's error after the read", err, r.ft.Count())
+	}
 	// A unique value another entity has: nothing written.
 	r.ft.Reset()
 	_, err = s.Modify(ctx, "Sales", "000123", func(e *Employee) error { e.Email = "jo.jones@contoso.com"; return nil })

@@ -224,7 +224,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, id string, fn func(v *T) erro
 		}
 		next := prev.Value
 		if err := fn(&next); err != nil {
-			return fnError{err}
+			return retry.Stop(err)
 		}
 		r, err := s.Update(ctx, prev, next)
 		if err != nil {
@@ -233,10 +233,6 @@ func (s *Store[T]) Modify(ctx context.Context, pk, id string, fn func(v *T) erro
 		out = Entity[T]{Value: next, PartitionKey: pk, ID: id, ETag: r.ETag}
 		return nil
 	})
-	var fe fnError
-	if errors.As(err, &fe) {
-		return out, fe.err
-	}
 	return out, err
 }
 
@@ -262,8 +258,3 @@ func (s *Store[T]) Delete(ctx context.Context, pk, id string) error {
 		return err
 	})
 }
-
-type fnError struct{ err error }
-
-func (e fnError) Error() string { return e.err.Error() }
-func (e fnError) Unwrap() error { return e.err }

@@ -416,8 +416,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		retryable = retry.RetryOn412
 	}
 	p.Retryable = func(err error) bool {
-		var fe fnError
-		return !errors.As(err, &fe) && !errors.Is(err, ErrOutcomeUnknown) && retryable(err)
+		return !errors.Is(err, ErrOutcomeUnknown) && retryable(err)
 	}
 	err := p.Do(ctx, func(ctx context.Context) error {
 		cur, etag, writes, err := t.get(ctx, "modify", partitionKey, rowKey, true)
@@ -425,7 +424,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 			return err
 		}
 		if err := fn(&cur); err != nil {
-			return &Error{Op: "modify", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: fnError{err}}
+			return retry.Stop(&Error{Op: "modify", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: err})
 		}
 		if pk, rk, err := t.keysOf("modify", &cur); err != nil {
 			return err
@@ -448,12 +447,6 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 	}
 	return v, res, nil
 }
-
-// fnError is an error of Modify's fn, which is never retried.
-type fnError struct{ err error }
-
-func (e fnError) Error() string { return e.err.Error() }
-func (e fnError) Unwrap() error { return e.err }
 
 // relabel names the operation (and table) in an error found before the
 // network.

@@ -570,8 +570,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 	var out Entity[T]
 	p := s.retry
 	p.Retryable = func(err error) bool {
-		var fe fnError
-		return !errors.As(err, &fe) && (retry.RetryOn412(err) || errors.Is(err, ErrInconsistent))
+		return retry.RetryOn412(err) || errors.Is(err, ErrInconsistent)
 	}
 	err := p.Do(ctx, func(ctx context.Context) error {
 		e, cur, err := s.read(ctx, pk, rk)
@@ -579,7 +578,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 			return err
 		}
 		if err := fn(&e.Value); err != nil {
-			return fnError{err}
+			return retry.Stop(err)
 		}
 		parts, err := s.split(fmt.Sprintf("modify (%q, %q)", pk, rk), e.Value, s.parts)
 		if err != nil {
@@ -592,18 +591,8 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		out = Entity[T]{Value: e.Value, ETag: res.ETag, Parts: s.parts}
 		return nil
 	})
-	var fe fnError
-	if errors.As(err, &fe) {
-		return Entity[T]{}, fe.err
-	}
 	if err != nil {
 		return Entity[T]{}, firstError(err)
 	}
 	return out, nil
 }
-
-// fnError is an error of Modify's fn, which is never retried.
-type fnError struct{ err error }
-
-func (e fnError) Error() string { return e.err.Error() }
-func (e fnError) Unwrap() error { return e.err }
