@@ -69,6 +69,7 @@
 //	Insert                1 (SamePartition only); 3 with OtherPartition
 //	                      indexes (eventual.Queue.Commit)
 //	Update(prev, next)    1; 3 with OtherPartition indexes
+//	DeleteEntity(prev)    1; 3 with OtherPartition indexes
 //	Modify, Delete        2 (read + write), +2 per conflict; 4 with
 //	                      OtherPartition indexes
 //	Get                   1

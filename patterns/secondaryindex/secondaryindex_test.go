@@ -114,10 +114,24 @@ func TestIntraPartitionRoundTrips(t *testing.T) {
 	if err := s.Delete(ctx, "Sales", "000223"); !errors.Is(err, secondaryindex.ErrNotFound) {
 		t.Fatalf("Delete again: %v", err)
 	}
+	// DeleteEntity: 1 round trip with the entity read, refused when stale.
+	ana2, err := s.Get(ctx, "Sales", "000123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := ana2
+	stale.ETag = cur.ETag // another entity's version
+	if err := s.DeleteEntity(ctx, stale); !errors.Is(err, table.ErrPreconditionFailed) {
+		t.Fatalf("DeleteEntity with a stale ETag: %v", err)
+	}
+	r.ft.Reset()
+	if err := s.DeleteEntity(ctx, ana2); err != nil || r.ft.Count() != 1 {
+		t.Fatalf("DeleteEntity: %v in %d round trips, want 1", err, r.ft.Count())
+	}
 	r.clean(t, "Sales")
 	d, _ := s.Check(ctx, "Sales")
-	if d.Entities != 1 {
-		t.Fatalf("Check saw %d entities, want 1", d.Entities)
+	if d.Entities != 0 {
+		t.Fatalf("Check saw %d entities, want 0", d.Entities)
 	}
 }
 

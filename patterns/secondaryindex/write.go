@@ -237,10 +237,9 @@ func (s *Store[T]) Modify(ctx context.Context, pk, id string, fn func(v *T) erro
 }
 
 // Delete removes an entity and its copies: it reads the entity (to learn
-// its copies and ETag), then deletes the primary If-Match and its
-// SamePartition copies in one transaction (2 round trips; 4 with
-// OtherPartition indexes, whose copies an intent removes), again when
-// another writer changed it in between. ErrNotFound when it does not exist.
+// its copies and ETag), then deletes it as DeleteEntity does (2 round
+// trips; 4 with OtherPartition indexes), again when another writer changed
+// it in between. ErrNotFound when it does not exist.
 func (s *Store[T]) Delete(ctx context.Context, pk, id string) error {
 	p := s.retry
 	p.Retryable = retry.RetryOn412
@@ -249,12 +248,24 @@ func (s *Store[T]) Delete(ctx context.Context, pk, id string) error {
 		if err != nil {
 			return err
 		}
-		pe, err := s.encode(prev.Value)
-		if err != nil {
-			return err
-		}
-		b := s.plan(s.tbl.DeleteOp(pk, s.primaryKey(id), prev.ETag), &pe, nil, &prev.Value, nil)
-		_, err = s.submit(ctx, pk, id, b)
-		return err
+		return s.DeleteEntity(ctx, prev)
 	})
+}
+
+// DeleteEntity removes prev (as read by Get, or Lookup with Fetch) and its
+// copies: one transaction deletes the primary If-Match prev's ETag and its
+// SamePartition copies (1 round trip; 3 with OtherPartition indexes, whose
+// copies an intent removes). table.ErrPreconditionFailed when the entity
+// changed since prev was read.
+func (s *Store[T]) DeleteEntity(ctx context.Context, prev Entity[T]) error {
+	if prev.ETag == "" || prev.FromCopy {
+		return fmt.Errorf("%w: DeleteEntity needs the entity as read from its primary (with its ETag)", ErrInvalid)
+	}
+	pe, err := s.encode(prev.Value)
+	if err != nil {
+		return err
+	}
+	b := s.plan(s.tbl.DeleteOp(prev.PartitionKey, s.primaryKey(prev.ID), prev.ETag), &pe, nil, &prev.Value, nil)
+	_, err = s.submit(ctx, prev.PartitionKey, prev.ID, b)
+	return err
 }
