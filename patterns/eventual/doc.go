@@ -86,7 +86,9 @@
 //
 //	Enqueue                 1 (+1 blob upload for a claim check)
 //	Commit, 1 intent        3: reserve, batch, release (2n+1 for n intents)
-//	Commit not applied      +1 per intent (the reserved message deleted)
+//	Commit not applied      +1 (a read of the commit record, which tells a
+//	                        refused batch from one applied and resent) +1
+//	                        per intent (the reserved message deleted)
 //	worker, per intent      the handler's own, +1 message delete,
 //	                        +1 commit record removal (Commit's intents),
 //	                        +1 blob read and +1 blob delete (claim checks),
@@ -95,7 +97,8 @@
 //	                        never released (+1 aborted record insert when
 //	                        the record is missing)
 //	failure                 +1 (the error recorded, the retry scheduled)
-//	poison                  +2 (+1 to mark the commit record)
+//	poison                  +2 (+2 to mark a committed commit record: a
+//	                        read, then an update If-Match)
 //	lease renewal           1 per VisibilityTimeout/3 of handler time
 //
 // # Crash table

@@ -237,9 +237,12 @@ type CommitResult struct {
 //     primary's partition) are written in one entity group transaction;
 //  3. release: each message is made visible at once.
 //
-// 3 round trips for one intent (2n+1 for n). When the batch is not applied
-// Commit deletes the reserved messages (n round trips) and returns the
-// batch's error; nothing of the flow remains. When its outcome is unknown
+// 3 round trips for one intent (2n+1 for n). When the batch fails, Commit
+// reads the first intent's commit record (1 round trip): a batch that
+// applied after all (a client without tablekit's retry policy resent it
+// and took the 409 at face value) is reported applied; otherwise Commit
+// deletes the reserved messages (n round trips) and returns the batch's
+// error; nothing of the flow remains. When its outcome is unknown
 // (ErrOutcomeUnknown) the messages stay: when their window ends, a worker
 // runs each intent if its commit record exists, and otherwise writes an
 // aborted record in its place, so that the batch, if it ever arrives,
