@@ -23,11 +23,20 @@ endif
 # The pinned emulator (package-lock.json), installed into ./node_modules.
 emulator: $(AZURITE)
 # npm's output (a page of warnings, about Node.js engines among others) is
-# shown only when the install fails.
+# shown only when the install fails. A registry connection that stalls fails
+# after a minute (npm's default is five, and it does not retry an idle
+# timeout), and the whole install is tried up to four times, 15, 30 and 45 s
+# apart, reusing what npm's cache already holds.
+NPM_CI := npm ci --no-audit --no-fund --prefer-offline --fetch-timeout=60000
 $(AZURITE): package.json package-lock.json
 	@echo "Installing the pinned Azurite emulator into node_modules (npm ci)"
-	@out=$$(npm ci --no-audit --no-fund 2>&1) || { printf '%s\n' "$$out" >&2; echo "npm ci failed" >&2; exit 1; }
-	@touch $@
+	@for attempt in 1 2 3 4; do \
+	  if out=$$($(NPM_CI) 2>&1); then touch $@; exit 0; fi; \
+	  printf '%s\n' "$$out" | grep -E '^npm (error|ERR)' >&2; \
+	  echo "npm ci failed (attempt $$attempt of 4)" >&2; \
+	  if [ $$attempt -lt 4 ]; then sleep $$((attempt * 15)); fi; \
+	done; \
+	printf '%s\n' "$$out" >&2; exit 1
 
 # Runs the narrated tour of every pattern against a fresh emulator, which the
 # tour starts on free ports and stops when it ends.
@@ -54,8 +63,6 @@ soak: $(TEST_EMULATOR)
 # against their hand-written equivalents. About 20 minutes on 2 cores;
 # TABLEKIT_BENCH_LARGE=1 adds 100,000-entity loads, scans and period drops
 # (much longer).
-# against their hand-written equivalents. About 17 minutes on 2 cores;
-# TABLEKIT_BENCH_LARGE=1 adds 100,000-entity loads and scans (much longer).
 BENCHCOUNT ?= 3
 bench: SHELL := /bin/bash
 bench: .SHELLFLAGS := -o pipefail -c
