@@ -76,6 +76,9 @@ func (t *Table[T]) op(name string, kind aztables.TransactionType, v *T, etag *az
 		return Op{kind: kind, pk: pk, rk: rk, err: &Error{Op: name, Table: t.name, PartitionKey: pk, RowKey: rk, Err: err}}
 	}
 	e, err := t.codec.encode(make([]byte, 0, 256), reflect.ValueOf(v).Elem(), pk, rk, mask)
+	if err == nil {
+		e, err = t.tag(e, v)
+	}
 	if err != nil {
 		return Op{kind: kind, pk: pk, rk: rk, err: relabel(err, name, t.name)}
 	}

@@ -30,29 +30,57 @@ var propsPool = sync.Pool{New: func() any { s := make([]property, 0, 32); return
 // when not empty, overrides the body's odata.etag (GetEntity's header).
 // When keys is not nil it receives the stored PartitionKey and RowKey.
 func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]string, skipReserved bool) error {
-	pp := propsPool.Get().(*[]property)
-	defer func() {
-		clear(*pp)
-		*pp = (*pp)[:0]
-		propsPool.Put(pp)
-	}()
-	props, bodyETag, err := scanObject(data, (*pp)[:0])
-	*pp = props
+	s, err := scanEntity(data, etag)
+	defer s.release()
 	if err != nil {
 		return err
 	}
-	if skipReserved && reservedRow(props) {
+	if skipReserved && reservedRow(s.props) {
 		return errReservedRow
 	}
+	return c.decodeProps(s.props, v, s.etag, keys, true, "")
+}
+
+// scanned is an entity's scanned properties, in a pooled slice that
+// release returns.
+type scanned struct {
+	pp    *[]property
+	props []property
+	etag  azcore.ETag
+}
+
+// scanEntity scans entity JSON. etag, when not empty, overrides the body's
+// odata.etag. Call release when done with the properties, also on error.
+func scanEntity(data []byte, etag azcore.ETag) (scanned, error) {
+	pp := propsPool.Get().(*[]property)
+	props, bodyETag, err := scanObject(data, (*pp)[:0])
+	*pp = props
 	if etag == "" {
 		etag = azcore.ETag(bodyETag)
 	}
+	return scanned{pp: pp, props: props, etag: etag}, err
+}
+
+func (s scanned) release() {
+	clear(*s.pp)
+	*s.pp = (*s.pp)[:0]
+	propsPool.Put(s.pp)
+}
+
+// decodeProps sets v from scanned properties: with fields, every property
+// (those without a field into the extra map, except the one named skip);
+// without, only the keys, Timestamp and Meta (for a value an upgrade
+// function built).
+func (c *codec) decodeProps(props []property, v reflect.Value, etag azcore.ETag, keys *[2]string, fields bool, skip string) error {
 	var extra map[string]any
 	var writes string
 	var storedKeys [2]string
 	for i := range props {
 		p := &props[i]
 		if j, ok := c.byName[string(p.name)]; ok {
+			if !fields {
+				continue
+			}
 			f := &c.fields[j]
 			if err := setValue(v.FieldByIndex(f.index), f, p); err != nil {
 				return fmt.Errorf("property %s: %w", f.name, err)
@@ -99,7 +127,7 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 			}
 			continue
 		}
-		if c.extra != nil && p.value.kind != 'z' {
+		if fields && c.extra != nil && p.value.kind != 'z' && string(p.name) != skip {
 			val, err := dynamicValue(p)
 			if err != nil {
 				return fmt.Errorf("property %s: %w", p.name, err)
@@ -114,7 +142,7 @@ func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]
 		m := metaOf(v, c.meta)
 		m.ETag, m.writes, m.pk, m.rk = etag, cleanHistory(writes), storedKeys[0], storedKeys[1]
 	}
-	if c.extra != nil {
+	if fields && c.extra != nil {
 		v.FieldByIndex(c.extra).Set(reflect.ValueOf(extra))
 	}
 	return nil

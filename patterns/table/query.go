@@ -2,12 +2,12 @@ package table
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"iter"
 	"net/url"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,12 +257,13 @@ func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool
 		if wantKeys {
 			k = &ks[n]
 		}
-		err := t.codec.decode(raw, reflect.ValueOf(&p.Items[n]).Elem(), "", k, !q.IncludeReserved)
+		_, err := t.decode(raw, &p.Items[n], "", k, !q.IncludeReserved)
+		var other errOtherType
 		switch {
-		case err == errReservedRow:
+		case err == errReservedRow, errors.As(err, &other):
 			continue
 		case err != nil:
-			return Page[T]{}, nil, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
+			return Page[T]{}, nil, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: fmt.Errorf("decoding %v: %w", t.typeName(), err)}
 		}
 		n++
 	}
@@ -322,6 +323,9 @@ func (t *Table[T]) listOptions(q *Query, at Cursor) (*aztables.ListEntitiesOptio
 // rejects properties T has no field for unless T has an extra map.
 func (t *Table[T]) filter(f Filter) (string, error) {
 	c := t.codec
+	if t.typ != nil {
+		f = And(f, t.typ.filter)
+	}
 	unknown := ""
 	s, err := f.render(func(name string) (kind, bool) {
 		switch name {
@@ -329,6 +333,12 @@ func (t *Table[T]) filter(f Filter) (string, error) {
 			return kString, true
 		case "Timestamp":
 			return kTime, true
+		}
+		if t.types != nil && name == t.types.prop {
+			return kString, true
+		}
+		if c == nil {
+			return t.types.kindOf(name)
 		}
 		if i, ok := c.byName[name]; ok {
 			return c.fields[i].kind, true
@@ -348,10 +358,13 @@ func (t *Table[T]) filter(f Filter) (string, error) {
 // the default projection of T for nil, and for an explicit list the
 // properties named plus the keys, Timestamp and write history T reads.
 func (t *Table[T]) projection(sel []string) (string, error) {
-	if sel == nil {
-		return strings.Join(t.codec.selects, ","), nil
-	}
-	if len(sel) == 1 && sel[0] == "*" {
+	c := t.codec
+	switch {
+	case sel == nil && t.typ != nil:
+		return t.typ.selects, nil
+	case sel == nil && c != nil:
+		return strings.Join(c.selects, ","), nil
+	case sel == nil, len(sel) == 1 && sel[0] == "*", t.typ != nil && t.typ.extra == nil:
 		return "", nil
 	}
 	out := make([]string, 0, len(sel)+4)
@@ -362,21 +375,49 @@ func (t *Table[T]) projection(sel []string) (string, error) {
 			if err := validPropertyName(name); err != nil {
 				return "", fmt.Errorf("in Select: %w", err)
 			}
-			if _, ok := t.codec.byName[name]; !ok && t.codec.extra == nil {
-				return "", fmt.Errorf("%w: in Select: %v has no property %q", ErrInvalidEntity, t.codec.typ, name)
+			if c == nil || c.extra != nil {
+				break
+			}
+			if _, ok := c.byName[name]; !ok {
+				return "", fmt.Errorf("%w: in Select: %v has no property %q", ErrInvalidEntity, c.typ, name)
 			}
 		}
 		if !slices.Contains(out, name) {
 			out = append(out, name)
 		}
 	}
-	for _, name := range t.codec.implicit {
+	implicit := mixedImplicit
+	if c != nil {
+		implicit = c.implicit
+	}
+	if t.types != nil {
+		implicit = append(slices.Clip(implicit), t.types.prop)
+	}
+	if t.typ != nil {
+		implicit = append(implicit, t.typ.extra...)
+	}
+	if c == nil {
+		// Types' reads: what older versions of any type need.
+		for _, et := range t.types.reg.Load().byName {
+			if len(et.ups) > 0 && et.extra == nil {
+				return "", nil
+			}
+			if len(et.ups) > 0 {
+				implicit = append(implicit, et.extra...)
+			}
+		}
+	}
+	for _, name := range implicit {
 		if !slices.Contains(out, name) {
 			out = append(out, name)
 		}
 	}
 	return strings.Join(out, ","), nil
 }
+
+// mixedImplicit is what every projection of Types' reads adds (besides the
+// type property): what any registered type may read.
+var mixedImplicit = []string{"PartitionKey", "RowKey", "Timestamp", WriteProperty}
 
 // Query returns the query's results as a sequence, fetching pages as the
 // loop consumes them, one page ahead (see Pages); earlier pages are not

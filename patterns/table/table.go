@@ -43,8 +43,10 @@ type Table[T any] struct {
 	client *aztables.Client
 	name   string  // the table's name, for errors
 	direct *direct // the direct path, nil for the SDK's (see direct.go)
-	codec  *codec
+	codec  *codec // nil for Types' reads of any type
 	keyFn  func(*T) (pk, rk string)
+	types  *Types      // the registry of a registered type, or of Types' reads
+	typ    *entityType // the registered type, nil for Types' reads
 }
 
 // New returns a Table for entities of type T in the table client c talks
@@ -149,12 +151,110 @@ func (t *Table[T]) encode(op string, v *T, m Mode) (encoded, *[]byte, error) {
 	}
 	bp := bufPool.Get().(*[]byte)
 	e, err := t.codec.encode((*bp)[:0], reflect.ValueOf(v).Elem(), pk, rk, mask)
+	if err == nil {
+		e, err = t.tag(e, v)
+	}
 	if err != nil {
 		release(bp)
 		return e, nil, relabel(err, op, t.name)
 	}
 	*bp = e.body
 	return e, bp, nil
+}
+
+// tag adds a registered type's discriminator to an encoded entity.
+func (t *Table[T]) tag(e encoded, v *T) (encoded, error) {
+	if t.typ == nil {
+		return e, nil
+	}
+	return tagEntity(e, reflect.ValueOf(v).Elem(), t.types, t.typ)
+}
+
+// tagEntity appends et's type property to e, the encoding of v, and checks
+// its key prefix.
+func tagEntity(e encoded, v reflect.Value, ts *Types, et *entityType) (encoded, error) {
+	if key, name := e.rk, "RowKey"; et.prefix != "" {
+		if ts.byPK {
+			key, name = e.pk, "PartitionKey"
+		}
+		if !strings.HasPrefix(key, et.prefix) {
+			return e, invalid("encode", e.pk, e.rk, ErrInvalidKey, "%s %q does not start with %s's prefix %q", name, key, et.name, et.prefix)
+		}
+	}
+	if et.codec.extra != nil && v.FieldByIndex(et.codec.extra).MapIndex(reflect.ValueOf(ts.prop)).IsValid() {
+		return e, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "the extra map holds %s, the type property", ts.prop)
+	}
+	e.body = append(e.body[:len(e.body)-1], et.tag...)
+	e.props++
+	e.size += et.tagSize
+	if e.props > MaxProperties {
+		return e, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "%d properties with the type property, more than the service's %d", e.props, MaxProperties)
+	}
+	if e.size > MaxEntitySize {
+		return e, invalid("encode", e.pk, e.rk, ErrTooLarge, "entity is %d bytes as the service counts them, more than %d", e.size, MaxEntitySize)
+	}
+	return e, nil
+}
+
+// decode decodes entity JSON into v: as T, or for a registered type after
+// resolving the row's type and version (errOtherType for a row of another
+// type; upgraded reports an upgrade), or for Types' reads as the row's
+// registered type.
+func (t *Table[T]) decode(data []byte, v *T, etag azcore.ETag, keys *[2]string, skipReserved bool) (upgraded bool, err error) {
+	if t.types == nil {
+		return false, t.codec.decode(data, reflect.ValueOf(v).Elem(), etag, keys, skipReserved)
+	}
+	s, err := scanEntity(data, etag)
+	defer s.release()
+	if err != nil {
+		return false, err
+	}
+	if skipReserved && reservedRow(s.props) {
+		return false, errReservedRow
+	}
+	if m, ok := any(v).(*migrant); ok {
+		return false, t.types.decodeMigrant(s.props, s.etag, m)
+	}
+	if t.typ == nil {
+		x, upgraded, err := t.types.decodeAny(s.props, s.etag, keys)
+		if err == nil {
+			reflect.ValueOf(v).Elem().Set(reflect.ValueOf(x))
+		}
+		return upgraded, err
+	}
+	et, version, err := t.types.resolve(s.props)
+	switch {
+	case et != t.typ:
+		return false, errOtherType{err: err, et: et, version: version}
+	case err != nil:
+		return false, err
+	}
+	return version != et.version, et.decode(s.props, version, reflect.ValueOf(v).Elem(), s.etag, keys, t.types.prop)
+}
+
+// errOtherType is what decode returns for a row of another type than the
+// Table's registered one: queries skip it, Get reports it.
+type errOtherType struct {
+	err     error // why the row has no type, or nil
+	et      *entityType
+	version int
+}
+
+func (e errOtherType) Error() string {
+	if e.et == nil {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("%v: the entity is a %s.%d", ErrEntityType, e.et.name, e.version)
+}
+
+func (e errOtherType) Unwrap() error { return ErrEntityType }
+
+// typeName names what the Table decodes, for errors.
+func (t *Table[T]) typeName() string {
+	if t.codec == nil {
+		return "a registered type"
+	}
+	return t.codec.typ.String()
 }
 
 func release(bp *[]byte) {
@@ -336,13 +436,19 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *G
 		}
 		return v, &Error{Op: "get", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, StatusCode: 404, Code: "ResourceNotFound", Err: ErrNotFound}
 	}
-	v, _, _, err := t.get(ctx, "get", partitionKey, rowKey, false)
+	v, etag, writes, upgraded, err := t.get(ctx, "get", partitionKey, rowKey, t.typ != nil && t.typ.back)
+	if err == nil && upgraded && t.typ != nil && t.typ.back {
+		// Best effort (TypeOptions.WriteBack): a failure leaves the old
+		// row, which reads the same.
+		_, _ = t.update(ctx, "get", &v, etag, Replace, writes)
+	}
 	return v, err
 }
 
 // get reads one entity with its ETag and, when wantWrites, its write
 // history.
-func (t *Table[T]) get(ctx context.Context, op, pk, rk string, wantWrites bool) (v T, etag azcore.ETag, writes string, err error) {
+// upgraded reports that a registered type's row was of an older version.
+func (t *Table[T]) get(ctx context.Context, op, pk, rk string, wantWrites bool) (v T, etag azcore.ETag, writes string, upgraded bool, err error) {
 	var body []byte
 	if t.direct != nil {
 		body, etag, err = t.direct.get(ctx, pk, rk)
@@ -352,21 +458,21 @@ func (t *Table[T]) get(ctx context.Context, op, pk, rk string, wantWrites bool) 
 		body, etag = resp.Value, resp.ETag
 	}
 	if err != nil {
-		return v, "", "", wrap(op, t.name, pk, rk, err)
+		return v, "", "", false, wrap(op, t.name, pk, rk, err)
 	}
-	if err := t.codec.decode(body, reflect.ValueOf(&v).Elem(), etag, nil, false); err != nil {
-		return v, "", "", &Error{Op: op, Table: t.name, PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("decoding %v: %w", t.codec.typ, err)}
+	if upgraded, err = t.decode(body, &v, etag, nil, false); err != nil {
+		return v, "", "", false, &Error{Op: op, Table: t.name, PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("decoding %v: %w", t.typeName(), err)}
 	}
 	switch {
 	case !wantWrites:
-	case t.codec.meta != nil:
+	case t.codec != nil && t.codec.meta != nil:
 		writes = metaOf(reflect.ValueOf(&v).Elem(), t.codec.meta).writes
 	default:
 		if h, ok := storedHistory(body); ok {
 			writes = strings.Join(h, ",")
 		}
 	}
-	return v, etag, writes, nil
+	return v, etag, writes, upgraded, nil
 }
 
 // ModifyOptions configures Modify. A nil *ModifyOptions means defaults.
@@ -419,9 +525,14 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		return !errors.Is(err, ErrOutcomeUnknown) && retryable(err)
 	}
 	err := p.Do(ctx, func(ctx context.Context) error {
-		cur, etag, writes, err := t.get(ctx, "modify", partitionKey, rowKey, true)
+		cur, etag, writes, upgraded, err := t.get(ctx, "modify", partitionKey, rowKey, true)
 		if err != nil {
 			return err
+		}
+		mode := mode
+		if upgraded {
+			// An upgraded row sheds its older version's properties.
+			mode = Replace
 		}
 		if err := fn(&cur); err != nil {
 			return retry.Stop(&Error{Op: "modify", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: err})
