@@ -314,9 +314,12 @@ func TestRegisterRejects(t *testing.T) {
 		PartitionKey, RowKey string
 	}
 	cases := map[string]func() error{
-		"bad name":        func() error { _, err := table.Register[staffer](ts, "Emp.loyee", nil); return err },
-		"type property":   func() error { _, err := table.Register[withTypeField](ts, "W", nil); return err },
-		"missing upgrade": func() error { _, err := table.Register[staffer](ts, "E1", &table.TypeOptions{Version: 3, Upgrades: []table.Upgrade{empUp}}); return err },
+		"bad name":      func() error { _, err := table.Register[staffer](ts, "Emp.loyee", nil); return err },
+		"type property": func() error { _, err := table.Register[withTypeField](ts, "W", nil); return err },
+		"missing upgrade": func() error {
+			_, err := table.Register[staffer](ts, "E1", &table.TypeOptions{Version: 3, Upgrades: []table.Upgrade{empUp}})
+			return err
+		},
 		"wrong chain": func() error {
 			bad := table.UpgradeFrom(1, func(e empV0) (empV1, error) { return empV1{}, nil })
 			_, err := table.Register[staffer](ts, "E2", &table.TypeOptions{Version: 3, Upgrades: []table.Upgrade{bad, table.UpgradeFrom(2, func(d deptV1) (staffer, error) { return staffer{}, nil })}})
@@ -326,7 +329,10 @@ func TestRegisterRejects(t *testing.T) {
 			_, err := table.Register[staffer](ts, "E3", &table.TypeOptions{Version: 2, Upgrades: []table.Upgrade{table.UpgradeFrom[empV1, staffer](1, nil)}})
 			return err
 		},
-		"bad prefix": func() error { _, err := table.Register[staffer](ts, "E4", &table.TypeOptions{Prefix: "~x"}); return err },
+		"bad prefix": func() error {
+			_, err := table.Register[staffer](ts, "E4", &table.TypeOptions{Prefix: "~x"})
+			return err
+		},
 	}
 	for name, f := range cases {
 		if err := f(); !errors.Is(err, table.ErrEntityType) {

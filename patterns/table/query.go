@@ -2,9 +2,9 @@ package table
 
 import (
 	"context"
-	"errors"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"iter"
 	"net/url"

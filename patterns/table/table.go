@@ -43,7 +43,7 @@ type Table[T any] struct {
 	client *aztables.Client
 	name   string  // the table's name, for errors
 	direct *direct // the direct path, nil for the SDK's (see direct.go)
-	codec  *codec // nil for Types' reads of any type
+	codec  *codec  // nil for Types' reads of any type
 	keyFn  func(*T) (pk, rk string)
 	types  *Types      // the registry of a registered type, or of Types' reads
 	typ    *entityType // the registered type, nil for Types' reads
