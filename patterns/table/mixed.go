@@ -1,6 +1,7 @@
 package table
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -316,21 +317,26 @@ func (et *entityType) projections(prop string) {
 // error.
 func (ts *Types) resolve(props []property) (*entityType, int, error) {
 	reg := ts.reg.Load()
-	var key string
+	var key *property
 	for i := range props {
 		p := &props[i]
 		switch name := string(p.name); {
+		case name == ts.prop && p.value.kind == 's' && !p.value.esc:
+			return reg.lookup(p.value.raw)
 		case name == ts.prop && p.value.kind == 's':
-			return reg.lookup(stringOf(p.value))
+			return reg.lookup([]byte(stringOf(p.value)))
 		case name == ts.prop && p.value.kind != 'z':
 			return nil, 0, fmt.Errorf("%w: property %s is not a string", ErrEntityType, ts.prop)
 		case ts.byPK && name == "PartitionKey" || !ts.byPK && name == "RowKey":
-			key = stringOf(p.value)
+			key = p
 		}
 	}
-	for _, et := range reg.prefixed {
-		if strings.HasPrefix(key, et.prefix) {
-			return et, 1, et.readable(1)
+	if key != nil && len(reg.prefixed) > 0 {
+		k := stringOf(key.value)
+		for _, et := range reg.prefixed {
+			if strings.HasPrefix(k, et.prefix) {
+				return et, 1, et.readable(1)
+			}
 		}
 	}
 	if et := reg.byName[ts.untyped]; et != nil {
@@ -339,18 +345,25 @@ func (ts *Types) resolve(props []property) (*entityType, int, error) {
 	return nil, 0, fmt.Errorf("%w: the entity has no %s property and no registered key prefix", ErrEntityType, ts.prop)
 }
 
-// lookup resolves a type property's value, "Name.N" or "Name".
-func (reg *registry) lookup(value string) (*entityType, int, error) {
-	name, ver, dotted := strings.Cut(value, ".")
+// lookup resolves a type property's value, "Name.N" or "Name" (without
+// allocating, on this path taken for every row).
+func (reg *registry) lookup(value []byte) (*entityType, int, error) {
+	name, ver, dotted := bytes.Cut(value, []byte{'.'})
 	version := 1
 	if dotted {
-		n, err := strconv.Atoi(ver)
-		if err != nil || n < 1 {
+		version = 0
+		for _, d := range ver {
+			if d < '0' || d > '9' || version > 1e6 {
+				version = 0
+				break
+			}
+			version = version*10 + int(d-'0')
+		}
+		if version < 1 {
 			return nil, 0, fmt.Errorf("%w: type %q has no valid version", ErrEntityType, value)
 		}
-		version = n
 	}
-	et := reg.byName[name]
+	et := reg.byName[string(name)]
 	if et == nil {
 		return nil, 0, fmt.Errorf("%w: type %q is not registered", ErrEntityType, value)
 	}

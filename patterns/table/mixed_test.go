@@ -508,3 +508,29 @@ func TestMigrateResumesAndRespectsConcurrentWriters(t *testing.T) {
 		t.Fatalf("idle run: %+v, %v", prog, err)
 	}
 }
+
+func TestMigrateLostResponse(t *testing.T) {
+	t.Parallel()
+	r := newMixedRig(t, nil, false)
+	ctx := context.Background()
+	var ops []table.Op
+	for i := range 30 {
+		ops = append(ops, r.oldEmps.InsertOp(empV1{PartitionKey: "p", RowKey: fmt.Sprintf("%02d", i), FullName: "Old One", Age: int32(i)}))
+	}
+	if _, err := table.Submit(ctx, r.client, ops, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The transaction commits, its response is lost, and the resend fails
+	// (the ETags changed): the outcome is settled by a read, not guessed,
+	// and nothing is written twice.
+	r.ft.Inject(faults.Fault{Match: func(req *http.Request) bool { return strings.Contains(req.URL.Path, "$batch") }, LoseResponse: true})
+	prog, err := r.types.Migrate(ctx, nil)
+	if err != nil || prog.Upgraded != 30 || prog.Raced != 0 || prog.Read != 30 {
+		t.Fatalf("%+v, %v", prog, err)
+	}
+	for e, err := range r.emps.Query(ctx, nil) {
+		if err != nil || e.First != "Old" || e.Last != "One" {
+			t.Fatalf("%+v, %v", e, err)
+		}
+	}
+}
