@@ -55,6 +55,7 @@ var steps = []step{
 	{"Optimistic concurrency: two writers, one ETag", (*tour).concurrency},
 	{"A lost response: the write applied, the answer never arrived", (*tour).lostResponse},
 	{"Bulk load: 1,000 entities in entity group transactions", (*tour).bulkLoad},
+	{"Departments and engineers in one partition: entity types with versions, one query", (*tour).entityTypes},
 	{"Secondary index: employees by email and by last name (guide patterns 1, 5, 6)", (*tour).secondaryIndex},
 	{"Index entity: all employees named Jones, in one department (guide pattern 4)", (*tour).indexEntity},
 	{"Log tail: a user's newest logins, newest first (guide pattern 7)", (*tour).logTail},

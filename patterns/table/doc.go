@@ -43,6 +43,75 @@
 // without the one-entity limits, for patterns that store one value as
 // several entities (patterns/wideentity).
 //
+// # Several entity types in one table, with versions
+//
+// The guide keeps entities of different types side by side (a partition
+// holding a Department and its Employee entities, read by one query) and
+// records each entity's type in it. Types does that: register each Go type
+// with a name and a version, and write through the *Table[T] Register
+// returns; every write records the type, every read resolves it.
+//
+//	types, _ := table.NewTypes(client, nil)
+//	depts, _ := table.Register[Department](types, "Department", nil)
+//	emps, _ := table.Register[Employee](types, "Employee", &table.TypeOptions{
+//		Version:  2,
+//		Upgrades: []table.Upgrade{table.UpgradeFrom(1, upgradeEmployee)},
+//	})
+//	for v, err := range types.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales")}) {
+//		switch e := v.(type) {
+//		case Department: ...
+//		case Employee: ...
+//		}
+//	}
+//
+// Use it when one partition or one query holds several shapes (the guide's
+// heterogeneous entities, patterns that keep several kinds of rows
+// together), or when a type's shape evolves and old rows must keep reading.
+// A table of one type that never changes shape does not need it.
+//
+// How a row's type is recorded: the type property (EntityType, valued
+// "Employee.2"; the guide's convention, queryable like any property),
+// and, if a type has a Prefix, its keys start with it ("EMP_000123"), which
+// lets a query select the type by key range and recognises rows written
+// without the property. A row's type is its type property, else its key
+// prefix, else TypesOptions.Untyped; rows of none are an ErrEntityType, or
+// a Dynamic with UnknownAsDynamic, never dropped. A registered Table[T]
+// reads only its own type: its queries add a server-side selection by the
+// type property or prefix (and skip any other row that still arrives), and
+// its Get of another type's row is an ErrEntityType.
+//
+// Versions: rows of an older version decode into the Go type of that
+// version and go through the upgrade functions, one version at a time, so
+// they read as the current T; rows of a newer version (written by a newer
+// program during a rolling upgrade) are an ErrEntityType, never misread.
+// Writes always record the current version. A Fields merge records it too,
+// so merge only fields whose meaning did not change, or use Modify, which
+// writes an upgraded row with Replace. Stored rows are upgraded by any
+// full write, by Get with TypeOptions.WriteBack, or table-wide by Migrate.
+// Every such write is conditioned on the ETag read, so a concurrent
+// writer's change is never overwritten: it stands (and Migrate upgrades it
+// in turn).
+//
+// Cost: a mixed query is one round trip per page, like a typed one,
+// instead of one query per type; decoding resolves each row's type from the
+// scanned properties without a second pass (BENCHMARKS.md). Get with
+// WriteBack of an old row: 2 (read, conditional Replace). Migrate: 1 per
+// page read plus 1 per transaction of upgrades (100 rows of a partition),
+// plus 2 per row another writer changed in between (re-read, write).
+//
+// Migrate crash points, all repaired by running it again from the last
+// MigrateProgress.Next (rows are rewritten only while they are of an older
+// version, each conditioned on its ETag):
+//
+//	crash point                              state left                       repair
+//	before a page's transactions             page not upgraded                rerun reads it again
+//	between transactions of a page           some partitions upgraded         rerun skips them (current version)
+//	transaction response lost                settled by Submit's read         none (reported applied or not)
+//	after the writes, before Progress        page upgraded, cursor not saved  rerun reads it, writes nothing
+//
+// Package patterns reserve rows under ReservedPrefix (commit records,
+// index entities); Types' queries skip them as typed queries do.
+//
 // # Consistency
 //
 // One entity is strongly consistent. Update and Delete take an ETag: the one
@@ -134,6 +203,9 @@
 //	Insert, Upsert, Update, Delete, Get        1 (+1 read to settle a lost response)
 //	Get with Select (projection)              1 (a point query)
 //	Modify                                    2 (read + conditional write), +2 per conflict
+//	Types.Query, Types.QueryPage              1 per page, every registered type at once
+//	Get of an old version with WriteBack      2 (read + conditional Replace)
+//	Types.Migrate                             1 per page + 1 per transaction of upgrades
 //	QueryPage                                 1
 //	Query / Collect                           1 per page (at most 1,000 entities a page)
 //	FanOut, FanOutKeyed over n queries        1 per page of each, Concurrency at a time
@@ -167,7 +239,7 @@
 // and entity, and satisfies errors.Is with ErrNotFound, ErrTableNotFound,
 // ErrAlreadyExists, ErrPreconditionFailed, ErrTooLarge, ErrInvalidKey,
 // ErrInvalidEntity, ErrInvalidBatch, ErrNoETag, ErrInvalidFilter,
-// ErrThrottled or ErrNotApplied as fits. Batch failures name the failing
+// ErrThrottled, ErrNotApplied or ErrEntityType as fits. Batch failures name the failing
 // op by its index in the ops given to Submit (OpError), with its keys, status
 // and service error code, parsed from the 202 multipart answer the SDK
 // reports without a code.
