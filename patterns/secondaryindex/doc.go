@@ -19,6 +19,15 @@
 // its primary. The Store's queries select rows by these prefixes: other
 // rows of the partition never decode into T.
 //
+// These prefixes are the guide's own way of telling entity types apart, so
+// to table.Types a Store's rows are just other types: register T (or a
+// struct of the stored properties) with TypeOptions.Prefix
+// keys.Join(Primary, ""), and each index's copies with keys.Join(name, ""),
+// and one query of a partition reads the primaries, the copies and any
+// other registered entities kept beside them (a department), each into its
+// Go type. The Store itself writes no type property: the prefix is its
+// discriminator.
+//
 // # When to use which
 //
 // SamePartition indexes (pattern 1) are strongly consistent: the primary
