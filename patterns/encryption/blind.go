@@ -1,0 +1,132 @@
+package encryption
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"iter"
+
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// blindSize is how many bytes of the HMAC a blind value keeps: 128 bits,
+// 22 characters of base64url.
+const blindSize = 16
+
+// blind returns the blind value of v (a value of Dynamic's types) for ix.
+func (t *Table[T]) blind(ix *Index, v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		if ix.Normalize != nil {
+			v = ix.Normalize(x)
+		}
+	case int32:
+		v = int64(x) // all integer types alike
+	}
+	b := []byte("tablekit/bidx/v1")
+	b = binary.BigEndian.AppendUint32(b, uint32(len(ix.Field)))
+	b = append(b, ix.Field...)
+	b, err := appendTyped(b, v)
+	if err != nil {
+		return "", err
+	}
+	h := hmac.New(sha256.New, t.ikey)
+	h.Write(b)
+	clear(b)
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:blindSize]), nil
+}
+
+// BlindValue returns the blind index value of value for the indexed field:
+// what the field's index property holds for an entity whose field equals
+// value (after Normalize). value may be any Go value a table.Dynamic
+// property may hold (int, int64 and int32 compare alike). ErrInvalid when
+// field has no index.
+func (t *Table[T]) BlindValue(field string, value any) (string, error) {
+	ix := t.indexes[field]
+	if ix == nil {
+		return "", fmt.Errorf("%w: field %q has no blind index", ErrInvalid, field)
+	}
+	// The value typed as it would be stored (int as Int64, times in UTC
+	// at 100 ns, [16]byte as GUID), as ToDynamic types the fields it
+	// compares with.
+	d, err := table.ToDynamic(table.Dynamic{Properties: map[string]any{field: value}})
+	if err != nil {
+		return "", err
+	}
+	v, ok := d.Properties[field]
+	if !ok {
+		return "", fmt.Errorf("%w: a %T value is stored as no property; it cannot be looked up", ErrInvalid, value)
+	}
+	return t.blind(ix, v)
+}
+
+// Where returns the filter that matches the entities whose field equals
+// value, by its blind index: table.Eq(index property, BlindValue(field,
+// value)). Combine it with a PartitionKey filter whenever you can (without
+// one the query scans the table). ErrInvalid when field has no index.
+func (t *Table[T]) Where(field string, value any) (table.Filter, error) {
+	b, err := t.BlindValue(field, value)
+	if err != nil {
+		return table.Filter{}, err
+	}
+	return table.Eq(t.indexes[field].Property, b), nil
+}
+
+// Lookup returns the entities in scope (a filter such as
+// table.PartitionKey(pk); the zero Filter is the whole table) whose field
+// equals value: one query on the blind index, one round trip per page,
+// each match decrypted. It returns exactly the matches: an entity whose
+// decrypted value does not equal value after normalization (a stale index
+// written by other code) is left out.
+func (t *Table[T]) Lookup(ctx context.Context, field string, value any, scope table.Filter) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		want, err := t.BlindValue(field, value)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		q := &table.Query{Filter: table.And(scope, table.Eq(t.indexes[field].Property, want))}
+		for d, err := range t.tbl.Query(ctx, q) {
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			if err := t.unseal(ctx, "lookup", &d); err != nil {
+				yield(zero, err)
+				return
+			}
+			if got, err := t.blind(t.indexes[field], d.Properties[field]); err != nil || got != want {
+				continue
+			}
+			v, err := t.fromDynamic(d)
+			if !yield(v, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// IndexKey returns a Key function for a patterns/secondaryindex Index that
+// indexes the blind value of the string get returns for field (an empty
+// string: no copy), so the index rows' keys reveal no more than the blind
+// index does. ErrInvalid when field has no blind index. Index copies that
+// hold the entity's properties (secondaryindex's whole or Listed copies)
+// are written as they are, unencrypted: use Holds: KeysOnly.
+func (t *Table[T]) IndexKey(field string, get func(*T) string) (func(*T) []string, error) {
+	ix := t.indexes[field]
+	if ix == nil {
+		return nil, fmt.Errorf("%w: field %q has no blind index", ErrInvalid, field)
+	}
+	return func(v *T) []string {
+		s := get(v)
+		if s == "" {
+			return nil
+		}
+		b, _ := t.blind(ix, s) // a string always has a blind value
+		return []string{b}
+	}, nil
+}

@@ -1,0 +1,582 @@
+package encryption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// Sentinel errors; every error of this package for these conditions
+// satisfies errors.Is with one of them. None of this package's errors
+// carries a plaintext, a ciphertext or key bytes.
+var (
+	// ErrDecrypt: a stored value failed to decrypt: it was changed,
+	// copied from another entity, property or table, is not an encrypted
+	// value at all, or is not encrypted under the key its header names.
+	ErrDecrypt = errors.New("encryption: the stored value failed to decrypt (tampered with, moved from another entity or property, or not encrypted with the key its header names)")
+	// ErrUnknownKey: a key id the KeyProvider does not know.
+	ErrUnknownKey = errors.New("encryption: unknown key id")
+	// ErrBadKey: a key that is not 32 bytes, or a key id that does not fit
+	// the header (1 to 255 printable ASCII characters).
+	ErrBadKey = errors.New("encryption: invalid key")
+	// ErrInvalid: an invalid configuration (Options) or use: a field T
+	// does not have, an index property in user data, a value of a type
+	// that cannot be encrypted.
+	ErrInvalid = errors.New("encryption: invalid options or use")
+)
+
+// Error is a failure to encrypt or decrypt a property. It names the
+// operation, the entity, the property and the key id, never a value, and
+// unwraps to a sentinel (ErrDecrypt, ErrUnknownKey, ErrBadKey, ErrInvalid,
+// table.ErrTooLarge) or to the KeyProvider's error.
+type Error struct {
+	Op           string // "insert", "get", "query", "reencrypt", ...
+	Table        string
+	PartitionKey string
+	RowKey       string
+	Property     string
+	KeyID        string // the key id involved, when known
+	Err          error
+}
+
+// Error describes the failure without values.
+func (e *Error) Error() string {
+	s := "encryption: " + e.Op
+	if e.Table != "" {
+		s += " " + e.Table
+	}
+	if e.PartitionKey != "" || e.RowKey != "" {
+		s += fmt.Sprintf(" (PartitionKey %q, RowKey %q)", e.PartitionKey, e.RowKey)
+	}
+	if e.Property != "" {
+		s += " property " + e.Property
+	}
+	if e.KeyID != "" {
+		s += fmt.Sprintf(" key %q", e.KeyID)
+	}
+	return s + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Options configures a Table. Fields is required, and so is Keys.
+type Options struct {
+	// Fields are the properties to encrypt, by their stored names (a
+	// field's name, or its `table:"Name"` tag). Each must be a property of
+	// T (any name when T is table.Dynamic or has an extra map). Keys
+	// cannot be encrypted: the service needs them.
+	Fields []string
+	// Keys supplies the data keys (NewStaticKeys, or your own KeyProvider
+	// over Key Vault).
+	Keys KeyProvider
+	// Indexes adds a blind index to some of the Fields, for equality
+	// lookups (Lookup, Where). Default: none.
+	Indexes []Index
+	// IndexKey is the HMAC-SHA256 key of the blind indexes: 32 bytes, not
+	// a data key. Required when Indexes is not empty. Changing it makes
+	// every stored blind index stale until Reencrypt with Indexes set
+	// rewrites them.
+	IndexKey []byte
+	// TableName is the table name bound into every value's associated
+	// data. Default: the table's name. Set it to the original name to read
+	// a copy of a table restored under another name.
+	TableName string
+}
+
+// Index is a blind index on an encrypted field: HMAC-SHA256 under
+// Options.IndexKey of the field's normalized value, stored beside the
+// ciphertext in its own string property, for equality lookups.
+type Index struct {
+	// Field is the encrypted field (one of Options.Fields).
+	Field string
+	// Property stores the blind value. Default: Field + "_bidx".
+	Property string
+	// Normalize maps a string value to the form that is compared, such
+	// as TrimLower for email addresses. Default: none (exact bytes). It
+	// applies to string values only; other types compare by their exact
+	// stored value (all integer types alike).
+	Normalize func(string) string
+}
+
+// TrimLower is a Normalize for case-insensitive values such as email
+// addresses: strings.ToLower(strings.TrimSpace(s)).
+func TrimLower(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// Table is a view of a table whose entities of type T have some properties
+// encrypted on the client. It offers the verbs of table.Table over them:
+// values are encrypted before a write leaves the process and decrypted
+// after a read. It is safe for concurrent use.
+type Table[T any] struct {
+	tbl     *table.Table[table.Dynamic]
+	name    string // bound into the AAD
+	fields  []string
+	keys    KeyProvider
+	indexes map[string]*Index // by Field
+	byProp  map[string]bool   // the index properties
+	ikey    []byte
+	meta    []int           // index of T's table.Meta field, nil if none
+	props   map[string]bool // T's properties
+	anyName bool            // T takes any property name (extra map, Dynamic)
+	ciphers ciphers
+}
+
+// New returns a Table for entities of type T over tbl, encrypting the
+// properties opts.Fields names. Every static mistake is an ErrInvalid (or
+// ErrBadKey for IndexKey) here: missing Keys, no Fields, a field T does
+// not have, an index on a field that is not encrypted, an index property
+// that collides with a property of T.
+func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], error) {
+	if tbl == nil || opts == nil || opts.Keys == nil || len(opts.Fields) == 0 {
+		return nil, fmt.Errorf("%w: a table, and Options with Fields and Keys, are required", ErrInvalid)
+	}
+	typ := reflect.TypeFor[T]()
+	if typ.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: %v is not a struct type", ErrInvalid, typ)
+	}
+	if _, err := table.ToDynamic(*new(T)); err != nil {
+		return nil, err // T is not a type table accepts
+	}
+	t := &Table[T]{tbl: tbl, name: opts.TableName, keys: opts.Keys, indexes: map[string]*Index{}, byProp: map[string]bool{}}
+	if t.name == "" {
+		t.name = tbl.Name()
+	}
+	props, anyName := properties(typ, map[string]bool{})
+	t.props, t.anyName = props, anyName
+	for _, f := range opts.Fields {
+		switch {
+		case f == "PartitionKey" || f == "RowKey" || f == "Timestamp" || f == table.WriteProperty:
+			return nil, fmt.Errorf("%w: %s cannot be encrypted", ErrInvalid, f)
+		case !props[f] && !anyName:
+			return nil, fmt.Errorf("%w: %v has no property %q", ErrInvalid, typ, f)
+		case slices.Contains(t.fields, f):
+			return nil, fmt.Errorf("%w: field %q is listed twice", ErrInvalid, f)
+		}
+		t.fields = append(t.fields, f)
+	}
+	for _, ix := range opts.Indexes {
+		ix := ix
+		if ix.Property == "" {
+			ix.Property = ix.Field + "_bidx"
+		}
+		switch {
+		case !slices.Contains(t.fields, ix.Field):
+			return nil, fmt.Errorf("%w: index on %q, which is not one of Fields", ErrInvalid, ix.Field)
+		case t.indexes[ix.Field] != nil:
+			return nil, fmt.Errorf("%w: two indexes on %q", ErrInvalid, ix.Field)
+		case props[ix.Property] || t.byProp[ix.Property] || slices.Contains(t.fields, ix.Property):
+			return nil, fmt.Errorf("%w: index property %q is also a property of %v or another index", ErrInvalid, ix.Property, typ)
+		}
+		t.indexes[ix.Field] = &ix
+		t.byProp[ix.Property] = true
+	}
+	if len(t.indexes) > 0 {
+		if len(opts.IndexKey) != 32 {
+			return nil, fmt.Errorf("%w: IndexKey has %d bytes (32 needed)", ErrBadKey, len(opts.IndexKey))
+		}
+		t.ikey = slices.Clone(opts.IndexKey)
+	}
+	for _, f := range reflect.VisibleFields(typ) {
+		if f.Type == reflect.TypeFor[table.Meta]() {
+			t.meta = f.Index
+			break
+		}
+	}
+	return t, nil
+}
+
+// properties returns the property names of struct type typ as the table
+// codec maps them, and whether T takes any name (an extra map, or Dynamic).
+func properties(typ reflect.Type, out map[string]bool) (map[string]bool, bool) {
+	open := false
+	for i := 0; i < typ.NumField(); i++ {
+		sf := typ.Field(i)
+		tag := sf.Tag.Get("table")
+		name, opt, _ := strings.Cut(tag, ",")
+		ft := sf.Type
+		switch {
+		case tag == "-" || ft == reflect.TypeFor[table.Meta]():
+			continue
+		case sf.Anonymous && ft.Kind() == reflect.Struct && name == "" && ft != reflect.TypeFor[time.Time]():
+			_, o := properties(ft, out)
+			open = open || o
+			continue
+		case !sf.IsExported():
+			continue
+		case slices.Contains(strings.Split(opt, ","), "extra"):
+			open = true
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		out[name] = true
+	}
+	return out, open
+}
+
+// Table returns the underlying table of encrypted entities: for Submit of
+// this package's ops, and for reading the stored form.
+func (t *Table[T]) Table() *table.Table[table.Dynamic] { return t.tbl }
+
+// metaOf returns v's table.Meta, or nil when T has none.
+func (t *Table[T]) metaOf(v *T) *table.Meta {
+	if t.meta == nil {
+		return nil
+	}
+	return reflect.ValueOf(v).Elem().FieldByIndex(t.meta).Addr().Interface().(*table.Meta)
+}
+
+// encrypt returns v as the entity stored: its encrypted fields sealed
+// under the current key, each with its blind index, and v's Meta (so that
+// the core can verify a lost response of a conditional update exactly).
+func (t *Table[T]) encrypt(ctx context.Context, op string, v *T) (table.Dynamic, error) {
+	d, err := table.ToDynamic(*v)
+	if err != nil {
+		return d, err
+	}
+	if m := t.metaOf(v); m != nil {
+		d.Meta = *m
+	}
+	return d, t.seal(ctx, op, &d)
+}
+
+// seal encrypts d's plaintext fields in place under the current key and
+// sets their blind indexes.
+func (t *Table[T]) seal(ctx context.Context, op string, d *table.Dynamic) error {
+	fail := func(prop, id string, err error) error {
+		return &Error{Op: op, Table: t.tbl.Name(), PartitionKey: d.PartitionKey, RowKey: d.RowKey, Property: prop, KeyID: id, Err: err}
+	}
+	for p := range t.byProp {
+		if _, ok := d.Properties[p]; ok {
+			return fail(p, "", fmt.Errorf("%w: the blind index property is written by this package only", ErrInvalid))
+		}
+	}
+	id, key, err := t.keys.CurrentKey(ctx)
+	if err != nil {
+		return fail("", "", err)
+	}
+	aead, err := t.ciphers.get(id, key)
+	if err != nil {
+		return fail("", id, err)
+	}
+	for _, f := range t.fields {
+		pv, ok := d.Properties[f]
+		if !ok {
+			continue
+		}
+		if ix := t.indexes[f]; ix != nil {
+			b, err := t.blind(ix, pv)
+			if err != nil {
+				return fail(f, "", err)
+			}
+			d.Properties[ix.Property] = b
+		}
+		ct, err := seal(aead, id, binding{t.name, d.PartitionKey, d.RowKey, f}, pv)
+		if err != nil {
+			return fail(f, id, err)
+		}
+		d.Properties[f] = ct
+	}
+	return nil
+}
+
+// unseal decrypts d's encrypted fields in place and removes its blind index
+// properties.
+func (t *Table[T]) unseal(ctx context.Context, op string, d *table.Dynamic) error {
+	for p := range t.byProp {
+		delete(d.Properties, p)
+	}
+	for _, f := range t.fields {
+		pv, ok := d.Properties[f]
+		if !ok {
+			continue
+		}
+		v, id, err := t.decryptValue(ctx, d, f, pv)
+		if err != nil {
+			return &Error{Op: op, Table: t.tbl.Name(), PartitionKey: d.PartitionKey, RowKey: d.RowKey, Property: f, KeyID: id, Err: err}
+		}
+		d.Properties[f] = v
+	}
+	return nil
+}
+
+// decryptValue decrypts the stored value pv of property f of d.
+func (t *Table[T]) decryptValue(ctx context.Context, d *table.Dynamic, f string, pv any) (any, string, error) {
+	b, ok := pv.([]byte)
+	if !ok {
+		return nil, "", fmt.Errorf("%w: stored as %s, not as an encrypted Edm.Binary", ErrDecrypt, typeName(pv))
+	}
+	id, n, ok := header(b)
+	if !ok {
+		return nil, "", fmt.Errorf("%w: not a value of this format", ErrDecrypt)
+	}
+	key, err := t.keys.Key(ctx, id)
+	if err != nil {
+		return nil, id, err
+	}
+	aead, err := t.ciphers.get(id, key)
+	if err != nil {
+		return nil, id, err
+	}
+	v, err := open(aead, b, n, binding{t.name, d.PartitionKey, d.RowKey, f})
+	return v, id, err
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "Edm.String"
+	case bool:
+		return "Edm.Boolean"
+	case int32:
+		return "Edm.Int32"
+	case int64:
+		return "Edm.Int64"
+	case float64:
+		return "Edm.Double"
+	case time.Time:
+		return "Edm.DateTime"
+	case table.GUID:
+		return "Edm.Guid"
+	}
+	return "another type"
+}
+
+// decrypt returns the T that the stored entity d holds.
+func (t *Table[T]) decrypt(ctx context.Context, op string, d table.Dynamic) (T, error) {
+	if err := t.unseal(ctx, op, &d); err != nil {
+		var zero T
+		return zero, err
+	}
+	return t.fromDynamic(d)
+}
+
+func (t *Table[T]) fromDynamic(d table.Dynamic) (T, error) {
+	v, err := table.FromDynamic[T](d)
+	if err != nil {
+		return v, err
+	}
+	if m := t.metaOf(&v); m != nil {
+		*m = d.Meta // with the write history FromDynamic does not carry
+	}
+	return v, nil
+}
+
+// mode returns m, with a Fields merge extended by the blind index property
+// of each encrypted field it names, so a value and its index are always
+// written together.
+func (t *Table[T]) mode(m table.Mode) (table.Mode, error) {
+	if !strings.HasPrefix(m.String(), "merge of ") {
+		return m, nil // Merge, Replace, or an invalid Mode the core refuses
+	}
+	names, err := modeFields(m)
+	if err != nil {
+		return m, err
+	}
+	out := slices.Clone(names)
+	for _, n := range names {
+		if !t.props[n] && !t.anyName && !t.byProp[n] {
+			return m, fmt.Errorf("%w: Fields: %s has no property %q", ErrInvalid, reflect.TypeFor[T](), n)
+		}
+		if t.byProp[n] {
+			return m, fmt.Errorf("%w: Fields names the blind index property %q: name its field instead", ErrInvalid, n)
+		}
+		if ix := t.indexes[n]; ix != nil {
+			out = append(out, ix.Property)
+		}
+	}
+	return table.Fields(out...), nil
+}
+
+// modeFields reads the names of a Fields merge. table.Mode does not export
+// them; see the package's note on this in its final report.
+func modeFields(m table.Mode) ([]string, error) {
+	f := reflect.ValueOf(m).FieldByName("fields")
+	if !f.IsValid() || f.Kind() != reflect.Slice || f.Type().Elem().Kind() != reflect.String {
+		return nil, fmt.Errorf("%w: cannot read the names of %v (table.Mode changed): use Merge, Replace or Modify", ErrInvalid, m)
+	}
+	names := make([]string, f.Len())
+	for i := range names {
+		names[i] = f.Index(i).String()
+	}
+	return names, nil
+}
+
+// Insert encrypts v's fields and inserts it (table.Table.Insert): one
+// round trip, ErrAlreadyExists when the entity exists.
+func (t *Table[T]) Insert(ctx context.Context, v T) (table.Result, error) {
+	d, err := t.encrypt(ctx, "insert", &v)
+	if err != nil {
+		return table.Result{}, err
+	}
+	return t.tbl.Insert(ctx, d)
+}
+
+// Upsert encrypts v's fields and inserts or merges or replaces it
+// (table.Table.Upsert): one round trip. A Fields merge naming an
+// encrypted field also writes its blind index.
+func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (table.Result, error) {
+	m, err := t.mode(mode)
+	if err != nil {
+		return table.Result{}, err
+	}
+	d, err := t.encrypt(ctx, "upsert", &v)
+	if err != nil {
+		return table.Result{}, err
+	}
+	return t.tbl.Upsert(ctx, d, m)
+}
+
+// Update encrypts v's fields and updates the entity if etag matches
+// (table.Table.Update: azcore.ETagAny for any version; empty is
+// table.ErrNoETag). One round trip. Pass v as read (with its table.Meta)
+// for exact verification of a lost response.
+func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Result, error) {
+	m, err := t.mode(mode)
+	if err != nil {
+		return table.Result{}, err
+	}
+	d, err := t.encrypt(ctx, "update", &v)
+	if err != nil {
+		return table.Result{}, err
+	}
+	return t.tbl.Update(ctx, d, etag, m)
+}
+
+// Delete removes the entity if etag matches (table.Table.Delete). One
+// round trip; no key is needed.
+func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
+	return t.tbl.Delete(ctx, partitionKey, rowKey, etag)
+}
+
+// Get reads and decrypts one entity: one round trip. ErrDecrypt,
+// ErrUnknownKey or the KeyProvider's error when a value cannot be
+// decrypted; table.ErrNotFound when the entity does not exist.
+func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *table.GetOptions) (T, error) {
+	d, err := t.tbl.Get(ctx, partitionKey, rowKey, opts)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return t.decrypt(ctx, "get", d)
+}
+
+// Modify is table.Table.Modify over decrypted values: it reads the entity,
+// calls fn with it decrypted, and writes it back encrypted under the
+// current key, conditioned on the ETag read, again on a conflict. Two
+// round trips without contention. opts.Mode defaults to Merge; a Fields
+// merge naming an encrypted field also writes its blind index.
+func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *table.ModifyOptions) (T, table.Result, error) {
+	var zero T
+	var o table.ModifyOptions
+	if opts != nil {
+		o = *opts
+	}
+	m, err := t.mode(o.Mode) // the zero Mode passes: the core's default, Merge
+	if err != nil {
+		return zero, table.Result{}, err
+	}
+	o.Mode = m
+	var out T
+	_, res, err := t.tbl.Modify(ctx, partitionKey, rowKey, func(d *table.Dynamic) error {
+		v, err := t.decrypt(ctx, "modify", *d)
+		if err != nil {
+			return err
+		}
+		if err := fn(&v); err != nil {
+			return err
+		}
+		enc, err := t.encrypt(ctx, "modify", &v)
+		if err != nil {
+			return err
+		}
+		out, *d = v, enc
+		return nil
+	}, &o)
+	if err != nil {
+		return zero, res, err
+	}
+	if m := t.metaOf(&out); m != nil {
+		m.ETag = res.ETag
+	}
+	return out, res, nil
+}
+
+// Query returns the decrypted results of q (table.Table.Query): one round
+// trip per page. An entity that fails to decrypt ends the sequence with
+// its error. Filters compare stored values: an encrypted field's stored
+// value is ciphertext, so compare its blind index (Where) instead.
+func (t *Table[T]) Query(ctx context.Context, q *table.Query) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for d, err := range t.tbl.Query(ctx, q) {
+			var v T
+			if err == nil {
+				v, err = t.decrypt(ctx, "query", d)
+			}
+			if !yield(v, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// QueryPage fetches and decrypts one page of q (table.Table.QueryPage):
+// one round trip. Resume with q.Cursor = page.Next.
+func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (table.Page[T], error) {
+	p, err := t.tbl.QueryPage(ctx, q)
+	if err != nil {
+		return table.Page[T]{}, err
+	}
+	out := table.Page[T]{Items: make([]T, len(p.Items)), Next: p.Next}
+	for i, d := range p.Items {
+		if out.Items[i], err = t.decrypt(ctx, "query", d); err != nil {
+			return table.Page[T]{}, err
+		}
+	}
+	return out, nil
+}
+
+// InsertOp is an encrypted insert for table.Submit (with Table().Submit or
+// table.Submit on the same client).
+func (t *Table[T]) InsertOp(ctx context.Context, v T) (table.Op, error) {
+	d, err := t.encrypt(ctx, "insert", &v)
+	if err != nil {
+		return table.Op{}, err
+	}
+	return t.tbl.InsertOp(d), nil
+}
+
+// UpsertOp is an encrypted upsert for table.Submit.
+func (t *Table[T]) UpsertOp(ctx context.Context, v T, mode table.Mode) (table.Op, error) {
+	m, err := t.mode(mode)
+	if err != nil {
+		return table.Op{}, err
+	}
+	d, err := t.encrypt(ctx, "upsert", &v)
+	if err != nil {
+		return table.Op{}, err
+	}
+	return t.tbl.UpsertOp(d, m), nil
+}
+
+// UpdateOp is an encrypted conditional update for table.Submit.
+func (t *Table[T]) UpdateOp(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Op, error) {
+	m, err := t.mode(mode)
+	if err != nil {
+		return table.Op{}, err
+	}
+	d, err := t.encrypt(ctx, "update", &v)
+	if err != nil {
+		return table.Op{}, err
+	}
+	return t.tbl.UpdateOp(d, etag, m), nil
+}
