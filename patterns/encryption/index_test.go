@@ -1,0 +1,251 @@
+package encryption_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/patterns/encryption"
+	"github.com/tablekit/tablekit/patterns/secondaryindex"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+func rowKeys(t *testing.T, seq func(func(Person, error) bool)) []string {
+	t.Helper()
+	var out []string
+	for v, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v.PartitionKey+"/"+v.RowKey)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestBlindIndexLookup(t *testing.T) {
+	r := newRig(t)
+	p := people(t, r, keysOf(t, "k1", "k1"))
+	ctx := context.Background()
+	for _, e := range []struct{ pk, rk, email, ssn string }{
+		{"Sales", "1", "alice@contoso.com", "111"},
+		{"Sales", "2", "  ALICE@Contoso.com ", "222"}, // the same after TrimLower
+		{"HR", "3", "alice@contoso.com", "111"},
+		{"Sales", "4", "alice@contoso.co", "1111"},
+		{"Sales", "5", "bob@contoso.com", "111 "}, // SSN has no normalizer
+	} {
+		a := alice()
+		a.PartitionKey, a.RowKey, a.Email, a.SSN = e.pk, e.rk, e.email, e.ssn
+		if _, err := p.Insert(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.ft.Reset()
+	got := rowKeys(t, p.Lookup(ctx, "Email", "Alice@contoso.com", table.Filter{}))
+	if !slices.Equal(got, []string{"HR/3", "Sales/1", "Sales/2"}) || r.ft.Count() != 1 {
+		t.Errorf("Lookup email: %v in %d round trips", got, r.ft.Count())
+	}
+	if got := rowKeys(t, p.Lookup(ctx, "Email", "alice@contoso.com", table.PartitionKey("Sales"))); !slices.Equal(got, []string{"Sales/1", "Sales/2"}) {
+		t.Errorf("Lookup email in Sales: %v", got)
+	}
+	if got := rowKeys(t, p.Lookup(ctx, "SSN", "111", table.Filter{})); !slices.Equal(got, []string{"HR/3", "Sales/1"}) {
+		t.Errorf("Lookup SSN: %v", got)
+	}
+	if got := rowKeys(t, p.Lookup(ctx, "SSN", "nobody", table.Filter{})); len(got) != 0 {
+		t.Errorf("Lookup of a missing value: %v", got)
+	}
+	// Where composes with other filters in an ordinary query.
+	f, err := p.Where("Email", "bob@contoso.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rowKeys(t, p.Query(ctx, &table.Query{Filter: table.And(table.PartitionKey("Sales"), f)})); !slices.Equal(got, []string{"Sales/5"}) {
+		t.Errorf("Where: %v", got)
+	}
+	if _, err := p.Where("Name", "Alice"); !errors.Is(err, encryption.ErrInvalid) {
+		t.Errorf("Where on a field without an index: %v", err)
+	}
+	// A stale index (a forged or outdated blind value) never yields a
+	// non-matching entity: Lookup checks the decrypted value.
+	bob, err := r.tbl.Get(ctx, "Sales", "5", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alices, err := r.tbl.Get(ctx, "Sales", "1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob.Properties["Email_bidx"] = alices.Properties["Email_bidx"]
+	if _, err := r.tbl.Update(ctx, bob, bob.ETag, table.Replace); err != nil {
+		t.Fatal(err)
+	}
+	if got := rowKeys(t, p.Lookup(ctx, "Email", "alice@contoso.com", table.PartitionKey("Sales"))); !slices.Equal(got, []string{"Sales/1", "Sales/2"}) {
+		t.Errorf("Lookup with a forged index row: %v", got)
+	}
+	// The stored index is the blind value, and integer types compare alike.
+	b, _ := p.BlindValue("Email", "ALICE@contoso.com")
+	if alices.Properties["Email_bidx"] != b {
+		t.Errorf("stored %v, BlindValue %v", alices.Properties["Email_bidx"], b)
+	}
+}
+
+func TestBlindValueTypes(t *testing.T) {
+	r := newRig(t)
+	keys := keysOf(t, "k1", "k1")
+	dyn, err := encryption.New[table.Dynamic](r.tbl, &encryption.Options{Fields: []string{"N", "S"}, Keys: keys, Indexes: []encryption.Index{{Field: "N"}, {Field: "S"}}, IndexKey: key("i")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i32, _ := dyn.BlindValue("N", int32(5))
+	i64, _ := dyn.BlindValue("N", int64(5))
+	i, _ := dyn.BlindValue("N", 5)
+	s, _ := dyn.BlindValue("S", "5")
+	other, _ := dyn.BlindValue("S", "6")
+	n5s, _ := dyn.BlindValue("N", "5")
+	if i32 != i64 || i64 != i || s == other || n5s == i || len(i) != 22 {
+		t.Errorf("blind values: %q %q %q %q %q %q", i32, i64, i, s, other, n5s)
+	}
+	// Another field, another value: the field name is part of the input.
+	if s == n5s {
+		t.Errorf("two fields with one value have one blind value")
+	}
+	// Another index key, another value.
+	dyn2, _ := encryption.New[table.Dynamic](r.tbl, &encryption.Options{Fields: []string{"S"}, Keys: keys, Indexes: []encryption.Index{{Field: "S"}}, IndexKey: key("j")})
+	if s2, _ := dyn2.BlindValue("S", "5"); s2 == s {
+		t.Errorf("the index key does not key the blind value")
+	}
+}
+
+// IndexKey plugs the blind value into a secondaryindex Index: its copies'
+// RowKeys hold the blind value, not the email.
+func TestSecondaryIndexKey(t *testing.T) {
+	r := newRig(t)
+	p := people(t, r, keysOf(t, "k1", "k1"))
+	keyFn, err := p.IndexKey("Email", func(v *Person) string { return v.Email })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.IndexKey("Name", func(v *Person) string { return v.Name }); !errors.Is(err, encryption.ErrInvalid) {
+		t.Errorf("IndexKey on a field without an index: %v", err)
+	}
+	a := alice()
+	want, _ := p.BlindValue("Email", a.Email)
+	if got := keyFn(&a); !slices.Equal(got, []string{want}) {
+		t.Errorf("Key: %v, want [%s]", got, want)
+	}
+	if got := keyFn(&Person{}); got != nil {
+		t.Errorf("an empty email has copies: %v", got)
+	}
+	type staff struct {
+		Department string `table:",pk"`
+		ID         string `table:",rk"`
+		Email      string
+	}
+	// A KeysOnly index: the copy holds keys only.
+	s, err := secondaryindex.New(r.tbl, &secondaryindex.Options[staff]{Primary: "emp", Indexes: []secondaryindex.Index[staff]{{
+		Name: "email", Unique: true, Holds: secondaryindex.KeysOnly,
+		Key: func(v *staff) []string { p := Person{Email: v.Email}; return keyFn(&p) },
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Insert(ctx, staff{Department: "Sales", ID: "1", Email: "x@contoso.com"}); err != nil {
+		t.Fatal(err)
+	}
+	bv, _ := p.BlindValue("Email", "X@contoso.com")
+	got, err := s.Lookup(ctx, "Sales", "email", []string{bv}, nil)
+	if err != nil || got.Value.ID != "1" {
+		t.Fatalf("secondaryindex lookup by blind value: %+v, %v", got, err)
+	}
+}
+
+// Merges: each encrypted property is self-contained, so a merge that
+// leaves one out keeps it (and its index) as stored, and a merge that
+// sets one writes it and its index together.
+func TestMergeSemantics(t *testing.T) {
+	r := newRig(t)
+	p := people(t, r, keysOf(t, "k1", "k1"))
+	ctx := context.Background()
+	a := alice()
+	if _, err := p.Insert(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	before, err := r.tbl.Get(ctx, a.PartitionKey, a.RowKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Fields merge of a plain field: the ciphertexts and indexes stay.
+	if _, err := p.Update(ctx, Person{PartitionKey: a.PartitionKey, RowKey: a.RowKey, Name: "Alicia"}, azcore.ETagAny, table.Fields("Name")); err != nil {
+		t.Fatal(err)
+	}
+	after, err := r.tbl.Get(ctx, a.PartitionKey, a.RowKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prop := range []string{"Email", "SSN", "Email_bidx", "SSNIndex", "Nick"} {
+		if !equalValue(before.Properties[prop], after.Properties[prop]) {
+			t.Errorf("%s changed by a merge that left it out", prop)
+		}
+	}
+	got, err := p.Get(ctx, a.PartitionKey, a.RowKey, nil)
+	if err != nil || got.Name != "Alicia" || got.Email != a.Email || *got.Nick != "Al" {
+		t.Fatalf("after a Fields merge: %+v, %v", got, err)
+	}
+	// A merge of the whole struct leaves a nil pointer out: Nick is kept.
+	got.Nick, got.Age = nil, 7
+	if _, err := p.Update(ctx, got, got.ETag, table.Merge); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = p.Get(ctx, a.PartitionKey, a.RowKey, nil); err != nil || got.Nick == nil || *got.Nick != "Al" || got.Age != 7 {
+		t.Fatalf("after a Merge: %+v, %v", got, err)
+	}
+	// A Fields merge naming an encrypted field writes its index too.
+	r.ft.Reset()
+	if _, err := p.Update(ctx, Person{PartitionKey: a.PartitionKey, RowKey: a.RowKey, Email: "new@contoso.com"}, got.ETag, table.Fields("Email")); err != nil || r.ft.Count() != 1 {
+		t.Fatalf("%v, %d round trips", err, r.ft.Count())
+	}
+	if got := rowKeys(t, p.Lookup(ctx, "Email", "new@contoso.com", table.Filter{})); len(got) != 1 {
+		t.Errorf("the new email is not found: %v", got)
+	}
+	if got := rowKeys(t, p.Lookup(ctx, "Email", a.Email, table.Filter{})); len(got) != 0 {
+		t.Errorf("the old email is still found: %v", got)
+	}
+	if got, err := p.Get(ctx, a.PartitionKey, a.RowKey, nil); err != nil || got.Email != "new@contoso.com" || got.SSN != a.SSN || got.Age != 7 {
+		t.Fatalf("after a Fields merge of Email: %+v, %v", got, err)
+	}
+	// The same through Upsert and Modify with a Fields mode.
+	if _, err := p.Upsert(ctx, Person{PartitionKey: a.PartitionKey, RowKey: a.RowKey, SSN: "999"}, table.Fields("SSN")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.Modify(ctx, a.PartitionKey, a.RowKey, func(v *Person) error { v.Email = "third@contoso.com"; return nil }, &table.ModifyOptions{Mode: table.Fields("Email")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rowKeys(t, p.Lookup(ctx, "SSN", "999", table.Filter{})); len(got) != 1 {
+		t.Errorf("Upsert Fields(SSN): %v", got)
+	}
+	if got := rowKeys(t, p.Lookup(ctx, "Email", "third@contoso.com", table.Filter{})); len(got) != 1 {
+		t.Errorf("Modify Fields(Email): %v", got)
+	}
+	// What cannot be done safely is refused before the network.
+	r.ft.Reset()
+	for _, m := range []table.Mode{table.Fields("Email_bidx"), table.Fields("Nope")} {
+		if _, err := p.Update(ctx, got, azcore.ETagAny, m); !errors.Is(err, encryption.ErrInvalid) {
+			t.Errorf("%v: %v", m, err)
+		}
+	}
+	if r.ft.Count() != 0 {
+		t.Errorf("%d requests sent", r.ft.Count())
+	}
+}
+
+func equalValue(a, b any) bool {
+	if x, ok := a.([]byte); ok {
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	}
+	return a == b
+}

@@ -1,0 +1,205 @@
+package encryption_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/patterns/encryption"
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// insertN inserts rows rk0..rk(n-1) offset by from, with distinct SSNs.
+func insertN(t *testing.T, p *encryption.Table[Person], from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		a := alice()
+		a.RowKey, a.SSN = fmt.Sprintf("r%02d", i), fmt.Sprintf("ssn-%02d", i)
+		if _, err := p.Insert(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func keyIDs(t *testing.T, r *rig, n int) string {
+	t.Helper()
+	var ids []string
+	for i := range n {
+		ids = append(ids, r.storedKeyID(t, "Sales", fmt.Sprintf("r%02d", i), "SSN"))
+	}
+	return strings.Join(ids, ",")
+}
+
+func TestRotationAndReencrypt(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	insertN(t, people(t, r, keysOf(t, "k1", "k1")), 0, 5)
+	p := people(t, r, keysOf(t, "k2", "k1", "k2")) // rotated: writes k2, reads both
+	insertN(t, p, 5, 2)
+	if got := keyIDs(t, r, 7); got != "k1,k1,k1,k1,k1,k2,k2" {
+		t.Fatalf("key ids before: %s", got)
+	}
+	for i := range 7 {
+		v, err := p.Get(ctx, "Sales", fmt.Sprintf("r%02d", i), nil)
+		if err != nil || v.SSN != fmt.Sprintf("ssn-%02d", i) {
+			t.Fatalf("row %d: %+v, %v", i, v.SSN, err)
+		}
+	}
+
+	// Stop after the first page (2 rows), deterministically.
+	stop := errors.New("stop")
+	r.ft.Reset()
+	q := &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 2}
+	prog, err := p.Reencrypt(ctx, &encryption.ReencryptOptions{Query: q, Progress: func(encryption.Progress) error { return stop }})
+	if !errors.Is(err, stop) || prog.Scanned != 2 || prog.Rewritten != 2 || prog.Cursor == "" || prog.Done {
+		t.Fatalf("first run: %+v, %v", prog, err)
+	}
+	// One page of 2 rows, one merge per row (the next page was fetched ahead).
+	merges := 0
+	for _, req := range r.ft.Requests() {
+		if req.Method == http.MethodPatch {
+			merges++
+		}
+	}
+	if merges != 2 {
+		t.Errorf("%d merges for 2 rows", merges)
+	}
+	if got := keyIDs(t, r, 7); got != "k2,k2,k1,k1,k1,k2,k2" {
+		t.Fatalf("after the first page: %s", got)
+	}
+	// Resume from the cursor reported.
+	q.Cursor = prog.Cursor
+	var pages int
+	prog, err = p.Reencrypt(ctx, &encryption.ReencryptOptions{Query: q, Progress: func(encryption.Progress) error { pages++; return nil }})
+	if err != nil || !prog.Done || prog.Scanned != 5 || prog.Rewritten != 3 || pages != 3 {
+		t.Fatalf("resumed: %+v, %v, %d pages", prog, err, pages)
+	}
+	if got := keyIDs(t, r, 7); got != "k2,k2,k2,k2,k2,k2,k2" {
+		t.Fatalf("after: %s", got)
+	}
+	// Every value still decrypts, and key 1 is no longer needed.
+	only2 := people(t, r, keysOf(t, "k2", "k2"))
+	all, err := table.Collect(only2.Query(ctx, nil))
+	if err != nil || len(all) != 7 {
+		t.Fatalf("%d rows, %v", len(all), err)
+	}
+	// A second run rewrites nothing.
+	r.ft.Reset()
+	prog, err = p.Reencrypt(ctx, nil)
+	if err != nil || prog.Rewritten != 0 || prog.Scanned != 7 || r.ft.Count() != 1 {
+		t.Fatalf("idempotent run: %+v, %v, %d requests", prog, err, r.ft.Count())
+	}
+}
+
+func TestReencryptCancelled(t *testing.T) {
+	r := newRig(t)
+	insertN(t, people(t, r, keysOf(t, "k1", "k1")), 0, 4)
+	p := people(t, r, keysOf(t, "k2", "k1", "k2"))
+	ctx, cancel := context.WithCancel(context.Background())
+	q := &table.Query{PageSize: 2}
+	prog, err := p.Reencrypt(ctx, &encryption.ReencryptOptions{Query: q, Progress: func(encryption.Progress) error { cancel(); return nil }})
+	if !errors.Is(err, context.Canceled) || prog.Rewritten != 2 {
+		t.Fatalf("cancelled: %+v, %v", prog, err)
+	}
+	q.Cursor = prog.Cursor
+	prog, err = p.Reencrypt(context.Background(), &encryption.ReencryptOptions{Query: q})
+	if err != nil || prog.Rewritten != 2 || !prog.Done {
+		t.Fatalf("resumed: %+v, %v", prog, err)
+	}
+	if got := keyIDs(t, r, 4); got != "k2,k2,k2,k2" {
+		t.Fatalf("after: %s", got)
+	}
+}
+
+// A writer that changes a row between Reencrypt's read and its rewrite is
+// never overwritten: the rewrite is conditioned on the ETag read, fails
+// with 412, and the row read again is found current.
+func TestReencryptRacesAWriter(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	insertN(t, people(t, r, keysOf(t, "k1", "k1")), 0, 2)
+	p := people(t, r, keysOf(t, "k2", "k1", "k2"))
+	writer := people(t, &rig{tbl: mustDynamic(t, r)}, keysOf(t, "k2", "k1", "k2"))
+	raced := false
+	r.ft.Inject(faults.Fault{Match: func(req *http.Request) bool {
+		if req.Method != http.MethodPatch || !strings.Contains(req.URL.Path, "r01") || raced {
+			return false
+		}
+		raced = true // the concurrent write, before Reencrypt's merge reaches the service
+		if _, _, err := writer.Modify(ctx, "Sales", "r01", func(v *Person) error { v.SSN = "changed"; return nil }, nil); err != nil {
+			t.Error(err)
+		}
+		return false
+	}})
+	prog, err := p.Reencrypt(ctx, nil)
+	if err != nil || !raced || prog.Rewritten != 1 || prog.Raced != 1 {
+		t.Fatalf("%+v, %v (raced %v)", prog, err, raced)
+	}
+	statuses := []int{}
+	for _, req := range r.ft.Requests() {
+		if req.Method == http.MethodPatch {
+			statuses = append(statuses, req.Status)
+		}
+	}
+	if fmt.Sprint(statuses) != "[204 412]" {
+		t.Errorf("merge statuses %v, want the second rejected by its ETag", statuses)
+	}
+	v, err := p.Get(ctx, "Sales", "r01", nil)
+	if err != nil || v.SSN != "changed" {
+		t.Fatalf("the concurrent write was lost: %q, %v", v.SSN, err)
+	}
+	if got := keyIDs(t, r, 2); got != "k2,k2" {
+		t.Fatalf("key ids: %s", got)
+	}
+}
+
+// mustDynamic returns a Table[Dynamic] on r's table without r's faults.
+func mustDynamic(t *testing.T, r *rig) *table.Table[table.Dynamic] {
+	t.Helper()
+	d, err := table.New[table.Dynamic](r.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Reencrypt with Indexes recomputes the blind indexes after the index key
+// changed; before, Lookup under the new key finds nothing.
+func TestReencryptIndexes(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	keys := keysOf(t, "k1", "k1")
+	insertN(t, people(t, r, keys), 0, 3)
+	o := r.opts(keys)
+	o.IndexKey = key("index 2")
+	p, err := encryption.New[Person](r.tbl, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, p.Lookup(ctx, "SSN", "ssn-01", table.Filter{})); n != 0 {
+		t.Fatalf("found %d under a new index key", n)
+	}
+	prog, err := p.Reencrypt(ctx, &encryption.ReencryptOptions{Indexes: true})
+	if err != nil || prog.Rewritten != 3 {
+		t.Fatalf("%+v, %v", prog, err)
+	}
+	if n := count(t, p.Lookup(ctx, "SSN", "ssn-01", table.Filter{})); n != 1 {
+		t.Fatalf("found %d after Reencrypt", n)
+	}
+}
+
+func TestReencryptStopsAtATamperedRow(t *testing.T) {
+	r := newRig(t)
+	insertN(t, people(t, r, keysOf(t, "k1", "k1")), 0, 2)
+	tamper(t, r, "Sales", "r01", func(d *table.Dynamic) { d.Properties["SSN"] = "plain" })
+	p := people(t, r, keysOf(t, "k2", "k1", "k2"))
+	prog, err := p.Reencrypt(context.Background(), nil)
+	var e *encryption.Error
+	if !errors.Is(err, encryption.ErrDecrypt) || !errors.As(err, &e) || e.RowKey != "r01" || prog.Rewritten != 1 {
+		t.Fatalf("%+v, %v", prog, err)
+	}
+}
