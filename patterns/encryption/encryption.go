@@ -22,7 +22,8 @@ var (
 	// copied from another entity, property or table, is not an encrypted
 	// value at all, or is not encrypted under the key its header names.
 	ErrDecrypt = errors.New("encryption: the stored value failed to decrypt (tampered with, moved from another entity or property, or not encrypted with the key its header names)")
-	// ErrUnknownKey: a key id the KeyProvider does not know.
+	// ErrUnknownKey: a key id the KeyProvider does not know (also what a
+	// stored value whose header's key id was altered reports).
 	ErrUnknownKey = errors.New("encryption: unknown key id")
 	// ErrBadKey: a key that is not 32 bytes, or a key id that does not fit
 	// the header (1 to 255 printable ASCII characters).
@@ -149,13 +150,13 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 	if t.name == "" {
 		t.name = tbl.Name()
 	}
-	props, anyName := properties(typ, map[string]bool{})
-	t.props, t.anyName = props, anyName
+	t.props = map[string]bool{}
+	t.anyName = properties(typ, t.props)
 	for _, f := range opts.Fields {
 		switch {
 		case f == "PartitionKey" || f == "RowKey" || f == "Timestamp" || f == table.WriteProperty:
 			return nil, fmt.Errorf("%w: %s cannot be encrypted", ErrInvalid, f)
-		case !props[f] && !anyName:
+		case !t.props[f] && !t.anyName:
 			return nil, fmt.Errorf("%w: %v has no property %q", ErrInvalid, typ, f)
 		case slices.Contains(t.fields, f):
 			return nil, fmt.Errorf("%w: field %q is listed twice", ErrInvalid, f)
@@ -163,7 +164,6 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 		t.fields = append(t.fields, f)
 	}
 	for _, ix := range opts.Indexes {
-		ix := ix
 		if ix.Property == "" {
 			ix.Property = ix.Field + "_bidx"
 		}
@@ -172,7 +172,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 			return nil, fmt.Errorf("%w: index on %q, which is not one of Fields", ErrInvalid, ix.Field)
 		case t.indexes[ix.Field] != nil:
 			return nil, fmt.Errorf("%w: two indexes on %q", ErrInvalid, ix.Field)
-		case props[ix.Property] || t.byProp[ix.Property] || slices.Contains(t.fields, ix.Property):
+		case t.props[ix.Property] || t.byProp[ix.Property] || slices.Contains(t.fields, ix.Property):
 			return nil, fmt.Errorf("%w: index property %q is also a property of %v or another index", ErrInvalid, ix.Property, typ)
 		}
 		t.indexes[ix.Field] = &ix
@@ -193,9 +193,10 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 	return t, nil
 }
 
-// properties returns the property names of struct type typ as the table
-// codec maps them, and whether T takes any name (an extra map, or Dynamic).
-func properties(typ reflect.Type, out map[string]bool) (map[string]bool, bool) {
+// properties adds the property names of struct type typ, as the table
+// codec maps them, to out, and reports whether typ takes any name (an
+// extra map, as table.Dynamic has).
+func properties(typ reflect.Type, out map[string]bool) bool {
 	open := false
 	for i := 0; i < typ.NumField(); i++ {
 		sf := typ.Field(i)
@@ -206,8 +207,7 @@ func properties(typ reflect.Type, out map[string]bool) (map[string]bool, bool) {
 		case tag == "-" || ft == reflect.TypeFor[table.Meta]():
 			continue
 		case sf.Anonymous && ft.Kind() == reflect.Struct && name == "" && ft != reflect.TypeFor[time.Time]():
-			_, o := properties(ft, out)
-			open = open || o
+			open = properties(ft, out) || open
 			continue
 		case !sf.IsExported():
 			continue
@@ -220,7 +220,7 @@ func properties(typ reflect.Type, out map[string]bool) (map[string]bool, bool) {
 		}
 		out[name] = true
 	}
-	return out, open
+	return open
 }
 
 // Table returns the underlying table of encrypted entities: for Submit of
@@ -487,7 +487,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 	}
 	o.Mode = m
 	var out T
-	_, res, err := t.tbl.Modify(ctx, partitionKey, rowKey, func(d *table.Dynamic) error {
+	written, res, err := t.tbl.Modify(ctx, partitionKey, rowKey, func(d *table.Dynamic) error {
 		v, err := t.decrypt(ctx, "modify", *d)
 		if err != nil {
 			return err
@@ -506,7 +506,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		return zero, res, err
 	}
 	if m := t.metaOf(&out); m != nil {
-		m.ETag = res.ETag
+		*m = written.Meta // the version written, ready for a following Update
 	}
 	return out, res, nil
 }

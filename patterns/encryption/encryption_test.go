@@ -1,8 +1,11 @@
 package encryption_test
 
 import (
+	"net/http"
+
 	"context"
 	"errors"
+	"github.com/tablekit/tablekit/internal/faults"
 	"reflect"
 	"strings"
 	"sync"
@@ -353,8 +356,13 @@ func TestModifyAndDelete(t *testing.T) {
 	if err != nil || got.Age != 43 || got.ETag != res.ETag || r.ft.Count() != 2 {
 		t.Fatalf("Modify: %v, age %d, %d round trips", err, got.Age, r.ft.Count())
 	}
+	// The entity Modify returns carries the version written.
+	got.Name = "Al"
+	if _, err := p.Update(ctx, got, got.ETag, table.Fields("Name")); err != nil {
+		t.Fatalf("Update with the ETag Modify returned: %v", err)
+	}
 	read, err := p.Get(ctx, a.PartitionKey, a.RowKey, nil)
-	if err != nil || read.Email != "new@contoso.com" || read.Age != 43 || read.SSN != a.SSN {
+	if err != nil || read.Email != "new@contoso.com" || read.Age != 43 || read.SSN != a.SSN || read.Name != "Al" {
 		t.Fatalf("after Modify: %+v, %v", read, err)
 	}
 	if n := count(t, p.Lookup(ctx, "Email", "NEW@contoso.com", table.Filter{})); n != 1 {
@@ -473,4 +481,28 @@ func count(t *testing.T, seq func(func(Person, error) bool)) int {
 		n++
 	}
 	return n
+}
+
+// A lost response is settled by the core, exactly, because the entity read
+// carries its write history through decryption into the update.
+func TestLostResponseVerified(t *testing.T) {
+	r := newRig(t)
+	p := people(t, r, keysOf(t, "k1", "k1"))
+	ctx := context.Background()
+	if _, err := p.Insert(ctx, alice()); err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.Get(ctx, "Sales", "001", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Age = 50
+	r.ft.Inject(faults.Fault{Match: func(req *http.Request) bool { return req.Method == http.MethodPatch }, LoseResponse: true})
+	res, err := p.Update(ctx, v, v.ETag, table.Merge)
+	if err != nil || !res.Verified {
+		t.Fatalf("lost response of a conditional update: %+v, %v", res, err)
+	}
+	if got, err := p.Get(ctx, "Sales", "001", nil); err != nil || got.Age != 50 {
+		t.Fatalf("%d, %v", got.Age, err)
+	}
 }
