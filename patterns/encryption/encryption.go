@@ -131,7 +131,9 @@ type Table[T any] struct {
 }
 
 // New returns a Table for entities of type T over tbl, encrypting the
-// properties opts.Fields names. Every static mistake is an ErrInvalid (or
+// properties opts.Fields names. T is a struct type table.New accepts,
+// with its keys in fields (PartitionKey and RowKey, or tagged pk and rk),
+// or table.Dynamic. Every static mistake is an ErrInvalid (or
 // ErrBadKey for IndexKey) here: missing Keys, no Fields, a field T does
 // not have, an index on a field that is not encrypted, an index property
 // that collides with a property of T.
@@ -160,6 +162,8 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 			return nil, fmt.Errorf("%w: %v has no property %q", ErrInvalid, typ, f)
 		case slices.Contains(t.fields, f):
 			return nil, fmt.Errorf("%w: field %q is listed twice", ErrInvalid, f)
+		case table.Eq(f, "").Err() != nil:
+			return nil, fmt.Errorf("%w: %q is not a valid property name", ErrInvalid, f)
 		}
 		t.fields = append(t.fields, f)
 	}
@@ -174,6 +178,8 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 			return nil, fmt.Errorf("%w: two indexes on %q", ErrInvalid, ix.Field)
 		case t.props[ix.Property] || t.byProp[ix.Property] || slices.Contains(t.fields, ix.Property):
 			return nil, fmt.Errorf("%w: index property %q is also a property of %v or another index", ErrInvalid, ix.Property, typ)
+		case table.Eq(ix.Property, "").Err() != nil:
+			return nil, fmt.Errorf("%w: index property %q is not a valid property name", ErrInvalid, ix.Property)
 		}
 		t.indexes[ix.Field] = &ix
 		t.byProp[ix.Property] = true

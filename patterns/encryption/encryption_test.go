@@ -285,6 +285,7 @@ func TestValidatedBeforeTheNetwork(t *testing.T) {
 		"index property taken": func(o *encryption.Options) { o.Indexes = []encryption.Index{{Field: "Email", Property: "Name"}} },
 		"short index key":      func(o *encryption.Options) { o.IndexKey = o.IndexKey[:16] },
 		"no keys":              func(o *encryption.Options) { o.Keys = nil },
+		"bad index property":   func(o *encryption.Options) { o.Indexes = []encryption.Index{{Field: "Email", Property: "a b"}} },
 	} {
 		c := *o
 		change(&c)
