@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/encryption"
@@ -469,7 +468,6 @@ func TestContextCancelled(t *testing.T) {
 	if _, err := p.Reencrypt(ctx, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Reencrypt: %v", err)
 	}
-	_ = time.Second
 }
 
 func count(t *testing.T, seq func(func(Person, error) bool)) int {
