@@ -145,7 +145,8 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 	if typ.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("%w: %v is not a struct type", ErrInvalid, typ)
 	}
-	if _, err := table.ToDynamic(*new(T)); err != nil {
+	names, extra, err := table.PropertyNames[T]()
+	if err != nil {
 		return nil, err // T is not a type table accepts
 	}
 	t := &Table[T]{tbl: tbl, name: opts.TableName, keys: opts.Keys, indexes: map[string]*Index{}, byProp: map[string]bool{}}
@@ -153,7 +154,10 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 		t.name = tbl.Name()
 	}
 	t.props = map[string]bool{}
-	t.anyName = properties(typ, t.props)
+	for _, n := range names {
+		t.props[n] = true
+	}
+	t.anyName = extra
 	for _, f := range opts.Fields {
 		switch {
 		case f == "PartitionKey" || f == "RowKey" || f == "Timestamp" || f == table.WriteProperty:
@@ -197,36 +201,6 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 		}
 	}
 	return t, nil
-}
-
-// properties adds the property names of struct type typ, as the table
-// codec maps them, to out, and reports whether typ takes any name (an
-// extra map, as table.Dynamic has).
-func properties(typ reflect.Type, out map[string]bool) bool {
-	open := false
-	for i := 0; i < typ.NumField(); i++ {
-		sf := typ.Field(i)
-		tag := sf.Tag.Get("table")
-		name, opt, _ := strings.Cut(tag, ",")
-		ft := sf.Type
-		switch {
-		case tag == "-" || ft == reflect.TypeFor[table.Meta]():
-			continue
-		case sf.Anonymous && ft.Kind() == reflect.Struct && name == "" && ft != reflect.TypeFor[time.Time]():
-			open = properties(ft, out) || open
-			continue
-		case !sf.IsExported():
-			continue
-		case slices.Contains(strings.Split(opt, ","), "extra"):
-			open = true
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
-		out[name] = true
-	}
-	return open
 }
 
 // Table returns the underlying table of encrypted entities: for Submit of
@@ -381,12 +355,9 @@ func (t *Table[T]) fromDynamic(d table.Dynamic) (T, error) {
 // of each encrypted field it names, so a value and its index are always
 // written together.
 func (t *Table[T]) mode(m table.Mode) (table.Mode, error) {
-	if !strings.HasPrefix(m.String(), "merge of ") {
+	names := m.FieldNames()
+	if names == nil {
 		return m, nil // Merge, Replace, or an invalid Mode the core refuses
-	}
-	names, err := modeFields(m)
-	if err != nil {
-		return m, err
 	}
 	out := slices.Clone(names)
 	for _, n := range names {
@@ -401,20 +372,6 @@ func (t *Table[T]) mode(m table.Mode) (table.Mode, error) {
 		}
 	}
 	return table.Fields(out...), nil
-}
-
-// modeFields reads the names of a Fields merge. table.Mode does not export
-// them; see the package's note on this in its final report.
-func modeFields(m table.Mode) ([]string, error) {
-	f := reflect.ValueOf(m).FieldByName("fields")
-	if !f.IsValid() || f.Kind() != reflect.Slice || f.Type().Elem().Kind() != reflect.String {
-		return nil, fmt.Errorf("%w: cannot read the names of %v (table.Mode changed): use Merge, Replace or Modify", ErrInvalid, m)
-	}
-	names := make([]string, f.Len())
-	for i := range names {
-		names[i] = f.Index(i).String()
-	}
-	return names, nil
 }
 
 // Insert encrypts v's fields and inserts it (table.Table.Insert): one

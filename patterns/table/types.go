@@ -93,6 +93,16 @@ func Fields(names ...string) Mode {
 	return Mode{kind: 1, fields: append([]string{}, names...)}
 }
 
+// FieldNames returns the property names of a Fields merge, and nil for
+// Merge and Replace, for packages that extend a partial update with
+// properties of their own.
+func (m Mode) FieldNames() []string {
+	if m.fields == nil {
+		return nil
+	}
+	return append([]string{}, m.fields...)
+}
+
 // String returns "merge", "replace" or "merge of [A B]".
 func (m Mode) String() string {
 	switch {
