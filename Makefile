@@ -85,8 +85,8 @@ bench: $(RUN_EMULATOR)
 	$(GO) test -run '^$$' -bench 'Lookup' -benchtime 10x -count $(BENCHCOUNT) ./patterns/indexentity | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'Contention$$' -benchtime 300x -count $(BENCHCOUNT) ./patterns/indexentity | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'ContentionBurst' -benchtime 20x -count $(BENCHCOUNT) ./patterns/indexentity | tee -a bench.out
-	$(GO) test -run '^$$' -bench 'Codec' -benchmem -count $(BENCHCOUNT) ./patterns/encryption | tee -a bench.out
-	$(GO) test -run '^$$' -bench 'PointOps' -benchmem -benchtime 1000x -count $(BENCHCOUNT) ./patterns/encryption | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'EncryptedCodec' -benchmem -count $(BENCHCOUNT) ./patterns/encryption | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'EncryptedPointOps' -benchmem -benchtime 1000x -count $(BENCHCOUNT) ./patterns/encryption | tee -a bench.out
 	@echo; awk -f .ci/benchtable.awk bench.out
 
 # staticcheck, installed into ./bin at a pinned version.

@@ -16,12 +16,12 @@ import (
 // The benchmarks measure what encryption adds to an entity of 8
 // properties with 2 encrypted (Email with a blind index, SSN):
 //
-//   - BenchmarkCodec, no network: one encode and one decode of the entity.
+//   - BenchmarkEncryptedCodec, no network: one encode and one decode of the entity.
 //     "plain" is table.ToDynamic + table.FromDynamic, the conversion
 //     every pattern over Table[Dynamic] pays; "encrypted" is the same
 //     conversion plus the AES-GCM seal and open of 2 values, and
 //     "encrypted+index" adds the HMAC of the blind index.
-//   - BenchmarkPointOps, against the emulator: an Insert then a Get
+//   - BenchmarkEncryptedPointOps, against the emulator: an Insert then a Get
 //     through a table.Table[T] and through an encryption.Table[T] on the
 //     same table.
 
@@ -60,7 +60,7 @@ func benchTable(b *testing.B, tbl *table.Table[table.Dynamic], index bool) *encr
 	return e
 }
 
-func BenchmarkCodec(b *testing.B) {
+func BenchmarkEncryptedCodec(b *testing.B) {
 	ctx := context.Background()
 	v := benchValue(1)
 	// A Table over a client that is never called: no network.
@@ -105,7 +105,7 @@ func BenchmarkCodec(b *testing.B) {
 	}
 }
 
-func BenchmarkPointOps(b *testing.B) {
+func BenchmarkEncryptedPointOps(b *testing.B) {
 	env := tabletest.New(b)
 	ft := &faults.Transport{} // counts the requests; injects nothing
 	o := &aztables.ClientOptions{}
