@@ -60,7 +60,7 @@ func (t *tour) entityTypes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	engineers, err := table.Register[Engineer](types, "Engineer", &table.TypeOptions{
+	engineers, err := table.Register[Engineer](types, "Engineer", &table.RegisterOptions{
 		Version: 2,
 		Upgrades: []table.Upgrade{table.UpgradeFrom(1, func(e EngineerV1) (Engineer, error) {
 			first, last, _ := strings.Cut(e.Name, " ")
@@ -100,7 +100,7 @@ func (t *tour) entityTypes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.say("the Engineer table alone selects its type on the server (EntityType between 'Engineer.' and 'Engineer/'): %d engineers", len(only))
+	t.say("the Engineer table alone selects its type on the server (EntityType = 'Engineer', or between 'Engineer.' and 'Engineer/'): %d engineers", len(only))
 
 	p, err := types.Migrate(ctx, &table.MigrateOptions{Query: &table.Query{Filter: table.PartitionKey("Engineering")}})
 	if err != nil {

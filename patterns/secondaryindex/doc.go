@@ -21,7 +21,7 @@
 //
 // These prefixes are the guide's own way of telling entity types apart, so
 // to table.Types a Store's rows are just other types: register T (or a
-// struct of the stored properties) with TypeOptions.Prefix
+// struct of the stored properties) with RegisterOptions.Prefix
 // keys.Join(Primary, ""), and each index's copies with keys.Join(name, ""),
 // and one query of a partition reads the primaries, the copies and any
 // other registered entities kept beside them (a department), each into its

@@ -56,16 +56,16 @@ func TestIndexRowsAreTypesByPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := func(name string) string { return keys.Join(name, "") }
-	if _, err := table.Register[employeeRow](types, "Employee", &table.TypeOptions{Prefix: prefix("empid")}); err != nil {
+	if _, err := table.Register[employeeRow](types, "Employee", &table.RegisterOptions{Prefix: prefix("empid")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := table.Register[emailCopy](types, "EmailIndex", &table.TypeOptions{Prefix: prefix("email")}); err != nil {
+	if _, err := table.Register[emailCopy](types, "EmailIndex", &table.RegisterOptions{Prefix: prefix("email")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := table.Register[table.Dynamic](types, "NameIndex", &table.TypeOptions{Prefix: prefix("name")}); err != nil {
+	if _, err := table.Register[table.Dynamic](types, "NameIndex", &table.RegisterOptions{Prefix: prefix("name")}); err != nil {
 		t.Fatal(err)
 	}
-	depts, err := table.Register[deptRow](types, "Department", &table.TypeOptions{Prefix: "DEPT"})
+	depts, err := table.Register[deptRow](types, "Department", &table.RegisterOptions{Prefix: "DEPT"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,7 @@ func (t *Table[T]) InsertOp(v T) Op {
 // UpsertOp is an insert-or-merge or insert-or-replace for Submit (Fields
 // merges only the named properties).
 func (t *Table[T]) UpsertOp(v T, mode Mode) Op {
+	mode = t.writeMode(&v, mode)
 	kind, err := txType("upsert", mode)
 	if err != nil {
 		return Op{err: err}
@@ -124,6 +125,7 @@ func (t *Table[T]) UpdateOp(v T, etag azcore.ETag, mode Mode) Op {
 	if etag == "" {
 		return Op{err: &Error{Op: "update", Table: t.name, Err: ErrNoETag}}
 	}
+	mode = t.writeMode(&v, mode)
 	kind, err := txType("update", mode)
 	if err != nil {
 		return Op{err: err}

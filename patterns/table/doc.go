@@ -53,7 +53,7 @@
 //
 //	types, _ := table.NewTypes(client, nil)
 //	depts, _ := table.Register[Department](types, "Department", nil)
-//	emps, _ := table.Register[Employee](types, "Employee", &table.TypeOptions{
+//	emps, _ := table.Register[Employee](types, "Employee", &table.RegisterOptions{
 //		Version:  2,
 //		Upgrades: []table.Upgrade{table.UpgradeFrom(1, upgradeEmployee)},
 //	})
@@ -84,10 +84,12 @@
 // version and go through the upgrade functions, one version at a time, so
 // they read as the current T; rows of a newer version (written by a newer
 // program during a rolling upgrade) are an ErrEntityType, never misread.
-// Writes always record the current version. A Fields merge records it too,
-// so merge only fields whose meaning did not change, or use Modify, which
-// writes an upgraded row with Replace. Stored rows are upgraded by any
-// full write, by Get with TypeOptions.WriteBack, or table-wide by Migrate.
+// Writes always record the current version. A value read from an older
+// version (its Meta records the upgrade) is always written whole, with
+// Replace, whatever the Mode; a Fields merge or Merge of a value built
+// from scratch cannot know the stored version, so merge such values only
+// into rows known to be current (see Register). Stored rows are upgraded by any
+// full write, by Get with RegisterOptions.WriteBack, or table-wide by Migrate.
 // Every such write is conditioned on the ETag read, so a concurrent
 // writer's change is never overwritten: it stands (and Migrate upgrades it
 // in turn).
@@ -96,8 +98,9 @@
 // instead of one query per type; decoding resolves each row's type from the
 // scanned properties without a second pass (BENCHMARKS.md). Get with
 // WriteBack of an old row: 2 (read, conditional Replace). Migrate: 1 per
-// page read plus 1 per transaction of upgrades (100 rows of a partition),
-// plus 2 per row another writer changed in between (re-read, write).
+// page read plus 1 per transaction of upgrades (100 rows of a partition);
+// a row another writer changed or deleted in between costs 2 more (re-read,
+// write) and 1 transaction more for the ops rolled back with it.
 //
 // Migrate crash points, all repaired by running it again from the last
 // MigrateProgress.Next (rows are rewritten only while they are of an older

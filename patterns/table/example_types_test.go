@@ -56,7 +56,7 @@ func ExampleTypes() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	staff, err := table.Register[Staff](types, "Staff", &table.TypeOptions{
+	staff, err := table.Register[Staff](types, "Staff", &table.RegisterOptions{
 		Version: 2,
 		Upgrades: []table.Upgrade{table.UpgradeFrom(1, func(s StaffV1) (Staff, error) {
 			first, last, _ := strings.Cut(s.FullName, " ")

@@ -3,11 +3,11 @@ package table
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/retry"
 )
 
 // MigrateOptions configures Types.Migrate. A nil *MigrateOptions means
@@ -28,7 +28,7 @@ type MigrateOptions struct {
 // MigrateProgress counts what Migrate has done.
 type MigrateProgress struct {
 	// Read is the rows read; Upgraded, those written as their type's
-	// current version; Raced, the rows another writer changed between the
+	// current version (with their type property); Raced, the rows another writer changed between the
 	// read and the write that were found current (or gone) when read again.
 	Read, Upgraded, Raced int
 	// Next is the cursor to resume from: every row before it has been
@@ -37,12 +37,15 @@ type MigrateProgress struct {
 }
 
 // Migrate rewrites every row of q (default: the whole table) that is of an
-// older version of its registered type as the current version: a page is
+// older version of its registered type as the current version, and records
+// the type property on rows known only by their key prefix or as Untyped:
+// a page is
 // read (one round trip), its old rows upgraded in memory, and written back
 // with Replace, each conditioned on the ETag read, through Submit (one
 // transaction per partition and 100 rows). A row another writer changed in
 // between is read again and, if still old, written again; one that is gone
-// is left gone. Rows of no registered type end the migration with an
+// is left gone. Rows are written whole (Replace: see Register for what a
+// row written whole keeps). Rows of no registered type end the migration with an
 // ErrEntityType error (or, with UnknownAsDynamic, are left alone), as do
 // rows of a version newer than registered.
 //
@@ -70,39 +73,14 @@ func (ts *Types) Migrate(ctx context.Context, opts *MigrateOptions) (MigrateProg
 			return prog, err
 		}
 		prog.Read += len(page.Items)
-		var ops []Op
-		var old []*migrant
+		var todo []*migrant
 		for i := range page.Items {
-			m := &page.Items[i]
-			if m.et == nil || m.version == m.et.version {
-				continue
+			if m := &page.Items[i]; m.stale() {
+				todo = append(todo, m)
 			}
-			o := m.op(ts)
-			if err := o.Err(); err != nil {
-				return prog, err
-			}
-			ops, old = append(ops, o), append(old, m)
 		}
-		if len(ops) > 0 {
-			res, err := submit(ctx, ts.rows.client, ts.rows.direct, ops, opts.Batch)
-			if err != nil && ctx.Err() != nil {
-				return prog, err
-			}
-			for i, r := range res.Ops {
-				if r.Applied {
-					prog.Upgraded++
-					continue
-				}
-				upgraded, err := ts.upgradeOne(ctx, rows, old[i].pk, old[i].rk)
-				if err != nil {
-					return prog, err
-				}
-				if upgraded {
-					prog.Upgraded++
-				} else {
-					prog.Raced++
-				}
-			}
+		if err := ts.upgrade(ctx, rows, todo, opts.Batch, &prog); err != nil {
+			return prog, err
 		}
 		prog.Next = page.Next
 		if opts.Progress != nil {
@@ -114,43 +92,100 @@ func (ts *Types) Migrate(ctx context.Context, opts *MigrateOptions) (MigrateProg
 	}
 }
 
+// upgrade writes a page's stale rows as their current version, each
+// conditioned on the ETag read, in transactions (Submit, which settles lost
+// responses). Ops rolled back with a failing op, or not sent after it,
+// still hold valid ETags and go again in a new round (each round settles
+// at least one op, or ends with Submit's error); the op that failed
+// (another writer changed or deleted the row) or whose outcome stayed
+// unknown goes to upgradeOne.
+func (ts *Types) upgrade(ctx context.Context, rows *Table[migrant], todo []*migrant, batch *BatchOptions, prog *MigrateProgress) error {
+	bo := BatchOptions{ContinueOnError: true}
+	if batch != nil {
+		bo.Concurrency = batch.Concurrency
+	}
+	for len(todo) > 0 {
+		ops := make([]Op, len(todo))
+		for i, m := range todo {
+			if ops[i] = m.op(ts); ops[i].Err() != nil {
+				return ops[i].Err()
+			}
+		}
+		res, err := submit(ctx, ts.rows.client, ts.rows.direct, ops, &bo)
+		if err != nil && ctx.Err() != nil {
+			return err
+		}
+		var again []*migrant
+		progress := false
+		for i, r := range res.Ops {
+			switch {
+			case r.Applied:
+				prog.Upgraded++
+				progress = true
+			case errors.Is(r.Err, ErrNotApplied) && !errors.Is(r.Err, ErrOutcomeUnknown):
+				again = append(again, todo[i])
+			default:
+				progress = true
+				wrote, err := ts.upgradeOne(ctx, rows, todo[i].pk, todo[i].rk)
+				if err != nil {
+					return err
+				}
+				if wrote {
+					prog.Upgraded++
+				} else {
+					prog.Raced++
+				}
+			}
+		}
+		if !progress {
+			// Nothing applied and no op to blame (a transaction failed as
+			// a whole, or validation): sending again would fail again.
+			return err
+		}
+		todo = again
+	}
+	return nil
+}
+
 // upgradeOne upgrades one row whose batched write failed (another writer
-// changed it, its transaction rolled back, or its outcome is unknown):
-// read it; if it is still old, write it conditioned on the ETag, and again
-// on a conflict. It reports whether it wrote the row.
+// changed or deleted it, or its outcome is unknown): it reads the row and,
+// if it is still stale, writes it conditioned on the ETag, reading again
+// after a conflict with retry.Default's backoff. It reports whether it
+// wrote the row.
 func (ts *Types) upgradeOne(ctx context.Context, rows *Table[migrant], pk, rk string) (bool, error) {
-	for attempt := 0; ; attempt++ {
+	wrote := false
+	p := retry.Default
+	p.Retryable = func(err error) bool {
+		return errors.Is(err, ErrPreconditionFailed) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrOutcomeUnknown)
+	}
+	err := p.Do(ctx, func(ctx context.Context) error {
 		m, _, _, _, err := rows.get(ctx, "migrate", pk, rk, false)
 		switch {
 		case errors.Is(err, ErrNotFound):
-			return false, nil
+			return nil // deleted meanwhile: gone stays gone
 		case err != nil:
-			return false, err
-		case m.et == nil || m.version == m.et.version:
-			return false, nil
-		case attempt == 10:
-			return false, &Error{Op: "migrate", Table: ts.rows.name, PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("%w: the row kept changing", ErrPreconditionFailed)}
+			return retry.Stop(err)
+		case !m.stale():
+			return nil
 		}
 		_, err = submit(ctx, ts.rows.client, ts.rows.direct, []Op{m.op(ts)}, nil)
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, ErrPreconditionFailed) && !errors.Is(err, ErrOutcomeUnknown) {
-			return false, err
-		}
-	}
+		wrote = err == nil
+		return err
+	})
+	return wrote, err
 }
 
 // migrant is a row as Migrate reads it: its registered type and version,
 // the value upgraded to the current version, and what its conditional
 // write needs.
 type migrant struct {
-	et      *entityType // nil for a row of no registered type (UnknownAsDynamic)
-	version int
-	value   reflect.Value
-	pk, rk  string
-	etag    azcore.ETag
-	writes  string
+	et       *entityType // nil for a row of no registered type (UnknownAsDynamic)
+	version  int
+	untagged bool // recognised by Untyped or a prefix: no type property
+	value    reflect.Value
+	pk, rk   string
+	etag     azcore.ETag
+	writes   string
 }
 
 // decodeMigrant resolves and upgrades a scanned row for Migrate.
@@ -162,9 +197,11 @@ func (ts *Types) decodeMigrant(props []property, etag azcore.ETag, m *migrant) e
 		}
 		return err
 	}
-	m.et, m.version, m.etag = et, version, etag
+	m.et, m.version, m.etag, m.untagged = et, version, etag, true
 	for i := range props {
 		switch p := &props[i]; string(p.name) {
+		case ts.prop:
+			m.untagged = false
 		case "PartitionKey":
 			m.pk = stringOf(p.value)
 		case "RowKey":
@@ -175,11 +212,17 @@ func (ts *Types) decodeMigrant(props []property, etag azcore.ETag, m *migrant) e
 			}
 		}
 	}
-	if version == et.version {
+	if !m.stale() {
 		return nil
 	}
 	m.value = reflect.New(et.codec.typ).Elem()
 	return et.decode(props, version, m.value, etag, nil, ts.prop)
+}
+
+// stale reports whether Migrate rewrites the row: of an older version, or
+// without its type property.
+func (m *migrant) stale() bool {
+	return m.et != nil && (m.version != m.et.version || m.untagged)
 }
 
 // op is the conditional Replace that writes m as its current version, as

@@ -38,7 +38,7 @@ const DefaultTypeProperty = "EntityType"
 // An entity's type is recorded the way the guide describes: in a type
 // property (DefaultTypeProperty, holding the name and version, as
 // "Employee.2"; a value without a version, "Employee", is version 1), and
-// optionally also as a key prefix (TypeOptions.Prefix: "EMP_000123"),
+// optionally also as a key prefix (RegisterOptions.Prefix: "EMP_000123"),
 // which lets a query select one type by key range and recognises rows that
 // other programs wrote without the property. A row's type is its type
 // property when it has one, else the registered prefix its key starts
@@ -49,7 +49,7 @@ const DefaultTypeProperty = "EntityType"
 // version 1 decodes into the first upgrade's input type, and each upgrade
 // function takes it one version further. Writes always write the current
 // version. Rows are upgraded in storage by writing them (Modify does, with
-// Replace), optionally on Get (TypeOptions.WriteBack), or table-wide by
+// Replace), optionally on Get (RegisterOptions.WriteBack), or table-wide by
 // Migrate.
 type Types struct {
 	rows    *Table[any] // reads of any type
@@ -65,7 +65,7 @@ type Types struct {
 // registry is an immutable snapshot of the registered types.
 type registry struct {
 	byName   map[string]*entityType
-	prefixed []*entityType // with a Prefix, longest first
+	prefixed []*entityType // with a Prefix (no two overlap)
 }
 
 // TypesOptions configures NewTypes. A nil *TypesOptions means defaults.
@@ -103,14 +103,19 @@ func NewTypes(c *aztables.Client, opts *TypesOptions) (*Types, error) {
 	if err := validPropertyName(ts.prop); err != nil {
 		return nil, fmt.Errorf("table.NewTypes: Property: %w", err)
 	}
+	if ts.untyped != "" {
+		if err := validTypeName(ts.untyped); err != nil {
+			return nil, fmt.Errorf("table.NewTypes: Untyped: %w", err)
+		}
+	}
 	name := tableNameOf(c)
 	ts.rows = &Table[any]{client: c, name: name, direct: directOf(c, name), types: ts}
 	ts.reg.Store(&registry{byName: map[string]*entityType{}})
 	return ts, nil
 }
 
-// TypeOptions configures Register. A nil *TypeOptions means defaults.
-type TypeOptions struct {
+// RegisterOptions configures Register. A nil *RegisterOptions means defaults.
+type RegisterOptions struct {
 	// Version is the current version, the one T holds and writes write.
 	// Default: 1.
 	Version int
@@ -124,11 +129,13 @@ type TypeOptions struct {
 	// without a type property are recognised by it. No registered prefix
 	// may start another.
 	Prefix string
-	// WriteBack makes Get write a row it upgraded back as the current
+	// WriteBack makes Get (the type's Table's, and Types.Get for a type
+	// whose keys are fields) write a row it upgraded back as the current
 	// version: one more round trip, an Update with Replace conditioned on
 	// the ETag read, so a concurrent writer is never overwritten (its
 	// version stands; so does the old row when the write fails: it reads
-	// the same and Migrate upgrades it later). Queries never write.
+	// the same and Migrate upgrades it later). The value returned then
+	// carries the new ETag. Queries never write.
 	WriteBack bool
 }
 
@@ -165,6 +172,8 @@ type entityType struct {
 	extra   []string // what an explicit projection adds: the type property and older versions' properties
 	filter  Filter   // what selects the type's rows on the server; zero when rows are told apart only after reading
 	back    bool
+	// writeBack is the type's Table's writeBack, for Types.Get.
+	writeBack func(ctx context.Context, v any, etag azcore.ETag, writes string) any
 }
 
 // Register adds type T, named name, to ts and returns the Table through
@@ -172,20 +181,33 @@ type entityType struct {
 // (the type property, "name.version"; and Prefix is checked); its Get reads
 // only entities of the type (ErrEntityType otherwise) and its queries only
 // return them (selected on the server by the type property or Prefix, and
-// checked after reading), upgrading older versions. T must have no property
-// named as the type property.
+// checked after reading), upgrading older versions. A typed query's filter
+// gains the type's selection: 3 comparisons (type property) or 2 (Prefix)
+// of the service's MaxFilterComparisons.
 //
-// A name is 1 to 64 ASCII letters, digits, '_' and '-', starting with a
-// letter, and is registered once.
-func Register[T any](ts *Types, name string, opts *TypeOptions) (*Table[T], error) {
+// Writing a value read from an older version (its Meta records the
+// upgrade; T should embed Meta) writes it whole, with Replace, whatever
+// the Mode: a merge would label the row current beside its old version's
+// properties. A Fields merge or a Merge of a value built from scratch
+// cannot know the stored version: merge such values only into rows known
+// to be current (Migrate first), or use Modify. A row written whole holds
+// exactly T's properties (and T's extra map, if it has one): properties
+// that no version's Go type declares are dropped, unless the upgrade
+// functions carry them in extra maps.
+//
+// T must have no property named as the type property, and at most 251
+// properties (the type property is one more). A name is 1 to 64 ASCII
+// letters, digits, '_' and '-', starting with a letter, and is registered
+// once. Configuration errors match ErrInvalidEntity.
+func Register[T any](ts *Types, name string, opts *RegisterOptions) (*Table[T], error) {
 	fail := func(format string, args ...any) (*Table[T], error) {
-		return nil, fmt.Errorf("table.Register %s: %w: %s", name, ErrEntityType, fmt.Sprintf(format, args...))
+		return nil, fmt.Errorf("table.Register %s: %w: %s", name, ErrInvalidEntity, fmt.Sprintf(format, args...))
 	}
 	if err := validTypeName(name); err != nil {
 		return fail("%v", err)
 	}
 	if opts == nil {
-		opts = &TypeOptions{}
+		opts = &RegisterOptions{}
 	}
 	t, err := New[T](ts.rows.client)
 	if err != nil {
@@ -194,6 +216,9 @@ func Register[T any](ts *Types, name string, opts *TypeOptions) (*Table[T], erro
 	c := t.codec
 	if _, clash := c.byName[ts.prop]; clash {
 		return fail("%v has a property named %s, the type property", c.typ, ts.prop)
+	}
+	if len(c.fields)+1 > MaxProperties {
+		return fail("%v has %d properties: with the type property, more than the service's %d", c.typ, len(c.fields), MaxProperties)
 	}
 	et := &entityType{name: name, version: opts.Version, prefix: opts.Prefix, codec: c, back: opts.WriteBack}
 	if et.version == 0 {
@@ -208,6 +233,9 @@ func Register[T any](ts *Types, name string, opts *TypeOptions) (*Table[T], erro
 	if et.prefix != "" {
 		if err := validTypePrefix(et.prefix); err != nil {
 			return fail("%v", err)
+		}
+		if name == ts.untyped {
+			return fail("the Untyped type cannot have a Prefix (its untyped rows lack it)")
 		}
 	}
 	value := name + "." + strconv.Itoa(et.version)
@@ -245,8 +273,13 @@ func Register[T any](ts *Types, name string, opts *TypeOptions) (*Table[T], erro
 		}
 		reg.prefixed = append(reg.prefixed, et)
 	}
-	ts.reg.Store(reg)
 	t.types, t.typ = ts, et
+	et.writeBack = func(ctx context.Context, v any, etag azcore.ETag, writes string) any {
+		x := v.(T)
+		t.writeBack(ctx, &x, etag, writes)
+		return x
+	}
+	ts.reg.Store(reg)
 	return t, nil
 }
 
@@ -359,12 +392,14 @@ func (reg *registry) lookup(value []byte) (*entityType, int, error) {
 			}
 			version = version*10 + int(d-'0')
 		}
-		if version < 1 {
-			return nil, 0, fmt.Errorf("%w: type %q has no valid version", ErrEntityType, value)
-		}
 	}
 	et := reg.byName[string(name)]
-	if et == nil {
+	switch {
+	case version < 1:
+		// A registered type's row stays its type's (and an error), so a
+		// typed query reports it instead of skipping it.
+		return et, 0, fmt.Errorf("%w: type %q has no valid version", ErrEntityType, value)
+	case et == nil:
 		return nil, 0, fmt.Errorf("%w: type %q is not registered", ErrEntityType, value)
 	}
 	return et, version, et.readable(version)
@@ -400,7 +435,13 @@ func (et *entityType) decode(props []property, version int, v reflect.Value, eta
 		}
 	}
 	v.Set(reflect.ValueOf(cur))
-	return et.codec.decodeProps(props, v, etag, nil, false, prop)
+	if err := et.codec.decodeProps(props, v, etag, nil, false, prop); err != nil {
+		return err
+	}
+	if et.codec.meta != nil {
+		metaOf(v, et.codec.meta).upgraded = true
+	}
+	return nil
 }
 
 // decodeAny returns a scanned row as the value of its registered type (a
@@ -422,14 +463,21 @@ func (ts *Types) decodeAny(props []property, etag azcore.ETag, keys *[2]string) 
 	return v.Interface(), version != et.version, nil
 }
 
-// kindOf types a filter's literal for a property of any registered type.
+// kindOf types a filter's literal for a property of the registered types:
+// by their field's kind when every type with the property agrees, else
+// (no type has it, or two disagree) by the literal's own Go type.
 func (ts *Types) kindOf(name string) (kind, bool) {
+	var k kind
 	for _, et := range ts.reg.Load().byName {
 		if i, ok := et.codec.byName[name]; ok {
-			return et.codec.fields[i].kind, true
+			if fk := et.codec.fields[i].kind; k != 0 && fk != k {
+				return 0, false
+			} else {
+				k = fk
+			}
 		}
 	}
-	return 0, false
+	return k, k != 0
 }
 
 // Query returns the query's entities, each as a value of its registered Go
@@ -457,10 +505,22 @@ func (ts *Types) QueryPage(ctx context.Context, q *Query) (Page[any], error) {
 }
 
 // Get reads one entity of any registered type: one round trip (two with a
-// write-back, see TypeOptions.WriteBack). ErrNotFound when it does not
+// write-back, see RegisterOptions.WriteBack). ErrNotFound when it does not
 // exist.
 func (ts *Types) Get(ctx context.Context, partitionKey, rowKey string) (any, error) {
-	return ts.rows.Get(ctx, partitionKey, rowKey, nil)
+	if err := validKeys(partitionKey, rowKey); err != nil {
+		return nil, relabel(err, "get", ts.rows.name)
+	}
+	v, etag, writes, upgraded, err := ts.rows.get(ctx, "get", partitionKey, rowKey, true)
+	if err != nil || !upgraded {
+		return v, err
+	}
+	for _, et := range ts.reg.Load().byName {
+		if et.back && et.codec.typ == reflect.TypeOf(v) {
+			return et.writeBack(ctx, v, etag, writes), nil
+		}
+	}
+	return v, nil
 }
 
 // validTypeName checks a registered type's name.

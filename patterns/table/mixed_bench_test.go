@@ -46,11 +46,11 @@ func benchPage(b *testing.B, ts *Types, old bool) [][]byte {
 	if err != nil {
 		b.Fatal(err)
 	}
-	depts, err1 := Register[benchDept](ts, "Department", &TypeOptions{Version: 2})
-	emps, err2 := Register[benchEmp](ts, "Employee", &TypeOptions{Version: 2, Upgrades: []Upgrade{UpgradeFrom(1, func(e benchEmpV1) (benchEmp, error) {
+	depts, err1 := Register[benchDept](ts, "Department", &RegisterOptions{Version: 2})
+	emps, err2 := Register[benchEmp](ts, "Employee", &RegisterOptions{Version: 2, Upgrades: []Upgrade{UpgradeFrom(1, func(e benchEmpV1) (benchEmp, error) {
 		return benchEmp{First: e.FullName, Email: e.Email, Age: e.Age, Joined: e.Joined}, nil
 	})}})
-	projs, err3 := Register[benchProj](ts, "Project", &TypeOptions{Version: 2})
+	projs, err3 := Register[benchProj](ts, "Project", &RegisterOptions{Version: 2})
 	oldEmps, err4 := Register[benchEmpV1](oldTypes, "Employee", nil)
 	for _, err := range []error{err1, err2, err3, err4} {
 		if err != nil {

@@ -108,11 +108,11 @@ func newMixedRig(t *testing.T, opts *table.TypesOptions, back bool) *mixedRig {
 	must(err)
 	r.types, err = table.NewTypes(c, opts)
 	must(err)
-	r.depts, err = table.Register[unit](r.types, "Department", &table.TypeOptions{Version: 2, Upgrades: []table.Upgrade{deptUp}, WriteBack: back})
+	r.depts, err = table.Register[unit](r.types, "Department", &table.RegisterOptions{Version: 2, Upgrades: []table.Upgrade{deptUp}, WriteBack: back})
 	must(err)
-	r.emps, err = table.Register[staffer](r.types, "Employee", &table.TypeOptions{Version: 2, Upgrades: []table.Upgrade{empUp}, WriteBack: back})
+	r.emps, err = table.Register[staffer](r.types, "Employee", &table.RegisterOptions{Version: 2, Upgrades: []table.Upgrade{empUp}, WriteBack: back})
 	must(err)
-	r.projs, err = table.Register[project](r.types, "Project", &table.TypeOptions{Version: 2, Upgrades: []table.Upgrade{projUp}, WriteBack: back})
+	r.projs, err = table.Register[project](r.types, "Project", &table.RegisterOptions{Version: 2, Upgrades: []table.Upgrade{projUp}, WriteBack: back})
 	must(err)
 	r.raw, err = table.New[table.Dynamic](r.client)
 	must(err)
@@ -222,7 +222,7 @@ func TestTypesUnknownAndNewerVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := table.Register[staffer](lenient, "Employee", &table.TypeOptions{Version: 2, Upgrades: []table.Upgrade{empUp}}); err != nil {
+	if _, err := table.Register[staffer](lenient, "Employee", &table.RegisterOptions{Version: 2, Upgrades: []table.Upgrade{empUp}}); err != nil {
 		t.Fatal(err)
 	}
 	all, err := table.Collect(lenient.Query(ctx, &table.Query{Filter: table.PartitionKey("p")}))
@@ -244,6 +244,13 @@ func TestTypesUnknownAndNewerVersions(t *testing.T) {
 	if _, err := r.emps.Get(ctx, "q", "1", nil); !errors.Is(err, table.ErrEntityType) {
 		t.Fatalf("Get of a newer version: %v", err)
 	}
+	// So is a malformed version of the type.
+	if _, err := r.raw.Insert(ctx, table.Dynamic{PartitionKey: "m", RowKey: "1", Properties: map[string]any{"EntityType": "Employee.x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Collect(r.emps.Query(ctx, &table.Query{Filter: table.PartitionKey("m")})); !errors.Is(err, table.ErrEntityType) || !strings.Contains(err.Error(), "no valid version") {
+		t.Fatalf("typed query of a malformed version: %v", err)
+	}
 }
 
 func TestTypesKeyPrefix(t *testing.T) {
@@ -258,11 +265,11 @@ func TestTypesKeyPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	emps, err := table.Register[staffer](ts, "Employee", &table.TypeOptions{Prefix: "EMP_"})
+	emps, err := table.Register[staffer](ts, "Employee", &table.RegisterOptions{Prefix: "EMP_"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	depts, err := table.Register[unit](ts, "Department", &table.TypeOptions{Prefix: "DEP_"})
+	depts, err := table.Register[unit](ts, "Department", &table.RegisterOptions{Prefix: "DEP_"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +304,14 @@ func TestTypesKeyPrefix(t *testing.T) {
 	if u := ft.Requests()[0].URL; !strings.Contains(u, "RowKey+ge+%27DEP_%27") {
 		t.Fatalf("typed query is not a key range: %s", u)
 	}
+	// Migrate records the type property on the row known by its prefix.
+	p, err := ts.Migrate(ctx, nil)
+	if err != nil || p.Upgraded != 1 {
+		t.Fatalf("%+v, %v", p, err)
+	}
+	if d, err := raw.Get(ctx, "Sales", "DEP_SALES", nil); err != nil || d.Properties["EntityType"] != "Department.1" || d.Properties["Manager"] != "Ann" {
+		t.Fatalf("after Migrate: %+v, %v", d, err)
+	}
 }
 
 func TestRegisterRejects(t *testing.T) {
@@ -317,35 +332,44 @@ func TestRegisterRejects(t *testing.T) {
 		"bad name":      func() error { _, err := table.Register[staffer](ts, "Emp.loyee", nil); return err },
 		"type property": func() error { _, err := table.Register[withTypeField](ts, "W", nil); return err },
 		"missing upgrade": func() error {
-			_, err := table.Register[staffer](ts, "E1", &table.TypeOptions{Version: 3, Upgrades: []table.Upgrade{empUp}})
+			_, err := table.Register[staffer](ts, "E1", &table.RegisterOptions{Version: 3, Upgrades: []table.Upgrade{empUp}})
 			return err
 		},
 		"wrong chain": func() error {
 			bad := table.UpgradeFrom(1, func(e empV0) (empV1, error) { return empV1{}, nil })
-			_, err := table.Register[staffer](ts, "E2", &table.TypeOptions{Version: 3, Upgrades: []table.Upgrade{bad, table.UpgradeFrom(2, func(d deptV1) (staffer, error) { return staffer{}, nil })}})
+			_, err := table.Register[staffer](ts, "E2", &table.RegisterOptions{Version: 3, Upgrades: []table.Upgrade{bad, table.UpgradeFrom(2, func(d deptV1) (staffer, error) { return staffer{}, nil })}})
 			return err
 		},
 		"nil upgrade": func() error {
-			_, err := table.Register[staffer](ts, "E3", &table.TypeOptions{Version: 2, Upgrades: []table.Upgrade{table.UpgradeFrom[empV1, staffer](1, nil)}})
+			_, err := table.Register[staffer](ts, "E3", &table.RegisterOptions{Version: 2, Upgrades: []table.Upgrade{table.UpgradeFrom[empV1, staffer](1, nil)}})
 			return err
 		},
 		"bad prefix": func() error {
-			_, err := table.Register[staffer](ts, "E4", &table.TypeOptions{Prefix: "~x"})
+			_, err := table.Register[staffer](ts, "E4", &table.RegisterOptions{Prefix: "~x"})
 			return err
 		},
 	}
+	cases["untyped with a prefix"] = func() error {
+		ts, err := table.NewTypes(c, &table.TypesOptions{Untyped: "Legacy"})
+		if err != nil {
+			return err
+		}
+		_, err = table.Register[staffer](ts, "Legacy", &table.RegisterOptions{Prefix: "L_"})
+		return err
+	}
+	cases["bad Untyped"] = func() error { _, err := table.NewTypes(c, &table.TypesOptions{Untyped: "no.dots"}); return err }
 	for name, f := range cases {
-		if err := f(); !errors.Is(err, table.ErrEntityType) {
-			t.Errorf("%s: %v, want ErrEntityType", name, err)
+		if err := f(); !errors.Is(err, table.ErrInvalidEntity) && !(name == "bad Untyped" && err != nil) {
+			t.Errorf("%s: %v, want ErrInvalidEntity", name, err)
 		}
 	}
-	if _, err := table.Register[staffer](ts, "Employee", &table.TypeOptions{Prefix: "EMP"}); err != nil {
+	if _, err := table.Register[staffer](ts, "Employee", &table.RegisterOptions{Prefix: "EMP"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := table.Register[staffer](ts, "Employee", nil); !errors.Is(err, table.ErrEntityType) {
+	if _, err := table.Register[staffer](ts, "Employee", nil); !errors.Is(err, table.ErrInvalidEntity) {
 		t.Errorf("a second registration: %v", err)
 	}
-	if _, err := table.Register[unit](ts, "Staff", &table.TypeOptions{Prefix: "EMP_"}); !errors.Is(err, table.ErrEntityType) {
+	if _, err := table.Register[unit](ts, "Staff", &table.RegisterOptions{Prefix: "EMP_"}); !errors.Is(err, table.ErrInvalidEntity) {
 		t.Errorf("an overlapping prefix: %v", err)
 	}
 	// A type with an extra map must not carry the type property in it.
@@ -387,9 +411,26 @@ func TestTypesWriteBackNeverOverwritesAConcurrentWriter(t *testing.T) {
 	if n := r.ft.Count(); n != 2 {
 		t.Fatal("reading the stored row went through the counted transport")
 	}
+	// The value returned carries the version written: an Update with its
+	// ETag succeeds.
+	e.Age++
+	if _, err := r.emps.Update(ctx, e, e.ETag, table.Replace); err != nil {
+		t.Fatalf("Update with the ETag Get returned: %v", err)
+	}
 	// Reading it again costs 1 round trip: nothing left to upgrade.
-	if _, err := r.emps.Get(ctx, "p", "1", nil); err != nil || r.ft.Count() != 3 {
+	if _, err := r.emps.Get(ctx, "p", "1", nil); err != nil || r.ft.Count() != 4 {
 		t.Fatalf("second Get: %v, %d round trips in all", err, r.ft.Count())
+	}
+	// Types.Get writes back too.
+	if _, err := r.oldEmps.Insert(ctx, empV1{PartitionKey: "p", RowKey: "3", FullName: "Bo Diddley"}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := r.types.Get(ctx, "p", "3")
+	if s, ok := v.(staffer); err != nil || !ok || s.Last != "Diddley" {
+		t.Fatalf("Types.Get: %#v, %v", v, err)
+	}
+	if got := r.storedType(t, "p", "3"); got != "Employee.2" {
+		t.Fatalf("after Types.Get's write-back: %v", got)
 	}
 
 	// Another writer (the old program) changes row 2 between the read and
@@ -433,6 +474,26 @@ func TestTypesModifyUpgradesWithReplace(t *testing.T) {
 	}
 	if d.Properties["EntityType"] != "Employee.2" || d.Properties["FullName"] != nil || d.Properties["First"] != "Ann" {
 		t.Fatalf("stored after Modify: %v", d.Properties)
+	}
+
+	// A Fields merge of a value read from version 1 writes it whole: the
+	// row becomes a true version 2 row, not a relabelled version 1 one.
+	if _, err := r.oldEmps.Insert(ctx, empV1{PartitionKey: "p", RowKey: "2", FullName: "Bo Diddley", Age: 50}); err != nil {
+		t.Fatal(err)
+	}
+	e, err = r.emps.Get(ctx, "p", "2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Age = 51
+	if _, err := r.emps.Update(ctx, e, e.ETag, table.Fields("Age")); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = r.raw.Get(ctx, "p", "2", nil); err != nil {
+		t.Fatal(err)
+	}
+	if d.Properties["EntityType"] != "Employee.2" || d.Properties["FullName"] != nil || d.Properties["Last"] != "Diddley" || d.Properties["Age"] != int32(51) {
+		t.Fatalf("stored after a Fields merge of an upgraded value: %v", d.Properties)
 	}
 }
 
@@ -531,6 +592,108 @@ func TestMigrateLostResponse(t *testing.T) {
 	for e, err := range r.emps.Query(ctx, nil) {
 		if err != nil || e.First != "Old" || e.Last != "One" {
 			t.Fatalf("%+v, %v", e, err)
+		}
+	}
+}
+
+// One racing writer costs Migrate a re-read and a write of its row and one
+// more transaction for the ops rolled back with it, not a row-by-row pass;
+// a row deleted meanwhile stays deleted.
+func TestMigrateRaceCostAndDeletes(t *testing.T) {
+	t.Parallel()
+	r := newMixedRig(t, nil, false)
+	ctx := context.Background()
+	var ops []table.Op
+	for i := range 250 {
+		ops = append(ops, r.oldEmps.InsertOp(empV1{PartitionKey: "p", RowKey: fmt.Sprintf("%03d", i), FullName: "Old One"}))
+	}
+	if _, err := table.Submit(ctx, r.client, ops, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.ft.Reset()
+	var raced atomic.Bool
+	r.ft.Inject(faults.Fault{Match: func(req *http.Request) bool {
+		if strings.Contains(req.URL.Path, "$batch") && raced.CompareAndSwap(false, true) {
+			if _, err := r.oldEmps.Upsert(context.Background(), empV1{PartitionKey: "p", RowKey: "005", FullName: "Raced Writer"}, table.Replace); err != nil {
+				t.Error(err)
+			}
+		}
+		return false
+	}})
+	prog, err := r.types.Migrate(ctx, nil)
+	if err != nil || prog.Upgraded != 250 || prog.Raced != 0 {
+		t.Fatalf("%+v, %v", prog, err)
+	}
+	// 1 page; 3 transactions (100, 100, 50), the first failing on row 005;
+	// 1 more for its 99 rolled-back ops; 005 read again and written.
+	if n := r.ft.Count(); n != 7 {
+		t.Fatalf("%d round trips, want 7", n)
+	}
+	if e, err := r.emps.Get(ctx, "p", "005", nil); err != nil || e.First != "Raced" {
+		t.Fatalf("%+v, %v", e, err)
+	}
+
+	// A row deleted between the read and the write stays deleted.
+	if _, err := r.oldEmps.Insert(ctx, empV1{PartitionKey: "q", RowKey: "1", FullName: "Gone Soon"}); err != nil {
+		t.Fatal(err)
+	}
+	var deleted atomic.Bool
+	r.ft.Inject(faults.Fault{Match: func(req *http.Request) bool {
+		if strings.Contains(req.URL.Path, "$batch") && deleted.CompareAndSwap(false, true) {
+			if err := r.oldEmps.Delete(context.Background(), "q", "1", "*"); err != nil {
+				t.Error(err)
+			}
+		}
+		return false
+	}})
+	prog, err = r.types.Migrate(ctx, &table.MigrateOptions{Query: &table.Query{Filter: table.PartitionKey("q")}})
+	if err != nil || prog.Upgraded != 0 || prog.Raced != 1 || !deleted.Load() {
+		t.Fatalf("%+v, %v", prog, err)
+	}
+	if _, err := r.raw.Get(ctx, "q", "1", nil); !errors.Is(err, table.ErrNotFound) {
+		t.Fatalf("the deleted row: %v", err)
+	}
+}
+
+// A property two registered types store with different EDM types is typed
+// by the literal's Go type in a mixed query, every time.
+func TestTypesFilterOfConflictingKinds(t *testing.T) {
+	t.Parallel()
+	env := tabletest.New(t)
+	ft := &faults.Transport{}
+	co := table.ClientOptions()
+	co.Transport = ft
+	ts, err := table.NewTypes(env.Table(co), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type a struct {
+		PartitionKey, RowKey string
+		X                    int32
+	}
+	type b struct {
+		PartitionKey, RowKey string
+		X                    float64
+	}
+	as, err := table.Register[a](ts, "A", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := table.Register[b](ts, "B", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := as.Insert(ctx, a{PartitionKey: "p", RowKey: "a", X: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bs.Insert(ctx, b{PartitionKey: "p", RowKey: "b", X: 2.5}); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		got, err := table.Collect(ts.Query(ctx, &table.Query{Filter: table.Eq("X", 2.5)}))
+		if err != nil || len(got) != 1 || got[0] != (b{PartitionKey: "p", RowKey: "b", X: 2.5}) {
+			t.Fatalf("%v, %v", got, err)
 		}
 	}
 }

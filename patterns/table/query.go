@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"iter"
 	"net/url"
@@ -258,11 +257,10 @@ func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool
 			k = &ks[n]
 		}
 		_, err := t.decode(raw, &p.Items[n], "", k, !q.IncludeReserved)
-		var other errOtherType
-		switch {
-		case err == errReservedRow, errors.As(err, &other):
-			continue
-		case err != nil:
+		if err != nil {
+			if _, other := err.(errOtherType); other || err == errReservedRow {
+				continue
+			}
 			return Page[T]{}, nil, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: fmt.Errorf("decoding %v: %w", t.typeName(), err)}
 		}
 		n++

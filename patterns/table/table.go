@@ -290,6 +290,7 @@ func (t *Table[T]) Insert(ctx context.Context, v T) (Result, error) {
 // an ETag for that. One round trip. An upsert is idempotent: resent after a
 // lost response, it succeeds.
 func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (Result, error) {
+	mode = t.writeMode(&v, mode)
 	kind, err := txType("upsert", mode)
 	if err != nil {
 		return Result{}, err
@@ -320,6 +321,7 @@ func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode Mode)
 
 // update is Update with the write history read with etag given.
 func (t *Table[T]) update(ctx context.Context, op string, v *T, etag azcore.ETag, mode Mode, prev string) (Result, error) {
+	mode = t.writeMode(v, mode)
 	kind, err := txType(op, mode)
 	if err != nil {
 		return Result{}, err
@@ -437,12 +439,36 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *G
 		return v, &Error{Op: "get", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, StatusCode: 404, Code: "ResourceNotFound", Err: ErrNotFound}
 	}
 	v, etag, writes, upgraded, err := t.get(ctx, "get", partitionKey, rowKey, t.typ != nil && t.typ.back)
-	if err == nil && upgraded && t.typ != nil && t.typ.back {
-		// Best effort (TypeOptions.WriteBack): a failure leaves the old
-		// row, which reads the same.
-		_, _ = t.update(ctx, "get", &v, etag, Replace, writes)
+	if err == nil && upgraded && t.typ.back {
+		t.writeBack(ctx, &v, etag, writes)
 	}
 	return v, err
+}
+
+// writeBack writes v, upgraded from an older version read with etag and
+// write history writes, as the current version (RegisterOptions.WriteBack):
+// a conditional Replace. Best effort: a failure leaves the old row, which
+// reads the same. On success v's Meta is the version written.
+func (t *Table[T]) writeBack(ctx context.Context, v *T, etag azcore.ETag, writes string) {
+	res, err := t.update(ctx, "get", v, etag, Replace, writes)
+	if err == nil && t.codec.meta != nil {
+		m := metaOf(reflect.ValueOf(v).Elem(), t.codec.meta)
+		m.ETag, m.writes, m.upgraded = res.ETag, res.stamp, false
+	}
+}
+
+// writeMode is the mode a write of v uses: Replace for a value read from an
+// older version of a registered type (its Meta says so), which a merge
+// would store as the current version beside its old version's properties
+// without the new version's; m otherwise.
+func (t *Table[T]) writeMode(v *T, m Mode) Mode {
+	if t.typ == nil || t.codec.meta == nil || m.kind == 0 {
+		return m
+	}
+	if metaOf(reflect.ValueOf(v).Elem(), t.codec.meta).upgraded {
+		return Replace
+	}
+	return m
 }
 
 // get reads one entity with its ETag and, when wantWrites, its write

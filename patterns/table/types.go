@@ -22,6 +22,9 @@ type Meta struct {
 	// conditioned on ETag extends it, which lets a lost response be
 	// verified exactly.
 	writes, pk, rk string
+	// upgraded: the value was read from an older version of its
+	// registered type; written back, it is written whole (Replace).
+	upgraded bool
 }
 
 // GUID is an Edm.Guid value. Any type whose underlying type is [16]byte
