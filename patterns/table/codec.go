@@ -154,6 +154,9 @@ func (c *codec) addFields(t reflect.Type, parent []int) error {
 		ft := sf.Type
 		switch {
 		case ft == metaType:
+			if !sf.IsExported() || c.meta != nil {
+				return fmt.Errorf("%w: %v.%s: the Meta field must be one exported field (embed table.Meta)", ErrInvalidEntity, c.typ, sf.Name)
+			}
 			c.meta = index
 			continue
 		case sf.Anonymous && ft.Kind() == reflect.Struct && name == "" && ft != timeType:

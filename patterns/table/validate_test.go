@@ -161,6 +161,22 @@ func TestNewRejectsUnstorableTypes(t *testing.T) {
 			}
 			return newErr[h](env)
 		}(),
+		"unexported Meta": func() error {
+			type m struct {
+				meta                 table.Meta
+				PartitionKey, RowKey string
+			}
+			_ = m{}.meta
+			return newErr[m](env)
+		}(),
+		"two Metas": func() error {
+			type m struct {
+				table.Meta
+				Other                table.Meta
+				PartitionKey, RowKey string
+			}
+			return newErr[m](env)
+		}(),
 		"not a struct": func() error {
 			_, err := table.New[int](env)
 			return err
