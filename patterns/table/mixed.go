@@ -183,7 +183,10 @@ type entityType struct {
 // return them (selected on the server by the type property or Prefix, and
 // checked after reading), upgrading older versions. A typed query's filter
 // gains the type's selection: 3 comparisons (type property) or 2 (Prefix)
-// of the service's MaxFilterComparisons.
+// of the service's MaxFilterComparisons. With a Prefix the selection is the
+// key range, so a row of the type stored without the prefix (written by
+// another program) is found by Types' queries only. Get with Select reads
+// through such a query, so it reports another type's row as ErrNotFound.
 //
 // Writing a value read from an older version (its Meta records the
 // upgrade; T should embed Meta) writes it whole, with Replace, whatever
