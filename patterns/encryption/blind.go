@@ -54,7 +54,9 @@ func (t *Table[T]) BlindValue(field string, value any) (string, error) {
 	// compares with.
 	d, err := table.ToDynamic(table.Dynamic{Properties: map[string]any{field: value}})
 	if err != nil {
-		return "", err
+		e := t.coreErr("blind value", "", "", err).(*Error)
+		e.Property = field
+		return "", e
 	}
 	v, ok := d.Properties[field]
 	if !ok {
@@ -102,7 +104,7 @@ func (t *Table[T]) Lookup(ctx context.Context, field string, value any, scope ta
 			if got, err := t.blind(t.indexes[field], d.Properties[field]); err != nil || got != want {
 				continue
 			}
-			v, err := t.fromDynamic(d)
+			v, err := t.fromDynamic("lookup", d)
 			if !yield(v, err) || err != nil {
 				return
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -50,7 +51,11 @@ type Error struct {
 
 // Error describes the failure without values.
 func (e *Error) Error() string {
-	s := "encryption: " + e.Op
+	op := e.Op
+	if op == "" {
+		op = "operation"
+	}
+	s := "encryption: " + op
 	if e.Table != "" {
 		s += " " + e.Table
 	}
@@ -63,7 +68,10 @@ func (e *Error) Error() string {
 	if e.KeyID != "" {
 		s += fmt.Sprintf(" key %q", e.KeyID)
 	}
-	return s + ": " + e.Err.Error()
+	if e.Err == nil {
+		return s + ": failed"
+	}
+	return s + ": " + strings.TrimPrefix(e.Err.Error(), "encryption: ")
 }
 
 // Unwrap returns the cause.
@@ -221,7 +229,7 @@ func (t *Table[T]) metaOf(v *T) *table.Meta {
 func (t *Table[T]) encrypt(ctx context.Context, op string, v *T) (table.Dynamic, error) {
 	d, err := table.ToDynamic(*v)
 	if err != nil {
-		return d, err
+		return d, t.coreErr(op, "", "", err)
 	}
 	if m := t.metaOf(v); m != nil {
 		d.Meta = *m
@@ -337,13 +345,45 @@ func (t *Table[T]) decrypt(ctx context.Context, op string, d table.Dynamic) (T, 
 		var zero T
 		return zero, err
 	}
-	return t.fromDynamic(d)
+	return t.fromDynamic(op, d)
 }
 
-func (t *Table[T]) fromDynamic(d table.Dynamic) (T, error) {
+// propertyRe finds the property a core error names.
+var propertyRe = regexp.MustCompile(`property "?([A-Za-z_][A-Za-z0-9_]*)`)
+
+// coreErr turns err, an error of table.ToDynamic or table.FromDynamic
+// about entity (pk, rk) (empty: the keys err names), into an *Error naming the operation, the entity
+// and, when it names one of T's properties, the property, without the
+// core's text, which may quote a value (an invalid GUID, a time out of
+// range, an integer that does not fit). errors.Is still matches
+// table.ErrTooLarge or table.ErrInvalidEntity.
+func (t *Table[T]) coreErr(op, pk, rk string, err error) error {
+	cause := ErrInvalid
+	switch {
+	case errors.Is(err, table.ErrTooLarge):
+		cause = table.ErrTooLarge
+	case errors.Is(err, table.ErrInvalidEntity):
+		cause = table.ErrInvalidEntity
+	}
+	e := &Error{Op: op, Table: t.tbl.Name(), PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("%w (details withheld: they may quote a value)", cause)}
+	if te := (*table.Error)(nil); pk == "" && rk == "" && errors.As(err, &te) {
+		e.PartitionKey, e.RowKey = te.PartitionKey, te.RowKey
+	}
+	for _, m := range propertyRe.FindAllStringSubmatch(err.Error(), -1) {
+		if t.props[m[1]] || slices.Contains(t.fields, m[1]) {
+			e.Property = m[1] // a name of T's, never a value
+			break
+		}
+	}
+	return e
+}
+
+
+func (t *Table[T]) fromDynamic(op string, d table.Dynamic) (T, error) {
 	v, err := table.FromDynamic[T](d)
 	if err != nil {
-		return v, err
+		var zero T
+		return zero, t.coreErr(op, d.PartitionKey, d.RowKey, err)
 	}
 	if m := t.metaOf(&v); m != nil {
 		*m = d.Meta // with the write history FromDynamic does not carry
