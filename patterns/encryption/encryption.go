@@ -378,7 +378,6 @@ func (t *Table[T]) coreErr(op, pk, rk string, err error) error {
 	return e
 }
 
-
 func (t *Table[T]) fromDynamic(op string, d table.Dynamic) (T, error) {
 	v, err := table.FromDynamic[T](d)
 	if err != nil {
