@@ -89,8 +89,8 @@
 // up to a multiple of 16. The value is typed as table.ToDynamic types the
 // field, so every field type round-trips exactly: a `json` field is
 // encrypted as its JSON text, a time in UTC at 100 ns. The associated
-// data is the header's first 2+n bytes, then the table name (Options.
-// TableName), the PartitionKey, the RowKey and the property name, each as
+// data is the header's first 2+n bytes, then the table name in lower case
+// (Options.TableName), the PartitionKey, the RowKey and the property name, each as
 // a 4-byte big-endian length and the UTF-8 bytes.
 //
 // A stored value is 2 + n + 12 + 16 bytes longer than its plaintext plus

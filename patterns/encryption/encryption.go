@@ -96,8 +96,10 @@ type Options struct {
 	// rewrites them.
 	IndexKey []byte
 	// TableName is the table name bound into every value's associated
-	// data. Default: the table's name. Set it to the original name to read
-	// a copy of a table restored under another name.
+	// data, in lower case (the service's table names are case-insensitive,
+	// so every spelling of a name reads the same values). Default: the
+	// table's name. Set it to the original name to read a copy of a table
+	// restored under another name.
 	TableName string
 }
 
@@ -161,6 +163,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 	if t.name == "" {
 		t.name = tbl.Name()
 	}
+	t.name = strings.ToLower(t.name) // table names are case-insensitive
 	t.props = map[string]bool{}
 	for _, n := range names {
 		t.props[n] = true

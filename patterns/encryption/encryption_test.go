@@ -512,3 +512,76 @@ func TestLostResponseVerified(t *testing.T) {
 		t.Fatalf("%d, %v", got.Age, err)
 	}
 }
+
+// Table names are case-insensitive, so the name bound into each value is
+// lower-cased: a value written through one spelling reads through another.
+func TestTableNameCaseInsensitive(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	keys := keysOf(t, "k1", "k1")
+	upper, err := table.New[table.Dynamic](r.env.TableClient(strings.ToUpper(r.tbl.Name()), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaUpper, err := encryption.New[Person](upper, r.opts(keys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := alice(), alice()
+	b.RowKey = "002"
+	if _, err := people(t, r, keys).Insert(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := viaUpper.Insert(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := viaUpper.Get(ctx, a.PartitionKey, a.RowKey, nil); err != nil || got.SSN != a.SSN {
+		t.Fatalf("written in lower case, read in upper case: %v", err)
+	}
+	if got, err := people(t, r, keys).Get(ctx, b.PartitionKey, b.RowKey, nil); err != nil || got.SSN != b.SSN {
+		t.Fatalf("written in upper case, read in lower case: %v", err)
+	}
+}
+
+// countingKeys records the ids Key is asked for.
+type countingKeys struct {
+	encryption.KeyProvider
+	mu  sync.Mutex
+	ids []string
+}
+
+func (c *countingKeys) Key(ctx context.Context, id string) ([]byte, error) {
+	c.mu.Lock()
+	c.ids = append(c.ids, id)
+	c.mu.Unlock()
+	return c.KeyProvider.Key(ctx, id)
+}
+
+// A key id read from storage is attacker-controlled: a malformed one is
+// ErrDecrypt and never reaches the KeyProvider.
+func TestForgedKeyIDNeverReachesTheProvider(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	keys := &countingKeys{KeyProvider: keysOf(t, "k1", "k1")}
+	p := people(t, r, keys)
+	a := alice()
+	if _, err := p.Insert(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a b", "k\x00", "https://vault/\n", "\xff"} {
+		tamper(t, r, a.PartitionKey, a.RowKey, func(d *table.Dynamic) {
+			forged := append([]byte{1, byte(len(id))}, id...)
+			d.Properties["SSN"] = append(forged, make([]byte, 12+16+16)...)
+		})
+		_, err := p.Get(ctx, a.PartitionKey, a.RowKey, nil)
+		var e *encryption.Error
+		if !errors.Is(err, encryption.ErrDecrypt) || !errors.As(err, &e) || e.Property != "SSN" {
+			t.Errorf("key id %q: %v", id, err)
+		}
+	}
+	for _, id := range keys.ids {
+		if id != "k1" {
+			t.Errorf("the provider was asked for %q", id)
+		}
+	}
+}

@@ -17,7 +17,7 @@ import (
 //	value     = header || AES-256-GCM(key, nonce, plaintext, aad)
 //	header    = version (1 byte, 1) || len(key id) (1 byte) || key id || nonce (12 bytes)
 //	aad       = version || len(key id) || key id
-//	            || u32(len(table)) table || u32(len(pk)) pk || u32(len(rk)) rk || u32(len(prop)) prop
+//	            || u32(len(table)) lower(table) || u32(len(pk)) pk || u32(len(rk)) rk || u32(len(prop)) prop
 //	plaintext = type (1 byte) || value || 0x80 || 0x00 ... to a multiple of 16 bytes
 
 const (
@@ -146,17 +146,23 @@ func seal(aead cipher.AEAD, id string, w binding, v any) ([]byte, error) {
 	return out, nil
 }
 
-// header splits a stored value into its key id, nonce and ciphertext,
-// and returns the header's length.
+// header returns the key id of a stored value and the header's length
+// (before the nonce). The id is read from storage, so whoever can write the
+// table chooses it: it is checked to be a well-formed key id (validKeyID)
+// before it reaches a KeyProvider.
 func header(b []byte) (id string, n int, ok bool) {
 	if len(b) < 2 || b[0] != formatVersion {
 		return "", 0, false
 	}
 	n = 2 + int(b[1])
-	if int(b[1]) == 0 || len(b) < n+nonceSize+padBlock+tagSize {
+	if len(b) < n+nonceSize+padBlock+tagSize {
 		return "", 0, false
 	}
-	return string(b[2:n]), n, true
+	id = string(b[2:n])
+	if validKeyID(id) != nil {
+		return "", 0, false
+	}
+	return id, n, true
 }
 
 // open decrypts a stored value whose header (of n bytes) names the key of

@@ -19,7 +19,11 @@ type KeyProvider interface {
 	CurrentKey(ctx context.Context) (id string, key []byte, err error)
 	// Key returns the key named id, for reading values encrypted under it
 	// (the current key or an older one). An id it does not know is an
-	// error matching ErrUnknownKey.
+	// error matching ErrUnknownKey. The id is read from the stored value,
+	// so whoever can write the table chooses it: this package only checks
+	// its form (1 to 255 printable ASCII characters, no spaces), so treat
+	// it as untrusted input (never as a path, a URL to fetch or a query
+	// without checking it against the ids you issued).
 	Key(ctx context.Context, id string) ([]byte, error)
 }
 
