@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -115,9 +116,11 @@ func (t *Table[T]) Lookup(ctx context.Context, field string, value any, scope ta
 // IndexKey returns a Key function for a patterns/secondaryindex Index that
 // indexes the blind value of the string get returns for field (an empty
 // string: no copy), so the index rows' keys reveal no more than the blind
-// index does. ErrInvalid when field has no blind index. Index copies that
-// hold the entity's properties (secondaryindex's whole or Listed copies)
-// are written as they are, unencrypted: use Holds: KeysOnly.
+// index does. ErrInvalid when field has no blind index. Use it with the
+// Table as the Store's Options.Sealer, which encrypts the primary rows
+// (secondaryindex then refuses copies that would hold an encrypted field:
+// Whole copies, and Listed copies of an encrypted field), and index
+// KeysOnly or Listed copies of plain fields.
 func (t *Table[T]) IndexKey(field string, get func(*T) string) (func(*T) []string, error) {
 	ix := t.indexes[field]
 	if ix == nil {
@@ -131,4 +134,26 @@ func (t *Table[T]) IndexKey(field string, get func(*T) string) (func(*T) []strin
 		b, _ := t.blind(ix, s) // a string always has a blind value
 		return []string{b}
 	}, nil
+}
+
+// Seal encrypts the encrypted fields of d, an entity about to be written
+// under its own keys, in place, and sets their blind indexes, as a write of
+// this Table does. With Open and Sealed it makes the Table a
+// patterns/secondaryindex Sealer, so that a secondaryindex Store keeps its
+// primary rows encrypted. Safe for concurrent use.
+func (t *Table[T]) Seal(ctx context.Context, d *table.Dynamic) error {
+	return t.seal(ctx, "seal", d)
+}
+
+// Open decrypts the encrypted fields of d, an entity as read, in place,
+// and removes its blind index properties, as a read of this Table does.
+// Safe for concurrent use.
+func (t *Table[T]) Open(ctx context.Context, d *table.Dynamic) error {
+	return t.unseal(ctx, "open", d)
+}
+
+// Sealed reports whether Seal encrypts property name, or writes it as a
+// blind index.
+func (t *Table[T]) Sealed(name string) bool {
+	return slices.Contains(t.fields, name) || t.byProp[name]
 }

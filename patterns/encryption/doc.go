@@ -23,7 +23,11 @@
 // offers the core's verbs over T: Insert, Upsert, Update, Delete, Get,
 // Modify, Query, QueryPage, and InsertOp, UpsertOp and UpdateOp for
 // table.Submit; Lookup and Where find entities by a blind index, and
-// Reencrypt rewrites rows after a key rotation.
+// Reencrypt rewrites rows after a key rotation. A Table is also a
+// patterns/secondaryindex Sealer (Seal, Open, Sealed): set it as a Store's
+// Options.Sealer to keep the Store's primary rows encrypted, and key an
+// index by a blind value with IndexKey (the Store then refuses copies that
+// would hold an encrypted field in plaintext).
 //
 // # When to use it
 //

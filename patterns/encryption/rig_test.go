@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +90,57 @@ func (r *rig) opts(keys encryption.KeyProvider) *encryption.Options {
 		Indexes:  []encryption.Index{{Field: "Email", Normalize: encryption.TrimLower}, {Field: "SSN", Property: "SSNIndex"}},
 		IndexKey: key("index"),
 	}
+}
+
+// optsFor is opts for other fields and indexes.
+func (r *rig) optsFor(fields []string, indexes ...encryption.Index) *encryption.Options {
+	return &encryption.Options{Fields: fields, Keys: keysOfKey("k1"), Indexes: indexes, IndexKey: key("index")}
+}
+
+func keysOfKey(id string) *encryption.StaticKeys {
+	k, err := encryption.NewStaticKeys(id, map[string][]byte{id: key(id)})
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// storedText is the stored JSON of an entity followed by the bytes of its
+// Edm.Binary values, decoded: what to search for plaintext.
+func storedText(t *testing.T, raw []byte) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	out := string(raw)
+	for k, typ := range m {
+		if prop, ok := strings.CutSuffix(k, "@odata.type"); ok && typ == "Edm.Binary" {
+			b, err := base64.StdEncoding.DecodeString(m[prop].(string))
+			if err != nil {
+				t.Fatalf("%s: %v", prop, err)
+			}
+			out += "\n" + string(b)
+		}
+	}
+	return out
+}
+
+// rawRows returns storedText of every row of the table.
+func (r *rig) rawRows(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	pager := r.raw.NewListEntitiesPager(nil)
+	for pager.More() {
+		page, err := pager.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Entities {
+			out = append(out, storedText(t, e))
+		}
+	}
+	return out
 }
 
 func people(t *testing.T, r *rig, keys encryption.KeyProvider) *encryption.Table[Person] {

@@ -146,7 +146,7 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 		if err != nil {
 			return d, plan, err
 		}
-		e, err := s.decode(p)
+		e, err := s.decode(ctx, p)
 		if err != nil {
 			return d, plan, err
 		}

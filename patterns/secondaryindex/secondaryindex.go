@@ -1,6 +1,7 @@
 package secondaryindex
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -110,6 +111,28 @@ type Options[T any] struct {
 	// Delete) when another writer changed the entity in between. Default:
 	// retry.Default.
 	Retry *retry.Policy
+	// Sealer, if set, transforms each primary row on its way to storage
+	// and back, for client-side encryption (patterns/encryption's Table is
+	// one). Copies are never sealed, so no index may copy a sealed
+	// property: Whole indexes are refused, and so are Listed fields that
+	// Sealed reports. Default: none (rows stored as T encodes them).
+	Sealer Sealer
+}
+
+// Sealer transforms primary rows for storage, such as
+// patterns/encryption's Table, which encrypts some of their properties.
+// Index keys are computed from the entity before Seal: give an index over
+// a sealed property a Key that reveals nothing (encryption.Table.IndexKey).
+// Implementations must be safe for concurrent use.
+type Sealer interface {
+	// Seal rewrites d, a primary row about to be written with its final
+	// keys, in place.
+	Seal(ctx context.Context, d *table.Dynamic) error
+	// Open reverses Seal on d, a primary row as read.
+	Open(ctx context.Context, d *table.Dynamic) error
+	// Sealed reports whether Seal rewrites property name: no copy may
+	// hold it.
+	Sealed(name string) bool
 }
 
 // Store keeps a table's entities of type T together with their secondary
@@ -120,6 +143,7 @@ type Store[T any] struct {
 	indexes []Index[T]
 	byName  map[string]*Index[T]
 	queue   *eventual.Queue
+	sealer  Sealer
 	kind    eventual.Kind[intent]
 	retry   retry.Policy
 
@@ -133,7 +157,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	if tbl == nil || opts == nil {
 		return nil, fmt.Errorf("%w: a table and Options are required", ErrInvalid)
 	}
-	s := &Store[T]{tbl: tbl, primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, retry: retry.Default}
+	s := &Store[T]{tbl: tbl, primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, retry: retry.Default}
 	if opts.Retry != nil {
 		s.retry = *opts.Retry
 	}
@@ -156,6 +180,9 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 		if ix.Key == nil {
 			return nil, fmt.Errorf("%w: index %q has no Key function", ErrInvalid, ix.Name)
 		}
+		if s.sealer != nil && ix.Holds == Whole {
+			return nil, fmt.Errorf("%w: index %q holds Whole copies, which would store the properties the Sealer seals unsealed: use KeysOnly or Listed", ErrInvalid, ix.Name)
+		}
 		switch ix.Holds {
 		case Whole, KeysOnly:
 			if len(ix.Fields) > 0 {
@@ -165,6 +192,9 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 			for _, f := range ix.Fields {
 				if f == RefProperty || f == "PartitionKey" || f == "RowKey" || f == "Timestamp" || f == table.WriteProperty || table.Eq(f, "").Err() != nil {
 					return nil, fmt.Errorf("%w: index %q: field %q cannot be copied", ErrInvalid, ix.Name, f)
+				}
+				if s.sealer != nil && s.sealer.Sealed(f) {
+					return nil, fmt.Errorf("%w: index %q: field %q is sealed, so a copy would store it unsealed", ErrInvalid, ix.Name, f)
 				}
 			}
 		default:
@@ -309,11 +339,25 @@ func (s *Store[T]) encode(v T) (entry, error) {
 	return e, nil
 }
 
+// seal applies the Sealer to e's primary row, which e's copies do not
+// share.
+func (s *Store[T]) seal(ctx context.Context, e *entry) error {
+	if s.sealer == nil {
+		return nil
+	}
+	return s.sealer.Seal(ctx, &e.primary)
+}
+
 // decode turns a primary row back into an Entity.
-func (s *Store[T]) decode(d table.Dynamic) (Entity[T], error) {
+func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], error) {
 	parts, err := keys.Split(d.RowKey)
 	if err != nil || len(parts) != 2 || parts[0] != s.primary {
 		return Entity[T]{}, fmt.Errorf("secondaryindex: row %q/%q is not a %s primary", d.PartitionKey, d.RowKey, s.primary)
+	}
+	if s.sealer != nil {
+		if err := s.sealer.Open(ctx, &d); err != nil {
+			return Entity[T]{}, err
+		}
 	}
 	e := Entity[T]{PartitionKey: d.PartitionKey, ID: parts[1], ETag: d.ETag}
 	d.RowKey = parts[1]

@@ -157,6 +157,9 @@ func (s *Store[T]) submit(ctx context.Context, pk, id string, b batch) (table.Op
 // when a unique index has one of its values; then nothing was written.
 func (s *Store[T]) Insert(ctx context.Context, v T) (table.Result, error) {
 	e, err := s.encode(v)
+	if err == nil {
+		err = s.seal(ctx, &e)
+	}
 	if err != nil {
 		return table.Result{}, err
 	}
@@ -174,7 +177,7 @@ func (s *Store[T]) Get(ctx context.Context, pk, id string) (Entity[T], error) {
 	if err != nil {
 		return Entity[T]{}, err
 	}
-	return s.decode(d)
+	return s.decode(ctx, d)
 }
 
 // Update replaces prev (as read by Get, Lookup with Fetch, or a previous
@@ -195,6 +198,9 @@ func (s *Store[T]) Update(ctx context.Context, prev Entity[T], next T) (table.Re
 	}
 	ne, err := s.encode(next)
 	if err != nil {
+		return table.Result{}, err
+	}
+	if err := s.seal(ctx, &ne); err != nil {
 		return table.Result{}, err
 	}
 	if pe.pk != ne.pk || pe.id != ne.id || pe.pk != prev.PartitionKey || pe.id != prev.ID {
