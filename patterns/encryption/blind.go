@@ -142,7 +142,7 @@ func (t *Table[T]) IndexKey(field string, get func(*T) string) (func(*T) []strin
 // patterns/secondaryindex Sealer, so that a secondaryindex Store keeps its
 // primary rows encrypted. Safe for concurrent use.
 func (t *Table[T]) Seal(ctx context.Context, d *table.Dynamic) error {
-	return t.seal(ctx, "seal", d)
+	return t.seal(ctx, "seal", d, nil)
 }
 
 // Open decrypts the encrypted fields of d, an entity as read, in place,

@@ -2,6 +2,7 @@ package encryption
 
 import (
 	"context"
+	"crypto/cipher"
 	"errors"
 	"fmt"
 	"iter"
@@ -229,7 +230,9 @@ func (t *Table[T]) metaOf(v *T) *table.Meta {
 // encrypt returns v as the entity stored: its encrypted fields sealed
 // under the current key, each with its blind index, and v's Meta (so that
 // the core can verify a lost response of a conditional update exactly).
-func (t *Table[T]) encrypt(ctx context.Context, op string, v *T) (table.Dynamic, error) {
+// With a Fields mode, only the fields it names are sealed (the others are
+// not sent).
+func (t *Table[T]) encrypt(ctx context.Context, op string, v *T, mode table.Mode) (table.Dynamic, error) {
 	d, err := table.ToDynamic(*v)
 	if err != nil {
 		return d, t.coreErr(op, "", "", err)
@@ -237,12 +240,39 @@ func (t *Table[T]) encrypt(ctx context.Context, op string, v *T) (table.Dynamic,
 	if m := t.metaOf(v); m != nil {
 		d.Meta = *m
 	}
-	return d, t.seal(ctx, op, &d)
+	if names := mode.FieldNames(); names != nil {
+		for _, f := range t.fields {
+			if !slices.Contains(names, f) {
+				delete(d.Properties, f) // not sent: not sealed
+			}
+		}
+	}
+	return d, t.seal(ctx, op, &d, nil)
 }
 
-// seal encrypts d's plaintext fields in place under the current key and
-// sets their blind indexes.
-func (t *Table[T]) seal(ctx context.Context, op string, d *table.Dynamic) error {
+// sealKey is a key to seal with: the current key, fetched on first use.
+type sealKey struct {
+	id   string
+	aead cipher.AEAD
+}
+
+// currentKey returns the KeyProvider's current key, ready to seal with.
+func (t *Table[T]) currentKey(ctx context.Context, op string) (sealKey, error) {
+	id, key, err := t.keys.CurrentKey(ctx)
+	if err != nil {
+		return sealKey{}, &Error{Op: op, Table: t.tbl.Name(), Err: err}
+	}
+	aead, err := t.ciphers.get(id, key)
+	if err != nil {
+		return sealKey{}, &Error{Op: op, Table: t.tbl.Name(), KeyID: id, Err: err}
+	}
+	return sealKey{id, aead}, nil
+}
+
+// seal encrypts d's plaintext fields in place and sets their blind
+// indexes, under k, or when k is nil the current key, fetched only when d
+// has a field to seal.
+func (t *Table[T]) seal(ctx context.Context, op string, d *table.Dynamic, k *sealKey) error {
 	fail := func(prop, id string, err error) error {
 		return &Error{Op: op, Table: t.tbl.Name(), PartitionKey: d.PartitionKey, RowKey: d.RowKey, Property: prop, KeyID: id, Err: err}
 	}
@@ -251,18 +281,20 @@ func (t *Table[T]) seal(ctx context.Context, op string, d *table.Dynamic) error 
 			return fail(p, "", fmt.Errorf("%w: the blind index property is written by this package only", ErrInvalid))
 		}
 	}
-	id, key, err := t.keys.CurrentKey(ctx)
-	if err != nil {
-		return fail("", "", err)
-	}
-	aead, err := t.ciphers.get(id, key)
-	if err != nil {
-		return fail("", id, err)
-	}
 	for _, f := range t.fields {
 		pv, ok := d.Properties[f]
 		if !ok {
 			continue
+		}
+		if k == nil {
+			cur, err := t.currentKey(ctx, op)
+			if err != nil {
+				var e *Error
+				errors.As(err, &e)
+				e.PartitionKey, e.RowKey = d.PartitionKey, d.RowKey
+				return e
+			}
+			k = &cur
 		}
 		if ix := t.indexes[f]; ix != nil {
 			b, err := t.blind(ix, pv)
@@ -271,9 +303,9 @@ func (t *Table[T]) seal(ctx context.Context, op string, d *table.Dynamic) error 
 			}
 			d.Properties[ix.Property] = b
 		}
-		ct, err := seal(aead, id, binding{t.name, d.PartitionKey, d.RowKey, f}, pv)
+		ct, err := seal(k.aead, k.id, binding{t.name, d.PartitionKey, d.RowKey, f}, pv)
 		if err != nil {
-			return fail(f, id, err)
+			return fail(f, k.id, err)
 		}
 		d.Properties[f] = ct
 	}
@@ -419,7 +451,7 @@ func (t *Table[T]) mode(m table.Mode) (table.Mode, error) {
 // Insert encrypts v's fields and inserts it (table.Table.Insert): one
 // round trip, ErrAlreadyExists when the entity exists.
 func (t *Table[T]) Insert(ctx context.Context, v T) (table.Result, error) {
-	d, err := t.encrypt(ctx, "insert", &v)
+	d, err := t.encrypt(ctx, "insert", &v, table.Mode{})
 	if err != nil {
 		return table.Result{}, err
 	}
@@ -434,7 +466,7 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (table.Resu
 	if err != nil {
 		return table.Result{}, err
 	}
-	d, err := t.encrypt(ctx, "upsert", &v)
+	d, err := t.encrypt(ctx, "upsert", &v, m)
 	if err != nil {
 		return table.Result{}, err
 	}
@@ -450,7 +482,7 @@ func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 	if err != nil {
 		return table.Result{}, err
 	}
-	d, err := t.encrypt(ctx, "update", &v)
+	d, err := t.encrypt(ctx, "update", &v, m)
 	if err != nil {
 		return table.Result{}, err
 	}
@@ -500,7 +532,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		if err := fn(&v); err != nil {
 			return err
 		}
-		enc, err := t.encrypt(ctx, "modify", &v)
+		enc, err := t.encrypt(ctx, "modify", &v, m)
 		if err != nil {
 			return err
 		}
@@ -553,7 +585,7 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (table.Page[T]
 // InsertOp is an encrypted insert for table.Submit (with Table().Submit or
 // table.Submit on the same client).
 func (t *Table[T]) InsertOp(ctx context.Context, v T) (table.Op, error) {
-	d, err := t.encrypt(ctx, "insert", &v)
+	d, err := t.encrypt(ctx, "insert", &v, table.Mode{})
 	if err != nil {
 		return table.Op{}, err
 	}
@@ -566,7 +598,7 @@ func (t *Table[T]) UpsertOp(ctx context.Context, v T, mode table.Mode) (table.Op
 	if err != nil {
 		return table.Op{}, err
 	}
-	d, err := t.encrypt(ctx, "upsert", &v)
+	d, err := t.encrypt(ctx, "upsert", &v, m)
 	if err != nil {
 		return table.Op{}, err
 	}
@@ -579,7 +611,7 @@ func (t *Table[T]) UpdateOp(ctx context.Context, v T, etag azcore.ETag, mode tab
 	if err != nil {
 		return table.Op{}, err
 	}
-	d, err := t.encrypt(ctx, "update", &v)
+	d, err := t.encrypt(ctx, "update", &v, m)
 	if err != nil {
 		return table.Op{}, err
 	}

@@ -3,6 +3,7 @@ package encryption
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -10,14 +11,27 @@ import (
 // ReencryptOptions configures Reencrypt. A nil *ReencryptOptions means
 // defaults.
 type ReencryptOptions struct {
-	// Query selects the rows to visit, and its Cursor resumes an earlier
-	// run (Progress.Cursor). Default (nil): the whole table.
+	// Query selects the rows to visit (its Filter and PageSize), and its
+	// Cursor resumes an earlier run (Progress.Cursor). Its Select is
+	// ignored (every property is read, so that no encrypted value is
+	// missed) and its Limit must be 0 (ErrInvalid): a run that stopped
+	// early would report Done with rows left under an old key. Default
+	// (nil): the whole table.
 	Query *table.Query
 	// Indexes also recomputes the blind index of every row that has an
-	// indexed field, whatever its key id: after a change of
-	// Options.IndexKey or of an Index's Normalize. Default: false (only
-	// rows with a value under an old key are rewritten).
+	// indexed field and rewrites the rows whose stored blind value
+	// differs: after a change of Options.IndexKey or of an Index's
+	// Normalize. It decrypts every indexed value to compare. Default:
+	// false (only rows with a value under an old key are rewritten).
 	Indexes bool
+	// OnError, if set, is called with a row that cannot be re-encrypted
+	// (an *Error: a value that fails to decrypt, an unknown key id, a
+	// property of the same name that is not encrypted at all, such as a
+	// row of another entity type). If it returns nil the row is skipped
+	// and counted in Progress.Skipped; an error from it stops Reencrypt,
+	// which returns that error. Default: nil, such a row stops Reencrypt
+	// with its error. Errors of the service are never passed to it.
+	OnError func(partitionKey, rowKey string, err error) error
 	// Progress, if set, is called after each page of rows is done. An
 	// error from it stops Reencrypt, which returns that error.
 	Progress func(Progress) error
@@ -30,29 +44,42 @@ type Progress struct {
 	// Raced counts rows another writer changed or deleted between the
 	// read and the rewrite and that then needed no rewrite.
 	Raced int
+	// Skipped counts rows OnError skipped: they are still under their
+	// old key (or not encrypted).
+	Skipped int
 	// Cursor resumes the run (as ReencryptOptions.Query.Cursor): every
 	// row before it is done. Empty with Done.
 	Cursor table.Cursor
-	Done   bool // every row was visited
+	// Done reports that every row was visited. Every row the Query
+	// selects is then under the current key unless Skipped is not 0.
+	Done bool
 }
 
 // errCurrent stops a Modify of a row that no longer needs a rewrite.
 var errCurrent = errors.New("already current")
 
 // Reencrypt rewrites the rows whose encrypted values are under a key other
-// than the KeyProvider's current one (as it is when Reencrypt starts),
-// re-encrypting those values and recomputing their blind indexes, page by
-// page. Each row is rewritten with one Fields merge of its encrypted and
-// index properties, conditioned on the ETag it was read with, so a
-// concurrent writer's change is never overwritten: on a conflict the row
-// is read again and rewritten only if it still needs it (table.Modify).
-// Other properties are never written.
+// than the KeyProvider's current one (read once, when Reencrypt starts:
+// the whole run writes under that key), re-encrypting those values and
+// recomputing their blind indexes, page by page. Each row is rewritten
+// with one Fields merge of its encrypted and index properties, conditioned
+// on the ETag it was read with, so a concurrent writer's change is never
+// overwritten: on a conflict the row is read again and rewritten only if
+// it still needs it (table.Modify). Other properties are never written.
 //
 // Cost: 1 round trip per page, plus 1 per row rewritten (+2 per
 // conflict). It returns how far it got; after an error or a cancelled
 // context, run it again with Query.Cursor = Progress.Cursor to resume
 // (rows done since the cursor are found current and skipped). A row that
-// fails to decrypt stops it with that row's ErrDecrypt or ErrUnknownKey.
+// fails to decrypt stops it with that row's ErrDecrypt or ErrUnknownKey,
+// unless OnError skips it.
+//
+// Reencrypt only re-encrypts values already encrypted. To adopt
+// encryption on existing plaintext data, read the rows with a plain
+// table.Table (of T or table.Dynamic) and write each back through this
+// Table with Update, conditioned on the ETag read (Merge writes the
+// encrypted fields and their blind indexes); rows of other entity types
+// sharing the table and a property name are skipped with OnError.
 func (t *Table[T]) Reencrypt(ctx context.Context, opts *ReencryptOptions) (Progress, error) {
 	var o ReencryptOptions
 	if opts != nil {
@@ -63,9 +90,13 @@ func (t *Table[T]) Reencrypt(ctx context.Context, opts *ReencryptOptions) (Progr
 		q = *o.Query
 	}
 	p := Progress{Cursor: q.Cursor}
-	id, _, err := t.keys.CurrentKey(ctx)
+	if q.Limit != 0 {
+		return p, &Error{Op: "reencrypt", Table: t.tbl.Name(), Err: fmt.Errorf("%w: Query.Limit would end the run before every row is visited", ErrInvalid)}
+	}
+	q.Select = nil
+	k, err := t.currentKey(ctx, "reencrypt")
 	if err != nil {
-		return p, &Error{Op: "reencrypt", Table: t.tbl.Name(), Err: err}
+		return p, err
 	}
 	for page, err := range t.tbl.Pages(ctx, &q) {
 		if err != nil {
@@ -76,16 +107,23 @@ func (t *Table[T]) Reencrypt(ctx context.Context, opts *ReencryptOptions) (Progr
 				return p, err
 			}
 			p.Scanned++
-			if !t.stale(d, id, o.Indexes) {
-				continue
+			stale, err := t.stale(ctx, d, k.id, o.Indexes)
+			rewritten := false
+			if err == nil && stale {
+				rewritten, err = t.rewrite(ctx, d, &k, o.Indexes)
 			}
-			rewritten, err := t.rewrite(ctx, d, id, o.Indexes)
-			if err != nil {
+			var e *Error
+			switch {
+			case err != nil && (o.OnError == nil || !errors.As(err, &e)):
 				return p, err
-			}
-			if rewritten {
+			case err != nil:
+				if err := o.OnError(d.PartitionKey, d.RowKey, err); err != nil {
+					return p, err
+				}
+				p.Skipped++
+			case rewritten:
 				p.Rewritten++
-			} else {
+			case stale:
 				p.Raced++
 			}
 		}
@@ -101,29 +139,40 @@ func (t *Table[T]) Reencrypt(ctx context.Context, opts *ReencryptOptions) (Progr
 }
 
 // stale reports whether d has a value to rewrite: one not under key id
-// (or not encrypted at all, which the rewrite reports), or any indexed
-// value when indexes.
-func (t *Table[T]) stale(d table.Dynamic, id string, indexes bool) bool {
+// (or not encrypted at all, which the rewrite reports), or, when indexes,
+// one whose stored blind value is not the one its value has now.
+func (t *Table[T]) stale(ctx context.Context, d table.Dynamic, id string, indexes bool) (bool, error) {
 	for _, f := range t.fields {
 		pv, ok := d.Properties[f]
 		if !ok {
 			continue
 		}
-		if indexes && t.indexes[f] != nil {
-			return true
-		}
 		b, _ := pv.([]byte)
 		if got, _, ok := header(b); !ok || got != id {
-			return true
+			return true, nil
+		}
+		ix := t.indexes[f]
+		if !indexes || ix == nil {
+			continue
+		}
+		v, kid, err := t.decryptValue(ctx, &d, f, pv)
+		if err == nil {
+			var bv string
+			if bv, err = t.blind(ix, v); err == nil && d.Properties[ix.Property] != bv {
+				return true, nil
+			}
+		}
+		if err != nil {
+			return false, &Error{Op: "reencrypt", Table: t.tbl.Name(), PartitionKey: d.PartitionKey, RowKey: d.RowKey, Property: f, KeyID: kid, Err: err}
 		}
 	}
-	return false
+	return false, nil
 }
 
-// rewrite re-encrypts d's encrypted values with one merge conditioned on
-// d's ETag; on a conflict it reads the row again and rewrites it if it is
-// still stale. It reports whether it wrote.
-func (t *Table[T]) rewrite(ctx context.Context, d table.Dynamic, id string, indexes bool) (bool, error) {
+// rewrite re-encrypts d's encrypted values under k with one merge
+// conditioned on d's ETag; on a conflict it reads the row again and
+// rewrites it if it is still stale. It reports whether it wrote.
+func (t *Table[T]) rewrite(ctx context.Context, d table.Dynamic, k *sealKey, indexes bool) (bool, error) {
 	names := make([]string, 0, 2*len(t.fields))
 	for _, f := range t.fields {
 		names = append(names, f)
@@ -132,7 +181,7 @@ func (t *Table[T]) rewrite(ctx context.Context, d table.Dynamic, id string, inde
 		}
 	}
 	mode := table.Fields(names...)
-	w, err := t.resealed(ctx, d)
+	w, err := t.resealed(ctx, d, k)
 	if err != nil {
 		return false, err
 	}
@@ -148,10 +197,14 @@ func (t *Table[T]) rewrite(ctx context.Context, d table.Dynamic, id string, inde
 		return false, err
 	}
 	_, _, err = t.tbl.Modify(ctx, d.PartitionKey, d.RowKey, func(cur *table.Dynamic) error {
-		if !t.stale(*cur, id, indexes) {
+		stale, err := t.stale(ctx, *cur, k.id, indexes)
+		if err != nil {
+			return err
+		}
+		if !stale {
 			return errCurrent
 		}
-		w, err := t.resealed(ctx, *cur)
+		w, err := t.resealed(ctx, *cur, k)
 		if err != nil {
 			return err
 		}
@@ -168,9 +221,8 @@ func (t *Table[T]) rewrite(ctx context.Context, d table.Dynamic, id string, inde
 }
 
 // resealed returns the write that re-encrypts d's encrypted values under
-// the current key: d's keys and Meta, and only those values and their
-// blind indexes.
-func (t *Table[T]) resealed(ctx context.Context, d table.Dynamic) (table.Dynamic, error) {
+// k: d's keys and Meta, and only those values and their blind indexes.
+func (t *Table[T]) resealed(ctx context.Context, d table.Dynamic, k *sealKey) (table.Dynamic, error) {
 	if err := t.unseal(ctx, "reencrypt", &d); err != nil {
 		return table.Dynamic{}, err
 	}
@@ -180,5 +232,5 @@ func (t *Table[T]) resealed(ctx context.Context, d table.Dynamic) (table.Dynamic
 			w.Properties[f] = v
 		}
 	}
-	return w, t.seal(ctx, "reencrypt", &w)
+	return w, t.seal(ctx, "reencrypt", &w, k)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tablekit/tablekit/internal/faults"
@@ -189,6 +191,95 @@ func TestReencryptIndexes(t *testing.T) {
 	}
 	if n := count(t, p.Lookup(ctx, "SSN", "ssn-01", table.Filter{})); n != 1 {
 		t.Fatalf("found %d after Reencrypt", n)
+	}
+	// The rows are current now: a second run rewrites none.
+	r.ft.Reset()
+	prog, err = p.Reencrypt(ctx, &encryption.ReencryptOptions{Indexes: true})
+	if err != nil || prog.Rewritten != 0 || prog.Scanned != 3 || r.ft.Count() != 1 {
+		t.Fatalf("second run: %+v, %v, %d requests", prog, err, r.ft.Count())
+	}
+}
+
+// Reencrypt reads every property whatever the Query's Select (a row read
+// without its encrypted fields would look current), and refuses a Limit,
+// which would end the run with rows left under an old key.
+func TestReencryptReadsWholeRows(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	insertN(t, people(t, r, keysOf(t, "k1", "k1")), 0, 3)
+	keys := &counting{KeyProvider: keysOf(t, "k2", "k1", "k2")}
+	p := people(t, r, keys)
+	r.ft.Reset()
+	if _, err := p.Reencrypt(ctx, &encryption.ReencryptOptions{Query: &table.Query{Limit: 1}}); !errors.Is(err, encryption.ErrInvalid) || r.ft.Count() != 0 {
+		t.Fatalf("Limit: %v after %d requests", err, r.ft.Count())
+	}
+	keys.current.Store(0)
+	prog, err := p.Reencrypt(ctx, &encryption.ReencryptOptions{Query: &table.Query{Select: []string{"Name"}, PageSize: 1}})
+	if err != nil || !prog.Done || prog.Rewritten != 3 {
+		t.Fatalf("Select: %+v, %v", prog, err)
+	}
+	if got := keyIDs(t, r, 3); got != "k2,k2,k2" {
+		t.Fatalf("key ids: %s", got)
+	}
+	// The current key is read once per run, not once per row.
+	if n := keys.current.Load(); n != 1 {
+		t.Errorf("CurrentKey called %d times in one run", n)
+	}
+	// A Fields merge that sends no encrypted field seals nothing.
+	keys.current.Store(0)
+	if _, err := p.Update(ctx, Person{PartitionKey: "Sales", RowKey: "r00", Name: "N"}, azcore.ETagAny, table.Fields("Name")); err != nil {
+		t.Fatal(err)
+	}
+	if n := keys.current.Load(); n != 0 {
+		t.Errorf("CurrentKey called %d times for a merge of a plain field", n)
+	}
+	if v, err := p.Get(ctx, "Sales", "r00", nil); err != nil || v.Name != "N" || v.SSN != "ssn-00" {
+		t.Fatalf("%+v, %v", v, err)
+	}
+}
+
+// counting counts CurrentKey calls.
+type counting struct {
+	encryption.KeyProvider
+	current atomic.Int32
+}
+
+func (c *counting) CurrentKey(ctx context.Context) (string, []byte, error) {
+	c.current.Add(1)
+	return c.KeyProvider.CurrentKey(ctx)
+}
+
+// OnError skips the rows that cannot be re-encrypted (a tampered value, a
+// row of another type with a plain property of the same name) and counts
+// them; its error stops the run.
+func TestReencryptSkipsBadRows(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	insertN(t, people(t, r, keysOf(t, "k1", "k1")), 0, 3)
+	tamper(t, r, "Sales", "r01", func(d *table.Dynamic) {
+		c := append([]byte{}, d.Properties["SSN"].([]byte)...)
+		c[len(c)-1] ^= 1
+		d.Properties["SSN"] = c
+	})
+	if _, err := r.tbl.Insert(ctx, table.Dynamic{PartitionKey: "Other", RowKey: "x", Properties: map[string]any{"SSN": "another type's plain value"}}); err != nil {
+		t.Fatal(err)
+	}
+	p := people(t, r, keysOf(t, "k2", "k1", "k2"))
+	var skipped []string
+	prog, err := p.Reencrypt(ctx, &encryption.ReencryptOptions{OnError: func(pk, rk string, err error) error {
+		if !errors.Is(err, encryption.ErrDecrypt) {
+			t.Errorf("%s/%s: %v", pk, rk, err)
+		}
+		skipped = append(skipped, pk+"/"+rk)
+		return nil
+	}})
+	if err != nil || !prog.Done || prog.Skipped != 2 || prog.Rewritten != 2 || fmt.Sprint(skipped) != "[Other/x Sales/r01]" {
+		t.Fatalf("%+v, %v, skipped %v", prog, err, skipped)
+	}
+	stop := errors.New("stop")
+	prog, err = p.Reencrypt(ctx, &encryption.ReencryptOptions{OnError: func(string, string, error) error { return stop }})
+	if !errors.Is(err, stop) || prog.Skipped != 0 {
+		t.Fatalf("%+v, %v", prog, err)
 	}
 }
 
