@@ -170,9 +170,10 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 		t.props[n] = true
 	}
 	t.anyName = extra
+	keyNames := keyFieldNames(typ)
 	for _, f := range opts.Fields {
 		switch {
-		case f == "PartitionKey" || f == "RowKey" || f == "Timestamp" || f == table.WriteProperty:
+		case reserved[f] || keyNames[f]:
 			return nil, fmt.Errorf("%w: %s cannot be encrypted", ErrInvalid, f)
 		case !t.props[f] && !t.anyName:
 			return nil, fmt.Errorf("%w: %v has no property %q", ErrInvalid, typ, f)
@@ -188,6 +189,8 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 			ix.Property = ix.Field + "_bidx"
 		}
 		switch {
+		case reserved[ix.Property] || keyNames[ix.Property]:
+			return nil, fmt.Errorf("%w: index property %q is reserved or names a key of %v", ErrInvalid, ix.Property, typ)
 		case !slices.Contains(t.fields, ix.Field):
 			return nil, fmt.Errorf("%w: index on %q, which is not one of Fields", ErrInvalid, ix.Field)
 		case t.indexes[ix.Field] != nil:
@@ -213,6 +216,26 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 		}
 	}
 	return t, nil
+}
+
+// reserved are the property names the service or the core keeps.
+var reserved = map[string]bool{"PartitionKey": true, "RowKey": true, "Timestamp": true, table.WriteProperty: true}
+
+// keyFieldNames returns the names (Go and tag) of typ's key fields: the
+// string fields tagged pk or rk, which table stores as PartitionKey and
+// RowKey.
+func keyFieldNames(typ reflect.Type) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range reflect.VisibleFields(typ) {
+		name, opts, _ := strings.Cut(f.Tag.Get("table"), ",")
+		if o := strings.Split(opts, ","); f.Type.Kind() == reflect.String && (slices.Contains(o, "pk") || slices.Contains(o, "rk")) {
+			out[f.Name] = true
+			if name != "" {
+				out[name] = true
+			}
+		}
+	}
+	return out
 }
 
 // Table returns the underlying table of encrypted entities: for Submit of

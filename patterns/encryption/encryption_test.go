@@ -277,6 +277,7 @@ func TestValidatedBeforeTheNetwork(t *testing.T) {
 		t.Errorf("the largest value that fits: %v", err)
 	}
 	o := r.opts(keysOf(t, "k1", "k1"))
+	r.ft.Reset()
 	for name, change := range map[string]func(o *encryption.Options){
 		"unknown field":        func(o *encryption.Options) { o.Fields = append(o.Fields, "Nope") },
 		"key field":            func(o *encryption.Options) { o.Fields = []string{"RowKey"} },
@@ -285,12 +286,34 @@ func TestValidatedBeforeTheNetwork(t *testing.T) {
 		"short index key":      func(o *encryption.Options) { o.IndexKey = o.IndexKey[:16] },
 		"no keys":              func(o *encryption.Options) { o.Keys = nil },
 		"bad index property":   func(o *encryption.Options) { o.Indexes = []encryption.Index{{Field: "Email", Property: "a b"}} },
+		"index on RowKey":      func(o *encryption.Options) { o.Indexes = []encryption.Index{{Field: "Email", Property: "RowKey"}} },
+		"index on PK": func(o *encryption.Options) {
+			o.Indexes = []encryption.Index{{Field: "Email", Property: "PartitionKey"}}
+		},
+		"index on Timestamp": func(o *encryption.Options) { o.Indexes = []encryption.Index{{Field: "Email", Property: "Timestamp"}} },
+		"index on the history": func(o *encryption.Options) {
+			o.Indexes = []encryption.Index{{Field: "Email", Property: table.WriteProperty}}
+		},
 	} {
 		c := *o
 		change(&c)
 		if _, err := encryption.New[Person](r.tbl, &c); !errors.Is(err, encryption.ErrInvalid) && !errors.Is(err, encryption.ErrBadKey) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+	// Nor the names of a type's tagged key fields.
+	type tagged struct {
+		Dept  string `table:",pk"`
+		ID    string `table:"Ident,rk"`
+		Email string
+	}
+	for _, name := range []string{"Dept", "ID", "Ident"} {
+		if _, err := encryption.New[tagged](r.tbl, &encryption.Options{Fields: []string{"Email"}, Keys: o.Keys, Indexes: []encryption.Index{{Field: "Email", Property: name}}, IndexKey: key("i")}); !errors.Is(err, encryption.ErrInvalid) {
+			t.Errorf("index property %s: %v", name, err)
+		}
+	}
+	if r.ft.Count() != 0 {
+		t.Errorf("New sent %d requests", r.ft.Count())
 	}
 	// A property bag cannot carry an index property of its own.
 	dyn, err := encryption.New[table.Dynamic](r.tbl, &encryption.Options{Fields: []string{"A"}, Keys: keysOf(t, "k1", "k1"), Indexes: []encryption.Index{{Field: "A"}}, IndexKey: key("i")})
