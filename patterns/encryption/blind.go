@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"reflect"
 	"slices"
 
 	"github.com/tablekit/tablekit/patterns/table"
@@ -42,18 +43,22 @@ func (t *Table[T]) blind(ix *Index, v any) (string, error) {
 
 // BlindValue returns the blind index value of value for the indexed field:
 // what the field's index property holds for an entity whose field equals
-// value (after Normalize). value may be any Go value a table.Dynamic
-// property may hold (int, int64 and int32 compare alike). ErrInvalid when
-// field has no index.
+// value (after Normalize). value may be a value of T's field, or any Go
+// value a table.Dynamic property may hold (int, int64 and int32 compare
+// alike); a string given for a string field of T is typed as the field
+// stores it (a `guid` field's GUID in any case). A `json` field compares by
+// its JSON text: give a value of the field's type (encoded as T encodes
+// it), or its exact JSON text. ErrInvalid when field has no index.
 func (t *Table[T]) BlindValue(field string, value any) (string, error) {
 	ix := t.indexes[field]
 	if ix == nil {
 		return "", fmt.Errorf("%w: field %q has no blind index", ErrInvalid, field)
 	}
-	// The value typed as it would be stored (int as Int64, times in UTC
-	// at 100 ns, [16]byte as GUID), as ToDynamic types the fields it
-	// compares with.
-	d, err := table.ToDynamic(table.Dynamic{Properties: map[string]any{field: value}})
+	// The value typed as it would be stored: as T's field stores it when
+	// the value fits the field (a `guid` string as a GUID, a `json` field
+	// as its JSON text), else as a property bag stores it (int as Int64,
+	// times in UTC at 100 ns, [16]byte as GUID).
+	d, err := t.typed(field, value)
 	if err != nil {
 		e := t.coreErr("blind value", "", "", err).(*Error)
 		e.Property = field
@@ -64,6 +69,26 @@ func (t *Table[T]) BlindValue(field string, value any) (string, error) {
 		return "", fmt.Errorf("%w: a %T value is stored as no property; it cannot be looked up", ErrInvalid, value)
 	}
 	return t.blind(ix, v)
+}
+
+// typed returns value as a write of T stores it in property field.
+func (t *Table[T]) typed(field string, value any) (table.Dynamic, error) {
+	rv := reflect.ValueOf(value)
+	if fi, ok := t.fieldIndex[field]; ok && rv.IsValid() {
+		var v T
+		fv := reflect.ValueOf(&v).Elem().FieldByIndex(fi)
+		ft := fv.Type()
+		if ft.Kind() == reflect.Pointer && rv.Type().AssignableTo(ft.Elem()) {
+			fv.Set(reflect.New(ft.Elem()))
+			fv = fv.Elem()
+			ft = ft.Elem()
+		}
+		if rv.Type().AssignableTo(ft) || rv.Kind() == reflect.String && ft.Kind() == reflect.String {
+			fv.Set(rv.Convert(ft))
+			return table.ToDynamic(v)
+		}
+	}
+	return table.ToDynamic(table.Dynamic{Properties: map[string]any{field: value}})
 }
 
 // Where returns the filter that matches the entities whose field equals

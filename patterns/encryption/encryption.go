@@ -137,8 +137,10 @@ type Table[T any] struct {
 	ikey    []byte
 	meta    []int           // index of T's table.Meta field, nil if none
 	props   map[string]bool // T's properties
-	anyName bool            // T takes any property name (extra map, Dynamic)
-	ciphers ciphers
+	// fieldIndex maps T's properties to their struct fields.
+	fieldIndex map[string][]int
+	anyName    bool // T takes any property name (extra map, Dynamic)
+	ciphers    ciphers
 }
 
 // New returns a Table for entities of type T over tbl, encrypting the
@@ -171,6 +173,16 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 	}
 	t.anyName = extra
 	keyNames := keyFieldNames(typ)
+	t.fieldIndex = map[string][]int{}
+	for _, f := range reflect.VisibleFields(typ) {
+		name, _, _ := strings.Cut(f.Tag.Get("table"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		if t.props[name] && f.IsExported() {
+			t.fieldIndex[name] = f.Index
+		}
+	}
 	for _, f := range opts.Fields {
 		switch {
 		case reserved[f] || keyNames[f]:

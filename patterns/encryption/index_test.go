@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -281,4 +282,45 @@ func equalValue(a, b any) bool {
 		return ok && bytes.Equal(x, y)
 	}
 	return a == b
+}
+
+// A lookup value is typed as T's field stores it: a `guid` string field
+// (whatever the case of its hex digits) and a `json` field (by a value of
+// its type) are found.
+func TestLookupTypedAsTheField(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	type device struct {
+		PartitionKey, RowKey string
+		G                    string   `table:",guid"`
+		Tags                 []string `table:",json"`
+		Nick                 *string
+	}
+	o := r.optsFor([]string{"G", "Tags", "Nick"}, encryption.Index{Field: "G"}, encryption.Index{Field: "Tags"}, encryption.Index{Field: "Nick"})
+	p, err := encryption.New[device](r.tbl, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const g = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	if _, err := p.Insert(ctx, device{PartitionKey: "p", RowKey: "1", G: g, Tags: []string{"vip", "emea"}, Nick: nick("Al")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		field string
+		value any
+	}{{"G", g}, {"G", strings.ToUpper(g)}, {"Tags", []string{"vip", "emea"}}, {"Tags", `["vip","emea"]`}, {"Nick", "Al"}} {
+		n := 0
+		for v, err := range p.Lookup(ctx, c.field, c.value, table.PartitionKey("p")) {
+			if err != nil || v.RowKey != "1" {
+				t.Fatalf("%s %v: %+v, %v", c.field, c.value, v, err)
+			}
+			n++
+		}
+		if n != 1 {
+			t.Errorf("Lookup %s %v: %d found", c.field, c.value, n)
+		}
+	}
+	if _, err := p.BlindValue("G", "SECRET-not-a-guid"); !errors.Is(err, table.ErrInvalidEntity) || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("an invalid GUID: %v", err)
+	}
 }
