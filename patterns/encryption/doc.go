@@ -47,7 +47,10 @@
 // itself) sees, for every entity: its keys, its Timestamp, its plain
 // properties, the names of its encrypted properties, which key id
 // encrypted each value, each value's length rounded up to 16 bytes (the
-// padding), and each blind index value. It does not see any plaintext of
+// padding), whether an optional encrypted field (a nil pointer, a zero
+// time, a nil slice) is set, and each blind index value, so also, between
+// two versions of an entity, whether an indexed value changed. It does
+// not see any plaintext of
 // an encrypted property, nor can it tell two equal values apart from two
 // different ones, except through a blind index.
 //
@@ -99,9 +102,15 @@
 //
 // A stored value is 2 + n + 12 + 16 bytes longer than its plaintext plus
 // 2 to 17 bytes (type byte and padding), and must fit an Edm.Binary's 64
-// KiB: with a 2-byte key id a string of 65,502 bytes fits and one byte
+// KiB: with a 2-byte key id a []byte of 65,502 bytes fits and one byte
 // more is table.ErrTooLarge, refused before the network like every other
-// limit the core checks (the 1 MiB entity counts the binary bytes).
+// limit the core checks (the 1 MiB entity counts the binary bytes). Each
+// byte of key id takes one byte of that room, so a long key id (a Key
+// Vault URL of 100 bytes) leaves about 100 bytes less. A string field is
+// limited first by the core, before encryption, to 32,768 UTF-16 code
+// units (an Edm.String's 64 KiB); encrypted, it is counted by its UTF-8
+// bytes, so 32,768 ASCII characters fit but 32,768 characters of 3 UTF-8
+// bytes each do not (table.ErrTooLarge).
 //
 // A blind value is the first 16 bytes of HMAC-SHA256(IndexKey,
 // "tablekit/bidx/v1" || 4-byte length || field name || type byte || value)
@@ -135,7 +144,9 @@
 //
 // Query filters compare stored values: an encrypted field's stored value
 // is ciphertext, so filter on its blind index (Where, Lookup), never on
-// the field.
+// the field. Only Lookup verifies each match by decrypting it; a Query
+// with a Where filter returns whatever the stored blind values match, so
+// a forged or stale index row can add or hide entities there.
 //
 // # Cost in round trips
 //
@@ -157,7 +168,8 @@
 // reads of any id. To rotate, make a new key current and keep the old
 // ones readable: new writes (and Modify) use the new key, rows under old
 // keys keep reading. Reencrypt then rewrites the rows still under other
-// keys; when it reports Done the old key can be retired. Use a key for at
+// keys; when it reports Done with nothing Skipped, over the whole table,
+// the old key can be retired. Use a key for at
 // most 2^32 values (random 96-bit nonces; NIST SP 800-38D): rotate well
 // before.
 //
@@ -209,5 +221,7 @@
 //	                                        current key
 //
 // Re-running with the cursor of the last Progress is always safe, and so
-// is re-running from the start (it only costs the reads).
+// is re-running from the start (it only costs the reads). Reencrypt reads
+// the current key once, when it starts: rows are rewritten under that key
+// even if the KeyProvider's current key changes during the run.
 package encryption
