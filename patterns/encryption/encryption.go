@@ -115,7 +115,9 @@ type Index struct {
 	// Normalize maps a string value to the form that is compared, such
 	// as TrimLower for email addresses. Default: none (exact bytes). It
 	// applies to string values only; other types compare by their exact
-	// stored value (all integer types alike).
+	// stored value (all integer types alike). It is called from every
+	// goroutine that uses the Table, so it must be safe for concurrent
+	// use (a pure function).
 	Normalize func(string) string
 }
 
@@ -214,6 +216,9 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 		}
 		t.indexes[ix.Field] = &ix
 		t.byProp[ix.Property] = true
+	}
+	if len(t.indexes) == 0 && len(opts.IndexKey) > 0 {
+		return nil, fmt.Errorf("%w: IndexKey is set but Indexes is empty", ErrInvalid)
 	}
 	if len(t.indexes) > 0 {
 		if len(opts.IndexKey) != 32 {

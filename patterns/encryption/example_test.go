@@ -50,7 +50,11 @@ func exampleTable(ctx context.Context, prefix string) (*table.Table[table.Dynami
 	if err != nil {
 		log.Fatal(err)
 	}
-	return tbl, func() { _ = table.DeleteTable(ctx, svc, name) }
+	return tbl, func() {
+		if err := table.DeleteTable(ctx, svc, name); err != nil {
+			log.Print(err)
+		}
+	}
 }
 
 // An encrypted email address, found again by its blind index: the service
@@ -105,7 +109,10 @@ func ExampleTable_Reencrypt() {
 	opts := func(keys encryption.KeyProvider) *encryption.Options {
 		return &encryption.Options{Fields: []string{"Email"}, Keys: keys}
 	}
-	before, _ := encryption.NewStaticKeys("k1", map[string][]byte{"k1": k1})
+	before, err := encryption.NewStaticKeys("k1", map[string][]byte{"k1": k1})
+	if err != nil {
+		log.Fatal(err)
+	}
 	old, err := encryption.New[Employee](tbl, opts(before))
 	if err != nil {
 		log.Fatal(err)
@@ -116,7 +123,10 @@ func ExampleTable_Reencrypt() {
 		}
 	}
 
-	rotated, _ := encryption.NewStaticKeys("k2", map[string][]byte{"k1": k1, "k2": k2})
+	rotated, err := encryption.NewStaticKeys("k2", map[string][]byte{"k1": k1, "k2": k2})
+	if err != nil {
+		log.Fatal(err)
+	}
 	staff, err := encryption.New[Employee](tbl, opts(rotated))
 	if err != nil {
 		log.Fatal(err)
@@ -132,11 +142,20 @@ func ExampleTable_Reencrypt() {
 	}
 	fmt.Printf("scanned %d, rewritten %d, done %v\n", p.Scanned, p.Rewritten, p.Done)
 
-	retired, _ := encryption.NewStaticKeys("k2", map[string][]byte{"k2": k2})
-	onlyK2, _ := encryption.New[Employee](tbl, opts(retired))
+	retired, err := encryption.NewStaticKeys("k2", map[string][]byte{"k2": k2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	onlyK2, err := encryption.New[Employee](tbl, opts(retired))
+	if err != nil {
+		log.Fatal(err)
+	}
 	e, err := onlyK2.Get(ctx, "Sales", "000002", nil)
-	fmt.Println(e.Email, err)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(e.Email)
 	// Output:
 	// scanned 3, rewritten 3, done true
-	// 000002@contoso.com <nil>
+	// 000002@contoso.com
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/cipher"
 	"crypto/subtle"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -57,18 +58,19 @@ func NewStaticKeys(current string, keys map[string][]byte) (*StaticKeys, error) 
 	return s, nil
 }
 
-// CurrentKey returns the current key and its id.
+// CurrentKey returns the current key (a copy) and its id.
 func (s *StaticKeys) CurrentKey(ctx context.Context) (string, []byte, error) {
-	return s.current, s.keys[s.current], nil
+	return s.current, slices.Clone(s.keys[s.current]), nil
 }
 
-// Key returns the key named id, or an error matching ErrUnknownKey.
+// Key returns the key named id (a copy), or an error matching
+// ErrUnknownKey.
 func (s *StaticKeys) Key(ctx context.Context, id string) ([]byte, error) {
 	k, ok := s.keys[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownKey, id)
 	}
-	return k, nil
+	return slices.Clone(k), nil
 }
 
 // validKeyID checks that id fits the header: 1 to 255 bytes of printable
