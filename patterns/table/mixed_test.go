@@ -697,3 +697,87 @@ func TestTypesFilterOfConflictingKinds(t *testing.T) {
 		}
 	}
 }
+
+// Three versions: rows of versions 1 and 2 both read as version 3, through
+// both upgrades or the last one only, and Migrate leaves every row at 3.
+func TestTypesThreeVersions(t *testing.T) {
+	t.Parallel()
+	r := newMixedRig(t, nil, false)
+	ctx := context.Background()
+	type empV3 struct {
+		table.Meta
+		PartitionKey, RowKey string
+		Display              string
+		Age                  int64
+	}
+	v3, err := table.NewTypes(r.client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emps, err := table.Register[empV3](v3, "Employee", &table.RegisterOptions{Version: 3, Upgrades: []table.Upgrade{
+		table.UpgradeFrom(2, func(e staffer) (empV3, error) { return empV3{Display: e.Last + ", " + e.First, Age: int64(e.Age)}, nil }),
+		empUp, // 1 -> 2, listed out of order on purpose
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.oldEmps.Insert(ctx, empV1{PartitionKey: "p", RowKey: "1", FullName: "Ann Lee", Age: 30}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.emps.Insert(ctx, staffer{PartitionKey: "p", RowKey: "2", First: "Bo", Last: "Diddley", Age: 40}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := emps.Insert(ctx, empV3{PartitionKey: "p", RowKey: "3", Display: "Young, Cy", Age: 50}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		got, err := table.Collect(emps.Query(ctx, &table.Query{Filter: table.PartitionKey("p")}))
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		var s []string
+		for _, e := range got {
+			s = append(s, fmt.Sprintf("%s %s %d", e.RowKey, e.Display, e.Age))
+		}
+		if want := "1 Lee, Ann 30|2 Diddley, Bo 40|3 Young, Cy 50"; strings.Join(s, "|") != want {
+			t.Fatalf("%s: %q, want %q", when, s, want)
+		}
+	}
+	check("before Migrate")
+	p, err := v3.Migrate(ctx, nil)
+	if err != nil || p.Upgraded != 2 {
+		t.Fatalf("%+v, %v", p, err)
+	}
+	check("after Migrate")
+	for _, rk := range []string{"1", "2", "3"} {
+		if got := r.storedType(t, "p", rk); got != "Employee.3" {
+			t.Fatalf("%s stored as %v", rk, got)
+		}
+	}
+	// The version 2 program now meets rows newer than it knows.
+	if _, err := r.emps.Get(ctx, "p", "1", nil); !errors.Is(err, table.ErrEntityType) {
+		t.Fatalf("version 2 reading version 3: %v", err)
+	}
+}
+
+// Rows under ReservedPrefix (commit records, index entities) are skipped
+// by Types' queries as by typed ones.
+func TestTypesSkipReservedRows(t *testing.T) {
+	t.Parallel()
+	r := newMixedRig(t, nil, false)
+	ctx := context.Background()
+	if _, err := r.emps.Insert(ctx, staffer{PartitionKey: "p", RowKey: "1", First: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.raw.Insert(ctx, table.Dynamic{PartitionKey: "p", RowKey: table.ReservedPrefix + "intent~x", Properties: map[string]any{"Kind": "archive"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := table.Collect(r.types.Query(ctx, &table.Query{Filter: table.PartitionKey("p")}))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%v, %v", got, err)
+	}
+	if _, err := table.Collect(r.types.Query(ctx, &table.Query{Filter: table.PartitionKey("p"), IncludeReserved: true})); !errors.Is(err, table.ErrEntityType) {
+		t.Fatalf("with IncludeReserved, the record is of no registered type: %v", err)
+	}
+}

@@ -505,7 +505,9 @@ func (t *Table[T]) get(ctx context.Context, op, pk, rk string, wantWrites bool) 
 type ModifyOptions struct {
 	// Mode is how the changed entity is written back. Default (the zero
 	// Mode): Merge, which keeps stored properties T has no field for; use
-	// Replace to remove properties the change cleared (nil pointers).
+	// Replace to remove properties the change cleared (nil pointers). An
+	// entity of a registered type read from an older version is always
+	// written with Replace (see Register).
 	Mode Mode
 	// Retry is the policy for conflicts: on ErrPreconditionFailed (another
 	// writer changed the entity in between) Modify reads and calls fn
