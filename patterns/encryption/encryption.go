@@ -271,11 +271,15 @@ func (t *Table[T]) metaOf(v *T) *table.Meta {
 // under the current key, each with its blind index, and v's Meta (so that
 // the core can verify a lost response of a conditional update exactly).
 // With a Fields mode, only the fields it names are sealed (the others are
-// not sent).
-func (t *Table[T]) encrypt(ctx context.Context, op string, v *T, mode table.Mode) (table.Dynamic, error) {
+// not sent). It also returns the mode to write d with (see mode).
+func (t *Table[T]) encrypt(ctx context.Context, op string, v *T, mode table.Mode) (table.Dynamic, table.Mode, error) {
+	mode, err := t.mode(mode)
+	if err != nil {
+		return table.Dynamic{}, mode, err
+	}
 	d, err := table.ToDynamic(*v)
 	if err != nil {
-		return d, t.coreErr(op, "", "", err)
+		return d, mode, t.coreErr(op, "", "", err)
 	}
 	if m := t.metaOf(v); m != nil {
 		d.Meta = *m
@@ -287,7 +291,7 @@ func (t *Table[T]) encrypt(ctx context.Context, op string, v *T, mode table.Mode
 			}
 		}
 	}
-	return d, t.seal(ctx, op, &d, nil)
+	return d, mode, t.seal(ctx, op, &d, nil)
 }
 
 // sealKey is a key to seal with: the current key, fetched on first use.
@@ -491,7 +495,7 @@ func (t *Table[T]) mode(m table.Mode) (table.Mode, error) {
 // Insert encrypts v's fields and inserts it (table.Table.Insert): one
 // round trip, ErrAlreadyExists when the entity exists.
 func (t *Table[T]) Insert(ctx context.Context, v T) (table.Result, error) {
-	d, err := t.encrypt(ctx, "insert", &v, table.Mode{})
+	d, _, err := t.encrypt(ctx, "insert", &v, table.Mode{})
 	if err != nil {
 		return table.Result{}, err
 	}
@@ -502,11 +506,7 @@ func (t *Table[T]) Insert(ctx context.Context, v T) (table.Result, error) {
 // (table.Table.Upsert): one round trip. A Fields merge naming an
 // encrypted field also writes its blind index.
 func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (table.Result, error) {
-	m, err := t.mode(mode)
-	if err != nil {
-		return table.Result{}, err
-	}
-	d, err := t.encrypt(ctx, "upsert", &v, m)
+	d, m, err := t.encrypt(ctx, "upsert", &v, mode)
 	if err != nil {
 		return table.Result{}, err
 	}
@@ -518,11 +518,7 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (table.Resu
 // table.ErrNoETag). One round trip. Pass v as read (with its table.Meta)
 // for exact verification of a lost response.
 func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Result, error) {
-	m, err := t.mode(mode)
-	if err != nil {
-		return table.Result{}, err
-	}
-	d, err := t.encrypt(ctx, "update", &v, m)
+	d, m, err := t.encrypt(ctx, "update", &v, mode)
 	if err != nil {
 		return table.Result{}, err
 	}
@@ -558,7 +554,8 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 	if opts != nil {
 		o = *opts
 	}
-	m, err := t.mode(o.Mode) // the zero Mode passes: the core's default, Merge
+	mode := o.Mode
+	m, err := t.mode(mode) // the zero Mode passes: the core's default, Merge
 	if err != nil {
 		return zero, table.Result{}, err
 	}
@@ -572,7 +569,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		if err := fn(&v); err != nil {
 			return err
 		}
-		enc, err := t.encrypt(ctx, "modify", &v, m)
+		enc, _, err := t.encrypt(ctx, "modify", &v, mode)
 		if err != nil {
 			return err
 		}
@@ -625,7 +622,7 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (table.Page[T]
 // InsertOp is an encrypted insert for table.Submit (with Table().Submit or
 // table.Submit on the same client).
 func (t *Table[T]) InsertOp(ctx context.Context, v T) (table.Op, error) {
-	d, err := t.encrypt(ctx, "insert", &v, table.Mode{})
+	d, _, err := t.encrypt(ctx, "insert", &v, table.Mode{})
 	if err != nil {
 		return table.Op{}, err
 	}
@@ -634,11 +631,7 @@ func (t *Table[T]) InsertOp(ctx context.Context, v T) (table.Op, error) {
 
 // UpsertOp is an encrypted upsert for table.Submit.
 func (t *Table[T]) UpsertOp(ctx context.Context, v T, mode table.Mode) (table.Op, error) {
-	m, err := t.mode(mode)
-	if err != nil {
-		return table.Op{}, err
-	}
-	d, err := t.encrypt(ctx, "upsert", &v, m)
+	d, m, err := t.encrypt(ctx, "upsert", &v, mode)
 	if err != nil {
 		return table.Op{}, err
 	}
@@ -647,11 +640,7 @@ func (t *Table[T]) UpsertOp(ctx context.Context, v T, mode table.Mode) (table.Op
 
 // UpdateOp is an encrypted conditional update for table.Submit.
 func (t *Table[T]) UpdateOp(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Op, error) {
-	m, err := t.mode(mode)
-	if err != nil {
-		return table.Op{}, err
-	}
-	d, err := t.encrypt(ctx, "update", &v, m)
+	d, m, err := t.encrypt(ctx, "update", &v, mode)
 	if err != nil {
 		return table.Op{}, err
 	}
