@@ -145,8 +145,10 @@ func pastDeadline(ctx context.Context, d time.Duration) bool {
 	return ok && time.Until(deadline) < d
 }
 
-// sleep waits d or until ctx ends, returning ctx's error in that case.
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends and then returns ctx's error (at once
+// for d <= 0 when ctx has ended): the interruptible wait of retry loops,
+// workers polling an empty queue, and delays injected in tests.
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

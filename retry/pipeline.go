@@ -81,7 +81,7 @@ func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 		if resp != nil {
 			runtime.Drain(resp)
 		}
-		if cerr := sleep(ctx, delay); cerr != nil {
+		if cerr := Sleep(ctx, delay); cerr != nil {
 			// The last real failure, wrapped with the context's error.
 			return final(ambiguous, nil, &Error{Attempts: attempt, Err: last, ctxErr: cerr})
 		}

@@ -196,7 +196,7 @@ func (p Policy) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 			return &Error{Attempts: attempt, Err: err, ctxErr: context.DeadlineExceeded}
 		}
 		p.notify(attempt, delay, resp, err)
-		if cerr := sleep(ctx, delay); cerr != nil {
+		if cerr := Sleep(ctx, delay); cerr != nil {
 			return &Error{Attempts: attempt, Err: err, ctxErr: cerr}
 		}
 	}

@@ -326,3 +326,17 @@ func TestStopEndsDo(t *testing.T) {
 		t.Fatal("Stop(nil) is not nil")
 	}
 }
+
+func TestSleepEndsWithItsContext(t *testing.T) {
+	if err := retry.Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Fatalf("Sleep of a live context: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := retry.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep of an ended context: %v", err)
+	}
+	if err := retry.Sleep(ctx, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep(0) of an ended context: %v", err)
+	}
+}

@@ -7,7 +7,6 @@ package faults
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/tablekit/tablekit/retry"
 )
 
 // ErrLost is the transport error returned for a response lost by a
@@ -151,7 +151,7 @@ func (t *Transport) apply(req *http.Request, f Fault, ok bool) (*http.Response, 
 		return t.next().Do(req)
 	}
 	if f.Delay > 0 {
-		if err := wait(req.Context(), f.Delay); err != nil {
+		if err := retry.Sleep(req.Context(), f.Delay); err != nil {
 			return nil, err
 		}
 	}
@@ -202,17 +202,6 @@ func response(req *http.Request, f Fault) *http.Response {
 		Body:          io.NopCloser(strings.NewReader(body)),
 		ContentLength: int64(len(body)),
 		Request:       req,
-	}
-}
-
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

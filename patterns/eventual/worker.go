@@ -233,7 +233,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			if err != nil && w.log != nil {
 				w.log.Warn("eventual: dequeue failed", "err", err)
 			}
-			wait(ctx, w.idle.Delay(empty))
+			retry.Sleep(ctx, w.idle.Delay(empty))
 			empty++
 			continue
 		}
@@ -285,20 +285,9 @@ func (w *Worker) Drain(ctx context.Context) error {
 				return nil
 			}
 		}
-		if err := wait(ctx, w.idle.Delay(x)); err != nil {
+		if err := retry.Sleep(ctx, w.idle.Delay(x)); err != nil {
 			return err
 		}
-	}
-}
-
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
