@@ -66,6 +66,7 @@ type Types struct {
 type registry struct {
 	byName   map[string]*entityType
 	prefixed []*entityType // with a Prefix (no two overlap)
+	back     bool          // some type writes back (RegisterOptions.WriteBack)
 }
 
 // TypesOptions configures NewTypes. A nil *TypesOptions means defaults.
@@ -263,7 +264,7 @@ func Register[T any](ts *Types, name string, opts *RegisterOptions) (*Table[T], 
 	if _, dup := old.byName[name]; dup {
 		return fail("already registered")
 	}
-	reg := &registry{byName: make(map[string]*entityType, len(old.byName)+1), prefixed: slices.Clone(old.prefixed)}
+	reg := &registry{byName: make(map[string]*entityType, len(old.byName)+1), prefixed: slices.Clone(old.prefixed), back: old.back || et.back}
 	for n, o := range old.byName {
 		reg.byName[n] = o
 	}
@@ -514,11 +515,12 @@ func (ts *Types) Get(ctx context.Context, partitionKey, rowKey string) (any, err
 	if err := validKeys(partitionKey, rowKey); err != nil {
 		return nil, relabel(err, "get", ts.rows.name)
 	}
-	v, etag, writes, upgraded, err := ts.rows.get(ctx, "get", partitionKey, rowKey, true)
-	if err != nil || !upgraded {
+	reg := ts.reg.Load()
+	v, etag, writes, upgraded, err := ts.rows.get(ctx, "get", partitionKey, rowKey, reg.back)
+	if err != nil || !upgraded || !reg.back {
 		return v, err
 	}
-	for _, et := range ts.reg.Load().byName {
+	for _, et := range reg.byName {
 		if et.back && et.codec.typ == reflect.TypeOf(v) {
 			return et.writeBack(ctx, v, etag, writes), nil
 		}
