@@ -475,6 +475,16 @@ func TestTypesModifyUpgradesWithReplace(t *testing.T) {
 	if d.Properties["EntityType"] != "Employee.2" || d.Properties["FullName"] != nil || d.Properties["First"] != "Ann" {
 		t.Fatalf("stored after Modify: %v", d.Properties)
 	}
+	// The value Modify returns is current now: a Fields update of it is a
+	// merge (PATCH), not another whole write.
+	r.ft.Reset()
+	e.Age++
+	if _, err := r.emps.Update(ctx, e, e.ETag, table.Fields("Age")); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := r.ft.Requests(); len(reqs) != 1 || reqs[0].Method != http.MethodPatch {
+		t.Fatalf("Fields update after Modify: %+v", reqs)
+	}
 
 	// A Fields merge of a value read from version 1 writes it whole: the
 	// row becomes a true version 2 row, not a relabelled version 1 one.

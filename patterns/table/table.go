@@ -582,7 +582,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		// The entity as written: a following Update with res.ETag extends
 		// this history exactly.
 		m := metaOf(reflect.ValueOf(&v).Elem(), t.codec.meta)
-		m.ETag, m.writes, m.pk, m.rk = res.ETag, res.stamp, partitionKey, rowKey
+		m.ETag, m.writes, m.pk, m.rk, m.upgraded = res.ETag, res.stamp, partitionKey, rowKey, false
 	}
 	return v, res, nil
 }
