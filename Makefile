@@ -50,11 +50,14 @@ test: $(TEST_EMULATOR)
 	$(GO) test -race -count=1 ./...
 
 # The randomized model tests (internal/modelcheck) with thousands of steps
-# instead of make test's few dozen; TABLEKIT_SEED=n replays a failure.
+# instead of make test's few dozen; TABLEKIT_SEED=n replays a failure. The
+# filter keeps the tests' names and results and every line a test logs (the
+# seed, the outcome counts, a failure's step, operation and state), and
+# drops the PAUSE/CONT noise of parallel tests.
 soak: SHELL := /bin/bash
 soak: .SHELLFLAGS := -o pipefail -c
 soak: $(TEST_EMULATOR)
-	TABLEKIT_SOAK=1 $(GO) test -race -count=1 -timeout 60m -run 'Model' -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|modelcheck|outcomes'
+	TABLEKIT_SOAK=1 $(GO) test -race -count=1 -timeout 60m -run 'Model' -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|panic:)|^ +[^ ]'
 
 # Benchmarks against fresh emulators (no -race): every comparison runs
 # BENCHCOUNT times, then .ci/benchtable.awk prints the side-by-side summary

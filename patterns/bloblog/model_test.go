@@ -53,7 +53,7 @@ func TestModelBlobLog(t *testing.T) {
 		}
 		for i := 1; i < len(got); i++ {
 			if got[i].at.Before(got[i-1].at) {
-				t.Fatalf("step %d: Range out of time order at %d", step, i)
+				t.Fatalf("step %d: Range(%v, %v) out of time order at %d: %v", step, from.Format(time.TimeOnly), to.Format(time.TimeOnly), i, got)
 			}
 		}
 		byKey := func(a, b entry) int {
@@ -67,11 +67,11 @@ func TestModelBlobLog(t *testing.T) {
 		sorted := slices.Clone(got)
 		slices.SortStableFunc(sorted, func(a, b entry) int { return a.writer - b.writer })
 		if !slices.IsSortedFunc(sorted, byKey) {
-			t.Fatalf("step %d: a writer's entries out of its order", step)
+			t.Fatalf("step %d: Range(%v, %v): a writer's entries out of its order: %v", step, from.Format(time.TimeOnly), to.Format(time.TimeOnly), got)
 		}
 		slices.SortFunc(want, byKey)
 		if !slices.EqualFunc(sorted, want, func(a, b entry) bool { return a.writer == b.writer && a.seq == b.seq && a.at.Equal(b.at) }) {
-			t.Fatalf("step %d: Range(%v, %v) = %d entries, want %d", step, from.Format(time.TimeOnly), to.Format(time.TimeOnly), len(got), len(want))
+			t.Fatalf("step %d: Range(%v, %v) = %d entries %v, want %d %v", step, from.Format(time.TimeOnly), to.Format(time.TimeOnly), len(got), sorted, len(want), want)
 		}
 	}
 	modelcheck.Run(t, 40, 2000, func(t *testing.T, r *rand.Rand, step int) {

@@ -82,7 +82,8 @@
 //	                    range, Concurrency at a time
 //	Sweep               Periods + 1 delete per period swept, whatever its
 //	                    size: 100,000 entities go in 1 request instead of
-//	                    100 queries and 1,000 transactions (BENCHMARKS.md)
+//	                    100 queries and 1,000 transactions (BENCHMARKS.md);
+//	                    +1 query for a delete whose responses were all lost
 //
 // # Crash table
 //
@@ -108,6 +109,12 @@
 //	  with a delete in flight                      the table deleted or not;
 //	                                               the next Sweep lists it
 //	                                               again or reports it gone
+//	  a delete's responses lost                    settled in the same Sweep:
+//	                                               a resend's 404, or one
+//	                                               query of the table
+//	                                               (table.DeleteTable), finds
+//	                                               it gone (Swept.Gone) or
+//	                                               still there (an error)
 //
 // The tests stop the process (cancel the context) at each of these points.
 //

@@ -452,9 +452,9 @@ type Swept struct {
 	Deleted []PeriodTable
 	// Gone are the tables that were already being deleted (409
 	// TableBeingDeleted) or gone (404) when this Sweep came to them:
-	// another Sweep's work, or this one's when its request's response
-	// was lost and the resend found the table gone. Their entities are
-	// deleted either way.
+	// another Sweep's work, or this one's when its request's responses
+	// were lost and a resend or a query (table.DeleteTable) found the
+	// table gone. Their entities are deleted either way.
 	Gone []PeriodTable
 }
 
@@ -467,9 +467,10 @@ type Swept struct {
 // otherwise, with nothing sent), so that only closed periods are deleted
 // and no writer creates their tables again. A table already being deleted
 // (409 TableBeingDeleted) or gone (404) is reported in Swept.Gone, not as
-// an error. On any other failure Sweep stops and returns what it did with
-// the error; running it again continues (a delete whose outcome is
-// unknown is settled by the next Sweep's listing).
+// an error; so is one whose responses were all lost and that a query then
+// finds gone (table.DeleteTable settles it). On any other failure Sweep
+// stops and returns what it did with the error; running it again
+// continues.
 func (r *Tables[T]) Sweep(ctx context.Context, before time.Time) (Swept, error) {
 	var out Swept
 	if latest := r.now().Add(-r.grace - MaxClockSkew); before.After(latest) {

@@ -355,22 +355,29 @@ func TestSweep(t *testing.T) {
 		t.Fatalf("repeated Sweep = %+v, %v in %d round trips", s, err, f.ft.Count())
 	}
 	// days[2] answers 409 TableBeingDeleted (another Sweep's delete in
-	// progress, still listed), days[3]'s response is lost (the resend finds
-	// it gone), days[4] is throttled twice (retried).
+	// progress, still listed), days[3]'s responses are lost on every
+	// attempt (the fixture's policy makes 6: a query of the table finds it
+	// gone), days[4] is throttled twice (retried).
 	isDelete := func(d time.Time) func(*http.Request) bool {
 		return func(req *http.Request) bool {
 			return req.Method == http.MethodDelete && strings.Contains(req.URL.Path, r.Name(d))
 		}
 	}
+	f.ft.Reset()
+	f.ft.Inject(faults.Fault{Match: isDelete(days[2]), Status: http.StatusConflict, ErrorCode: "TableBeingDeleted"})
+	for range 6 {
+		f.ft.Inject(faults.Fault{Match: isDelete(days[3]), LoseResponse: true})
+	}
 	f.ft.Inject(
-		faults.Fault{Match: isDelete(days[2]), Status: http.StatusConflict, ErrorCode: "TableBeingDeleted"},
-		faults.Fault{Match: isDelete(days[3]), LoseResponse: true},
 		faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
 		faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
 	)
 	s, err = r.Sweep(ctx, days[5])
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := f.ft.Count(); n != 1+1+6+1+3 {
+		t.Fatalf("Sweep with faults: %d round trips, want 12 (list; 1 delete of days[2]; 6 of days[3] + 1 query; 3 of days[4])", n)
 	}
 	var deleted, gone []time.Time
 	for _, p := range s.Deleted {

@@ -48,14 +48,15 @@ func TestModelIndexes(t *testing.T) {
 			Email: fmt.Sprintf("e%d@contoso.com", rnd.IntN(8)), Age: int64(20 + rnd.IntN(5))}
 		_, exists := model[id]
 		var err error
-		write := true
+		write, what := true, "Insert"
 		switch op := rnd.IntN(3); {
 		case op == 0 && !exists:
 			_, err = s.Insert(ctx, e)
 		case op == 0 || op == 1 && exists:
+			what = "Modify"
 			_, err = s.Modify(ctx, "Sales", id, func(v *Employee) error { *v = e; return nil })
 		default:
-			write = false
+			write, what = false, "Delete"
 			err = s.Delete(ctx, "Sales", id)
 		}
 		dup := write && emailOwner(e.Email, id)
@@ -78,7 +79,7 @@ func TestModelIndexes(t *testing.T) {
 				delete(model, id)
 			}
 		case err != nil:
-			t.Fatalf("step %d: %v", i, err)
+			t.Fatalf("step %d: %s %s (exists %v, model %+v) of %+v: %v", i, what, id, exists, model[id], e, err)
 		default:
 			if dup {
 				t.Fatalf("step %d: %s took email %s, which another entity has", i, id, e.Email)
@@ -89,13 +90,13 @@ func TestModelIndexes(t *testing.T) {
 		if err == nil {
 			if got, gerr := s.Get(ctx, "Sales", id); gerr == nil {
 				if !write || got.Value != e {
-					t.Fatalf("step %d: stored %+v, wrote %+v", i, got.Value, e)
+					t.Fatalf("step %d: after %s %s stored %+v, wrote %+v", i, what, id, got.Value, e)
 				}
 				model[id] = e
 			} else if errors.Is(gerr, table.ErrNotFound) {
 				delete(model, id)
 			} else {
-				t.Fatal(gerr)
+				t.Fatalf("step %d: Get %s after %s: %v", i, id, what, gerr)
 			}
 		}
 		r.clean(t, "Sales", "email", "name")

@@ -215,7 +215,9 @@
 //	Submit of n ops                           1 per transaction: ceil(n/100) per partition
 //	                                          when under 4 MiB; Transactions reports it
 //	                                          (+1 read per transaction whose response was lost)
-//	CreateTable, DeleteTable                  1 (CreateTable waits out TableBeingDeleted)
+//	CreateTable, DeleteTable                  1 (CreateTable waits out TableBeingDeleted;
+//	                                          DeleteTable +1 query when every
+//	                                          response was lost)
 //	SASURL                                    0 (signed locally)
 //
 // # Limits checked before the network

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -61,6 +62,16 @@ func CreateTable(ctx context.Context, svc *aztables.ServiceClient, name string) 
 // cheapest way to delete many entities (the guide's high-volume delete).
 // ErrTableNotFound when it does not exist. The name cannot be reused for 40 s
 // or more; use a fresh name for the next table.
+//
+// A delete whose responses were all lost (ErrOutcomeUnknown from the retry
+// policy) is settled with one more round trip, a query of at most one row
+// of the table. A table that is gone (404, or 409 TableBeingDeleted) is
+// reported as a resend that answered 404 is: ErrTableNotFound (the
+// caller's goal, the table gone, is reached) and still ErrOutcomeUnknown
+// (this delete or another removed it), as Table.Delete reports an entity.
+// A table that is still there means the delete was not applied: the error
+// loses ErrOutcomeUnknown. When the query fails too, the error stays
+// ErrOutcomeUnknown alone.
 func DeleteTable(ctx context.Context, svc *aztables.ServiceClient, name string) error {
 	if err := ValidTableName(name); err != nil {
 		return &Error{Op: "delete table", Table: name, Err: err}
@@ -68,10 +79,40 @@ func DeleteTable(ctx context.Context, svc *aztables.ServiceClient, name string) 
 	_, err := svc.DeleteTable(ctx, name, nil)
 	err = wrap("delete table", name, "", "", err)
 	var te *Error
-	if errors.As(err, &te) && te.StatusCode == 404 {
+	if !errors.As(err, &te) {
+		return err
+	}
+	if te.StatusCode == http.StatusNotFound {
 		te.Code = "TableNotFound" // Azurite says ResourceNotFound
+		return err
+	}
+	if te.Unknown {
+		switch gone, qerr := tableGone(ctx, svc.NewClient(name)); {
+		case qerr != nil:
+		case gone:
+			te.StatusCode, te.Code = http.StatusNotFound, "TableNotFound"
+			te.Err = fmt.Errorf("a query found the table gone after the response was lost: %w", te.Err)
+		default:
+			te.Unknown = false // the table is there: the delete was not applied
+		}
 	}
 	return err
+}
+
+// tableGone reports whether c's table no longer exists (404, or 409
+// TableBeingDeleted): one query of at most one row, whose table name the
+// service resolves as case-insensitively as it resolves a delete's.
+func tableGone(ctx context.Context, c *aztables.Client) (bool, error) {
+	one, sel := int32(1), "PartitionKey"
+	_, err := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Top: &one, Select: &sel}).NextPage(ctx)
+	var re *azcore.ResponseError
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.As(err, &re) && (re.StatusCode == http.StatusNotFound || re.ErrorCode == "TableBeingDeleted"):
+		return true, nil
+	}
+	return false, err
 }
 
 // ListTables returns the names of the tables whose names start with prefix

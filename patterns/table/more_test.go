@@ -19,6 +19,7 @@ import (
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/retry"
 )
 
 func TestDynamicRoundTrip(t *testing.T) {
@@ -311,6 +312,43 @@ func TestTableLifecycle(t *testing.T) {
 	}
 	if err := table.DeleteTable(ctx, svc, a); !errors.Is(err, table.ErrTableNotFound) {
 		t.Fatalf("deleting a missing table: %v", err)
+	}
+	// Every attempt's response lost: a query settles it.
+	fast := table.ClientOptions()
+	fast.Transport = ft
+	retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, MaxRetries: 2}.ApplyTo(&fast.ClientOptions)
+	fastSvc, err := table.NewServiceClientFromConnectionString(env.ConnectionString, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isDelete := func(r *http.Request) bool { return r.Method == http.MethodDelete }
+	ft.Reset()
+	for range 3 {
+		ft.Inject(faults.Fault{Match: isDelete, LoseResponse: true})
+	}
+	err = table.DeleteTable(ctx, fastSvc, b)
+	if !errors.Is(err, table.ErrTableNotFound) || !errors.Is(err, table.ErrOutcomeUnknown) {
+		t.Fatalf("a delete whose 3 responses were lost = %v, want ErrTableNotFound and ErrOutcomeUnknown (settled by a query)", err)
+	}
+	if n := ft.Count(); n != 4 {
+		t.Fatalf("%d requests, want 3 deletes + 1 query", n)
+	}
+	// Not sent at all (refused connections): the table is still there, so
+	// the delete was not applied and the outcome is known.
+	if err := table.CreateTable(ctx, svc, prefix+"d"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = table.DeleteTable(context.Background(), env.Tables, prefix+"d") })
+	ft.Reset()
+	for range 3 {
+		ft.Inject(faults.Fault{Match: isDelete, Err: faults.ErrLost})
+	}
+	err = table.DeleteTable(ctx, fastSvc, prefix+"d")
+	if err == nil || errors.Is(err, table.ErrOutcomeUnknown) || errors.Is(err, table.ErrTableNotFound) {
+		t.Fatalf("a delete that never reached the service = %v, want a known failure", err)
+	}
+	if err := table.DeleteTable(ctx, svc, prefix+"d"); err != nil {
+		t.Fatalf("the table must still exist: %v", err)
 	}
 	if err := table.CreateTable(ctx, svc, "no"); !errors.Is(err, table.ErrInvalidEntity) {
 		t.Fatalf("invalid name: %v", err)
