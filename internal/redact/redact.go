@@ -2,7 +2,9 @@
 // errors that carry them, so that no error or log line tablekit produces
 // holds a usable credential. Transport errors of net/http (*url.Error) embed
 // the whole request URL, query string included; a SAS client's query string
-// holds the signature.
+// holds the signature. azcore's *ResponseError texts quote the request URL
+// too. Every place where an SDK error enters tablekit's code calls Error
+// (errors) or Text (log attributes, events, and any text that is stored).
 package redact
 
 import (
@@ -16,7 +18,7 @@ import (
 const Placeholder = "REDACTED"
 
 // URL returns s with the value of every signature parameter (sig) replaced
-// by Placeholder. A string that does not parse as a URL but mentions sig=
+// by Placeholder, also in URLs encoded in its parameters' values. A string that does not parse as a URL but mentions sig=
 // is replaced whole.
 func URL(s string) string {
 	if !mentionsSig(s) {
@@ -33,11 +35,12 @@ func URL(s string) string {
 		}
 	}
 	u.RawQuery = q.Encode()
-	return u.String()
+	return Text(u.String()) // signatures of URLs encoded in parameter values
 }
 
 func mentionsSig(s string) bool {
-	return strings.Contains(strings.ToLower(s), "sig=")
+	l := strings.ToLower(s)
+	return strings.Contains(l, "sig=") || strings.Contains(l, "sig%3d") || strings.Contains(l, "accountkey=")
 }
 
 // Error redacts the URL of every *url.Error in err's chain, in place (the
@@ -60,12 +63,24 @@ func Error(err error) error {
 	return err
 }
 
-var sigValue = regexp.MustCompile(`(?i)(sig=)[^&\s"']*`)
+// secret matches the value of a signature parameter, raw (sig=...) or
+// URL-encoded once (sig%3D..., ending at an encoded '&'), and an account
+// key in a connection string (AccountKey=...;).
+var secret = regexp.MustCompile(`(?i)((?:^|[^a-z]|%3F|%26)(?:sig=|sig%3D|accountkey=))(?:[^&;\s"'%]|%(?:[013-9a-f][0-9a-f]|2[0-57-9a-f]))*`)
+
+// Text returns s with every signature value (sig= and sig%3D) and account
+// key (AccountKey=) replaced by Placeholder: for log attributes, events and
+// anything stored (a message's last error, a poison record) that may quote
+// an SDK error.
+func Text(s string) string {
+	if !mentionsSig(s) {
+		return s
+	}
+	return secret.ReplaceAllString(s, "${1}"+Placeholder)
+}
 
 // redacted is an error whose text has its signatures removed.
 type redacted struct{ err error }
 
-func (r *redacted) Error() string {
-	return sigValue.ReplaceAllString(r.err.Error(), "${1}"+Placeholder)
-}
+func (r *redacted) Error() string { return Text(r.err.Error()) }
 func (r *redacted) Unwrap() error { return r.err }

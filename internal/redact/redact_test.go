@@ -14,10 +14,11 @@ import (
 func TestURL(t *testing.T) {
 	cases := map[string]string{
 		"https://a.table.core.windows.net/t?sv=2019-02-02&sig=c2VjcmV0%2B&se=x": "https://a.table.core.windows.net/t?se=x&sig=REDACTED&sv=2019-02-02",
-		"https://a/t?SIG=abc":                 "https://a/t?SIG=REDACTED",
-		"https://a/t?$filter=x":               "https://a/t?$filter=x",
-		"http://[bad url with sig=secret":     "(unparseable URL, REDACTED)",
-		"https://a/t()?$filter=sig%3Dnothing": "https://a/t()?$filter=sig%3Dnothing",
+		"https://a/t?SIG=abc":                                          "https://a/t?SIG=REDACTED",
+		"https://a/t?$filter=x":                                        "https://a/t?$filter=x",
+		"http://[bad url with sig=secret":                              "(unparseable URL, REDACTED)",
+		"https://a/t()?$filter=x":                                      "https://a/t()?$filter=x",
+		"https://a/c?copy=https%3A%2F%2Fb%2Fd%3Fsig%3Dsecret%26se%3Dx": "https://a/c?copy=https%3A%2F%2Fb%2Fd%3Fsig%3DREDACTED%26se%3Dx",
 	}
 	for in, want := range cases {
 		if got := redact.URL(in); got != want {
@@ -38,5 +39,24 @@ func TestErrorRedactsNestedURLErrors(t *testing.T) {
 	}
 	if redact.Error(nil) != nil {
 		t.Fatal("Error(nil) != nil")
+	}
+}
+
+func TestText(t *testing.T) {
+	cases := map[string]string{
+		"GET https://a/q/messages?sig=c2VjcmV0%2B&se=x\n":                                     "GET https://a/q/messages?sig=REDACTED&se=x\n",
+		"copy source https%3A%2F%2Fa%2Fb%3Fsv%3D1%26sig%3Dc2VjcmV0%252B%26se%3Dx":             "copy source https%3A%2F%2Fa%2Fb%3Fsv%3D1%26sig%3DREDACTED%26se%3Dx",
+		"DefaultEndpointsProtocol=https;AccountName=a;AccountKey=c2VjcmV0==;EndpointSuffix=x": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=REDACTED;EndpointSuffix=x",
+		"no secret; signature=fine, design=ok":                                                "no secret; signature=fine, design=ok",
+		`"url":"https://a/t?SIG=abc"`:                                                         `"url":"https://a/t?SIG=REDACTED"`,
+	}
+	for in, want := range cases {
+		if got := redact.Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+	err := redact.Error(errors.New("wrapped sig%3Dc2VjcmV0 here"))
+	if strings.Contains(err.Error(), "c2VjcmV0") {
+		t.Fatalf("Error left a URL-encoded signature: %v", err)
 	}
 }
