@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -109,6 +110,7 @@ func New(q *azqueue.QueueClient, opts *Options) (*Queue, error) {
 		if err != nil {
 			return nil, err
 		}
+		rt = reserved.Table(rt) // commit records are reserved rows
 		if _, dup := qu.byName[rt.Name()]; dup || rt.Name() == "" {
 			return nil, fmt.Errorf("%w: table %q given twice in Options.Tables, or without a name", ErrInvalid, rt.Name())
 		}

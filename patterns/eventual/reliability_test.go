@@ -15,6 +15,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -122,6 +123,7 @@ func TestRuledOutCommitCannotApplyLate(t *testing.T) {
 		t.Fatalf("Sweep younger than the window: %v, want ErrInvalid", err)
 	}
 	dyn, _ := table.New[table.Dynamic](r.orders.Client())
+	dyn = reserved.Table(dyn)
 	rec, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil)
 	if err != nil || rec.Properties["State"] != "aborted" {
 		t.Fatalf("the aborted record: %+v, %v", rec, err)
@@ -160,6 +162,7 @@ func TestWorkerCrashPoints(t *testing.T) {
 				// And its record is missing: the worker will write an
 				// aborted one, and crashes before.
 				dyn, _ := table.New[table.Dynamic](r.orders.Client())
+				dyn = reserved.Table(dyn)
 				if err := dyn.Delete(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), "*"); err != nil {
 					t.Fatal(err)
 				}

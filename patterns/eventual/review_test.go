@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -82,6 +83,7 @@ func TestPoisonKeepsAbortedRecords(t *testing.T) {
 		t.Fatalf("%d failed drops, %d poisoned; want the drop to fail, then a poisoning", dropped.Load(), poisoned.Load())
 	}
 	dyn, _ := table.New[table.Dynamic](r.orders.Client())
+	dyn = reserved.Table(dyn)
 	rec, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil)
 	if err != nil || rec.Properties["State"] != "aborted" {
 		t.Fatalf("the record: %+v, %v; want it still aborted", rec.Properties, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/indexentity"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -71,7 +72,7 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	ft.Reset()
-	return &fixture{env: env, ft: ft, employees: employees, clean: clean, idx: idx}
+	return &fixture{env: env, ft: ft, employees: employees, clean: reserved.Table(clean), idx: idx}
 }
 
 // trips checks the round trips since the last call.

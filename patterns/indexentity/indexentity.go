@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/prefetch"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -162,10 +163,11 @@ func New[T any](tbl *table.Table[T], opts *Options[T]) (*Index[T], error) {
 		if x.ix, err = table.New[table.Dynamic](opts.Table); err != nil {
 			return nil, err
 		}
+		x.ix = reserved.Table(x.ix) // index entities are reserved rows
 	case opts.Blobs != nil:
 		x.store = blobs
 	default:
-		x.ix = x.ent
+		x.ix = reserved.Table(x.ent) // index entities are reserved rows
 		if opts.Queue != nil {
 			return nil, fmt.Errorf("%w: Options.Queue is for the eventual stores (Table or Blobs); the same-partition store writes its lists in the entities' transactions", ErrInvalid)
 		}
@@ -286,7 +288,7 @@ func (x *Index[T]) listOp(l list, value string) (op table.Op, ok bool, err error
 	case len(l.ids) == 0 && !l.found:
 		return table.Op{}, false, nil
 	case len(l.ids) == 0:
-		return table.DeleteOp(l.d.PartitionKey, l.d.RowKey, l.etag), true, nil
+		return x.ix.DeleteOp(l.d.PartitionKey, l.d.RowKey, l.etag), true, nil
 	}
 	props, err := listProperties(l.d.PartitionKey, l.d.RowKey, l.ids, fmt.Sprintf("value %.40q of index %s in partition %q", value, x.name, l.d.PartitionKey))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/indexentity"
@@ -72,6 +73,7 @@ func newRig(t testing.TB, store int) *rig {
 	if r.clean, err = table.New[table.Dynamic](env.TableClient(name, nil)); err != nil {
 		t.Fatal(err)
 	}
+	r.clean = reserved.Table(r.clean)
 	qo := &azqueue.ClientOptions{}
 	qo.Transport = r.qft
 	clientRetry.ApplyTo(&qo.ClientOptions)

@@ -136,15 +136,24 @@ func (t *Table[T]) UpdateOp(v T, etag azcore.ETag, mode Mode) Op {
 // DeleteOp is a conditional delete for Submit: etag is the version read,
 // or azcore.ETagAny; empty is ErrNoETag.
 func (t *Table[T]) DeleteOp(partitionKey, rowKey string, etag azcore.ETag) Op {
-	return DeleteOp(partitionKey, rowKey, etag)
+	return deleteOp(partitionKey, rowKey, etag, t.reserved)
 }
 
-// DeleteOp is a conditional delete of any entity type, for Submit.
+// DeleteOp is a conditional delete of any entity type, for Submit. Keys
+// under ReservedPrefix are refused (ErrInvalidKey).
 func DeleteOp(partitionKey, rowKey string, etag azcore.ETag) Op {
+	return deleteOp(partitionKey, rowKey, etag, false)
+}
+
+func deleteOp(partitionKey, rowKey string, etag azcore.ETag, reserved bool) Op {
 	if etag == "" {
 		return Op{pk: partitionKey, rk: rowKey, err: &Error{Op: "delete", PartitionKey: partitionKey, RowKey: rowKey, Err: ErrNoETag}}
 	}
-	if err := validKeys(partitionKey, rowKey); err != nil {
+	err := validKeys(partitionKey, rowKey)
+	if err == nil && !reserved {
+		err = notReserved(partitionKey, rowKey)
+	}
+	if err != nil {
 		return Op{pk: partitionKey, rk: rowKey, err: relabel(err, "delete", "")}
 	}
 	b, _ := appendString([]byte(`{"PartitionKey":`), partitionKey)

@@ -435,6 +435,17 @@ func (c *codec) appendProperties(b []byte, v reflect.Value, e *encoded, only *fi
 	return b, nil
 }
 
+// notReserved refuses keys under ReservedPrefix: those rows belong to
+// tablekit's patterns (internal/reserved gives them their views).
+func notReserved(pk, rk string) error {
+	for _, k := range [2]struct{ name, v string }{{"PartitionKey", pk}, {"RowKey", rk}} {
+		if strings.HasPrefix(k.v, ReservedPrefix) {
+			return invalid("encode", pk, rk, ErrInvalidKey, "%s %q starts with %q (table.ReservedPrefix), which tablekit's patterns keep for their own rows", k.name, k.v, ReservedPrefix)
+		}
+	}
+	return nil
+}
+
 // validKeys checks keys as the real service (and the SDK) would.
 func validKeys(pk, rk string) error {
 	if pk == "" {

@@ -115,6 +115,16 @@
 // Package patterns reserve rows under ReservedPrefix (commit records,
 // index entities); Types' queries skip them as typed queries do.
 //
+// # Reserved keys
+//
+// Keys (PartitionKey or RowKey) that start with ReservedPrefix belong to
+// tablekit's patterns. Every write, point read and op of an application's
+// Table refuses them with ErrInvalidKey before the network, so an id taken
+// from user input ("~tk~ix!Last!Jones") can neither take over nor read a
+// pattern's row; queries skip rows whose RowKey starts with it. The pattern
+// packages reach their own rows through views that only tablekit's own
+// packages can make (internal/reserved).
+//
 // # Consistency
 //
 // One entity is strongly consistent. Update and Delete take an ETag: the one

@@ -512,8 +512,8 @@ func (ts *Types) QueryPage(ctx context.Context, q *Query) (Page[any], error) {
 // write-back, see RegisterOptions.WriteBack). ErrNotFound when it does not
 // exist.
 func (ts *Types) Get(ctx context.Context, partitionKey, rowKey string) (any, error) {
-	if err := validKeys(partitionKey, rowKey); err != nil {
-		return nil, relabel(err, "get", ts.rows.name)
+	if err := ts.rows.checkKeys("get", partitionKey, rowKey); err != nil {
+		return nil, err
 	}
 	reg := ts.reg.Load()
 	v, etag, writes, upgraded, err := ts.rows.get(ctx, "get", partitionKey, rowKey, reg.back)

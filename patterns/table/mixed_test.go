@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
 )
@@ -780,7 +781,7 @@ func TestTypesSkipReservedRows(t *testing.T) {
 	if _, err := r.emps.Insert(ctx, staffer{PartitionKey: "p", RowKey: "1", First: "A"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.raw.Insert(ctx, table.Dynamic{PartitionKey: "p", RowKey: table.ReservedPrefix + "intent~x", Properties: map[string]any{"Kind": "archive"}}); err != nil {
+	if _, err := reserved.Table(r.raw).Insert(ctx, table.Dynamic{PartitionKey: "p", RowKey: table.ReservedPrefix + "intent~x", Properties: map[string]any{"Kind": "archive"}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := table.Collect(r.types.Query(ctx, &table.Query{Filter: table.PartitionKey("p")}))

@@ -49,8 +49,10 @@ type Query struct {
 // of patterns/eventual, for instance). Queries skip these rows unless
 // Query.IncludeReserved is set, so they never decode into an
 // application's T; the skipped rows still count toward the service's page
-// of at most PageSize entities, so a page may be short. Do not give your
-// own entities RowKeys that start with it.
+// of at most PageSize entities, so a page may be short. Writes, point reads
+// and ops of keys (PartitionKey or RowKey) that start with it are refused
+// with ErrInvalidKey, nothing sent: only the pattern packages write such
+// rows (see the package documentation, "Reserved keys").
 const ReservedPrefix = "~tk~"
 
 // Cursor is an opaque, serializable position in a query's results: the

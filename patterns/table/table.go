@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -47,6 +48,36 @@ type Table[T any] struct {
 	keyFn  func(*T) (pk, rk string)
 	types  *Types      // the registry of a registered type, or of Types' reads
 	typ    *entityType // the registered type, nil for Types' reads
+	// reserved views (internal/reserved) may use keys under
+	// ReservedPrefix; every other view refuses them.
+	reserved bool
+}
+
+func init() {
+	reserved.Register(func(v any) any { return v.(reservable).reservedView() })
+}
+
+// reservable is a *Table[T] of any T, for internal/reserved.
+type reservable interface{ reservedView() any }
+
+func (t *Table[T]) reservedView() any {
+	c := *t
+	c.reserved = true
+	return &c
+}
+
+// checkKeys validates keys as the service would and, unless t is a
+// reserved view, refuses keys under ReservedPrefix.
+func (t *Table[T]) checkKeys(op, pk, rk string) error {
+	if err := validKeys(pk, rk); err != nil {
+		return relabel(err, op, t.name)
+	}
+	if !t.reserved {
+		if err := notReserved(pk, rk); err != nil {
+			return relabel(err, op, t.name)
+		}
+	}
+	return nil
 }
 
 // New returns a Table for entities of type T in the table client c talks
@@ -135,6 +166,11 @@ func (t *Table[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 		return "", "", &Error{Op: op, Table: t.name, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them, or build the Table with NewWithKeys", ErrInvalidEntity, t.codec.typ)}
 	}
 	pk, rk = t.keyFn(v)
+	if !t.reserved {
+		if err := notReserved(pk, rk); err != nil {
+			return pk, rk, relabel(err, op, t.name)
+		}
+	}
 	return pk, rk, nil
 }
 
@@ -369,8 +405,8 @@ func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 	if etag == "" {
 		return &Error{Op: "delete", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: ErrNoETag}
 	}
-	if err := validKeys(partitionKey, rowKey); err != nil {
-		return relabel(err, "delete", t.name)
+	if err := t.checkKeys("delete", partitionKey, rowKey); err != nil {
+		return err
 	}
 	w := write{kind: aztables.TransactionTypeDelete, pk: partitionKey, rk: rowKey, etag: etag}
 	_, err := t.write(ctx, "delete", w, encoded{pk: partitionKey, rk: rowKey}, etag)
@@ -427,8 +463,8 @@ type GetOptions struct {
 // does not exist. With Select, only those properties are transferred.
 func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *GetOptions) (T, error) {
 	var v T
-	if err := validKeys(partitionKey, rowKey); err != nil {
-		return v, relabel(err, "get", t.name)
+	if err := t.checkKeys("get", partitionKey, rowKey); err != nil {
+		return v, err
 	}
 	if opts != nil && opts.Select != nil {
 		// GetEntity has no $select: a point query through the list API has.
@@ -531,8 +567,8 @@ type ModifyOptions struct {
 func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *ModifyOptions) (T, Result, error) {
 	var v T
 	var res Result
-	if err := validKeys(partitionKey, rowKey); err != nil {
-		return v, res, relabel(err, "modify", t.name)
+	if err := t.checkKeys("modify", partitionKey, rowKey); err != nil {
+		return v, res, err
 	}
 	if opts == nil {
 		opts = &ModifyOptions{}
