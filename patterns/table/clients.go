@@ -1,7 +1,6 @@
 package table
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -57,7 +56,7 @@ func NewClientFromSASURL(sasURL string, opts *aztables.ClientOptions) (*aztables
 // cannot turn into a table service URL and a shared key: a malformed
 // setting, no AccountName or AccountKey (a SAS-only connection string), a
 // key that is not base64, an endpoint that is not an http(s) URL.
-var ErrInvalidConnectionString = errors.New("invalid connection string")
+var ErrInvalidConnectionString error = &invalidKind{"invalid connection string"}
 
 // The storage emulator's well-known account, for UseDevelopmentStorage=true.
 // Microsoft publishes this key; it is not a secret.

@@ -11,6 +11,22 @@ import (
 	"github.com/tablekit/tablekit/retry"
 )
 
+// ErrInvalid is the root of tablekit's validation errors: input refused
+// before anything is sent. ErrInvalidKey, ErrInvalidEntity, ErrInvalidBatch,
+// ErrNoETag, ErrInvalidFilter, ErrInvalidSAS, ErrInvalidConnectionString, a
+// limit (ErrTooLarge) found before the network, and every pattern package's
+// own ErrInvalid satisfy errors.Is(err, ErrInvalid); an answer of the service
+// (a 400 or 413) does not.
+var ErrInvalid = errors.New("invalid")
+
+// invalidKind is a sentinel that is also ErrInvalid.
+type invalidKind struct{ msg string }
+
+func (e *invalidKind) Error() string { return e.msg }
+
+// Is makes every invalidKind match ErrInvalid.
+func (e *invalidKind) Is(target error) bool { return target == ErrInvalid }
+
 // Sentinel errors. Every error tablekit returns for these conditions
 // satisfies errors.Is with the matching sentinel, whether it was detected
 // before the network or reported by the service; service errors also still
@@ -28,23 +44,25 @@ var (
 	ErrPreconditionFailed = errors.New("precondition failed: the entity changed since it was read")
 	// ErrTooLarge: an entity, property value or batch exceeds a service
 	// limit (1 MiB entity, 64 KiB value, 4 MiB or 100 operations per batch).
-	ErrTooLarge = errors.New("too large")
+	ErrTooLarge error = &invalidKind{"too large"}
 	// ErrInvalidKey: a PartitionKey or RowKey the service would reject. It is
-	// keys.ErrInvalidKey, so errors from package keys match it too.
+	// keys.ErrInvalidKey, so errors from package keys match it too; the
+	// errors of this package and the pattern packages that wrap it also
+	// match ErrInvalid (a bare error of package keys does not).
 	ErrInvalidKey = keys.ErrInvalidKey
 	// ErrInvalidEntity: an entity the service would reject for a reason other
 	// than its size or keys: too many properties, a bad property name, a
 	// value that cannot be represented.
-	ErrInvalidEntity = errors.New("invalid entity")
+	ErrInvalidEntity error = &invalidKind{"invalid entity"}
 	// ErrInvalidBatch: a batch the service would reject: several partitions
 	// in one atomic group, the same entity twice in one transaction.
-	ErrInvalidBatch = errors.New("invalid batch")
+	ErrInvalidBatch error = &invalidKind{"invalid batch"}
 	// ErrNoETag: an update or delete was given no ETag. Pass the ETag read
 	// with the entity, or azcore.ETagAny to write unconditionally.
-	ErrNoETag = errors.New("no ETag: pass the entity's ETag, or azcore.ETagAny for an unconditional write")
+	ErrNoETag error = &invalidKind{"no ETag: pass the entity's ETag, or azcore.ETagAny for an unconditional write"}
 	// ErrInvalidFilter: a filter that cannot be rendered (an unsupported
 	// value type, an invalid property name).
-	ErrInvalidFilter = errors.New("invalid filter")
+	ErrInvalidFilter error = &invalidKind{"invalid filter"}
 	// ErrThrottled: the service asked the client to slow down (503
 	// ServerBusy, 429) and the retry policy gave up.
 	ErrThrottled = errors.New("throttled by the service")
@@ -113,6 +131,11 @@ func (e *Error) Unwrap() error { return e.Err }
 // matches ErrAlreadyExists or ErrPreconditionFailed (a loop that retries on
 // those must not apply a write twice).
 func (e *Error) Is(target error) bool {
+	if target == ErrInvalid {
+		// Found before the network; keys.ErrInvalidKey cannot match
+		// ErrInvalid itself (package keys stands alone).
+		return e.StatusCode == 0 && errors.Is(e.Err, ErrInvalidKey)
+	}
 	if e.Unknown {
 		// The last answer may be the echo of this write's own earlier
 		// attempt: never claim a conflict. "Gone" (404) stays true either way.

@@ -469,3 +469,49 @@ func TestClientsUseTheGuidePolicy(t *testing.T) {
 		t.Fatalf("%d attempts, want 6", ft.Count())
 	}
 }
+
+// Every validation error of the core, found before the network, matches
+// ErrInvalid beside its own sentinel; a service's answer does not.
+func TestErrInvalidFamily(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable[employee](t)
+	ctx := context.Background()
+	long := strings.Repeat("x", table.MaxValueSize)
+	_, errKey := tb.Insert(ctx, employee{Department: "a/b", ID: "1"})
+	_, errEmpty := tb.Insert(ctx, employee{Department: "", ID: "1"})
+	_, errLarge := tb.Insert(ctx, employee{Department: "a", ID: "1", FirstName: long, LastName: long})
+	errETag := tb.Delete(ctx, "a", "1", "")
+	_, errBatch := tb.Submit(ctx, table.Atomic(tb.InsertOp(employee{Department: "a", ID: "1"}), tb.InsertOp(employee{Department: "b", ID: "1"})), nil)
+	_, errFilter := table.Collect(tb.Query(ctx, &table.Query{Filter: table.Eq("bad name", 1)}))
+	_, errEntity := table.New[struct{ C chan int }](tb.Client())
+	_, _, errConn := table.ParseConnectionString("AccountName=a")
+	cred, _ := aztables.NewSharedKeyCredential("a", "c2VjcmV0")
+	_, errSAS := table.SASURL("https://a.table.core.windows.net", cred, "tbl", table.SASOptions{})
+	cases := map[string][2]error{
+		"key":               {errKey, table.ErrInvalidKey},
+		"empty key":         {errEmpty, table.ErrInvalidKey},
+		"too large":         {errLarge, table.ErrTooLarge},
+		"no ETag":           {errETag, table.ErrNoETag},
+		"batch":             {errBatch, table.ErrInvalidBatch},
+		"filter":            {errFilter, table.ErrInvalidFilter},
+		"entity type":       {errEntity, table.ErrInvalidEntity},
+		"connection string": {errConn, table.ErrInvalidConnectionString},
+		"SAS":               {errSAS, table.ErrInvalidSAS},
+	}
+	for name, c := range cases {
+		if !errors.Is(c[0], c[1]) || !errors.Is(c[0], table.ErrInvalid) {
+			t.Errorf("%s: %v; want it to match %v and ErrInvalid", name, c[0], c[1])
+		}
+	}
+	if n := ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent for invalid input", n)
+	}
+	// The service's answers are not validation errors.
+	if _, err := tb.Get(ctx, "a", "missing", nil); !errors.Is(err, table.ErrNotFound) || errors.Is(err, table.ErrInvalid) {
+		t.Fatalf("a 404 = %v", err)
+	}
+	ft.Inject(faults.Fault{Status: 413, ErrorCode: "RequestBodyTooLarge"})
+	if _, err := tb.Insert(ctx, employee{Department: "a", ID: "2"}); !errors.Is(err, table.ErrTooLarge) || errors.Is(err, table.ErrInvalid) {
+		t.Fatalf("a 413 from the service = %v: ErrTooLarge, not ErrInvalid", err)
+	}
+}

@@ -20,7 +20,7 @@ import (
 // stored access policies the service would reject (more than 5, an ID
 // that is empty, too long or repeated). Errors for a bad table name or key
 // also satisfy ErrInvalidEntity or ErrInvalidKey.
-var ErrInvalidSAS = errors.New("invalid shared access signature")
+var ErrInvalidSAS error = &invalidKind{"invalid shared access signature"}
 
 // SASOptions describes a table shared access signature. It is a plain
 // value: SASURL does not keep or modify it.
@@ -136,7 +136,7 @@ type marked struct{ sentinel, err error }
 
 func (e marked) Error() string        { return e.err.Error() }
 func (e marked) Unwrap() error        { return e.err }
-func (e marked) Is(target error) bool { return target == e.sentinel }
+func (e marked) Is(target error) bool { return errors.Is(e.sentinel, target) }
 
 // withRange returns o with the key range of o.Permissions merged into o's
 // own range fields, and o.Permissions holding only the permissions.
