@@ -64,3 +64,27 @@ func TestAzuriteKeyLengthLimit(t *testing.T) {
 		}
 	}
 }
+
+// ScratchTable makes a fresh, usable table and its cleanup deletes it.
+func TestScratchTable(t *testing.T) {
+	ctx := context.Background()
+	a, cleanA, err := tabletest.ScratchTable(ctx, "scratch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, cleanB, err := tabletest.ScratchTable(ctx, "scratch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanB()
+	if _, err := a.AddEntity(ctx, []byte(`{"PartitionKey":"p","RowKey":"r"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GetEntity(ctx, "p", "r", nil); err == nil {
+		t.Fatal("two scratch tables share a name")
+	}
+	cleanA()
+	if _, err := a.GetEntity(ctx, "p", "r", nil); err == nil {
+		t.Fatal("the table outlived its cleanup")
+	}
+}

@@ -1,0 +1,224 @@
+// Package testrig is the one test rig of tablekit's packages: a live
+// storage endpoint (patterns/tabletest), clients of tables, queues and
+// containers whose requests all pass through one fault-injecting, counting
+// transport (internal/faults) under a fast retry policy, clean clients of
+// the same resources that bypass the faults (to read the truth after an
+// injected failure), crash points for multi-step operations, and a
+// worker's start and drain. Randomized model tests run on
+// internal/modelcheck.
+//
+// It is for tests only; package tests import it instead of keeping a rig of
+// their own.
+package testrig
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/retry"
+)
+
+// Fast is the retry policy of the rig's clients: the real policy's
+// retries and verification, with waits of a few milliseconds.
+var Fast = retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, MaxRetries: 5}
+
+// Contention is a retry policy for optimistic-concurrency loops under
+// heavy contention in tests (Modify, index entities): many retries, full
+// jitter, short waits.
+var Contention = retry.Policy{Default: time.Millisecond, Max: 20 * time.Millisecond, MaxRetries: 200, FullJitter: true}
+
+// Rig is one test's storage: Env's tables, queues and containers, with
+// Faults between their clients and the service.
+type Rig struct {
+	*tabletest.Env
+	// Faults sees (and counts) every request of the rig's clients; inject
+	// faults into it.
+	Faults *faults.Transport
+}
+
+// New returns a rig for t. Its tables, queues and containers are deleted
+// when t ends.
+func New(t testing.TB) *Rig {
+	t.Helper()
+	return &Rig{Env: tabletest.New(t), Faults: &faults.Transport{}}
+}
+
+// TableOptions are the rig's table client options: Faults as transport,
+// Fast as retry policy.
+func (r *Rig) TableOptions() *aztables.ClientOptions {
+	o := &aztables.ClientOptions{}
+	o.Transport = r.Faults
+	Fast.ApplyTo(&o.ClientOptions)
+	return o
+}
+
+// Table creates a fresh table and returns a client of it through Faults.
+func (r *Rig) Table() *aztables.Client { return r.Env.Table(r.TableOptions()) }
+
+// Service returns a table service client through Faults.
+func (r *Rig) Service(t testing.TB) *aztables.ServiceClient {
+	t.Helper()
+	svc, err := aztables.NewServiceClientFromConnectionString(r.ConnectionString, r.TableOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// Clean returns a client of c's table that bypasses Faults (and the fast
+// retry policy): for reading what is really stored.
+func (r *Rig) Clean(c *aztables.Client) *aztables.Client {
+	return r.TableClient(tableName(c), nil)
+}
+
+// tableName is the table c addresses.
+func tableName(c *aztables.Client) string {
+	tb, err := table.New[table.Dynamic](c)
+	if err != nil {
+		panic(err) // a non-nil client always makes a Table[Dynamic]
+	}
+	return tb.Name()
+}
+
+// Queue creates a fresh queue and returns a client of it through Faults.
+func (r *Rig) Queue() *azqueue.QueueClient {
+	o := &azqueue.ClientOptions{}
+	o.Transport = r.Faults
+	Fast.ApplyTo(&o.ClientOptions)
+	return r.Env.Queue(o)
+}
+
+// CleanQueue creates a fresh queue and returns a client of it that
+// bypasses Faults (a poison queue, for instance).
+func (r *Rig) CleanQueue() *azqueue.QueueClient { return r.Env.Queue(nil) }
+
+// Container creates a fresh blob container and returns a client of it
+// through Faults.
+func (r *Rig) Container() *container.Client {
+	o := &azblob.ClientOptions{}
+	o.Transport = r.Faults
+	Fast.ApplyTo(&o.ClientOptions)
+	return r.Env.Container(o)
+}
+
+// NewTable returns a Table[T] of c, failing t on error.
+func NewTable[T any](t testing.TB, c *aztables.Client) *table.Table[T] {
+	t.Helper()
+	tb, err := table.New[T](c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// ErrCrash is what a crash point returns: the process stopped there.
+var ErrCrash = errors.New("testrig: crash injected")
+
+// Crashes injects crashes at named step boundaries of multi-step
+// operations: a package calls Hook(step) between its steps (its export_test
+// sets the package's hook to it), and a hook that returns ErrCrash stops
+// the operation there as a dying process would. The zero value injects
+// nothing. It is safe for concurrent use.
+type Crashes struct {
+	mu       sync.Mutex
+	at       map[string]int // step -> crash at its n-th pass (1-based)
+	seen     map[string]int
+	injected map[string]int
+	p        float64
+	rnd      func() float64
+}
+
+// At makes the n-th pass through step from now on crash (n >= 1).
+func (c *Crashes) At(step string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.init()
+	c.at[step] = c.seen[step] + n
+}
+
+// Random makes every pass through any step crash with probability p,
+// drawn from rnd (a model test's generator); p 0 stops it.
+func (c *Crashes) Random(p float64, rnd func() float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.p, c.rnd = p, rnd
+}
+
+// Hook is the crash point: ErrCrash when step is to crash now, else nil.
+func (c *Crashes) Hook(step string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.init()
+	c.seen[step]++
+	if c.at[step] == c.seen[step] || c.p > 0 && c.rnd() < c.p {
+		c.injected[step]++
+		return ErrCrash
+	}
+	return nil
+}
+
+// Passes returns how many times step was passed (crashed or not).
+func (c *Crashes) Passes(step string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen[step]
+}
+
+// Injected returns how many crashes were injected, by step.
+func (c *Crashes) Injected() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.injected))
+	for k, v := range c.injected {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *Crashes) init() {
+	if c.at == nil {
+		c.at, c.seen, c.injected = map[string]int{}, map[string]int{}, map[string]int{}
+	}
+}
+
+// Start runs run (a worker's Run) in a goroutine until the returned stop
+// is called or t ends; stop waits for run to return and fails t if it
+// returned an error.
+func Start(t testing.TB, run func(context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// Drain calls drain (a worker's Drain) with a one-minute deadline and
+// fails t if it does not succeed.
+func Drain(t testing.TB, drain func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := drain(ctx); err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+}

@@ -1,0 +1,54 @@
+package tabletest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/retry"
+)
+
+var scratchSeq atomic.Uint64
+
+// ScratchTable creates a table with a fresh name that starts with prefix
+// (a letter, then up to 40 letters and digits) in the account ConnectionString names, and returns
+// a client of it (with retry.Default in place of azcore's retry) and a
+// function that deletes it. It is the set-up of a runnable example, and of
+// a test outside testing.T's reach:
+//
+//	logins, cleanup, err := tabletest.ScratchTable(ctx, "logins")
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	defer cleanup()
+func ScratchTable(ctx context.Context, prefix string) (c *aztables.Client, cleanup func(), err error) {
+	svc, err := ScratchService()
+	if err != nil {
+		return nil, nil, err
+	}
+	name := fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1e12, scratchSeq.Add(1))
+	if _, err := svc.CreateTable(ctx, name, nil); err != nil {
+		var re *azcore.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != http.StatusConflict {
+			return nil, nil, fmt.Errorf("tabletest: creating table %s: %w", name, err)
+		}
+	}
+	return svc.NewClient(name), func() { _, _ = svc.DeleteTable(context.WithoutCancel(ctx), name, nil) }, nil
+}
+
+// ScratchService returns a table service client of the account
+// ConnectionString names, with retry.Default in place of azcore's retry.
+func ScratchService() (*aztables.ServiceClient, error) {
+	cs, err := ConnectionString()
+	if err != nil {
+		return nil, err
+	}
+	o := &aztables.ClientOptions{}
+	retry.Default.ApplyTo(&o.ClientOptions)
+	return aztables.NewServiceClientFromConnectionString(cs, o)
+}
