@@ -75,7 +75,7 @@ func (t *Table[T]) op(name string, kind aztables.TransactionType, v *T, etag *az
 	if err != nil {
 		return Op{kind: kind, pk: pk, rk: rk, err: &Error{Op: name, Table: t.name, PartitionKey: pk, RowKey: rk, Err: err}}
 	}
-	e, err := t.codec.encode(make([]byte, 0, 256), reflect.ValueOf(v).Elem(), pk, rk, mask)
+	e, err := t.codec.encode(make([]byte, 0, 256), reflect.ValueOf(v).Elem(), pk, rk, mask, t.reservedProps)
 	if err == nil {
 		e, err = t.tag(e, v)
 	}

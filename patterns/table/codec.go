@@ -35,6 +35,15 @@ const (
 	MaxPropertyNameLength = 255
 )
 
+// ReservedPropertyPrefix starts the names of the properties tablekit
+// keeps beside an entity's own (WriteProperty, secondaryindex's copy
+// reference, wideentity's version and parts, largeentity's blob pointers).
+// A struct field stored under such a name is refused by New, and a
+// Dynamic's property of such a name by every write of an application's
+// Table (ErrInvalidEntity, nothing sent); only the pattern packages write
+// them, through their own views.
+const ReservedPropertyPrefix = "Tk"
+
 // kind is how a Go field is stored.
 type kind uint8
 
@@ -200,6 +209,9 @@ func (c *codec) addFields(t reflect.Type, parent []int) error {
 		if err := validPropertyName(name); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
+		if strings.HasPrefix(name, ReservedPropertyPrefix) {
+			return fmt.Errorf("%w: %s: property name %q starts with %q (table.ReservedPropertyPrefix), which tablekit's patterns keep for their own properties", ErrInvalidEntity, where, name, ReservedPropertyPrefix)
+		}
 		if _, dup := c.byName[name]; dup {
 			return fmt.Errorf("%w: %s: property %q is defined twice", ErrInvalidEntity, where, name)
 		}
@@ -349,6 +361,9 @@ type encoded struct {
 	pk, rk string
 	props  int
 	size   int // as the service counts it
+	// tk allows property names under ReservedPropertyPrefix in a
+	// Dynamic's bag: a pattern's reserved view, or a conversion.
+	tk bool
 }
 
 // stampable reports whether WriteProperty fits the entity's limits.
@@ -358,8 +373,8 @@ func (e encoded) stampable() bool {
 
 // encode writes v (an addressable struct value) as entity JSON with the
 // given keys, validating everything the service would check.
-func (c *codec) encode(b []byte, v reflect.Value, pk, rk string, only *fieldMask) (encoded, error) {
-	e := encoded{pk: pk, rk: rk}
+func (c *codec) encode(b []byte, v reflect.Value, pk, rk string, only *fieldMask, tk bool) (encoded, error) {
+	e := encoded{pk: pk, rk: rk, tk: tk}
 	if err := validKeys(pk, rk); err != nil {
 		return e, err
 	}
@@ -591,6 +606,9 @@ func (c *codec) appendExtra(b []byte, m reflect.Value, e *encoded, only *fieldMa
 		}
 		if err := validPropertyName(name); err != nil {
 			return b, &Error{Op: "encode", PartitionKey: e.pk, RowKey: e.rk, Err: err}
+		}
+		if !e.tk && strings.HasPrefix(name, ReservedPropertyPrefix) {
+			return b, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "property name %q starts with %q (table.ReservedPropertyPrefix), which tablekit's patterns keep for their own properties", name, ReservedPropertyPrefix)
 		}
 		k, rv, err := dynamicKind(props[name])
 		if err != nil {

@@ -73,7 +73,7 @@ func toDynamic(c *codec, v reflect.Value) (Dynamic, error) {
 	}
 	bp := bufPool.Get().(*[]byte)
 	defer release(bp)
-	e := encoded{pk: d.PartitionKey, rk: d.RowKey}
+	e := encoded{pk: d.PartitionKey, rk: d.RowKey, tk: true} // a conversion, not a write
 	b, err := c.appendProperties(appendKeys((*bp)[:0], &e), v, &e, nil)
 	*bp = b
 	if err != nil {
@@ -116,7 +116,7 @@ func fromDynamic(c *codec, d Dynamic, v reflect.Value) error {
 	}
 	bp := bufPool.Get().(*[]byte)
 	defer release(bp)
-	e := encoded{pk: d.PartitionKey, rk: d.RowKey}
+	e := encoded{pk: d.PartitionKey, rk: d.RowKey, tk: true} // a conversion, not a write
 	b := appendKeys((*bp)[:0], &e)
 	if !d.Timestamp.IsZero() {
 		b = appendTime(append(b, `,"Timestamp":`...), d.Timestamp)

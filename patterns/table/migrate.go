@@ -229,7 +229,7 @@ func (m *migrant) stale() bool {
 // a registered type's UpdateOp would.
 func (m *migrant) op(ts *Types) Op {
 	kind := aztables.TransactionTypeUpdateReplace
-	e, err := m.et.codec.encode(make([]byte, 0, 256), m.value, m.pk, m.rk, nil)
+	e, err := m.et.codec.encode(make([]byte, 0, 256), m.value, m.pk, m.rk, nil, false)
 	if err == nil {
 		e, err = tagEntity(e, m.value, ts, m.et)
 	}

@@ -405,3 +405,42 @@ func TestReservedKeysRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Property names under ReservedPropertyPrefix (a copy's TkRef, a blob
+// pointer) are the patterns' own: refused in a struct type and in an
+// application's Dynamic writes; a pattern's Properties view writes them
+// and still refuses reserved keys.
+func TestReservedPropertiesRefused(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable[table.Dynamic](t)
+	ctx := context.Background()
+	type forged struct {
+		PartitionKey, RowKey string
+		TkRef                string
+	}
+	if _, err := table.New[forged](tb.Client()); !errors.Is(err, table.ErrInvalidEntity) || !strings.Contains(err.Error(), "ReservedPropertyPrefix") {
+		t.Fatalf("New of a type with a TkRef field = %v", err)
+	}
+	d := table.Dynamic{PartitionKey: "Sales", RowKey: "email!x", Properties: map[string]any{"TkRef": "HR!007"}}
+	_, errInsert := tb.Insert(ctx, d)
+	errOp := tb.UpsertOp(d, table.Replace).Err()
+	for _, err := range []error{errInsert, errOp} {
+		if !errors.Is(err, table.ErrInvalidEntity) || !errors.Is(err, table.ErrInvalid) {
+			t.Fatalf("a Dynamic write of TkRef = %v", err)
+		}
+	}
+	if n := ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+	own := reserved.Properties(tb)
+	if _, err := own.Insert(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := own.Insert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: table.ReservedPrefix + "x"}); !errors.Is(err, table.ErrInvalidKey) {
+		t.Fatalf("a Properties view wrote a reserved key: %v", err)
+	}
+	got, err := tb.Get(ctx, "Sales", "email!x", nil)
+	if err != nil || got.Properties["TkRef"] != "HR!007" {
+		t.Fatalf("reading the row back = %+v, %v", got, err)
+	}
+}

@@ -48,21 +48,23 @@ type Table[T any] struct {
 	keyFn  func(*T) (pk, rk string)
 	types  *Types      // the registry of a registered type, or of Types' reads
 	typ    *entityType // the registered type, nil for Types' reads
-	// reserved views (internal/reserved) may use keys under
-	// ReservedPrefix; every other view refuses them.
-	reserved bool
+	// Views made by internal/reserved: reserved may use keys under
+	// ReservedPrefix, reservedProps Dynamic properties under
+	// ReservedPropertyPrefix; every other view refuses them.
+	reserved, reservedProps bool
 }
 
 func init() {
-	reserved.Register(func(v any) any { return v.(reservable).reservedView() })
+	reserved.Register(func(v any, keys bool) any { return v.(reservable).reservedView(keys) })
 }
 
 // reservable is a *Table[T] of any T, for internal/reserved.
-type reservable interface{ reservedView() any }
+type reservable interface{ reservedView(keys bool) any }
 
-func (t *Table[T]) reservedView() any {
+func (t *Table[T]) reservedView(keys bool) any {
 	c := *t
-	c.reserved = true
+	c.reserved = c.reserved || keys
+	c.reservedProps = true
 	return &c
 }
 
@@ -186,7 +188,7 @@ func (t *Table[T]) encode(op string, v *T, m Mode) (encoded, *[]byte, error) {
 		return encoded{}, nil, &Error{Op: op, Table: t.name, PartitionKey: pk, RowKey: rk, Err: err}
 	}
 	bp := bufPool.Get().(*[]byte)
-	e, err := t.codec.encode((*bp)[:0], reflect.ValueOf(v).Elem(), pk, rk, mask)
+	e, err := t.codec.encode((*bp)[:0], reflect.ValueOf(v).Elem(), pk, rk, mask, t.reservedProps)
 	if err == nil {
 		e, err = t.tag(e, v)
 	}
