@@ -16,6 +16,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/prefetch"
+	"github.com/tablekit/tablekit/internal/redact"
 )
 
 const (
@@ -43,6 +44,12 @@ var (
 	// entry (a time, a space, the entry, a line break), or an entry its
 	// type cannot decode.
 	ErrCorrupt = errors.New("bloblog: malformed log entry")
+	// ErrTooLarge: a blob under the log's prefix is larger than
+	// Options.MaxBlobSize, or holds a line longer than one append, so no
+	// writer of the log wrote it so: Range does not read it (a blob's size
+	// is checked from the listing before it is downloaded, and again as it
+	// is read).
+	ErrTooLarge = errors.New("bloblog: a blob or line is larger than the log's writers write")
 )
 
 // timeLayout is every entry's time: UTC, nanoseconds, fixed width, so
@@ -67,6 +74,13 @@ type Options struct {
 	// Concurrency is the most blobs Range reads at once. Default:
 	// DefaultConcurrency.
 	Concurrency int
+	// MaxBlobSize is the largest blob of the log, 1 KiB to MaxBlobSize:
+	// writers roll to a new blob before it (WriterOptions.MaxBlobSize may
+	// lower it for a writer), and Range, which holds each blob it reads in
+	// memory, refuses a larger one with ErrTooLarge before reading it.
+	// Use the same value wherever the log is written and read. Default:
+	// DefaultMaxBlobSize.
+	MaxBlobSize int64
 }
 
 // Log is a log of entries of type T in time-named append blobs of one
@@ -75,10 +89,11 @@ type Options struct {
 // entry a line; a Log[[]byte] stores each entry's bytes as they are (they
 // must not contain a line break). It is safe for concurrent use.
 type Log[T any] struct {
-	c      *container.Client
-	prefix string
-	conc   int
-	raw    bool // T is []byte
+	c       *container.Client
+	prefix  string
+	conc    int
+	maxBlob int64 // Options.MaxBlobSize
+	raw     bool  // T is []byte
 }
 
 // New returns a Log in container c. It sends nothing.
@@ -96,7 +111,14 @@ func New[T any](c *container.Client, opts *Options) (*Log[T], error) {
 	case conc < 0:
 		return nil, fmt.Errorf("%w: Concurrency %d is negative", ErrInvalid, conc)
 	}
-	return &Log[T]{c: c, prefix: opts.Prefix, conc: conc, raw: reflect.TypeFor[T]() == reflect.TypeFor[[]byte]()}, nil
+	maxBlob := opts.MaxBlobSize
+	switch {
+	case maxBlob == 0:
+		maxBlob = DefaultMaxBlobSize
+	case maxBlob < 1<<10 || maxBlob > MaxBlobSize:
+		return nil, fmt.Errorf("%w: MaxBlobSize %d outside 1 KiB..%d", ErrInvalid, maxBlob, MaxBlobSize)
+	}
+	return &Log[T]{c: c, prefix: opts.Prefix, conc: conc, maxBlob: maxBlob, raw: reflect.TypeFor[T]() == reflect.TypeFor[[]byte]()}, nil
 }
 
 func checkPrefix(p string) error {
@@ -156,6 +178,10 @@ func appendLine(buf []byte, t time.Time, payload []byte) []byte {
 // line break.
 const lineOverhead = len(timeLayout) + 2
 
+// maxLine is the longest line a writer of the log writes, line break
+// included: one append, within one blob.
+func (l *Log[T]) maxLine() int { return int(min(int64(MaxBlockSize), l.maxBlob)) }
+
 // Entry is one entry of a log as read.
 type Entry[T any] struct {
 	// Time is when the entry was appended (the writer's clock, never
@@ -183,7 +209,9 @@ type listed struct {
 // (Concurrency at a time, ahead of the loop, each whole), merging their
 // entries as it goes: a blob is read only when the merge reaches its first
 // entry's time, so memory holds the blobs open at that time (about one per
-// writer) and the read-ahead. The first error ends the sequence.
+// writer) and the read-ahead, each at most Options.MaxBlobSize (a larger
+// blob is ErrTooLarge, refused from its listed size before it is read).
+// The first error ends the sequence.
 func (l *Log[T]) Range(ctx context.Context, from, to time.Time) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
 		if !from.Before(to) {
@@ -213,7 +241,7 @@ func (l *Log[T]) list(ctx context.Context, h, from, to time.Time) ([]listed, err
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("bloblog: listing %s: %w", prefix, err)
+			return nil, fmt.Errorf("bloblog: listing %s: %w", prefix, redact.Error(err))
 		}
 		for _, item := range page.Segment.BlobItems {
 			if item.Name == nil {
@@ -228,6 +256,9 @@ func (l *Log[T]) list(ctx context.Context, h, from, to time.Time) ([]listed, err
 			}
 			if !b.first.Before(to) || !b.last.IsZero() && b.last.Before(from) {
 				continue
+			}
+			if item.Properties != nil && item.Properties.ContentLength != nil && *item.Properties.ContentLength > l.maxBlob {
+				return nil, fmt.Errorf("%w: blob %s holds %d bytes, more than MaxBlobSize (%d); not read", ErrTooLarge, b.name, *item.Properties.ContentLength, l.maxBlob)
 			}
 			out = append(out, b)
 		}
@@ -333,24 +364,36 @@ func (l *Log[T]) merge(ctx context.Context, blobs []listed, from, to time.Time, 
 	}
 }
 
-// read downloads a blob whole and returns its entries in [from, to).
+// read downloads a blob whole and returns its entries in [from, to). It
+// never holds more than MaxBlobSize bytes: a larger blob (grown since it
+// was listed) is refused from its Content-Length, or as it is read.
 func (l *Log[T]) read(ctx context.Context, name string, from, to time.Time) (*cursor, error) {
 	resp, err := l.c.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("bloblog: reading blob %s: %w", name, err)
+		return nil, fmt.Errorf("bloblog: reading blob %s: %w", name, redact.Error(err))
 	}
 	defer resp.Body.Close()
+	tooLarge := fmt.Errorf("%w: blob %s holds more than MaxBlobSize (%d bytes); not read", ErrTooLarge, name, l.maxBlob)
 	var buf bytes.Buffer
 	if resp.ContentLength != nil {
-		buf.Grow(int(*resp.ContentLength))
+		if *resp.ContentLength > l.maxBlob {
+			return nil, tooLarge
+		}
+		buf.Grow(int(max(*resp.ContentLength, 0)))
 	}
-	if _, err := io.Copy(&buf, resp.Body); err != nil {
-		return nil, fmt.Errorf("bloblog: reading blob %s: %w", name, err)
+	if _, err := io.Copy(&buf, io.LimitReader(resp.Body, l.maxBlob+1)); err != nil {
+		return nil, fmt.Errorf("bloblog: reading blob %s: %w", name, redact.Error(err))
+	}
+	if int64(buf.Len()) > l.maxBlob {
+		return nil, tooLarge
 	}
 	c := &cursor{blob: name}
 	data := buf.Bytes()
 	for off := 0; off < len(data); {
 		end := bytes.IndexByte(data[off:], '\n')
+		if end+1 > l.maxLine() {
+			return nil, fmt.Errorf("%w: blob %s, byte %d: a line longer than one append (%d bytes)", ErrTooLarge, name, off, l.maxLine())
+		}
 		if end < 0 {
 			return nil, fmt.Errorf("%w: blob %s ends without a line break at byte %d", ErrCorrupt, name, off)
 		}

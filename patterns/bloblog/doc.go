@@ -25,9 +25,10 @@
 // logs/web/2014/07/31/1800/web1-000001.log, as Storage Analytics names
 // queue/2014/07/31/1800/000001.log. Each writer has its own sequence
 // space: its blobs carry its ID, and it numbers them from 000001 each
-// hour, moving to the next number before a blob reaches
-// WriterOptions.MaxBlobSize or MaxBlocks appends (the service's limits
-// are 50,000 appends of at most 4 MiB, about 195 GiB). A writer creates
+// hour, moving to the next number before a blob reaches the log's
+// Options.MaxBlobSize (64 MiB by default; a writer's
+// WriterOptions.MaxBlobSize may be lower) or MaxBlocks appends (the
+// service's limits are 50,000 appends of at most 4 MiB, about 195 GiB). A writer creates
 // each blob only if absent, with a nonce of its own in the blob's
 // metadata, and appends only to blobs it created, conditioned on the
 // blob's length (AppendPosition); so several writers on one prefix, even
@@ -93,7 +94,22 @@
 // when the merge reaches its first entry, Options.Concurrency blobs at a
 // time ahead of the loop; memory holds the blobs overlapping the merge's
 // current time (about one per writer) and the read-ahead, each at most
-// MaxBlobSize. A line that is not an entry is ErrCorrupt.
+// Options.MaxBlobSize. A line that is not an entry is ErrCorrupt; a blob
+// larger than Options.MaxBlobSize, or a line longer than one append, is
+// ErrTooLarge (see Trust).
+//
+// # Trust
+//
+// The log trusts whoever can write to its container: a blob under Prefix
+// is read as the log's. Such a writer (with blob write access, or a SAS
+// for the container) can add, change or delete entries, and can make
+// Range fail on a blob it plants. What it cannot do: make Range hold more
+// than Options.MaxBlobSize of a blob (the listing's size is checked before
+// a blob is downloaded, its Content-Length before its body is read, and
+// the read stops past the limit), or make Range return a line that is not
+// in the entry format. Errors of the blob service are redacted
+// (internal/redact): a SAS in the container client's URL never appears in
+// an error. A table SAS gives no access to the log.
 //
 // # Cost in round trips
 //

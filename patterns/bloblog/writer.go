@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -24,8 +25,8 @@ const (
 	DefaultFlushSize = 1 << 20
 	// DefaultFlushInterval is WriterOptions.FlushInterval's default.
 	DefaultFlushInterval = time.Second
-	// DefaultMaxBlobSize is WriterOptions.MaxBlobSize's default: blobs
-	// roll at 64 MiB, which bounds what a reader holds per blob.
+	// DefaultMaxBlobSize is Options.MaxBlobSize's default: blobs roll at
+	// 64 MiB, which bounds what a reader holds per blob.
 	DefaultMaxBlobSize = 64 << 20
 )
 
@@ -50,7 +51,8 @@ type WriterOptions struct {
 	// FlushSize. Default: 4 × FlushSize.
 	MaxBuffered int
 	// MaxBlobSize rolls to the next blob (sequence number) before a blob
-	// passes this size, 1 KiB to MaxBlobSize. Default: DefaultMaxBlobSize.
+	// passes this size, 1 KiB to the Log's Options.MaxBlobSize. Default:
+	// the Log's Options.MaxBlobSize.
 	MaxBlobSize int64
 	// MaxBlocks rolls to the next blob before a blob takes more appends,
 	// 1 to MaxBlocks. Default: MaxBlocks.
@@ -143,9 +145,9 @@ func (l *Log[T]) NewWriter(opts *WriterOptions) (*Writer[T], error) {
 	}
 	switch {
 	case w.maxBlob == 0:
-		w.maxBlob = DefaultMaxBlobSize
-	case w.maxBlob < 1<<10 || w.maxBlob > MaxBlobSize:
-		return nil, fmt.Errorf("%w: MaxBlobSize %d outside 1 KiB..%d", ErrInvalid, w.maxBlob, MaxBlobSize)
+		w.maxBlob = l.maxBlob
+	case w.maxBlob < 1<<10 || w.maxBlob > l.maxBlob:
+		return nil, fmt.Errorf("%w: MaxBlobSize %d outside 1 KiB..%d (the Log's Options.MaxBlobSize)", ErrInvalid, w.maxBlob, l.maxBlob)
 	}
 	switch {
 	case w.maxBlocks == 0:
@@ -404,11 +406,11 @@ func (w *Writer[T]) create(ctx context.Context, h, first time.Time) error {
 			return nil
 		}
 		if !bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
-			return fmt.Errorf("bloblog: creating blob %s: %w", name, err)
+			return fmt.Errorf("bloblog: creating blob %s: %w", name, redact.Error(err))
 		}
 		props, perr := c.GetProperties(ctx, nil)
 		if perr != nil {
-			return fmt.Errorf("bloblog: blob %s exists; reading whose it is: %w", name, perr)
+			return fmt.Errorf("bloblog: blob %s exists; reading whose it is: %w", name, redact.Error(perr))
 		}
 		if metadata(props.Metadata, metaNonce) == w.nonce {
 			w.cur = &open{c: c, name: name, hour: h, first: first, size: deref(props.ContentLength), blocks: int(deref(props.BlobCommittedBlockCount))}
@@ -450,7 +452,7 @@ func (w *Writer[T]) append(ctx context.Context, data []byte, last time.Time) err
 			return nil
 		}
 		if !mayHaveApplied(err) || ctx.Err() != nil {
-			return fmt.Errorf("bloblog: appending %d bytes to blob %s at %d: %w", len(rest), cur.name, pos, err)
+			return fmt.Errorf("bloblog: appending %d bytes to blob %s at %d: %w", len(rest), cur.name, pos, redact.Error(err))
 		}
 		k, blocks, more, err := w.stored(ctx, pos, rest)
 		if err != nil {
@@ -491,7 +493,7 @@ func (w *Writer[T]) stored(ctx context.Context, pos int64, data []byte) (k, bloc
 	cur := w.cur
 	props, err := cur.c.GetProperties(ctx, nil)
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("bloblog: reading what blob %s holds: %w", cur.name, err)
+		return 0, 0, false, fmt.Errorf("bloblog: reading what blob %s holds: %w", cur.name, redact.Error(err))
 	}
 	size, blocks := deref(props.ContentLength), int(deref(props.BlobCommittedBlockCount))
 	switch {
@@ -503,12 +505,12 @@ func (w *Writer[T]) stored(ctx context.Context, pos int64, data []byte) (k, bloc
 	n := min(size-pos, int64(len(data)))
 	resp, err := cur.c.DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: pos, Count: n}})
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("bloblog: reading what blob %s holds: %w", cur.name, err)
+		return 0, 0, false, fmt.Errorf("bloblog: reading what blob %s holds: %w", cur.name, redact.Error(err))
 	}
 	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
+	got, err := io.ReadAll(io.LimitReader(resp.Body, n)) // n <= len(data): at most one append
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("bloblog: reading what blob %s holds: %w", cur.name, err)
+		return 0, 0, false, fmt.Errorf("bloblog: reading what blob %s holds: %w", cur.name, redact.Error(err))
 	}
 	if !bytes.Equal(got, data[:n]) || data[n-1] != '\n' {
 		return 0, 0, false, errForeign

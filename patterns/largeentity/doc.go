@@ -26,7 +26,9 @@
 // (PointerPrefix + P) holding {"blob":name,"size":n,"sha256":hex}; T may
 // not have properties starting with PointerPrefix. Reads resolve the
 // pointers of every []byte, string and json field of T, whatever the
-// Options that wrote them.
+// Options that wrote them, except Prefix: every Store of a table must use
+// the same Prefix (see Trust). A value holds at most MaxValueSize (256
+// MiB, one upload request).
 //
 // Blobs are named <Prefix>/<hash of the keys>/<property>/<random id>: a
 // new name for every value written, so no two writes, concurrent or not,
@@ -47,8 +49,8 @@
 // are older than Options.Grace.
 //
 // Reads read the entity (one point query), then its blobs, and check each
-// blob's size and SHA-256 against the pointer: data that does not match
-// is ErrCorrupt, never returned. A blob can only disappear after its
+// pointer (see Trust), then each blob's size and SHA-256 against it: data
+// that does not match is ErrCorrupt, never returned. A blob can only disappear after its
 // entity stopped pointing at it (Delete deletes a version's blobs after
 // the version; Sweep keeps what the current version points at), so a
 // read that finds a blob gone reads the entity again, and returns the
@@ -64,6 +66,34 @@
 // than Grace. Grace must therefore exceed twice the clock skew between
 // the machines that write and the one that sweeps, plus the longest
 // request; the default is an hour.
+//
+// # Trust
+//
+// A row may have been written by someone else than this package: a
+// tenant holding a table SAS scoped to its own partition (table.SASURL)
+// can write any property of its own rows, pointers included. A read
+// therefore follows a pointer only when it is one this Store could have
+// written for that row: valid JSON, a blob name of exactly
+// <Prefix>/<hash of the row's own keys>/<the pointer's property>/<32
+// lower-case hex digits>, a size of 1 to MaxValueSize and a hex SHA-256.
+// Anything else is an error before any blob request: ErrForeignBlob for
+// a name outside that directory (a pointer copied from another entity,
+// or naming any other blob), ErrCorrupt with table.ErrTooLarge for a
+// larger size, ErrCorrupt otherwise; then the blob's Content-Length must
+// equal the pointer's size before its content is read, and its SHA-256
+// must match after. So such a tenant cannot make a read of its rows
+// return another entity's value, nor make Delete (which deletes only the
+// blobs of pointers a read would follow), Update or Sweep (which deletes
+// only blobs named and labelled as an entity's own, by reading that
+// entity) delete or change another entity's blob; it can only spoil the
+// rows it can write.
+//
+// A writer with write access to the container is trusted with the blobs:
+// it can overwrite or delete any of them (a read then reports
+// ErrCorrupt), but cannot make a read return a value its entity's
+// pointer does not hash to, nor allocate more than MaxValueSize per
+// value. Errors of the blob service are redacted (internal/redact): a
+// SAS in the container client's URL never appears in an error.
 //
 // # Why no queue
 //

@@ -41,21 +41,38 @@ const (
 	// `largeentity:"offload"` offloads values over Options.Threshold,
 	// `largeentity:"always"` every non-empty value.
 	Tag = "largeentity"
+	// MaxValueSize is the largest value a Store offloads, in bytes of
+	// blob content: 256 MiB, what one request (Put Blob) uploads, so that
+	// every upload is a single create-if-absent. A write of a larger
+	// value is refused before the network (ErrInvalid and
+	// table.ErrTooLarge), and a read refuses a pointer that records a
+	// larger size, or a blob that holds more, before reading its content
+	// (ErrCorrupt and table.ErrTooLarge): no read allocates more than
+	// this per value.
+	MaxValueSize = 256 << 20
 )
 
 var (
 	// ErrInvalid is the sentinel for a request rejected before the
-	// network for a reason of this package: bad Options, a field that
-	// cannot be offloaded, a reserved property name, an empty
-	// PartitionKey. Keys that the service would refuse are
-	// table.ErrInvalidKey, entities it would refuse the table package's
-	// sentinels.
+	// network: bad Options, a field that cannot be offloaded, a reserved
+	// property name, a value larger than MaxValueSize (also
+	// table.ErrTooLarge), and keys the service would refuse or that this
+	// package cannot take, an empty PartitionKey among them (also
+	// table.ErrInvalidKey). Entities the service would refuse are the
+	// table package's sentinels.
 	ErrInvalid = errors.New("largeentity: invalid request")
 	// ErrCorrupt: an offloaded value could not be read as its entity
 	// describes it: the blob's content does not have the recorded SHA-256
 	// or size, the blob is missing while the entity still points at it,
 	// or the pointer is malformed. Reads never return such data.
 	ErrCorrupt = errors.New("largeentity: an offloaded value does not match its entity's pointer")
+	// ErrForeignBlob: an entity's pointer names a blob that this Store
+	// never writes for that entity's keys and property: a pointer copied
+	// from another entity (by a tenant that can write this row but not the
+	// other), or naming any other blob of the container. Reads refuse it
+	// without reading the blob, Delete and Sweep never delete it. Errors
+	// that match it also match ErrCorrupt.
+	ErrForeignBlob = errors.New("largeentity: a pointer names a blob that is not its entity's")
 	// ErrGraceExceeded: a write uploaded its blobs but did not send the
 	// entity, because half of Options.Grace had passed since the uploads
 	// began and Sweep may treat blobs that old as orphans. Nothing
@@ -70,7 +87,9 @@ type Options struct {
 	Blobs *container.Client
 	// Prefix names the blobs: <Prefix>/<32 hex digits of the entity's
 	// keys' hash>/<property>/<32 random hex digits>. Default: the table's
-	// name. Sweep treats every blob under Prefix as this table's: never
+	// name. Reads follow only pointers to names of that form
+	// (ErrForeignBlob otherwise): every Store of a table must use the same
+	// Prefix. Sweep treats every blob under Prefix as this table's: never
 	// give two tables the same Prefix in one container.
 	Prefix string
 	// Fields names properties of T to offload above Threshold, as fields
@@ -362,24 +381,54 @@ func keyHash(pk, rk string) string {
 	return hex.EncodeToString(h[:16])
 }
 
+// blobDir is the name prefix of every blob of property prop of entity
+// (pk, rk).
+func (s *Store[T]) blobDir(pk, rk, prop string) string {
+	return s.prefix + "/" + keyHash(pk, rk) + "/" + prop + "/"
+}
+
+// idLen is the length of a blob name's write-unique id: 32 hex digits.
+const idLen = 32
+
 // blobName is a fresh, write-unique name for a value of property prop of
 // entity (pk, rk).
 func (s *Store[T]) blobName(pk, rk, prop string) string {
-	var id [16]byte
+	var id [idLen / 2]byte
 	_, _ = rand.Read(id[:])
-	return s.prefix + "/" + keyHash(pk, rk) + "/" + prop + "/" + hex.EncodeToString(id[:])
+	return s.blobDir(pk, rk, prop) + hex.EncodeToString(id[:])
 }
 
-// checkKeys validates the keys before the network.
+// ownName reports whether name is one blobName gives a value of property
+// prop of entity (pk, rk): its directory, then 32 lower-case hex digits.
+func (s *Store[T]) ownName(pk, rk, prop, name string) bool {
+	id, ok := strings.CutPrefix(name, s.blobDir(pk, rk, prop))
+	return ok && isHex(id, idLen)
+}
+
+// isHex reports whether s is n lower-case hex digits.
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkKeys validates the keys before the network. Its errors match
+// ErrInvalid and table.ErrInvalidKey.
 func checkKeys(op, pk, rk string) error {
 	if pk == "" {
-		return fmt.Errorf("largeentity: %s: %w: empty PartitionKey", op, table.ErrInvalidKey)
+		return fmt.Errorf("largeentity: %s: %w: %w: empty PartitionKey", op, ErrInvalid, table.ErrInvalidKey)
 	}
 	if err := keys.Validate(pk); err != nil {
-		return fmt.Errorf("largeentity: %s: PartitionKey: %w", op, err)
+		return fmt.Errorf("largeentity: %s: %w: PartitionKey: %w", op, ErrInvalid, err)
 	}
 	if err := keys.Validate(rk); err != nil {
-		return fmt.Errorf("largeentity: %s: RowKey: %w", op, err)
+		return fmt.Errorf("largeentity: %s: %w: RowKey: %w", op, ErrInvalid, err)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/tablekit/tablekit/internal/prefetch"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -33,9 +34,11 @@ const maxRereads = 8
 // point query, then every blob it points at (in parallel, Concurrency at a
 // time), so 2 round trips of latency for any number of values (1 + one
 // request per value); 1 when every value is inline, or when opts.Select
-// leaves out the offloaded properties. Each blob's size and SHA-256 are
-// checked against the entity's pointer: a mismatch, or a blob missing
-// while the entity still points at it, is ErrCorrupt, never data. A blob
+// leaves out the offloaded properties. A pointer is followed only if this
+// Store could have written it for (pk, rk) (ErrForeignBlob otherwise, with
+// no blob read; see the package's Trust), and each blob's size and
+// SHA-256 are checked against it: a mismatch, or a blob missing while the
+// entity still points at it, is ErrCorrupt, never data. A blob
 // deleted because the entity changed after the read (a concurrent Delete,
 // or Sweep after an Update) makes Get read the entity again, so it returns
 // one version, whole, or table.ErrNotFound.
@@ -90,9 +93,14 @@ func (s *Store[T]) get(ctx context.Context, op, pk, rk string, sel []string) (En
 }
 
 // pointers removes the pointer properties from d and returns the blobs
-// they name, for the properties T has fields for, by property name.
+// they name, for the properties T has fields for, by property name. A
+// pointer this Store could not have written for d's keys and that
+// property is left out, and the first of them (by property name) is the
+// error: a read fails on it, Delete deletes only the blobs returned.
 func (s *Store[T]) pointers(d table.Dynamic) ([]Blob, error) {
 	var refs []Blob
+	var bad string
+	var ferr error
 	for name, val := range d.Properties {
 		prop, ok := strings.CutPrefix(name, PointerPrefix)
 		if !ok {
@@ -102,16 +110,40 @@ func (s *Store[T]) pointers(d table.Dynamic) ([]Blob, error) {
 		if s.readable[prop] == nil {
 			continue // T has no field for it: like any property T lacks
 		}
-		str, _ := val.(string)
-		var b Blob
-		if err := json.Unmarshal([]byte(str), &b); err != nil || b.Name == "" || b.Size < 0 || len(b.SHA256) != len(zeroHash) {
-			return nil, fmt.Errorf("%w: (%q, %q): property %s holds no valid pointer", ErrCorrupt, d.PartitionKey, d.RowKey, name)
+		b, err := s.pointer(d.PartitionKey, d.RowKey, prop, val)
+		if err != nil {
+			if bad == "" || prop < bad {
+				bad, ferr = prop, err
+			}
+			continue
 		}
-		b.Property = prop
 		refs = append(refs, b)
 	}
 	slices.SortFunc(refs, func(a, b Blob) int { return strings.Compare(a.Property, b.Property) })
-	return refs, nil
+	return refs, ferr
+}
+
+// pointer decodes the value of property prop's pointer in entity (pk,
+// rk), if it is one this Store writes: JSON naming a blob under the
+// entity's and property's own directory with a write-unique id (never
+// another entity's blob: ErrForeignBlob), a size of 1 to MaxValueSize
+// (table.ErrTooLarge) and a hex SHA-256; every error matches ErrCorrupt.
+func (s *Store[T]) pointer(pk, rk, prop string, val any) (Blob, error) {
+	str, _ := val.(string)
+	var b Blob
+	if err := json.Unmarshal([]byte(str), &b); err != nil || b.Size < 1 || !isHex(b.SHA256, len(zeroHash)) {
+		return Blob{}, fmt.Errorf("%w: (%q, %q): property %s holds no valid pointer", ErrCorrupt, pk, rk, pointerProperty(prop))
+	}
+	b.Property = prop
+	if !s.ownName(pk, rk, prop, b.Name) {
+		return Blob{}, fmt.Errorf("%w: %w: (%q, %q): property %s names blob %q, not one of this entity's %s values (%s<id>)",
+			ErrCorrupt, ErrForeignBlob, pk, rk, pointerProperty(prop), b.Name, prop, s.blobDir(pk, rk, prop))
+	}
+	if b.Size > MaxValueSize {
+		return Blob{}, fmt.Errorf("%w: %w: (%q, %q): property %s records %d bytes, more than MaxValueSize (%d); not read",
+			ErrCorrupt, table.ErrTooLarge, pk, rk, pointerProperty(prop), b.Size, MaxValueSize)
+	}
+	return b, nil
 }
 
 // resolve decodes entity d into a T with its offloaded values read from
@@ -149,17 +181,18 @@ func (s *Store[T]) fetch(ctx context.Context, b Blob) ([]byte, error) {
 		return nil, fmt.Errorf("%w: blob %s of property %s", errGone, b.Name, b.Property)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("largeentity: reading blob %s of property %s: %w", b.Name, b.Property, err)
+		return nil, fmt.Errorf("largeentity: reading blob %s of property %s: %w", b.Name, b.Property, redact.Error(err))
 	}
 	body := resp.NewRetryReader(ctx, &blob.RetryReaderOptions{MaxRetries: 3})
 	defer body.Close()
+	// b.Size is at most MaxValueSize (pointer): nothing larger is allocated.
 	if resp.ContentLength == nil || *resp.ContentLength != b.Size {
 		return nil, fmt.Errorf("%w: blob %s of property %s holds %v bytes, the entity says %d", ErrCorrupt, b.Name, b.Property, deref(resp.ContentLength), b.Size)
 	}
 	buf := make([]byte, b.Size)
 	sum, err := readHashing(body, buf)
 	if err != nil {
-		return nil, fmt.Errorf("largeentity: reading blob %s of property %s: %w", b.Name, b.Property, err)
+		return nil, fmt.Errorf("largeentity: reading blob %s of property %s: %w", b.Name, b.Property, redact.Error(err))
 	}
 	if n, _ := body.Read(make([]byte, 1)); n > 0 {
 		return nil, fmt.Errorf("%w: blob %s of property %s is longer than %d bytes", ErrCorrupt, b.Name, b.Property, b.Size)
@@ -190,8 +223,8 @@ func (s *Store[T]) Range(ctx context.Context, pk, from, to string, opts *GetOpti
 		ok bool
 	}
 	return func(yield func(Entity[T], error) bool) {
-		if pk == "" {
-			yield(Entity[T]{}, fmt.Errorf("largeentity: range: %w: empty PartitionKey", table.ErrInvalidKey))
+		if err := checkKeys("range", pk, ""); err != nil {
+			yield(Entity[T]{}, err)
 			return
 		}
 		q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.RowKeyRange(from, to))}

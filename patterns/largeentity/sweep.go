@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/prefetch"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -77,7 +78,7 @@ func (s *Store[T]) Sweep(ctx context.Context) (SweepResult, error) {
 		for pager.More() {
 			page, err := pager.NextPage(ctx)
 			if err != nil {
-				yield(sweepGroup{}, fmt.Errorf("largeentity: sweep: listing %s/: %w", s.prefix, err))
+				yield(sweepGroup{}, fmt.Errorf("largeentity: sweep: listing %s/: %w", s.prefix, redact.Error(err)))
 				return
 			}
 			for _, item := range page.Segment.BlobItems {
@@ -154,6 +155,10 @@ func (s *Store[T]) sweepGroup(ctx context.Context, g sweepGroup) (int, error) {
 	if err != nil && (!errors.Is(err, table.ErrNotFound) || errors.Is(err, table.ErrOutcomeUnknown)) {
 		return 0, fmt.Errorf("largeentity: sweep: reading (%q, %q): %w", g.pk, g.rk, err)
 	}
+	// Any blob a pointer names is kept, even one a read would refuse:
+	// keeping is always safe, and g's blobs are all this entity's (their
+	// names derive from its keys), so no pointer, whoever wrote it, can
+	// make Sweep delete another entity's blob.
 	referenced := map[string]bool{}
 	for name, val := range d.Properties {
 		if _, ok := strings.CutPrefix(name, PointerPrefix); ok {
@@ -175,7 +180,7 @@ func (s *Store[T]) sweepGroup(ctx context.Context, g sweepGroup) (int, error) {
 		case bloberror.HasCode(err, bloberror.BlobNotFound):
 			// another Sweep, or a Delete, came first
 		default:
-			return deleted, fmt.Errorf("largeentity: sweep: deleting blob %s: %w", b.name, err)
+			return deleted, fmt.Errorf("largeentity: sweep: deleting blob %s: %w", b.name, redact.Error(err))
 		}
 	}
 	return deleted, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/tablekit/tablekit/internal/prefetch"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -60,6 +61,9 @@ func (s *Store[T]) plan(op, pk, rk string, v T) (plan, error) {
 		}
 		if !ok {
 			continue
+		}
+		if len(b) > MaxValueSize {
+			return plan{}, fmt.Errorf("largeentity: %s (%q, %q): property %s: %w: %w: %d bytes, more than MaxValueSize (%d)", op, pk, rk, f.name, ErrInvalid, table.ErrTooLarge, len(b), MaxValueSize)
 		}
 		o := &offload{f: f, content: b}
 		if f.always || size > s.threshold {
@@ -208,7 +212,7 @@ func (s *Store[T]) upload(ctx context.Context, pk, rk string, o *offload) error 
 	})
 	o.blob.SHA256 = <-sum
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists) {
-		return fmt.Errorf("uploading %s to blob %s: %w", o.f.name, o.blob.Name, err)
+		return fmt.Errorf("uploading %s to blob %s: %w", o.f.name, o.blob.Name, redact.Error(err))
 	}
 	return nil
 }
@@ -324,7 +328,10 @@ func firstError(err error) error {
 // so it knows exactly which blobs became unreferenced: 2 round trips plus
 // one per offloaded value; with azcore.ETagAny, 2 more each time another
 // write comes between the read and the delete. table.ErrNotFound when the
-// entity does not exist. A blob delete that fails leaves an orphan for
+// entity does not exist. Only blobs this Store could have written for
+// (pk, rk) are deleted: a pointer naming any other blob (ErrForeignBlob
+// on a read) is not followed, nor is a malformed one; the entity is
+// deleted all the same. A blob delete that fails leaves an orphan for
 // Sweep; it does not fail the Delete, which has applied. As with
 // table.Delete, a delete whose response was lost leaves nothing to read:
 // its error is then table.ErrOutcomeUnknown (which also matches
@@ -349,10 +356,10 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 		if etag != azcore.ETagAny && d.ETag != etag {
 			return fmt.Errorf("largeentity: delete (%q, %q): the entity changed since it was read: %w", pk, rk, table.ErrPreconditionFailed)
 		}
-		refs, err := s.pointers(d)
-		if err != nil {
-			return err
-		}
+		// A pointer this Store could not have written for (pk, rk), such
+		// as one copied from another entity, is not followed: the entity
+		// goes, the blob it names stays.
+		refs, _ := s.pointers(d)
 		err = s.tbl.Delete(ctx, pk, rk, d.ETag)
 		if errors.Is(err, table.ErrOutcomeUnknown) {
 			// Gone now means gone for good: no later version can point at
