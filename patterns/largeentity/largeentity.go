@@ -16,6 +16,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
@@ -218,7 +219,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Store[T], erro
 	if _, err := table.ToDynamic(zero); err != nil {
 		return nil, err
 	}
-	s := &Store[T]{tbl: tbl, blobs: opts.Blobs, prefix: opts.Prefix, threshold: opts.Threshold, conc: opts.Concurrency,
+	s := &Store[T]{tbl: reserved.Properties(tbl), blobs: opts.Blobs, prefix: opts.Prefix, threshold: opts.Threshold, conc: opts.Concurrency,
 		grace: opts.Grace, retry: retry.Default, now: opts.Now, readable: map[string]*field{}}
 	if s.prefix == "" {
 		s.prefix = tbl.Name()

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
@@ -89,7 +90,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Store[T], erro
 	if opts.Parts < 1 || opts.Parts > MaxParts {
 		return nil, fmt.Errorf("%w: Parts %d outside 1..%d", ErrInvalid, opts.Parts, MaxParts)
 	}
-	s := &Store[T]{tbl: tbl, parts: opts.Parts, retry: retry.Default}
+	s := &Store[T]{tbl: reserved.Properties(tbl), parts: opts.Parts, retry: retry.Default}
 	if opts.Retry != nil {
 		s.retry = *opts.Retry
 	}
@@ -138,7 +139,7 @@ func partOf(name string, parts int) int {
 	return k
 }
 
-func reserved(name string) bool {
+func reservedName(name string) bool {
 	return name == VersionProperty || name == PartsProperty || name == table.WriteProperty
 }
 
@@ -187,7 +188,7 @@ func (s *Store[T]) split(where string, v T, parts int) ([]map[string]any, error)
 		if val == nil {
 			continue // as a Dynamic writes it: no property
 		}
-		if reserved(name) {
+		if reservedName(name) {
 			return nil, fmt.Errorf("%w: %s: property name %q is reserved", ErrInvalid, where, name)
 		}
 		out[partOf(name, parts)][name] = val
@@ -394,7 +395,7 @@ func (s *Store[T]) UpdateFields(ctx context.Context, pk, rk string, v T, etag az
 	for _, name := range names {
 		val := props[name]
 		switch {
-		case reserved(name):
+		case reservedName(name):
 			return table.Result{}, fmt.Errorf("%w: update fields (%q, %q): property name %q is reserved", ErrInvalid, pk, rk, name)
 		case val == nil:
 			return table.Result{}, fmt.Errorf("%w: update fields (%q, %q): v holds no property %q", ErrInvalid, pk, rk, name)
