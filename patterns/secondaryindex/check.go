@@ -163,7 +163,7 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 		}
 	}
 	seen := map[key]bool{}
-	var otherFix = map[*fix]bool{}
+	otherFix := map[*fix]int{}
 	for i := range s.indexes {
 		ix := &s.indexes[i]
 		t := s.copyTable(ix)
@@ -203,7 +203,7 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 		}
 	}
 	for _, f := range fixes {
-		if len(f.rows) > 0 && !otherFix[f] {
+		if len(f.rows) > 0 {
 			plan.same = append(plan.same, *f)
 		}
 	}
@@ -225,14 +225,17 @@ func compareRefs(a, b CopyRef) int {
 	return 0
 }
 
-// addFix records that copy r of entity f must be written.
-func (s *Store[T]) addFix(plan *repairPlan[T], other map[*fix]bool, ix *Index[T], f *fix, r row) {
+// addFix records that copy r of entity f must be written; other maps
+// the entities with OtherPartition fixes to their place in plan.other.
+func (s *Store[T]) addFix(plan *repairPlan[T], other map[*fix]int, ix *Index[T], f *fix, r row) {
 	if ix.Where == OtherPartition {
-		if !other[f] {
-			other[f] = true
+		i, ok := other[f]
+		if !ok {
+			i = len(plan.other)
+			other[f] = i
 			plan.other = append(plan.other, fix{pk: f.pk, id: f.id})
 		}
-		plan.other[len(plan.other)-1].rows = append(plan.other[len(plan.other)-1].rows, r)
+		plan.other[i].rows = append(plan.other[i].rows, r)
 		return
 	}
 	f.rows = append(f.rows, r)
