@@ -23,7 +23,10 @@ var ErrInvalid = errors.New("secondaryindex: invalid request")
 
 // ErrDuplicate is returned (with table.ErrAlreadyExists) when a write
 // would give a unique index a value another entity has: nothing was
-// written. The error names the index and the value.
+// written. The error names the index and the value. The worker of a
+// unique OtherPartition index returns it when the value's copy is
+// another entity's, and Rebuild when two entities have one value (Check
+// reports the one without the copy as Missing).
 var ErrDuplicate = errors.New("secondaryindex: duplicate value in a unique index")
 
 // ErrNotFound is table.ErrNotFound: no entity, or no entity with that
@@ -76,8 +79,10 @@ type Index[T any] struct {
 	// index). Parts may be any strings; they are escaped (keys.Join).
 	Key func(v *T) []string
 	// Unique makes the index reject a value that another entity has. A
-	// non-unique index appends the primary's id to its copies' RowKeys, so
-	// copies never collide.
+	// non-unique index appends the primary's id to its copies' RowKeys
+	// (an OtherPartition one, the primary's PartitionKey and id), so
+	// copies never collide. A unique OtherPartition index whose Partition
+	// is shared by several primary partitions is unique across them.
 	Unique bool
 	// Holds says what the copies hold; Fields lists the properties of a
 	// Listed index.
@@ -88,7 +93,9 @@ type Index[T any] struct {
 	Where Where
 	// Partition maps a primary's PartitionKey to the partition of its
 	// copies, for OtherPartition. Default: keys.Join(Name, pk) ("email!Sales").
-	// Return a constant for one organisation-wide index partition.
+	// Return a constant for one organisation-wide index partition: then
+	// Lookup, Find and Range with pk "" search every primary partition,
+	// and with a pk only that one's entities.
 	Partition func(pk string) string
 	// Table holds the copies of an OtherPartition index in another table.
 	// Default: the primary's table.
@@ -269,15 +276,9 @@ func (s *Store[T]) copyOf(ix *Index[T], v *T, d table.Dynamic) (r row, ok bool, 
 	if parts == nil {
 		return r, false, nil
 	}
-	kp := append([]string{ix.Name}, parts...)
-	if !ix.Unique {
-		kp = append(kp, d.RowKey)
-	}
+	kp := append(append([]string{ix.Name}, parts...), idParts(ix, d.PartitionKey, d.RowKey)...)
 	r.rk = keys.Join(kp...)
-	r.pk = d.PartitionKey
-	if ix.Where == OtherPartition {
-		r.pk = ix.Partition(d.PartitionKey)
-	}
+	r.pk = copyPartition(ix, d.PartitionKey)
 	if err := keys.Validate(r.pk); err != nil {
 		return r, false, fmt.Errorf("%w: index %q: partition %q: %v", ErrInvalid, ix.Name, r.pk, err)
 	}
@@ -363,6 +364,29 @@ func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], erro
 	d.RowKey = parts[1]
 	e.Value, err = table.FromDynamic[T](d)
 	return e, err
+}
+
+// idParts are the last parts of the RowKey of primary pk/id's copy in
+// index ix: none for a unique index, else the id, preceded by pk for an
+// OtherPartition index (whose partition may hold the copies of several
+// primary partitions), so copies never share a row.
+func idParts[T any](ix *Index[T], pk, id string) []string {
+	switch {
+	case ix.Unique:
+		return nil
+	case ix.Where == OtherPartition:
+		return []string{pk, id}
+	default:
+		return []string{id}
+	}
+}
+
+// copyPartition is the partition of primary partition pk's copies in ix.
+func copyPartition[T any](ix *Index[T], pk string) string {
+	if ix.Where == OtherPartition {
+		return ix.Partition(pk)
+	}
+	return pk
 }
 
 // refOf returns the primary a copy names.
