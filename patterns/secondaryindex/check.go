@@ -40,8 +40,9 @@ func (d Drift) Clean() bool { return len(d.Missing)+len(d.Stale)+len(d.Orphans) 
 // page of primaries and per page of each index's copies (a table scan when
 // pk is "" or for an organisation-wide index partition). An OtherPartition
 // index may show drift that its pending intents will fix: Drain its
-// worker first for an exact answer. When two entities have the value of
-// a unique index, the one without its copy is Missing.
+// worker first for an exact answer. A copy its index could not have
+// written (see ErrCorrupt) is an orphan; when two entities have the value
+// of a unique index, the one without its copy is Missing.
 func (s *Store[T]) Check(ctx context.Context, pk string) (Drift, error) {
 	d, _, err := s.drift(ctx, pk)
 	return d, err
@@ -181,9 +182,11 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 			if err != nil {
 				return d, plan, err
 			}
-			rpk, _, rerr := refOf(c)
-			if pk != "" && rerr == nil && rpk != pk {
-				continue // another partition's copy in a shared index partition
+			// Another partition's copy in a shared index partition is
+			// not pk's; a copy the index could not have written (refOf
+			// fails) is an orphan wherever it is.
+			if rpk, _, rerr := s.refOf(ix, c); pk != "" && rerr == nil && rpk != pk {
+				continue
 			}
 			k := key{t.Name(), c.PartitionKey, c.RowKey}
 			ws := wanted[k]

@@ -88,6 +88,31 @@
 // reports the other's copy as Missing, and Rebuild, which cannot give it
 // the value, returns ErrDuplicate.
 //
+// # Trust
+//
+// Rows are written by other processes and, with a SAS scoped to a
+// partition (table.SASURL), by other tenants, so a read checks each copy
+// before it follows or returns it: its RefProperty must name a primary
+// with valid keys whose copies this index keeps in the copy's partition
+// (the same partition for SamePartition, Index.Partition of the
+// primary's for OtherPartition), and a non-unique copy's RowKey must end
+// with that primary's keys. Any other copy is ErrCorrupt, never data:
+// Lookup returns it, Find and Range end with it, Check reports the row as
+// an orphan and Rebuild deletes it. A copy's Value holds only what its
+// index copies (its keys; Listed: Fields; Whole: every property), never a
+// property the Sealer seals; the worker deletes only copies an intent's
+// primary could have had, and replaces a unique value's row only when it
+// is that primary's or a row the index could not have written.
+//
+// So a writer holding only partition Sales can forge Sales's own rows
+// (its entities, and copies naming them, as it could write the entities
+// anyway), and nothing else: no lookup in Sales returns another
+// partition's entity or a field its index does not copy, and it cannot
+// write the copies of an OtherPartition index, which live in other
+// partitions. Whoever can write an index partition shared by several
+// primary partitions can forge lookups of all of them: give that
+// partition (or Index.Table) only to the Store's writers and worker.
+//
 // # Cost in round trips
 //
 //	Insert                1 (SamePartition only); 3 with OtherPartition

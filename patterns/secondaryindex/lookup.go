@@ -34,7 +34,8 @@ type LookupOptions struct {
 // (KeysOnly or Fetch). The copy is read from pk's index partition (pk
 // itself, or Index.Partition(pk)); in a partition shared by several
 // primary partitions (an organisation-wide index), pk "" finds the value
-// in any of them. ErrNotFound when no entity (of pk) has the value.
+// in any of them. ErrNotFound when no entity (of pk) has the value;
+// ErrCorrupt when the copy is not one the index could have written.
 func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string, opts *LookupOptions) (Entity[T], error) {
 	ix, err := s.indexNamed(index)
 	if err != nil {
@@ -51,7 +52,7 @@ func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string,
 	if err != nil {
 		return Entity[T]{}, err
 	}
-	e, err := s.decodeCopy(d)
+	e, err := s.decodeCopy(ix, d)
 	switch {
 	case err != nil:
 		return Entity[T]{}, err
@@ -65,7 +66,7 @@ func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string,
 
 // inScope reports whether e, read from a copy, is an entity of partition
 // pk ("": of any partition). Only a shared index partition holds copies
-// of other partitions.
+// of other partitions (refOf checked the rest).
 func inScope[T any](pk string, e Entity[T]) bool {
 	return pk == "" || e.PartitionKey == pk
 }
@@ -75,7 +76,8 @@ func inScope[T any](pk string, e Entity[T]) bool {
 // order: 1 range query per page of copies, plus the fetches. The copies
 // are read from pk's index partition, as Lookup's; in a partition shared
 // by several primary partitions the copies of the others are read and
-// skipped, and pk "" returns the entities of all of them.
+// skipped, and pk "" returns the entities of all of them. A copy the index
+// could not have written ends the sequence with ErrCorrupt.
 func (s *Store[T]) Find(ctx context.Context, pk, index string, value []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
 	return s.Range(ctx, pk, index, value, value, opts)
 }
@@ -109,7 +111,7 @@ func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []strin
 			for d, err := range s.copyTable(ix).Query(ctx, &table.Query{Filter: f, PageSize: o.PageSize, Select: sel}) {
 				var e Entity[T]
 				if err == nil {
-					e, err = s.decodeCopy(d)
+					e, err = s.decodeCopy(ix, d)
 				}
 				if err == nil && !inScope(pk, e) {
 					continue

@@ -29,6 +29,13 @@ var ErrInvalid = errors.New("secondaryindex: invalid request")
 // reports the one without the copy as Missing).
 var ErrDuplicate = errors.New("secondaryindex: duplicate value in a unique index")
 
+// ErrCorrupt is returned by a read that met an index copy this index
+// could not have written: one that names a primary its partition cannot
+// hold (another tenant's entity), or whose keys do not match the primary
+// it names. Such a row is drift, planted or damaged: Check reports it as
+// an orphan and Rebuild deletes it. The error names the row.
+var ErrCorrupt = errors.New("secondaryindex: an index copy this index could not have written")
+
 // ErrNotFound is table.ErrNotFound: no entity, or no entity with that
 // indexed value.
 var ErrNotFound = table.ErrNotFound
@@ -95,7 +102,9 @@ type Index[T any] struct {
 	// copies, for OtherPartition. Default: keys.Join(Name, pk) ("email!Sales").
 	// Return a constant for one organisation-wide index partition: then
 	// Lookup, Find and Range with pk "" search every primary partition,
-	// and with a pk only that one's entities.
+	// and with a pk only that one's entities. It must be a pure function:
+	// it also checks, on every read, that a copy is in the partition of
+	// the primary it names.
 	Partition func(pk string) string
 	// Table holds the copies of an OtherPartition index in another table.
 	// Default: the primary's table.
@@ -389,24 +398,53 @@ func copyPartition[T any](ix *Index[T], pk string) string {
 	return pk
 }
 
-// refOf returns the primary a copy names.
-func refOf(d table.Dynamic) (pk, id string, err error) {
-	ref, _ := d.Properties[RefProperty].(string)
-	parts, err := keys.Split(ref)
-	if err != nil || len(parts) != 2 {
-		return "", "", fmt.Errorf("secondaryindex: row %q/%q has no valid %s", d.PartitionKey, d.RowKey, RefProperty)
+// owns reports whether index ix could have written a copy of primary
+// pk/id at cpk/crk: valid primary keys, the partition ix keeps pk's copies
+// in, a RowKey of ix ending with the primary's idParts.
+func (s *Store[T]) owns(ix *Index[T], cpk, crk, pk, id string) bool {
+	if keys.Validate(pk) != nil || keys.Validate(s.primaryKey(id)) != nil || copyPartition(ix, pk) != cpk {
+		return false
 	}
-	return parts[0], parts[1], nil
+	parts, err := keys.Split(crk)
+	tail := idParts(ix, pk, id)
+	return err == nil && len(parts) > len(tail) && parts[0] == ix.Name && slices.Equal(parts[len(parts)-len(tail):], tail)
 }
 
-// decodeCopy turns an index copy into an Entity (FromCopy).
-func (s *Store[T]) decodeCopy(d table.Dynamic) (Entity[T], error) {
-	pk, id, err := refOf(d)
+// refOf returns the primary that d, a row read as a copy of index ix,
+// names; ErrCorrupt unless ix could have written d for it (see owns).
+func (s *Store[T]) refOf(ix *Index[T], d table.Dynamic) (pk, id string, err error) {
+	ref, _ := d.Properties[RefProperty].(string)
+	parts, err := keys.Split(ref)
+	if err == nil && len(parts) == 2 && s.owns(ix, d.PartitionKey, d.RowKey, parts[0], parts[1]) {
+		return parts[0], parts[1], nil
+	}
+	if len(ref) > 64 {
+		ref = ref[:64] + "..."
+	}
+	return "", "", fmt.Errorf("%w: index %q: row %q/%q names primary %q", ErrCorrupt, ix.Name, d.PartitionKey, d.RowKey, ref)
+}
+
+// decodeCopy turns d, a copy of index ix, into an Entity (FromCopy): its
+// keys from RefProperty (checked by refOf), its fields only those ix
+// copies (none for KeysOnly, Fields for Listed), so a property added to a
+// copy, such as one a Sealer seals, never reaches the Value.
+func (s *Store[T]) decodeCopy(ix *Index[T], d table.Dynamic) (Entity[T], error) {
+	pk, id, err := s.refOf(ix, d)
 	if err != nil {
 		return Entity[T]{}, err
 	}
-	props := maps.Clone(d.Properties)
-	delete(props, RefProperty)
+	props := map[string]any{}
+	switch ix.Holds {
+	case Whole:
+		props = maps.Clone(d.Properties)
+		delete(props, RefProperty)
+	case Listed:
+		for _, f := range ix.Fields {
+			if v, ok := d.Properties[f]; ok {
+				props[f] = v
+			}
+		}
+	}
 	v, err := table.FromDynamic[T](table.Dynamic{PartitionKey: pk, RowKey: id, Properties: props})
 	return Entity[T]{Value: v, PartitionKey: pk, ID: id, FromCopy: true, copyKey: d.RowKey}, err
 }
