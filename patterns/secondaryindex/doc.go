@@ -53,11 +53,12 @@
 // up across partitions. Lookup, Find and Range take the primary's
 // partition and return only its entities; on an organisation-wide index,
 // pk "" returns the entities of every partition (a non-empty pk reads the
-// other partitions' copies of the range too, and skips them). They are kept by intents of patterns/eventual:
-// the primary write and its intent commit together, and a worker
-// reconciles the copies from the primary. They are eventually consistent:
-// a lookup may miss a new entity or find a stale copy until the worker
-// has run; Verify checks a result against its primary.
+// other partitions' copies of the range too, and skips them). They are
+// kept by intents of patterns/eventual: the primary write and its intent
+// commit together, and a worker reconciles the copies from the primary.
+// They are eventually consistent: a lookup may miss a new entity or find
+// a stale copy until the worker has run; Verify checks a result against
+// its primary.
 //
 // Do not index volatile values (each change rewrites copies),
 // low-cardinality values (one gender has half the entities: a huge range
@@ -109,9 +110,12 @@
 // anyway), and nothing else: no lookup in Sales returns another
 // partition's entity or a field its index does not copy, and it cannot
 // write the copies of an OtherPartition index, which live in other
-// partitions. Whoever can write an index partition shared by several
-// primary partitions can forge lookups of all of them: give that
-// partition (or Index.Table) only to the Store's writers and worker.
+// partitions (its entities reach them only as every entity's do, through
+// the worker and Rebuild, which compute them from the primary and leave a
+// unique value with the entity that holds its copy). Whoever can write an
+// index partition shared by several primary partitions can forge lookups
+// of all of them: give that partition (or Index.Table) only to the
+// Store's writers and worker.
 //
 // # Cost in round trips
 //
