@@ -40,7 +40,9 @@ func (d Drift) Clean() bool { return len(d.Missing)+len(d.Stale)+len(d.Orphans) 
 // page of primaries and per page of each index's copies (a table scan when
 // pk is "" or for an organisation-wide index partition). An OtherPartition
 // index may show drift that its pending intents will fix: Drain its
-// worker first for an exact answer.
+// worker first for an exact answer. A copy its index could not have
+// written (see ErrCorrupt) is an orphan; when two entities have the value
+// of a unique index, the one without its copy is Missing.
 func (s *Store[T]) Check(ctx context.Context, pk string) (Drift, error) {
 	d, _, err := s.drift(ctx, pk)
 	return d, err
@@ -53,7 +55,9 @@ func (s *Store[T]) Check(ctx context.Context, pk string) (Drift, error) {
 // so a concurrent write is never undone; for OtherPartition indexes by
 // reconciling each entity as its worker does) and deletes the orphans
 // (conditioned on their ETags). It returns the drift it found, with the
-// number of copies fixed.
+// number of copies fixed, and, after every other fix, an ErrDuplicate for
+// each entity that has a unique value whose copy another entity holds
+// (its copy is not written: change one of the values).
 func (s *Store[T]) Rebuild(ctx context.Context, pk string) (Drift, error) {
 	d, plan, err := s.drift(ctx, pk)
 	if err != nil || d.Clean() {
@@ -106,7 +110,7 @@ func (s *Store[T]) Rebuild(ctx context.Context, pk string) (Drift, error) {
 			return d, err
 		}
 	}
-	return d, nil
+	return d, errors.Join(plan.dups...)
 }
 
 // fix is the copies one entity needs written.
@@ -127,6 +131,7 @@ type orphan[T any] struct {
 type repairPlan[T any] struct {
 	same, other []fix
 	orphans     []orphan[T]
+	dups        []error // unique values two entities have: not fixed
 }
 
 // drift computes what Check reports and what Rebuild would write.
@@ -139,7 +144,7 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 		r  row
 		f  *fix
 	}
-	wanted := map[key]want{}
+	wanted := map[key][]want{} // more than one: a unique value two entities have
 	lo, hi := keys.PrefixRange(s.primary)
 	var fixes []*fix
 	for p, err := range s.tbl.Query(ctx, &table.Query{Filter: scoped(pk, lo, hi)}) {
@@ -159,51 +164,64 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 		fixes = append(fixes, f)
 		for name, r := range enc.copies {
 			ix := s.byName[name]
-			wanted[key{s.copyTable(ix).Name(), r.pk, r.rk}] = want{ix, r, f}
+			k := key{s.copyTable(ix).Name(), r.pk, r.rk}
+			wanted[k] = append(wanted[k], want{ix, r, f})
 		}
 	}
-	seen := map[key]bool{}
-	var otherFix = map[*fix]bool{}
+	holder := map[key]int{} // the wanter whose copy exists
+	otherFix := map[*fix]int{}
 	for i := range s.indexes {
 		ix := &s.indexes[i]
 		t := s.copyTable(ix)
 		cpk := pk
-		if pk != "" && ix.Where == OtherPartition {
-			cpk = ix.Partition(pk)
+		if pk != "" {
+			cpk = copyPartition(ix, pk)
 		}
 		ilo, ihi := keys.PrefixRange(ix.Name)
 		for c, err := range t.Query(ctx, &table.Query{Filter: scoped(cpk, ilo, ihi)}) {
 			if err != nil {
 				return d, plan, err
 			}
-			rpk, _, rerr := refOf(c)
-			if pk != "" && rerr == nil && rpk != pk {
-				continue // another partition's copy in a shared index partition
+			// Another partition's copy in a shared index partition is
+			// not pk's; a copy the index could not have written (refOf
+			// fails) is an orphan wherever it is.
+			if rpk, _, rerr := s.refOf(ix, c); pk != "" && rerr == nil && rpk != pk {
+				continue
 			}
 			k := key{t.Name(), c.PartitionKey, c.RowKey}
-			w, ok := wanted[k]
+			ws := wanted[k]
 			ref := CopyRef{ix.Name, c.PartitionKey, c.RowKey}
-			switch {
-			case !ok || w.ix != ix:
+			if len(ws) == 0 || ws[0].ix != ix {
 				d.Orphans = append(d.Orphans, ref)
 				plan.orphans = append(plan.orphans, orphan[T]{ix, c})
-			case !s.sameContent(w.r.props, c.Properties):
+				continue
+			}
+			h := max(0, slices.IndexFunc(ws, func(w want) bool { return w.r.props[RefProperty] == c.Properties[RefProperty] }))
+			holder[k] = h
+			if w := ws[h]; !s.sameContent(w.r.props, c.Properties) {
 				d.Stale = append(d.Stale, ref)
-				seen[k] = true
 				s.addFix(&plan, otherFix, ix, w.f, w.r)
-			default:
-				seen[k] = true
 			}
 		}
 	}
-	for k, w := range wanted {
-		if !seen[k] {
+	// A copy no entity has is written for the first that wants it; the
+	// others wanting it have a unique value another entity has.
+	for k, ws := range wanted {
+		h, exists := holder[k]
+		for i, w := range ws {
+			switch {
+			case exists && i == h:
+				continue
+			case !exists && i == 0:
+				s.addFix(&plan, otherFix, w.ix, w.f, w.r)
+			default:
+				plan.dups = append(plan.dups, fmt.Errorf("%w: index %q: %q/%q has value row %q, which %q/%q holds", ErrDuplicate, w.ix.Name, w.f.pk, w.f.id, k.rk, ws[max(h, 0)].f.pk, ws[max(h, 0)].f.id))
+			}
 			d.Missing = append(d.Missing, CopyRef{w.ix.Name, k.pk, k.rk})
-			s.addFix(&plan, otherFix, w.ix, w.f, w.r)
 		}
 	}
 	for _, f := range fixes {
-		if len(f.rows) > 0 && !otherFix[f] {
+		if len(f.rows) > 0 {
 			plan.same = append(plan.same, *f)
 		}
 	}
@@ -225,14 +243,17 @@ func compareRefs(a, b CopyRef) int {
 	return 0
 }
 
-// addFix records that copy r of entity f must be written.
-func (s *Store[T]) addFix(plan *repairPlan[T], other map[*fix]bool, ix *Index[T], f *fix, r row) {
+// addFix records that copy r of entity f must be written; other maps
+// the entities with OtherPartition fixes to their place in plan.other.
+func (s *Store[T]) addFix(plan *repairPlan[T], other map[*fix]int, ix *Index[T], f *fix, r row) {
 	if ix.Where == OtherPartition {
-		if !other[f] {
-			other[f] = true
+		i, ok := other[f]
+		if !ok {
+			i = len(plan.other)
+			other[f] = i
 			plan.other = append(plan.other, fix{pk: f.pk, id: f.id})
 		}
-		plan.other[len(plan.other)-1].rows = append(plan.other[len(plan.other)-1].rows, r)
+		plan.other[i].rows = append(plan.other[i].rows, r)
 		return
 	}
 	f.rows = append(f.rows, r)

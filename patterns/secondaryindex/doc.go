@@ -9,15 +9,25 @@
 // # Rows
 //
 // A Store keeps entities of a type T. Every row is self-describing, as in
-// the guide's "empid_000223" and "email_jonesj@contoso.com": the primary
-// row's RowKey is keys.Join(Options.Primary, id), and a copy's RowKey is
-// keys.Join(index name, value parts...), with the primary's id appended
-// for a non-unique index (so copies never collide). Join escapes every
-// part and keeps their order, so a range of values is a range of RowKeys.
-// A copy holds the whole entity (Whole), chosen properties (Listed) or
-// nothing but its primary (KeysOnly), and always RefProperty, which names
-// its primary. The Store's queries select rows by these prefixes: other
-// rows of the partition never decode into T.
+// the guide's "empid_000223" and "email_jonesj@contoso.com". For an
+// entity with PartitionKey pk and id (its RowKey field), Primary "empid"
+// and an index "email" with value parts v...:
+//
+//	row                          PartitionKey         RowKey
+//	primary                      pk                   keys.Join("empid", id)
+//	SamePartition, unique        pk                   keys.Join("email", v...)
+//	SamePartition, non-unique    pk                   keys.Join("email", v..., id)
+//	OtherPartition, unique       Index.Partition(pk)  keys.Join("email", v...)
+//	OtherPartition, non-unique   Index.Partition(pk)  keys.Join("email", v..., pk, id)
+//
+// A non-unique copy's RowKey ends with its primary's keys, so copies
+// never share a row, also when one index partition holds the copies of
+// several primary partitions (an organisation-wide index). Join escapes
+// every part and keeps their order, so a range of values is a range of
+// RowKeys. A copy holds the whole entity (Whole), chosen properties
+// (Listed) or nothing but its primary (KeysOnly), and always RefProperty,
+// keys.Join(pk, id), which names its primary. The Store's queries select
+// rows by these prefixes: other rows of the partition never decode into T.
 //
 // These prefixes are the guide's own way of telling entity types apart, so
 // to table.Types a Store's rows are just other types: register T (or a
@@ -40,11 +50,15 @@
 // OtherPartition indexes (pattern 2) keep copies in other partitions
 // (keys.Join(name, pk) by default, "email!Sales"), or in one
 // organisation-wide partition or another table, to spread load or to look
-// up across partitions. They are kept by intents of patterns/eventual:
-// the primary write and its intent commit together, and a worker
-// reconciles the copies from the primary. They are eventually consistent:
-// a lookup may miss a new entity or find a stale copy until the worker
-// has run; Verify checks a result against its primary.
+// up across partitions. Lookup, Find and Range take the primary's
+// partition and return only its entities; on an organisation-wide index,
+// pk "" returns the entities of every partition (a non-empty pk reads the
+// other partitions' copies of the range too, and skips them). They are
+// kept by intents of patterns/eventual: the primary write and its intent
+// commit together, and a worker reconciles the copies from the primary.
+// They are eventually consistent: a lookup may miss a new entity or find
+// a stale copy until the worker has run; Verify checks a result against
+// its primary.
 //
 // Do not index volatile values (each change rewrites copies),
 // low-cardinality values (one gender has half the entities: a huge range
@@ -71,7 +85,37 @@
 // read never survives. Duplicate and reordered intents converge. A unique
 // OtherPartition index cannot refuse a duplicate before the primary is
 // written: the worker reports it (ErrDuplicate; the intent is retried and
-// poisoned), and the copy stays with the entity that had it first.
+// poisoned), and the copy stays with the entity that had it first: Check
+// reports the other's copy as Missing, and Rebuild, which cannot give it
+// the value, returns ErrDuplicate.
+//
+// # Trust
+//
+// Rows are written by other processes and, with a SAS scoped to a
+// partition (table.SASURL), by other tenants, so a read checks each copy
+// before it follows or returns it: its RefProperty must name a primary
+// with valid keys whose copies this index keeps in the copy's partition
+// (the same partition for SamePartition, Index.Partition of the
+// primary's for OtherPartition), and a non-unique copy's RowKey must end
+// with that primary's keys. Any other copy is ErrCorrupt, never data:
+// Lookup returns it, Find and Range end with it, Check reports the row as
+// an orphan and Rebuild deletes it. A copy's Value holds only what its
+// index copies (its keys; Listed: Fields; Whole: every property), never a
+// property the Sealer seals; the worker deletes only copies an intent's
+// primary could have had, and replaces a unique value's row only when it
+// is that primary's or a row the index could not have written.
+//
+// So a writer holding only partition Sales can forge Sales's own rows
+// (its entities, and copies naming them, as it could write the entities
+// anyway), and nothing else: no lookup in Sales returns another
+// partition's entity or a field its index does not copy, and it cannot
+// write the copies of an OtherPartition index, which live in other
+// partitions (its entities reach them only as every entity's do, through
+// the worker and Rebuild, which compute them from the primary and leave a
+// unique value with the entity that holds its copy). Whoever can write an
+// index partition shared by several primary partitions can forge lookups
+// of all of them: give that partition (or Index.Table) only to the
+// Store's writers and worker.
 //
 // # Cost in round trips
 //
@@ -83,7 +127,8 @@
 //	                      OtherPartition indexes
 //	Get                   1
 //	Lookup (unique)       1, +1 to fetch the primary (KeysOnly, or Fetch)
-//	Find, Range           1 per page of copies, + 1 per entity fetched
+//	Find, Range           1 per page of copies (of every partition sharing
+//	                      the index partition), + 1 per entity fetched
 //	                      (in parallel, in index order)
 //	Verify                1
 //	Check, Rebuild        1 per page of primaries and of each index's

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -37,15 +39,19 @@ func TestInterPartition(t *testing.T) {
 	if cur, ok, err := s.Verify(ctx, "email2", e); err != nil || !ok || cur.ETag == "" {
 		t.Fatalf("Verify: %v, %v", ok, err)
 	}
-	var ages []string
-	for e, err := range s.Range(ctx, "anything", "age", []string{"000"}, []string{"999"}, nil) {
-		if err != nil {
-			t.Fatal(err)
+	// The organisation-wide age index: pk "" is every partition, a pk
+	// only its own.
+	for pk, want := range map[string]string{"": "[Jones/]", "Sales": "[Jones/]", "Ops": "[]"} {
+		var ages []string
+		for e, err := range s.Range(ctx, pk, "age", []string{"000"}, []string{"999"}, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			ages = append(ages, e.Value.LastName+"/"+e.Value.FirstName)
 		}
-		ages = append(ages, e.Value.LastName+"/"+e.Value.FirstName)
-	}
-	if fmt.Sprint(ages) != "[Jones/]" { // a Listed copy holds LastName only
-		t.Fatalf("the organisation-wide age index: %v", ages)
+		if fmt.Sprint(ages) != want { // a Listed copy holds LastName only
+			t.Fatalf("the organisation-wide age index, partition %q: %v, want %s", pk, ages, want)
+		}
 	}
 	if _, err := s.Modify(ctx, "Sales", "000223", func(e *Employee) error { e.Email, e.Age = "jo@contoso.com", 30; return nil }); err != nil {
 		t.Fatal(err)
@@ -240,5 +246,127 @@ func TestInterPartitionUniqueSwap(t *testing.T) {
 	r.clean(t, "")
 	if e, err := s.Lookup(ctx, "Sales", "email2", []string{"e0@contoso.com"}, nil); err != nil || e.ID != "00000C" {
 		t.Fatalf("e0 after the swap: %+v, %v", e, err)
+	}
+}
+
+// An organisation-wide index (one constant partition): the copies of
+// Sales/000223 and Ops/000223 with the same value are two rows, Find with
+// pk "" returns both, with a pk only that partition's; Check sees a lost
+// copy.
+func TestOrgWideIndexKeepsEveryPartition(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil, true)
+	ctx := context.Background()
+	s := r.store
+	w := r.worker(t)
+	ops := jo()
+	ops.Department, ops.FirstName, ops.Email = "Ops", "Ola", "ola@contoso.com"
+	for _, e := range []Employee{jo(), ops} {
+		if _, err := s.Insert(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, w)
+	r.clean(t, "")
+	find := func(pk string) string {
+		t.Helper()
+		var got []string
+		r.ft.Reset()
+		for e, err := range s.Find(ctx, pk, "age", []string{"029"}, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, e.PartitionKey+"/"+e.ID+"/"+e.Value.LastName)
+		}
+		if r.ft.Count() != 1 {
+			t.Errorf("Find %q: %d round trips, want 1", pk, r.ft.Count())
+		}
+		return strings.Join(got, " ")
+	}
+	if got := find(""); got != "Ops/000223/Jones Sales/000223/Jones" {
+		t.Fatalf("Find in every partition: %q", got)
+	}
+	if got := find("Sales"); got != "Sales/000223/Jones" {
+		t.Fatalf("Find in Sales: %q", got)
+	}
+	if got := find("Ops"); got != "Ops/000223/Jones" {
+		t.Fatalf("Find in Ops: %q", got)
+	}
+	if got := find("HR"); got != "" {
+		t.Fatalf("Find in HR: %q", got)
+	}
+	// Each copy is its own row, keyed by value, then partition, then id.
+	rk := keys.Join("age", "029", "Sales", "000223")
+	if err := r.other.Delete(ctx, "everyone", rk, azcore.ETagAny); err != nil {
+		t.Fatalf("deleting Sales's copy %q: %v", rk, err)
+	}
+	d, err := s.Check(ctx, "")
+	if err != nil || len(d.Missing) != 1 || d.Missing[0].RowKey != rk || len(d.Stale)+len(d.Orphans) != 0 {
+		t.Fatalf("Check after a copy was lost: %+v, %v", d, err)
+	}
+	if d, err = s.Rebuild(ctx, ""); err != nil || d.Fixed != 1 {
+		t.Fatalf("Rebuild: %+v, %v", d, err)
+	}
+	if got := find(""); got != "Ops/000223/Jones Sales/000223/Jones" {
+		t.Fatalf("Find after Rebuild: %q", got)
+	}
+}
+
+// A unique organisation-wide index keeps one copy per value: when two
+// entities of different partitions have the same value, the one without
+// the copy is Missing to Check (before and after Rebuild, which cannot
+// give a unique value twice and says so), never hidden by the other.
+func TestOrgWideUniqueDuplicateIsSeen(t *testing.T) {
+	t.Parallel()
+	mail := secondaryindex.Index[Employee]{Name: "mail", Unique: true, Holds: secondaryindex.KeysOnly, Where: secondaryindex.OtherPartition,
+		Partition: func(string) string { return "mail" }, Key: func(e *Employee) []string { return []string{e.Email} }}
+	r := newRig(t, []secondaryindex.Index[Employee]{mail}, true)
+	ctx := context.Background()
+	s := r.store
+	ops := jo()
+	ops.Department = "Ops"
+	for _, e := range []Employee{jo(), ops} { // no worker: Rebuild makes the copies
+		if _, err := s.Insert(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	missing := func(d secondaryindex.Drift) (n int) {
+		for _, m := range d.Missing {
+			if m.Index == "mail" {
+				n++
+			}
+		}
+		return n
+	}
+	d, err := s.Check(ctx, "")
+	if err != nil || missing(d) != 2 {
+		t.Fatalf("Check before any copy: %+v, %v; want both mail copies missing", d, err)
+	}
+	d, err = s.Rebuild(ctx, "")
+	if !errors.Is(err, secondaryindex.ErrDuplicate) || !strings.Contains(err.Error(), `"mail"`) {
+		t.Fatalf("Rebuild: %+v, %v; want ErrDuplicate for the second entity", d, err)
+	}
+	holder, err := s.Lookup(ctx, "", "mail", []string{jo().Email}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		d, err = s.Check(ctx, "")
+		if err != nil || missing(d) != 1 || len(d.Stale)+len(d.Orphans) != 0 {
+			t.Fatalf("Check with a duplicate: %+v, %v; want the one mail copy missing", d, err)
+		}
+		other := map[string]string{"Sales": "Ops", "Ops": "Sales"}[holder.PartitionKey]
+		if d, err := s.Check(ctx, other); err != nil || missing(d) != 1 {
+			t.Fatalf("Check of %s, which lacks its copy: %+v, %v", other, d, err)
+		}
+		if d, err := s.Check(ctx, holder.PartitionKey); missing(d) != 0 || !d.Clean() {
+			t.Fatalf("Check of %s, which holds the copy: %+v, %v", holder.PartitionKey, d, err)
+		}
+		if _, err := s.Rebuild(ctx, ""); !errors.Is(err, secondaryindex.ErrDuplicate) {
+			t.Fatalf("Rebuild again: %v", err)
+		}
+		if e, err := s.Lookup(ctx, "", "mail", []string{jo().Email}, nil); err != nil || e.PartitionKey != holder.PartitionKey {
+			t.Fatalf("Rebuild moved the value to %+v, %v", e, err)
+		}
 	}
 }

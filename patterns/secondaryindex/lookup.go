@@ -29,10 +29,13 @@ type LookupOptions struct {
 	Select []string
 }
 
-// Lookup finds the entity whose unique index has value (its parts): 1
-// point query of the copy, +1 to fetch the primary (KeysOnly or Fetch).
-// pk is the primary's partition (for an OtherPartition index, the copies'
-// partition is derived from it). ErrNotFound when no entity has the value.
+// Lookup finds the entity of partition pk whose unique index has value
+// (its parts): 1 point query of the copy, +1 to fetch the primary
+// (KeysOnly or Fetch). The copy is read from pk's index partition (pk
+// itself, or Index.Partition(pk)); in a partition shared by several
+// primary partitions (an organisation-wide index), pk "" finds the value
+// in any of them. ErrNotFound when no entity (of pk) has the value;
+// ErrCorrupt when the copy is not one the index could have written.
 func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string, opts *LookupOptions) (Entity[T], error) {
 	ix, err := s.indexNamed(index)
 	if err != nil {
@@ -49,23 +52,40 @@ func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string,
 	if err != nil {
 		return Entity[T]{}, err
 	}
-	e, err := s.decodeCopy(d)
-	if err != nil || !s.fetches(ix, opts) {
-		return e, err
+	e, err := s.decodeCopy(ix, d)
+	switch {
+	case err != nil:
+		return Entity[T]{}, err
+	case !inScope(pk, e):
+		return Entity[T]{}, fmt.Errorf("%w: index %q: no entity of partition %q has value %q", ErrNotFound, index, pk, value)
+	case !s.fetches(ix, opts):
+		return e, nil
 	}
 	return s.Get(ctx, e.PartitionKey, e.ID)
 }
 
-// Find returns the entities whose index value starts with value (all its
-// parts, or the first few of a compound value), in index order: 1 range
-// query per page of copies, plus the fetches.
+// inScope reports whether e, read from a copy, is an entity of partition
+// pk ("": of any partition). Only a shared index partition holds copies
+// of other partitions (refOf checked the rest).
+func inScope[T any](pk string, e Entity[T]) bool {
+	return pk == "" || e.PartitionKey == pk
+}
+
+// Find returns the entities of partition pk whose index value starts with
+// value (all its parts, or the first few of a compound value), in index
+// order: 1 range query per page of copies, plus the fetches. The copies
+// are read from pk's index partition, as Lookup's; in a partition shared
+// by several primary partitions the copies of the others are read and
+// skipped, and pk "" returns the entities of all of them. A copy the index
+// could not have written ends the sequence with ErrCorrupt.
 func (s *Store[T]) Find(ctx context.Context, pk, index string, value []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
 	return s.Range(ctx, pk, index, value, value, opts)
 }
 
-// Range returns the entities whose index value is from from to to, both
-// included (as prefixes: to ["Jones"] includes "Jones", "Smith"]), in
-// index order: 1 range query per page of copies, plus the fetches.
+// Range returns the entities of partition pk whose index value is from
+// from to to, both included (as prefixes: to ["Jones"] includes "Jones",
+// "Smith"]), in index order: 1 range query per page of copies, plus the
+// fetches. pk is as for Find.
 func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
 	return func(yield func(Entity[T], error) bool) {
 		ix, err := s.indexNamed(index)
@@ -91,7 +111,10 @@ func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []strin
 			for d, err := range s.copyTable(ix).Query(ctx, &table.Query{Filter: f, PageSize: o.PageSize, Select: sel}) {
 				var e Entity[T]
 				if err == nil {
-					e, err = s.decodeCopy(d)
+					e, err = s.decodeCopy(ix, d)
+				}
+				if err == nil && !inScope(pk, e) {
+					continue
 				}
 				if !yield(e, err) || err != nil {
 					return
@@ -137,10 +160,7 @@ func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []strin
 // bounds returns the copies' partition and the RowKey range of values from
 // to to (inclusive, as prefixes).
 func (s *Store[T]) bounds(ix *Index[T], pk string, from, to []string) (cpk, lo, hi string, err error) {
-	cpk = pk
-	if ix.Where == OtherPartition {
-		cpk = ix.Partition(pk)
-	}
+	cpk = copyPartition(ix, pk)
 	if len(from) == 0 || len(to) == 0 {
 		return "", "", "", fmt.Errorf("%w: index %q: a lookup needs at least one value part", ErrInvalid, ix.Name)
 	}

@@ -169,3 +169,26 @@ func TestFindFetchesInOrder(t *testing.T) {
 		t.Fatalf("Find with a primary that cannot be read: %d entities, then %v", n, err)
 	}
 }
+
+// Rebuild repairs an entity that lost copies of both kinds: its
+// SamePartition copy in its own transaction, its OtherPartition copy by
+// reconciling it.
+func TestRebuildBothKindsOfDrift(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, intraIndexes(), true)
+	ctx := context.Background()
+	w := r.worker(t)
+	if _, err := r.store.Insert(ctx, jo()); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, w)
+	for _, k := range [][2]string{{"Sales", "email!jonesj@contoso.2Ecom"}, {"email2!Sales", "email2!jonesj@contoso.2Ecom"}} {
+		if err := r.tbl.Delete(ctx, k[0], k[1], azcore.ETagAny); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, err := r.store.Rebuild(ctx, ""); err != nil || len(d.Missing) != 2 || d.Fixed != 2 {
+		t.Fatalf("Rebuild: %+v, %v", d, err)
+	}
+	r.clean(t, "")
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -123,7 +124,8 @@ func (s *Store[T]) wanted(ctx context.Context, pk, id string) (map[string]row, a
 
 // putCopy writes copy w of primary pk/id. A unique index's copy is
 // inserted; if the value's row exists it is replaced only when it is this
-// primary's (an ErrDuplicate otherwise: another entity has the value).
+// primary's, or a row the index could not have written (an ErrDuplicate
+// otherwise: another entity has the value).
 func (s *Store[T]) putCopy(ctx context.Context, ix *Index[T], w row, pk, id string) error {
 	t := s.copyTable(ix)
 	d := table.Dynamic{PartitionKey: w.pk, RowKey: w.rk, Properties: w.props}
@@ -139,16 +141,20 @@ func (s *Store[T]) putCopy(ctx context.Context, ix *Index[T], w row, pk, id stri
 	if err != nil {
 		return err
 	}
-	if rpk, rid, err := refOf(cur); err != nil || rpk != pk || rid != id {
-		return fmt.Errorf("%w: index %q value row %q belongs to %q", ErrDuplicate, ix.Name, w.rk, cur.Properties[RefProperty])
+	if rpk, rid, err := s.refOf(ix, cur); err == nil && (rpk != pk || rid != id) {
+		return fmt.Errorf("%w: index %q value row %q belongs to %q", ErrDuplicate, ix.Name, w.rk, keys.Join(rpk, rid))
 	}
 	_, err = t.Update(ctx, d, cur.ETag, table.Replace)
 	return err
 }
 
 // deleteCopy deletes copy ref if it is still primary pk/id's (a unique
-// value may have passed to another entity since).
+// value may have passed to another entity since). A ref the index could
+// not have written for pk/id (a forged intent) is left alone, unread.
 func (s *Store[T]) deleteCopy(ctx context.Context, ix *Index[T], ref copyRef, pk, id string) error {
+	if !s.owns(ix, ref.PK, ref.RK, pk, id) {
+		return nil
+	}
 	t := s.copyTable(ix)
 	cur, err := t.Get(ctx, ref.PK, ref.RK, nil)
 	if errors.Is(err, table.ErrNotFound) {
@@ -157,7 +163,7 @@ func (s *Store[T]) deleteCopy(ctx context.Context, ix *Index[T], ref copyRef, pk
 	if err != nil {
 		return err
 	}
-	if rpk, rid, err := refOf(cur); err != nil || rpk != pk || rid != id {
+	if rpk, rid, err := s.refOf(ix, cur); err != nil || rpk != pk || rid != id {
 		return nil
 	}
 	err = t.Delete(ctx, ref.PK, ref.RK, cur.ETag)

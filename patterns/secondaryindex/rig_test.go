@@ -47,6 +47,7 @@ type rig struct {
 	ft    *faults.Transport
 	store *secondaryindex.Store[Employee]
 	q     *eventual.Queue
+	other *table.Table[table.Dynamic] // the age index's table (inter)
 }
 
 // newRig builds a Store over a fresh table; with inter, it adds an
@@ -76,6 +77,7 @@ func newRig(t *testing.T, indexes []secondaryindex.Index[Employee], inter bool) 
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.other = other
 		opts.Queue = r.q
 		opts.Indexes = append(opts.Indexes,
 			secondaryindex.Index[Employee]{Name: "email2", Unique: true, Where: secondaryindex.OtherPartition, Key: func(e *Employee) []string { return []string{e.Email} }},

@@ -24,8 +24,18 @@ var ErrInvalid = errors.New("secondaryindex: invalid request")
 
 // ErrDuplicate is returned (with table.ErrAlreadyExists) when a write
 // would give a unique index a value another entity has: nothing was
-// written. The error names the index and the value.
+// written. The error names the index and the value. The worker of a
+// unique OtherPartition index returns it when the value's copy is
+// another entity's, and Rebuild when two entities have one value (Check
+// reports the one without the copy as Missing).
 var ErrDuplicate = errors.New("secondaryindex: duplicate value in a unique index")
+
+// ErrCorrupt is returned by a read that met an index copy this index
+// could not have written: one that names a primary its partition cannot
+// hold (another tenant's entity), or whose keys do not match the primary
+// it names. Such a row is drift, planted or damaged: Check reports it as
+// an orphan and Rebuild deletes it. The error names the row.
+var ErrCorrupt = errors.New("secondaryindex: an index copy this index could not have written")
 
 // ErrNotFound is table.ErrNotFound: no entity, or no entity with that
 // indexed value.
@@ -77,8 +87,10 @@ type Index[T any] struct {
 	// index). Parts may be any strings; they are escaped (keys.Join).
 	Key func(v *T) []string
 	// Unique makes the index reject a value that another entity has. A
-	// non-unique index appends the primary's id to its copies' RowKeys, so
-	// copies never collide.
+	// non-unique index appends the primary's id to its copies' RowKeys
+	// (an OtherPartition one, the primary's PartitionKey and id), so
+	// copies never collide. A unique OtherPartition index whose Partition
+	// is shared by several primary partitions is unique across them.
 	Unique bool
 	// Holds says what the copies hold; Fields lists the properties of a
 	// Listed index.
@@ -89,7 +101,11 @@ type Index[T any] struct {
 	Where Where
 	// Partition maps a primary's PartitionKey to the partition of its
 	// copies, for OtherPartition. Default: keys.Join(Name, pk) ("email!Sales").
-	// Return a constant for one organisation-wide index partition.
+	// Return a constant for one organisation-wide index partition: then
+	// Lookup, Find and Range with pk "" search every primary partition,
+	// and with a pk only that one's entities. It must be a pure function:
+	// it also checks, on every read, that a copy is in the partition of
+	// the primary it names.
 	Partition func(pk string) string
 	// Table holds the copies of an OtherPartition index in another table.
 	// Default: the primary's table.
@@ -270,15 +286,9 @@ func (s *Store[T]) copyOf(ix *Index[T], v *T, d table.Dynamic) (r row, ok bool, 
 	if parts == nil {
 		return r, false, nil
 	}
-	kp := append([]string{ix.Name}, parts...)
-	if !ix.Unique {
-		kp = append(kp, d.RowKey)
-	}
+	kp := append(append([]string{ix.Name}, parts...), idParts(ix, d.PartitionKey, d.RowKey)...)
 	r.rk = keys.Join(kp...)
-	r.pk = d.PartitionKey
-	if ix.Where == OtherPartition {
-		r.pk = ix.Partition(d.PartitionKey)
-	}
+	r.pk = copyPartition(ix, d.PartitionKey)
 	if err := keys.Validate(r.pk); err != nil {
 		return r, false, fmt.Errorf("%w: index %q: partition %q: %v", ErrInvalid, ix.Name, r.pk, err)
 	}
@@ -366,24 +376,76 @@ func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], erro
 	return e, err
 }
 
-// refOf returns the primary a copy names.
-func refOf(d table.Dynamic) (pk, id string, err error) {
-	ref, _ := d.Properties[RefProperty].(string)
-	parts, err := keys.Split(ref)
-	if err != nil || len(parts) != 2 {
-		return "", "", fmt.Errorf("secondaryindex: row %q/%q has no valid %s", d.PartitionKey, d.RowKey, RefProperty)
+// idParts are the last parts of the RowKey of primary pk/id's copy in
+// index ix: none for a unique index, else the id, preceded by pk for an
+// OtherPartition index (whose partition may hold the copies of several
+// primary partitions), so copies never share a row.
+func idParts[T any](ix *Index[T], pk, id string) []string {
+	switch {
+	case ix.Unique:
+		return nil
+	case ix.Where == OtherPartition:
+		return []string{pk, id}
+	default:
+		return []string{id}
 	}
-	return parts[0], parts[1], nil
 }
 
-// decodeCopy turns an index copy into an Entity (FromCopy).
-func (s *Store[T]) decodeCopy(d table.Dynamic) (Entity[T], error) {
-	pk, id, err := refOf(d)
+// copyPartition is the partition of primary partition pk's copies in ix.
+func copyPartition[T any](ix *Index[T], pk string) string {
+	if ix.Where == OtherPartition {
+		return ix.Partition(pk)
+	}
+	return pk
+}
+
+// owns reports whether index ix could have written a copy of primary
+// pk/id at cpk/crk: valid primary keys, the partition ix keeps pk's copies
+// in, a RowKey of ix ending with the primary's idParts.
+func (s *Store[T]) owns(ix *Index[T], cpk, crk, pk, id string) bool {
+	if keys.Validate(pk) != nil || keys.Validate(s.primaryKey(id)) != nil || copyPartition(ix, pk) != cpk {
+		return false
+	}
+	parts, err := keys.Split(crk)
+	tail := idParts(ix, pk, id)
+	return err == nil && len(parts) > len(tail) && parts[0] == ix.Name && slices.Equal(parts[len(parts)-len(tail):], tail)
+}
+
+// refOf returns the primary that d, a row read as a copy of index ix,
+// names; ErrCorrupt unless ix could have written d for it (see owns).
+func (s *Store[T]) refOf(ix *Index[T], d table.Dynamic) (pk, id string, err error) {
+	ref, _ := d.Properties[RefProperty].(string)
+	parts, err := keys.Split(ref)
+	if err == nil && len(parts) == 2 && s.owns(ix, d.PartitionKey, d.RowKey, parts[0], parts[1]) {
+		return parts[0], parts[1], nil
+	}
+	if len(ref) > 64 {
+		ref = ref[:64] + "..."
+	}
+	return "", "", fmt.Errorf("%w: index %q: row %q/%q names primary %q", ErrCorrupt, ix.Name, d.PartitionKey, d.RowKey, ref)
+}
+
+// decodeCopy turns d, a copy of index ix, into an Entity (FromCopy): its
+// keys from RefProperty (checked by refOf), its fields only those ix
+// copies (none for KeysOnly, Fields for Listed), so a property added to a
+// copy, such as one a Sealer seals, never reaches the Value.
+func (s *Store[T]) decodeCopy(ix *Index[T], d table.Dynamic) (Entity[T], error) {
+	pk, id, err := s.refOf(ix, d)
 	if err != nil {
 		return Entity[T]{}, err
 	}
-	props := maps.Clone(d.Properties)
-	delete(props, RefProperty)
+	props := map[string]any{}
+	switch ix.Holds {
+	case Whole:
+		props = maps.Clone(d.Properties)
+		delete(props, RefProperty)
+	case Listed:
+		for _, f := range ix.Fields {
+			if v, ok := d.Properties[f]; ok {
+				props[f] = v
+			}
+		}
+	}
 	v, err := table.FromDynamic[T](table.Dynamic{PartitionKey: pk, RowKey: id, Properties: props})
 	return Entity[T]{Value: v, PartitionKey: pk, ID: id, FromCopy: true, copyKey: d.RowKey}, err
 }
