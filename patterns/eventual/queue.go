@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
@@ -54,10 +55,12 @@ type Options struct {
 	// MaxDeliveries times, or cannot be read. Required.
 	Poison *azqueue.QueueClient
 	// Blobs is the container for payloads too large for a message (claim
-	// checks): such a payload is uploaded as a blob named intents/<id>, the
-	// message carries the name, and the worker deletes the blob when the
-	// intent is done. Default (nil): such payloads are rejected
-	// (ErrInvalid).
+	// checks, up to MaxPayloadSize): such a payload is uploaded as a blob
+	// named intents/<id>/<32 hex digits unique to the upload> (with
+	// "commit-" before the digits for Commit's intents), the message
+	// carries the name, and the worker empties the blob when the intent is
+	// done; Sweep deletes emptied claim checks. Default (nil): such
+	// payloads are rejected (ErrInvalid).
 	Blobs *container.Client
 	// Tables are the tables Commit writes primaries to: the commit records
 	// live there, beside the primaries. Commit refuses other clients; a
@@ -193,6 +196,9 @@ func (q *Queue) prepare(ctx context.Context, d *Draft) (text, blobName string, e
 	if len(text) <= maxEnvelope/3*4 {
 		return text, "", nil
 	}
+	if n := len(d.env.Payload); n > MaxPayloadSize {
+		return "", "", fmt.Errorf("%w: %w: the payload of intent %s (%s) is %d bytes of JSON, more than MaxPayloadSize (%d)", ErrInvalid, table.ErrTooLarge, d.env.ID, d.env.Kind, n, MaxPayloadSize)
+	}
 	if q.blobs == nil {
 		return "", "", fmt.Errorf("%w: intent %s (%s) is %d bytes as a message, more than the queue's %d, and Options.Blobs is not set for claim checks", ErrInvalid, d.env.ID, d.env.Kind, len(text), maxEnvelope/3*4)
 	}
@@ -200,7 +206,7 @@ func (q *Queue) prepare(ctx context.Context, d *Draft) (text, blobName string, e
 	if err != nil {
 		return "", "", err
 	}
-	blobName = "intents/" + d.env.ID + "/" + suffix // unique per upload
+	blobName = claimCheckName(d.env.ID, suffix, d.env.Commit != nil) // unique per upload
 	if err := q.step("upload"); err != nil {
 		return "", "", err
 	}
@@ -444,6 +450,20 @@ func (q *Queue) deleteBlob(ctx context.Context, name string) error {
 	_, err := q.blobs.NewBlobClient(name).Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: ptr(blob.DeleteSnapshotsOptionTypeInclude)})
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
 		return fmt.Errorf("eventual: deleting claim-check blob %s: %w", name, err)
+	}
+	return nil
+}
+
+// retire empties the claim check name of an intent that is done (1 round
+// trip): a message that still names it (a duplicate of a resent enqueue)
+// then finds the intent done, and Sweep deletes it later. A blob already
+// gone stays gone.
+func (q *Queue) retire(ctx context.Context, name string) error {
+	_, err := q.blobs.NewBlockBlobClient(name).UploadBuffer(ctx, nil, &blockblob.UploadBufferOptions{
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: ptr(azcore.ETagAny)}},
+	})
+	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ConditionNotMet) {
+		return fmt.Errorf("eventual: emptying claim-check blob %s: %w", name, err)
 	}
 	return nil
 }
