@@ -188,7 +188,8 @@
 // Commit records); the only rows the worker itself writes or removes for a
 // message are commit records of the message's own id (RowKey
 // table.ReservedPrefix + "intent~" + id), in the named partition of one of
-// Options.Tables.
+// Options.Tables. Errors, log lines, events and stored errors carry no
+// shared access signature.
 //
 // A queue writer (no key signs messages: access to the queue is the trust
 // boundary for intents) can therefore start intents of any kind with any

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/keys"
 )
 
@@ -268,7 +269,7 @@ func validKind(name string) error {
 // errorText is err's text without signatures, cut so that it takes at most
 // maxErrorText bytes as a JSON string (escapes included): for what is
 // stored (a message's last error, the poison queue, a commit record).
-func errorText(err error) string { return cutJSON(err.Error(), maxErrorText) }
+func errorText(err error) string { return cutJSON(redact.Text(err.Error()), maxErrorText) }
 
 // cutJSON cuts s so that it takes at most n bytes as a JSON string.
 func cutJSON(s string, n int) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -146,7 +147,7 @@ func (q *Queue) sweepClaimChecks(ctx context.Context, olderThan time.Duration) (
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return n, fmt.Errorf("eventual: listing claim checks: %w", err)
+			return n, fmt.Errorf("eventual: listing claim checks: %w", redact.Error(err))
 		}
 		for _, b := range page.Segment.BlobItems {
 			p := b.Properties
@@ -160,7 +161,7 @@ func (q *Queue) sweepClaimChecks(ctx context.Context, olderThan time.Duration) (
 				n++
 			case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ConditionNotMet):
 			default:
-				return n, fmt.Errorf("eventual: deleting claim-check blob %s: %w", *b.Name, err)
+				return n, fmt.Errorf("eventual: deleting claim-check blob %s: %w", *b.Name, redact.Error(err))
 			}
 		}
 	}
@@ -220,7 +221,7 @@ func (q *Queue) Poisoned(ctx context.Context, max int) ([]PoisonedIntent, error)
 	}
 	resp, err := q.poison.PeekMessages(ctx, &azqueue.PeekMessagesOptions{NumberOfMessages: ptr(int32(max))})
 	if err != nil {
-		return nil, fmt.Errorf("eventual: reading the poison queue: %w", err)
+		return nil, fmt.Errorf("eventual: reading the poison queue: %w", redact.Error(err))
 	}
 	var out []PoisonedIntent
 	for _, m := range resp.Messages {

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -176,7 +177,7 @@ func (q *Queue) Enqueue(ctx context.Context, d Draft) (Enqueued, error) {
 	}
 	resp, err := q.q.EnqueueMessage(ctx, text, &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1))})
 	if err != nil {
-		return Enqueued{}, fmt.Errorf("eventual: enqueueing intent %s (%s): %w", d.env.ID, d.env.Kind, err)
+		return Enqueued{}, fmt.Errorf("eventual: enqueueing intent %s (%s): %w", d.env.ID, d.env.Kind, redact.Error(err))
 	}
 	return Enqueued{ID: d.env.ID, MessageID: messageID(resp), Blob: blobName}, nil
 }
@@ -212,7 +213,7 @@ func (q *Queue) prepare(ctx context.Context, d *Draft) (text, blobName string, e
 	}
 	_, err = q.blobs.NewBlockBlobClient(blobName).UploadBuffer(ctx, d.env.Payload, nil)
 	if err != nil {
-		return "", "", fmt.Errorf("eventual: uploading the payload of intent %s (%s) to blob %s: %w", d.env.ID, d.env.Kind, blobName, err)
+		return "", "", fmt.Errorf("eventual: uploading the payload of intent %s (%s) to blob %s: %w", d.env.ID, d.env.Kind, blobName, redact.Error(err))
 	}
 	env := d.env
 	env.Payload, env.Blob = nil, blobName
@@ -299,7 +300,7 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		resp, err := q.q.EnqueueMessage(ctx, texts[i], &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1)), VisibilityTimeout: ptr(int32(q.window / time.Second))})
 		if err != nil {
 			q.cancel(ctx, res.Intents, receipts[:i])
-			return CommitResult{}, fmt.Errorf("eventual: reserving intent %s (%s), nothing committed: %w", intents[i].env.ID, intents[i].env.Kind, err)
+			return CommitResult{}, fmt.Errorf("eventual: reserving intent %s (%s), nothing committed: %w", intents[i].env.ID, intents[i].env.Kind, redact.Error(err))
 		}
 		res.Intents[i].ID, res.Intents[i].MessageID = intents[i].env.ID, messageID(resp)
 		receipts[i], messages[i] = popReceipt(resp), messageID(resp)
@@ -372,7 +373,7 @@ func (q *Queue) settleFailure(ctx context.Context, rt *table.Table[record], pk s
 		return batchErr
 	case err != nil:
 		// Undecided: the worker settles it when the window ends.
-		return fmt.Errorf("%w: %w (and reading its commit record failed: %v)", errLeaveToWorker, batchErr, err)
+		return fmt.Errorf("%w: %w (and reading its commit record failed: %v)", errLeaveToWorker, batchErr, redact.Error(err))
 	case rec.State == stateAborted:
 		return fmt.Errorf("%w: a worker ruled intent %s out after its window; commit again with new Drafts (Kind.New): %w", ErrCommitWindow, d.env.ID, batchErr)
 	case rec.Message != message:
@@ -449,7 +450,7 @@ func (q *Queue) cancel(ctx context.Context, in []Enqueued, receipts []string) {
 func (q *Queue) deleteBlob(ctx context.Context, name string) error {
 	_, err := q.blobs.NewBlobClient(name).Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: ptr(blob.DeleteSnapshotsOptionTypeInclude)})
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return fmt.Errorf("eventual: deleting claim-check blob %s: %w", name, err)
+		return fmt.Errorf("eventual: deleting claim-check blob %s: %w", name, redact.Error(err))
 	}
 	return nil
 }
@@ -463,7 +464,7 @@ func (q *Queue) retire(ctx context.Context, name string) error {
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: ptr(azcore.ETagAny)}},
 	})
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ConditionNotMet) {
-		return fmt.Errorf("eventual: emptying claim-check blob %s: %w", name, err)
+		return fmt.Errorf("eventual: emptying claim-check blob %s: %w", name, redact.Error(err))
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -229,10 +230,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 		case err != nil && fatal(err):
-			runErr = fmt.Errorf("eventual: reading queue %s: %w", w.q.q.URL(), err)
+			runErr = fmt.Errorf("eventual: reading queue %s: %w", redact.URL(w.q.q.URL()), redact.Error(err))
 		case err != nil || got == 0:
 			if err != nil && w.log != nil {
-				w.log.Warn("eventual: dequeue failed", "err", err.Error())
+				w.log.Warn("eventual: dequeue failed", "err", redact.Text(err.Error()))
 			}
 			retry.Sleep(ctx, w.idle.Delay(empty))
 			empty++
@@ -280,7 +281,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 		if w.inflight.Load() == 0 {
 			props, err := w.q.q.GetProperties(ctx, nil)
 			if err != nil {
-				return fmt.Errorf("eventual: reading queue %s: %w", w.q.q.URL(), err)
+				return fmt.Errorf("eventual: reading queue %s: %w", redact.URL(w.q.q.URL()), redact.Error(err))
 			}
 			if props.ApproximateMessagesCount != nil && *props.ApproximateMessagesCount == 0 && w.inflight.Load() == 0 {
 				return nil
@@ -485,7 +486,7 @@ func (w *Worker) download(ctx context.Context, name string) ([]byte, error) {
 	}
 	resp, err := w.q.blobs.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
-		err = fmt.Errorf("eventual: reading claim-check blob %s: %w", name, err)
+		err = fmt.Errorf("eventual: reading claim-check blob %s: %w", name, redact.Error(err))
 		if bloberror.HasCode(err, bloberror.BlobNotFound) {
 			// Removed by someone else, or by Sweep long after the intent
 			// completed (a duplicate message that waited longer).
@@ -500,7 +501,7 @@ func (w *Worker) download(ctx context.Context, name string) ([]byte, error) {
 	payload, err := io.ReadAll(io.LimitReader(resp.Body, MaxPayloadSize+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("eventual: reading claim-check blob %s: %w", name, err)
+		return nil, fmt.Errorf("eventual: reading claim-check blob %s: %w", name, redact.Error(err))
 	case len(payload) > MaxPayloadSize:
 		return nil, tooLarge(int64(len(payload)))
 	}
@@ -525,7 +526,7 @@ func (w *Worker) finish(ctx context.Context, d *delivery) error {
 	if c := d.env.Commit; c != nil {
 		rt := w.q.byName[c.Table]
 		if err := rt.Delete(ctx, c.PartitionKey, recordKey(d.env.ID), d.etag); err != nil && !isNotFound(err) {
-			return fmt.Errorf("eventual: removing the commit record of intent %s: %w", d.env.ID, err)
+			return fmt.Errorf("eventual: removing the commit record of intent %s: %w", d.env.ID, redact.Error(err))
 		}
 		if err := w.q.step("unrecorded"); err != nil {
 			return err
@@ -611,7 +612,7 @@ func (w *Worker) poison(ctx context.Context, d *delivery, cause error) {
 	}
 	if err != nil {
 		// Not poisoned: the message comes back and is poisoned then.
-		w.emit(d, Failed, fmt.Errorf("moving to the poison queue: %w (cause: %s)", err, msg))
+		w.emit(d, Failed, fmt.Errorf("moving to the poison queue: %w (cause: %s)", redact.Error(err), msg))
 		return
 	}
 	if w.q.step("poisoned") != nil {
@@ -719,7 +720,7 @@ func (w *Worker) updateLocked(ctx context.Context, d *delivery, secs int32) erro
 		if queueerror.HasCode(err, queueerror.PopReceiptMismatch, queueerror.MessageNotFound) || errors.Is(err, retry.ErrOutcomeUnknown) {
 			d.lost = true // an unknown update may have changed the receipt
 		}
-		return fmt.Errorf("eventual: updating message %s: %w", d.id, err)
+		return fmt.Errorf("eventual: updating message %s: %w", d.id, redact.Error(err))
 	}
 	if resp.PopReceipt != nil {
 		d.pop = *resp.PopReceipt
@@ -739,7 +740,7 @@ func (w *Worker) deleteMessage(ctx context.Context, d *delivery) error {
 	}
 	_, err := w.q.q.DeleteMessage(ctx, d.id, d.pop, nil)
 	if err != nil && !queueerror.HasCode(err, queueerror.MessageNotFound) {
-		return fmt.Errorf("eventual: deleting message %s: %w", d.id, err)
+		return fmt.Errorf("eventual: deleting message %s: %w", d.id, redact.Error(err))
 	}
 	return nil
 }
@@ -748,7 +749,7 @@ func (w *Worker) emit(d *delivery, t EventType, err error) {
 	if w.onEvent == nil && w.log == nil {
 		return
 	}
-	ev := Event{Type: t, ID: d.env.ID, Kind: d.env.Kind, MessageID: d.id, DequeueCount: d.count, Elapsed: time.Since(d.start), Err: err}
+	ev := Event{Type: t, ID: d.env.ID, Kind: d.env.Kind, MessageID: d.id, DequeueCount: d.count, Elapsed: time.Since(d.start), Err: redact.Error(err)}
 	if w.onEvent != nil {
 		w.onEvent(ev)
 	}
@@ -762,7 +763,7 @@ func (w *Worker) emit(d *delivery, t EventType, err error) {
 		}
 		attrs := []any{"id", ev.ID, "kind", ev.Kind, "message", ev.MessageID, "dequeue_count", ev.DequeueCount, "elapsed", ev.Elapsed}
 		if err != nil {
-			attrs = append(attrs, "err", err)
+			attrs = append(attrs, "err", redact.Text(err.Error()))
 		}
 		w.log.Log(context.Background(), level, "eventual: "+string(t), attrs...)
 	}
