@@ -323,7 +323,8 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		return res, fmt.Errorf("eventual: the primary batch's outcome is unknown; a worker settles it when the commit window ends (the intents run if and only if it applied): %w", err)
 	case err != nil:
 		if err := q.settleFailure(ctx, rt, pk, intents[0], messages[0], &res, err); err != nil {
-			if !errors.Is(err, errLeaveToWorker) {
+			var left *leftToWorker
+			if !errors.As(err, &left) {
 				q.cancel(ctx, res.Intents, receipts)
 			}
 			return res, err
@@ -354,9 +355,12 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 	return res, nil
 }
 
-// errLeaveToWorker marks a failed Commit whose reserved messages stay for
-// the worker to settle.
-var errLeaveToWorker = errors.New("left to the worker")
+// leftToWorker is the error of a failed Commit whose reserved messages
+// stay for the worker to settle; it reads as the error it holds.
+type leftToWorker struct{ err error }
+
+func (e *leftToWorker) Error() string { return e.err.Error() }
+func (e *leftToWorker) Unwrap() error { return e.err }
 
 // settleFailure decides what a failed primary batch means, from the first
 // intent's commit record (1 read; the batch is atomic, so one record
@@ -373,7 +377,7 @@ func (q *Queue) settleFailure(ctx context.Context, rt *table.Table[record], pk s
 		return batchErr
 	case err != nil:
 		// Undecided: the worker settles it when the window ends.
-		return fmt.Errorf("%w: %w (and reading its commit record failed: %v)", errLeaveToWorker, batchErr, redact.Error(err))
+		return &leftToWorker{fmt.Errorf("eventual: the primary batch failed and reading intent %s's commit record failed too (%v), so a worker settles it when the commit window ends (the intents run if and only if the batch applied): %w", d.env.ID, redact.Error(err), batchErr)}
 	case rec.State == stateAborted:
 		return fmt.Errorf("%w: a worker ruled intent %s out after its window; commit again with new Drafts (Kind.New): %w", ErrCommitWindow, d.env.ID, batchErr)
 	case rec.Message != message:

@@ -469,6 +469,35 @@ func TestOversizeClaimCheckIsPoisoned(t *testing.T) {
 	}
 }
 
+// A Commit that leaves its messages to the worker reports its error as an
+// ordinary one-line error of this package, not an internal marker.
+func TestCommitLeftToTheWorkerError(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	ctx := context.Background()
+	if _, err := r.orders.Insert(ctx, order{Customer: "c1", ID: "o1"}); err != nil {
+		t.Fatal(err)
+	}
+	// The batch fails (the order exists), and so does every attempt to
+	// read the commit record.
+	for range 10 {
+		r.tft.Inject(faults.Fault{Match: func(q *http.Request) bool {
+			return q.Method == http.MethodGet && strings.Contains(q.URL.Path, "intent~")
+		}, Status: 503})
+	}
+	d := indexKind.New(indexOrder{"c1", "o1", "a@x"})
+	_, err := r.q.Commit(ctx, r.orders.Client(), []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1"})}, d)
+	if err == nil || !errors.Is(err, table.ErrAlreadyExists) {
+		t.Fatalf("Commit: %v, want the batch's conflict", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "eventual: ") || strings.Contains(msg, "left to the worker") {
+		t.Errorf("Commit's error reads %q", msg)
+	}
+	if _, msgs := r.leftovers(t); msgs != 1 {
+		t.Errorf("%d messages on the queue, want the reserved one left to the worker", msgs)
+	}
+}
+
 // A poisoned Commit's intent, re-enqueued by an operator as a new message
 // (Poisoned's Message), runs although its commit record names the original
 // message, and its record is removed.
