@@ -36,11 +36,24 @@
 // Payloads are JSON (encoding/json) inside a base64 envelope, so any text
 // survives the queue's XML. A payload too large for a message (64 KiB of
 // text, about 47 KiB of JSON) goes to a blob in Options.Blobs, a claim
-// check the worker deletes when the intent is done; without Blobs it is
-// refused before anything is sent. A crash between the blob's upload and
-// the enqueue leaves a blob no message refers to (intents/<id>): give the
-// container a lifecycle rule that deletes blobs older than any intent
-// waits.
+// check named intents/<id>/<32 hex digits unique to the upload> (a
+// Commit's with "commit-" before the digits), up to MaxPayloadSize (4
+// MiB); without Blobs, or larger, it is refused before anything is sent.
+//
+// When its intent is done, the worker empties the claim check instead of
+// deleting it: an enqueue whose response was lost and which the retry
+// policy sent again leaves two messages naming one claim check, and the
+// second finds it empty and is dropped as done, so the intent runs once
+// and nothing is poisoned (a Commit's duplicates are told apart by its
+// commit record, before the claim check is read). An empty claim check
+// means done; a missing one is a permanent failure (the intent is
+// poisoned): someone deleted it, or Sweep removed it, emptied, after a
+// duplicate waited longer than Sweep's olderThan. Sweep deletes the
+// emptied ones. Blobs no message refers to (a crash between the upload
+// and the enqueue), the claim checks of Commits that did not apply after
+// a crash or an unknown outcome, and those of poisoned intents (kept for a
+// retry) stay: give the container a lifecycle rule that deletes blobs
+// under intents/ older than any intent waits.
 //
 // # Handlers and the guarantee
 //
@@ -71,16 +84,26 @@
 // # Commit records
 //
 // A commit record is a row in the primary's partition whose RowKey starts
-// with table.ReservedPrefix + "intent~" followed by the intent's ID.
-// Queries of patterns/table skip such rows, so they never reach an
-// application's T. A record exists from the primary's batch until the
-// worker finishes the intent; Pending lists the records still there. When
-// a worker finds a reserved message whose record does not exist (the
-// batch never applied, or has not arrived yet) it inserts an aborted
-// record in its place: the primary's batch, which inserts the record,
-// then fails if it arrives late, so the primary write and its intent stay
-// all or nothing. Aborted records are rare (they need a crash or an
-// unknown outcome during Commit); Sweep deletes old ones.
+// with table.ReservedPrefix + "intent~" followed by the intent's ID, and
+// which names the message Commit reserved. Queries of patterns/table skip
+// such rows, so they never reach an application's T. A record exists from
+// the primary's batch until the worker finishes the intent; Pending lists
+// the records still there.
+//
+// Before running a Commit's intent the worker reads its record: it runs
+// the intent only if the record is committed and names this very message
+// (or is poisoned: an operator re-enqueues a poisoned intent as a new
+// message), and then removes that record by its ETag. A message whose
+// record names another message (the duplicate of a reserve whose response
+// was lost and which was sent again) is dropped. A released message
+// whose record is gone is done (the record is removed only after the
+// handler succeeded) and is dropped. When a worker finds a message that
+// was never released and whose record does not exist (the batch never
+// applied, or has not arrived yet) it inserts an aborted record in its
+// place: the primary's batch, which inserts the record, then fails if it
+// arrives late, so the primary write and its intent stay all or nothing.
+// Aborted records are rare (they need a crash, an unknown outcome during
+// Commit, or a duplicate reservation); Sweep deletes old ones.
 //
 // # Cost in round trips
 //
@@ -90,12 +113,17 @@
 //	                        refused batch from one applied and resent) +1
 //	                        per intent (the reserved message deleted)
 //	worker, per intent      the handler's own, +1 message delete,
-//	                        +1 commit record removal (Commit's intents),
-//	                        +1 blob read and +1 blob delete (claim checks),
-//	                        and a share of a dequeue (1 per up to 32)
-//	worker, after a crash   +1 commit record read for a message that was
-//	                        never released (+1 aborted record insert when
-//	                        the record is missing)
+//	                        +2 for Commit's intents (the commit record
+//	                        read, then removed), +2 for claim checks (the
+//	                        blob read, then emptied), and a share of a
+//	                        dequeue (1 per up to 32)
+//	worker, dropping        +1 message delete after the record read (a
+//	                        Commit's) or the claim check's read, +1 aborted
+//	                        record insert for an unreleased message whose
+//	                        record is missing
+//	Sweep                   a filtered scan per table, 1 batch per 100
+//	                        aborted records of a partition; 1 listing per
+//	                        5,000 claim checks, 1 delete per emptied one
 //	failure                 +1 (the error recorded, the retry scheduled)
 //	poison                  +2 (+2 to mark a committed commit record: a
 //	                        read, then an update If-Match)
@@ -121,25 +149,65 @@
 //	crash point                         state left                  next delivery
 //	dequeued, before the handler        invisible message           runs it
 //	during the handler                  some of its effects         runs it again (idempotent)
+//	handler done, before the claim      effects, claim check,       runs it again, then finishes
+//	  check is emptied                    record, message
+//	claim check emptied, before the     effects, empty claim        finds it done: removes the
+//	  record removal                      check, record, message      record, drops the message
 //	handler done, before the record     effects, record, message    runs it again, then finishes
-//	  removal
-//	record removed, before the message  effects, message            released: runs it again;
+//	  removal (no claim check)
+//	record removed, before the message  effects, message            released: done, dropped;
 //	  delete                                                        not released: no record, so
 //	                                                                aborted record and dropped
 //	poison queued, before the delete    message in both queues      poisons it again (a duplicate
 //	                                                                in the poison queue)
 //
-// Lost responses are handled at each write: a reserve whose response is
-// lost is retried, and the duplicate message is ruled out or run (both
-// harmless); the batch's outcome is settled by the core's verification
+// Lost responses are handled at each write: an enqueue or a reserve whose
+// response is lost is sent again by the retry policy, which leaves a
+// duplicate message: an enqueued intent's runs again, unless it has a
+// claim check the first already emptied (then it is dropped as done); a
+// reserved one's is dropped because
+// the commit record names the other message (or ruled out once the record
+// is gone); the batch's outcome is settled by the core's verification
 // (patterns/table); a release whose response is lost leaves a visible
 // message, or one visible when the window ends; a message delete or record
 // removal that finds nothing after a lost response is success.
 //
-// # Scaling out
+// # Trust
 //
-// Run several workers on one queue, in one process or many machines
-// (competing consumers): each message is leased by one worker at a time.
-// For more throughput than one queue gives (2,000 messages/s per queue on
-// Azure), use several queues, one Queue and Worker per queue.
+// Messages are read back from a queue that others may write to, and nothing
+// in them is followed before it is checked. On every delivery the worker
+// refuses, and poisons without reading or writing anything named in it: a
+// text longer than a message, a message that is not a version 1 envelope
+// with a 32-hex-digit id and a valid kind, a claim check not named
+// intents/<its own id>/<32 hex digits> (or a Commit's claim check, named
+// with "commit-", without a commit reference), a commit reference whose
+// table is not one of Options.Tables or whose PartitionKey is not a valid
+// key, an abandon count above its deliveries. A claim check larger than
+// MaxPayloadSize is poisoned without being read. A commit record is acted
+// on only by the message it names, or by any message once poisoned (see
+// Commit records); the only rows the worker itself writes or removes for a
+// message are commit records of the message's own id (RowKey
+// table.ReservedPrefix + "intent~" + id), in the named partition of one of
+// Options.Tables. Errors, log lines, events and stored errors carry no
+// shared access signature.
+//
+// A queue writer (no key signs messages: access to the queue is the trust
+// boundary for intents) can therefore start intents of any kind with any
+// payload, as Enqueue does; replay an enqueued intent's message it has read
+// (the handler runs again, as after any duplicate delivery); re-enqueue a poisoned intent, as
+// an operator does, even with a payload of its own, whose success removes
+// the poisoned record; and have a worker write an aborted commit record for
+// an id of its choice in any partition of Options.Tables: a reserved row,
+// invisible to queries and removed by Sweep, which makes a Commit of that
+// very id fail with nothing applied (ids are random; a Commit's id appears
+// on the queue only after its batch, and before it only in its claim
+// check's name). It cannot make a worker read, empty or delete any blob but
+// an enqueued intent's claim check of its message's own id (a Commit's is
+// read only by the message its commit record names, or once poisoned by a
+// re-enqueued one), nor read more than
+// MaxPayloadSize of it; run, finish or mark poisoned another message's
+// committed intent; lift an aborted record (so no late batch applies
+// without its intent); or write any other row. A tenant holding a
+// partition-scoped table SAS writes rows, commit records included, in its
+// own partitions only, and so can affect only the intents committed there.
 package eventual

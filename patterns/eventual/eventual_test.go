@@ -63,8 +63,9 @@ func TestEnqueueAndCommitRoundTrips(t *testing.T) {
 	stop := start(t, w)
 	drain(t, w)
 	stop()
-	// Per intent: the handler's 2 table requests, plus 1 to remove the
-	// commit record of the committed one; 1 message delete each.
+	// Per intent: the handler's 2 table requests, plus 2 for the committed
+	// one (its commit record read before the handler, to check that this
+	// message owns it, and removed after); 1 message delete each.
 	var tv, qv []reqView
 	for _, x := range r.tft.Requests() {
 		tv = append(tv, reqView{x.Method, x.URL})
@@ -72,8 +73,8 @@ func TestEnqueueAndCommitRoundTrips(t *testing.T) {
 	for _, x := range r.qft.Requests() {
 		qv = append(qv, reqView{x.Method, x.URL})
 	}
-	if n := len(tv); n != 5 {
-		t.Fatalf("worker: %d table requests, want 5 (2 handlers x 2 + 1 record removal): %v", n, tv)
+	if n := len(tv); n != 6 {
+		t.Fatalf("worker: %d table requests, want 6 (2 handlers x 2 + 1 record read + 1 record removal): %v", n, tv)
 	}
 	if n := countReq(qv, http.MethodDelete, "/messages/"); n != 2 {
 		t.Fatalf("worker: %d message deletes, want 2", n)

@@ -7,7 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/tablekit/tablekit/internal/redact"
+	"github.com/tablekit/tablekit/keys"
 )
 
 // MaxMessageSize is the longest message text a queue accepts (64 KiB of
@@ -19,6 +23,13 @@ const MaxMessageSize = 64 << 10
 // later: the last error (maxErrorText), the release mark and abandon
 // count, and the poison record's wrapper.
 const maxEnvelope = MaxMessageSize/4*3 - maxErrorText - 256
+
+// MaxPayloadSize is the largest payload an intent may have, as JSON: 4 MiB.
+// A payload too large for a message travels in a claim-check blob up to
+// this size; Enqueue and Commit refuse a larger one (ErrInvalid, matching
+// table.ErrTooLarge), and the worker poisons a claim check larger than
+// this without reading it.
+const MaxPayloadSize = 4 << 20
 
 // maxErrorText is the most bytes of a handler's error recorded in a message
 // or a commit record.
@@ -128,7 +139,7 @@ type envelope struct {
 	Created time.Time       `json:"t"`
 	Payload json.RawMessage `json:"p,omitempty"`
 	// Blob names the blob that holds the payload (a claim check) when the
-	// payload is too large for a message.
+	// payload is too large for a message: see claimCheckName.
 	Blob string `json:"b,omitempty"`
 	// Commit says where the intent's commit record is (Commit's intents).
 	Commit *commitRef `json:"c,omitempty"`
@@ -157,8 +168,16 @@ func (e *envelope) text() (string, error) {
 	return base64.StdEncoding.EncodeToString(raw), nil
 }
 
-func parseEnvelope(text string) (envelope, error) {
+// parseEnvelope reads a message's text, the count-th delivery of its
+// message. Anything a Queue does not write is an error: a text longer
+// than a message, a claim check not named for the intent's id, a commit
+// reference whose PartitionKey is not a key, an abandon count above the
+// deliveries. Nothing named in it has been checked against storage.
+func parseEnvelope(text string, count int64) (envelope, error) {
 	var e envelope
+	if len(text) > MaxMessageSize {
+		return e, fmt.Errorf("the message is %d bytes, more than a message's %d", len(text), MaxMessageSize)
+	}
 	raw, err := base64.StdEncoding.DecodeString(text)
 	if err != nil {
 		return e, fmt.Errorf("the message is not base64: %w", err)
@@ -169,7 +188,49 @@ func parseEnvelope(text string) (envelope, error) {
 	if e.V != 1 || validID(e.ID) != nil || validKind(e.Kind) != nil {
 		return e, fmt.Errorf("the message is not an intent of version 1 with an id and a kind")
 	}
+	if e.Blob != "" && (!isClaimCheck(e.Blob, e.ID, e.Commit != nil) || len(e.Payload) != 0) {
+		return e, fmt.Errorf("intent %s names blob %q, which is not a claim check of its id (%s<id>/<32 hex digits>, or %s<32 hex digits> with a commit reference; no inline payload)", e.ID, cutJSON(e.Blob, 128), claimCheckPrefix, commitMark)
+	}
+	if c := e.Commit; c != nil {
+		if c.Table == "" || keys.Validate(c.PartitionKey) != nil {
+			return e, fmt.Errorf("intent %s has a commit reference without a table or with an invalid PartitionKey", e.ID)
+		}
+	}
+	if e.Abandoned < 0 || e.Abandoned >= max(count, 1) {
+		return e, fmt.Errorf("intent %s counts %d abandoned deliveries in its %d", e.ID, e.Abandoned, count)
+	}
 	return e, nil
+}
+
+// claimCheckPrefix starts the name of every claim-check blob.
+const claimCheckPrefix = "intents/"
+
+// commitMark marks the claim checks of Commit's intents: a message may use
+// one only with a commit reference, so only the message its commit record
+// names ever reads or empties it.
+const commitMark = "commit-"
+
+// claimCheckName is the name of intent id's claim check for one upload
+// (suffix: 32 hex digits), marked when the intent is Commit's.
+func claimCheckName(id, suffix string, committed bool) string {
+	if committed {
+		suffix = commitMark + suffix
+	}
+	return claimCheckPrefix + id + "/" + suffix
+}
+
+// isClaimCheck reports whether name is a claim check a Queue writes for
+// intent id, with commitMark exactly when committed.
+func isClaimCheck(name, id string, committed bool) bool {
+	n := len(name) - 32
+	return n >= 0 && validID(name[n:]) == nil && name == claimCheckName(id, name[n:], committed)
+}
+
+// isAnyClaimCheck reports whether name is a claim check of any intent.
+func isAnyClaimCheck(name string) bool {
+	rest, _ := strings.CutPrefix(name, claimCheckPrefix)
+	id, _, _ := strings.Cut(rest, "/")
+	return validID(id) == nil && (isClaimCheck(name, id, false) || isClaimCheck(name, id, true))
 }
 
 // newID returns 32 lower-case hex digits of randomness: valid in a RowKey
@@ -183,11 +244,12 @@ func newID() (string, error) {
 }
 
 func validID(id string) error {
-	if len(id) != 32 {
-		return fmt.Errorf("%w: intent id %q is not 32 hex digits", ErrInvalid, id)
+	ok := len(id) == 32
+	for i := 0; ok && i < len(id); i++ {
+		ok = '0' <= id[i] && id[i] <= '9' || 'a' <= id[i] && id[i] <= 'f'
 	}
-	if _, err := hex.DecodeString(id); err != nil {
-		return fmt.Errorf("%w: intent id %q is not 32 hex digits", ErrInvalid, id)
+	if !ok {
+		return fmt.Errorf("%w: intent id %q is not 32 lower-case hex digits", ErrInvalid, cutJSON(id, 64))
 	}
 	return nil
 }
@@ -204,9 +266,10 @@ func validKind(name string) error {
 	return nil
 }
 
-// errorText is err's text, cut so that it takes at most maxErrorText bytes
-// as a JSON string (escapes included).
-func errorText(err error) string { return cutJSON(err.Error(), maxErrorText) }
+// errorText is err's text without signatures, cut so that it takes at most
+// maxErrorText bytes as a JSON string (escapes included): for what is
+// stored (a message's last error, the poison queue, a commit record).
+func errorText(err error) string { return cutJSON(redact.Text(err.Error()), maxErrorText) }
 
 // cutJSON cuts s so that it takes at most n bytes as a JSON string.
 func cutJSON(s string, n int) string {

@@ -11,7 +11,11 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -79,12 +83,23 @@ func (q *Queue) Pending(ctx context.Context, opts *PendingOptions) iter.Seq2[Pen
 // Sweep deletes the aborted commit records older than olderThan (at least
 // the commit window plus a minute: an aborted record must outlive any batch
 // that could still arrive, and the service may apply a request some time
-// after its client gave up; an hour or a day is a good choice) in one table, or all of Options.Tables when tableName is
-// "". A worker writes one when it rules out an intent whose Commit did not
-// apply (a crash between reserve and commit, an unknown batch outcome), so
-// they are rare; they are invisible to queries. It returns how many it
-// deleted. Cost: a filtered scan of the tables plus one batch per 100
-// records of a partition.
+// after its client gave up; an hour or a day is a good choice) in one
+// table, or all of Options.Tables when tableName is "". A worker writes one
+// when it rules out an intent whose Commit did not apply (a crash between
+// reserve and commit, an unknown batch outcome), so they are rare; they
+// are invisible to queries.
+//
+// When tableName is "" and Options.Blobs is set, Sweep also deletes the
+// claim checks the worker emptied when their intents were done or ruled
+// out, last written more than olderThan ago. A duplicate message of such
+// an intent (an enqueue resent after a lost response) that is delivered
+// later than that finds its claim check gone and is poisoned; choose
+// olderThan longer than messages wait in the queue.
+//
+// It returns how many records and claim checks it deleted. Cost: a
+// filtered scan of the tables plus one batch per 100 records of a
+// partition; with claim checks, a listing per 5,000 blobs under intents/
+// plus one delete per emptied claim check.
 func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Duration) (int, error) {
 	if olderThan < q.window+q.sweepMargin {
 		return 0, fmt.Errorf("%w: Sweep's olderThan %v is shorter than the commit window %v plus %v", ErrInvalid, olderThan, q.window, q.sweepMargin)
@@ -111,6 +126,43 @@ func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Dura
 		}
 		if err != nil {
 			return n, fmt.Errorf("eventual: sweeping table %s: %w", rt.Name(), err)
+		}
+	}
+	if tableName == "" && q.blobs != nil {
+		m, err := q.sweepClaimChecks(ctx, olderThan)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// sweepClaimChecks deletes the emptied claim checks last written more than
+// olderThan ago, each on the condition that it is still the version listed.
+func (q *Queue) sweepClaimChecks(ctx context.Context, olderThan time.Duration) (int, error) {
+	cutoff := time.Now().Add(-olderThan)
+	n := 0
+	pager := q.blobs.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: ptr(claimCheckPrefix)})
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return n, fmt.Errorf("eventual: listing claim checks: %w", redact.Error(err))
+		}
+		for _, b := range page.Segment.BlobItems {
+			p := b.Properties
+			if b.Name == nil || p == nil || p.ContentLength == nil || *p.ContentLength != 0 || p.LastModified == nil || p.ETag == nil ||
+				!p.LastModified.Before(cutoff) || !isAnyClaimCheck(*b.Name) {
+				continue
+			}
+			_, err := q.blobs.NewBlobClient(*b.Name).Delete(ctx, &blob.DeleteOptions{AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: p.ETag}}})
+			switch {
+			case err == nil:
+				n++
+			case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ConditionNotMet):
+			default:
+				return n, fmt.Errorf("eventual: deleting claim-check blob %s: %w", *b.Name, redact.Error(err))
+			}
 		}
 	}
 	return n, nil
@@ -169,12 +221,17 @@ func (q *Queue) Poisoned(ctx context.Context, max int) ([]PoisonedIntent, error)
 	}
 	resp, err := q.poison.PeekMessages(ctx, &azqueue.PeekMessagesOptions{NumberOfMessages: ptr(int32(max))})
 	if err != nil {
-		return nil, fmt.Errorf("eventual: reading the poison queue: %w", err)
+		return nil, fmt.Errorf("eventual: reading the poison queue: %w", redact.Error(err))
 	}
 	var out []PoisonedIntent
 	for _, m := range resp.Messages {
 		var p poisoned
-		raw, err := base64.StdEncoding.DecodeString(deref(m.MessageText))
+		text := deref(m.MessageText)
+		if len(text) > MaxMessageSize {
+			out = append(out, PoisonedIntent{Error: fmt.Sprintf("not a poison record: %d bytes, more than a message's %d", len(text), MaxMessageSize)})
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(text)
 		if err == nil {
 			err = json.Unmarshal(raw, &p)
 		}

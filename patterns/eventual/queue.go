@@ -11,9 +11,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -55,10 +57,12 @@ type Options struct {
 	// MaxDeliveries times, or cannot be read. Required.
 	Poison *azqueue.QueueClient
 	// Blobs is the container for payloads too large for a message (claim
-	// checks): such a payload is uploaded as a blob named intents/<id>, the
-	// message carries the name, and the worker deletes the blob when the
-	// intent is done. Default (nil): such payloads are rejected
-	// (ErrInvalid).
+	// checks, up to MaxPayloadSize): such a payload is uploaded as a blob
+	// named intents/<id>/<32 hex digits unique to the upload> (with
+	// "commit-" before the digits for Commit's intents), the message
+	// carries the name, and the worker empties the blob when the intent is
+	// done; Sweep deletes emptied claim checks. Default (nil): such
+	// payloads are rejected (ErrInvalid).
 	Blobs *container.Client
 	// Tables are the tables Commit writes primaries to: the commit records
 	// live there, beside the primaries. Commit refuses other clients; a
@@ -175,7 +179,7 @@ func (q *Queue) Enqueue(ctx context.Context, d Draft) (Enqueued, error) {
 	}
 	resp, err := q.q.EnqueueMessage(ctx, text, &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1))})
 	if err != nil {
-		return Enqueued{}, fmt.Errorf("eventual: enqueueing intent %s (%s): %w", d.env.ID, d.env.Kind, err)
+		return Enqueued{}, fmt.Errorf("eventual: enqueueing intent %s (%s): %w", d.env.ID, d.env.Kind, redact.Error(err))
 	}
 	return Enqueued{ID: d.env.ID, MessageID: messageID(resp), Blob: blobName}, nil
 }
@@ -195,6 +199,9 @@ func (q *Queue) prepare(ctx context.Context, d *Draft) (text, blobName string, e
 	if len(text) <= maxEnvelope/3*4 {
 		return text, "", nil
 	}
+	if n := len(d.env.Payload); n > MaxPayloadSize {
+		return "", "", fmt.Errorf("%w: %w: the payload of intent %s (%s) is %d bytes of JSON, more than MaxPayloadSize (%d)", ErrInvalid, table.ErrTooLarge, d.env.ID, d.env.Kind, n, MaxPayloadSize)
+	}
 	if q.blobs == nil {
 		return "", "", fmt.Errorf("%w: intent %s (%s) is %d bytes as a message, more than the queue's %d, and Options.Blobs is not set for claim checks", ErrInvalid, d.env.ID, d.env.Kind, len(text), maxEnvelope/3*4)
 	}
@@ -202,13 +209,13 @@ func (q *Queue) prepare(ctx context.Context, d *Draft) (text, blobName string, e
 	if err != nil {
 		return "", "", err
 	}
-	blobName = "intents/" + d.env.ID + "/" + suffix // unique per upload
+	blobName = claimCheckName(d.env.ID, suffix, d.env.Commit != nil) // unique per upload
 	if err := q.step("upload"); err != nil {
 		return "", "", err
 	}
 	_, err = q.blobs.NewBlockBlobClient(blobName).UploadBuffer(ctx, d.env.Payload, nil)
 	if err != nil {
-		return "", "", fmt.Errorf("eventual: uploading the payload of intent %s (%s) to blob %s: %w", d.env.ID, d.env.Kind, blobName, err)
+		return "", "", fmt.Errorf("eventual: uploading the payload of intent %s (%s) to blob %s: %w", d.env.ID, d.env.Kind, blobName, redact.Error(err))
 	}
 	env := d.env
 	env.Payload, env.Blob = nil, blobName
@@ -295,7 +302,7 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		resp, err := q.q.EnqueueMessage(ctx, texts[i], &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1)), VisibilityTimeout: ptr(int32(q.window / time.Second))})
 		if err != nil {
 			q.cancel(ctx, res.Intents, receipts[:i])
-			return CommitResult{}, fmt.Errorf("eventual: reserving intent %s (%s), nothing committed: %w", intents[i].env.ID, intents[i].env.Kind, err)
+			return CommitResult{}, fmt.Errorf("eventual: reserving intent %s (%s), nothing committed: %w", intents[i].env.ID, intents[i].env.Kind, redact.Error(err))
 		}
 		res.Intents[i].ID, res.Intents[i].MessageID = intents[i].env.ID, messageID(resp)
 		receipts[i], messages[i] = popReceipt(resp), messageID(resp)
@@ -318,7 +325,8 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		return res, fmt.Errorf("eventual: the primary batch's outcome is unknown; a worker settles it when the commit window ends (the intents run if and only if it applied): %w", err)
 	case err != nil:
 		if err := q.settleFailure(ctx, rt, pk, intents[0], messages[0], &res, err); err != nil {
-			if !errors.Is(err, errLeaveToWorker) {
+			var left *leftToWorker
+			if !errors.As(err, &left) {
 				q.cancel(ctx, res.Intents, receipts)
 			}
 			return res, err
@@ -349,9 +357,12 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 	return res, nil
 }
 
-// errLeaveToWorker marks a failed Commit whose reserved messages stay for
-// the worker to settle.
-var errLeaveToWorker = errors.New("left to the worker")
+// leftToWorker is the error of a failed Commit whose reserved messages
+// stay for the worker to settle; it reads as the error it holds.
+type leftToWorker struct{ err error }
+
+func (e *leftToWorker) Error() string { return e.err.Error() }
+func (e *leftToWorker) Unwrap() error { return e.err }
 
 // settleFailure decides what a failed primary batch means, from the first
 // intent's commit record (1 read; the batch is atomic, so one record
@@ -368,7 +379,7 @@ func (q *Queue) settleFailure(ctx context.Context, rt *table.Table[record], pk s
 		return batchErr
 	case err != nil:
 		// Undecided: the worker settles it when the window ends.
-		return fmt.Errorf("%w: %w (and reading its commit record failed: %v)", errLeaveToWorker, batchErr, err)
+		return &leftToWorker{fmt.Errorf("eventual: the primary batch failed and reading intent %s's commit record failed too (%v), so a worker settles it when the commit window ends (the intents run if and only if the batch applied): %w", d.env.ID, redact.Error(err), batchErr)}
 	case rec.State == stateAborted:
 		return fmt.Errorf("%w: a worker ruled intent %s out after its window; commit again with new Drafts (Kind.New): %w", ErrCommitWindow, d.env.ID, batchErr)
 	case rec.Message != message:
@@ -445,7 +456,21 @@ func (q *Queue) cancel(ctx context.Context, in []Enqueued, receipts []string) {
 func (q *Queue) deleteBlob(ctx context.Context, name string) error {
 	_, err := q.blobs.NewBlobClient(name).Delete(ctx, &blob.DeleteOptions{DeleteSnapshots: ptr(blob.DeleteSnapshotsOptionTypeInclude)})
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return fmt.Errorf("eventual: deleting claim-check blob %s: %w", name, err)
+		return fmt.Errorf("eventual: deleting claim-check blob %s: %w", name, redact.Error(err))
+	}
+	return nil
+}
+
+// retire empties the claim check name of an intent that is done (1 round
+// trip): a message that still names it (a duplicate of a resent enqueue)
+// then finds the intent done, and Sweep deletes it later. A blob already
+// gone stays gone.
+func (q *Queue) retire(ctx context.Context, name string) error {
+	_, err := q.blobs.NewBlockBlobClient(name).UploadBuffer(ctx, nil, &blockblob.UploadBufferOptions{
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: ptr(azcore.ETagAny)}},
+	})
+	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ConditionNotMet) {
+		return fmt.Errorf("eventual: emptying claim-check blob %s: %w", name, redact.Error(err))
 	}
 	return nil
 }

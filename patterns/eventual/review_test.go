@@ -159,8 +159,8 @@ func TestCommitWithClaimCheck(t *testing.T) {
 		t.Fatalf("%d records, %d messages left", recs, msgs)
 	}
 	page, err := blobs.NewListBlobsFlatPager(nil).NextPage(ctx)
-	if err != nil || len(page.Segment.BlobItems) != 0 {
-		t.Fatalf("blobs left: %d, %v", len(page.Segment.BlobItems), err)
+	if err != nil || len(page.Segment.BlobItems) != 1 || *page.Segment.BlobItems[0].Properties.ContentLength != 0 {
+		t.Fatalf("blobs: %d, %v; want the claim check, emptied", len(page.Segment.BlobItems), err)
 	}
 }
 

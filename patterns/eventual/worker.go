@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -83,7 +84,8 @@ const (
 	// Renewed: the lease on a running intent's message was extended.
 	Renewed EventType = "renewed"
 	// Dropped: the message was removed without running the handler: its
-	// Commit never applied (ruled out), or it was already done.
+	// Commit never applied (ruled out), it was already done, or its
+	// commit record names another message (a duplicate reservation).
 	Dropped EventType = "dropped"
 	// LeaseLost: the worker could not renew or settle the message (another
 	// worker holds it now); the handler's context is cancelled and the
@@ -228,10 +230,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 		case err != nil && fatal(err):
-			runErr = fmt.Errorf("eventual: reading queue %s: %w", w.q.q.URL(), err)
+			runErr = fmt.Errorf("eventual: reading queue %s: %w", redact.URL(w.q.q.URL()), redact.Error(err))
 		case err != nil || got == 0:
 			if err != nil && w.log != nil {
-				w.log.Warn("eventual: dequeue failed", "err", err)
+				w.log.Warn("eventual: dequeue failed", "err", redact.Text(err.Error()))
 			}
 			retry.Sleep(ctx, w.idle.Delay(empty))
 			empty++
@@ -279,7 +281,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 		if w.inflight.Load() == 0 {
 			props, err := w.q.q.GetProperties(ctx, nil)
 			if err != nil {
-				return fmt.Errorf("eventual: reading queue %s: %w", w.q.q.URL(), err)
+				return fmt.Errorf("eventual: reading queue %s: %w", redact.URL(w.q.q.URL()), redact.Error(err))
 			}
 			if props.ApproximateMessagesCount != nil && *props.ApproximateMessagesCount == 0 && w.inflight.Load() == 0 {
 				return nil
@@ -298,6 +300,9 @@ type delivery struct {
 	env     envelope
 	payload []byte
 	start   time.Time
+	// etag is the ETag of the commit record this message owns (Commit's
+	// intents), read before the handler runs.
+	etag azcore.ETag
 
 	mu     sync.Mutex
 	pop    string    // the latest pop receipt
@@ -320,7 +325,7 @@ func (w *Worker) handle(runCtx, ctx context.Context, running chan struct{}, m *a
 	if w.q.step("dequeued") != nil {
 		return
 	}
-	env, err := parseEnvelope(d.text)
+	env, err := parseEnvelope(d.text, d.count)
 	if err != nil {
 		w.poison(ctx, d, err)
 		return
@@ -347,16 +352,16 @@ func (w *Worker) handle(runCtx, ctx context.Context, running chan struct{}, m *a
 		w.poison(ctx, d, fmt.Errorf("the intent was committed to table %q, which is not in this Queue's Options.Tables", c.Table))
 		return
 	}
-	if env.Commit != nil && !env.Released {
-		ok, err := w.committed(ctx, d)
+	if env.Commit != nil {
+		why, err := w.settle(ctx, d)
 		switch {
 		case errors.Is(err, errCrashed):
 			return
 		case err != nil:
 			w.failed(ctx, d, err)
 			return
-		case !ok:
-			w.drop(ctx, d, "its Commit did not apply")
+		case why != "":
+			w.drop(ctx, d, why)
 			return
 		}
 	}
@@ -364,6 +369,16 @@ func (w *Worker) handle(runCtx, ctx context.Context, running chan struct{}, m *a
 	if env.Blob != "" {
 		if d.payload, err = w.download(ctx, env.Blob); err != nil {
 			w.failed(ctx, d, err)
+			return
+		}
+		if len(d.payload) == 0 { // emptied: the intent is done
+			if err := w.finish(ctx, d); err != nil {
+				if !errors.Is(err, errCrashed) {
+					w.emit(d, LeaseLost, err)
+				}
+				return
+			}
+			w.emit(d, Dropped, errors.New("it is done: its claim check was emptied when it completed"))
 			return
 		}
 	}
@@ -405,62 +420,113 @@ func runHandler(ctx context.Context, h Handler, d *delivery) (err error) {
 	return h.run(ctx, d)
 }
 
-// committed reports whether the intent's Commit applied, for a message
-// that was not released: its commit record exists. When it does not, the
-// worker writes an aborted record in its place first, so that the
-// primary's batch, if it is still on its way, fails instead of applying
-// without its intent.
-func (w *Worker) committed(ctx context.Context, d *delivery) (bool, error) {
+// Why a Commit's message is dropped without running its handler.
+const (
+	dropNotApplied = "its Commit did not apply"
+	dropDone       = "it is done: its commit record was removed when it completed"
+	dropForeign    = "its commit record names another message: a duplicate of a resent reservation, or a message this Queue did not write"
+)
+
+// settle decides from the intent's commit record (1 read) whether this
+// delivery of a Commit's intent runs its handler: it returns "" when it
+// does (and keeps the record's ETag for finish), or why the message is
+// dropped. A dropped message's claim check is left as it is: the partition
+// it names is not proof that the claim check's own Commit did not apply.
+//
+// A committed record names the message Commit reserved, so it is this
+// message's only if it names d.id: a duplicate of a resent reservation,
+// or a message another writer made, is dropped without touching the
+// record or the claim check its rightful message needs. A poisoned record
+// runs from any message (an operator re-enqueues a poisoned intent as a
+// new message). A missing record means a released intent is done (finish
+// removed it); for an unreleased one, the worker writes an aborted record
+// in its place first, so that the primary's batch, if it is still on its
+// way, fails instead of applying without its intent.
+func (w *Worker) settle(ctx context.Context, d *delivery) (drop string, err error) {
 	c := d.env.Commit
 	rt := w.q.byName[c.Table]
 	for range 2 {
 		rec, err := rt.Get(ctx, c.PartitionKey, recordKey(d.env.ID), nil)
-		if err == nil { // committed, or poisoned (which only a committed record becomes)
-			return rec.State != stateAborted, nil
-		}
-		if !errors.Is(err, table.ErrNotFound) {
-			return false, err
+		switch {
+		case err == nil && rec.State == stateAborted:
+			return dropNotApplied, nil
+		case err == nil && rec.State != statePoisoned && rec.Message != d.id:
+			return dropForeign, nil
+		case err == nil:
+			d.etag = rec.ETag
+			return "", nil
+		case !errors.Is(err, table.ErrNotFound):
+			return "", err
+		case d.env.Released:
+			return dropDone, nil
 		}
 		if err := w.q.step("abort"); err != nil {
-			return false, err
+			return "", err
 		}
 		_, err = rt.Insert(ctx, record{PartitionKey: c.PartitionKey, RowKey: recordKey(d.env.ID), Kind: d.env.Kind, Created: d.env.Created, State: stateAborted})
-		if !errors.Is(err, table.ErrAlreadyExists) {
-			return false, err // nil: ruled out
+		switch {
+		case err == nil:
+			return dropNotApplied, nil
+		case !errors.Is(err, table.ErrAlreadyExists):
+			return "", err
 		}
 		// The batch arrived in between: read its record.
 	}
-	return false, fmt.Errorf("the commit record of intent %s keeps changing", d.env.ID)
+	return "", fmt.Errorf("the commit record of intent %s keeps changing", d.env.ID)
 }
 
+// download reads the claim check name (already checked to be one of this
+// intent's), refusing one larger than MaxPayloadSize before reading it.
 func (w *Worker) download(ctx context.Context, name string) ([]byte, error) {
 	if w.q.blobs == nil {
 		return nil, &permanentError{fmt.Errorf("the payload is in blob %s and this Queue has no Options.Blobs", name)}
 	}
+	tooLarge := func(n int64) error {
+		return &permanentError{fmt.Errorf("%w: claim-check blob %s is %d bytes or more, larger than MaxPayloadSize (%d)", table.ErrTooLarge, name, n, MaxPayloadSize)}
+	}
 	resp, err := w.q.blobs.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
-		err = fmt.Errorf("eventual: reading claim-check blob %s: %w", name, err)
+		err = fmt.Errorf("eventual: reading claim-check blob %s: %w", name, redact.Error(err))
 		if bloberror.HasCode(err, bloberror.BlobNotFound) {
-			// The blob outlives its message (finish deletes the message
-			// first): a missing one was removed by someone else.
+			// Removed by someone else, or by Sweep long after the intent
+			// completed (a duplicate message that waited longer).
 			return nil, &permanentError{err}
 		}
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
+	if n := resp.ContentLength; n != nil && *n > MaxPayloadSize {
+		return nil, tooLarge(*n)
+	}
+	payload, err := io.ReadAll(io.LimitReader(resp.Body, MaxPayloadSize+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("eventual: reading claim-check blob %s: %w", name, redact.Error(err))
+	case len(payload) > MaxPayloadSize:
+		return nil, tooLarge(int64(len(payload)))
+	}
+	return payload, nil
 }
 
-// finish removes a done intent: its commit record, its message, its
-// claim-check blob, in that order, so that a crash in between leaves a
-// message that runs the (idempotent) handler again rather than a record
-// nobody removes, and never a message without its blob (an orphan blob
-// at worst, for the container's lifecycle rule).
+// finish removes a done intent: it empties its claim check, removes its
+// commit record (the one this message owns, by its ETag) and deletes its
+// message, in that order, so that a crash in between leaves a message that
+// finds the intent done (an empty claim check, or no record for a
+// released message) or runs the idempotent handler again, never a record
+// nobody removes.
 func (w *Worker) finish(ctx context.Context, d *delivery) error {
+	if d.env.Blob != "" && len(d.payload) > 0 { // not emptied yet
+		if err := w.q.retire(ctx, d.env.Blob); err != nil {
+			return err
+		}
+		if err := w.q.step("emptied"); err != nil {
+			return err
+		}
+	}
 	if c := d.env.Commit; c != nil {
 		rt := w.q.byName[c.Table]
-		if err := rt.Delete(ctx, c.PartitionKey, recordKey(d.env.ID), azcore.ETagAny); err != nil && !isNotFound(err) {
-			return fmt.Errorf("removing the commit record: %w", err)
+		if err := rt.Delete(ctx, c.PartitionKey, recordKey(d.env.ID), d.etag); err != nil && !isNotFound(err) {
+			return fmt.Errorf("eventual: removing the commit record of intent %s: %w", d.env.ID, redact.Error(err))
 		}
 		if err := w.q.step("unrecorded"); err != nil {
 			return err
@@ -469,13 +535,7 @@ func (w *Worker) finish(ctx context.Context, d *delivery) error {
 	if err := w.q.step("delete"); err != nil {
 		return err
 	}
-	if err := w.deleteMessage(ctx, d); err != nil {
-		return err
-	}
-	if d.env.Blob != "" {
-		w.q.deleteBlob(ctx, d.env.Blob) //nolint:errcheck // else the lifecycle rule removes it
-	}
-	return nil
+	return w.deleteMessage(ctx, d)
 }
 
 // abandon makes the message of a handler stopped by Run's shutdown visible
@@ -492,9 +552,6 @@ func (w *Worker) drop(ctx context.Context, d *delivery, why string) {
 	if err := w.deleteMessage(ctx, d); err != nil {
 		w.emit(d, LeaseLost, err)
 		return
-	}
-	if d.env.Blob != "" {
-		w.q.deleteBlob(ctx, d.env.Blob) //nolint:errcheck // else the lifecycle rule removes it
 	}
 	w.emit(d, Dropped, errors.New(why))
 }
@@ -535,7 +592,7 @@ func (w *Worker) poison(ctx context.Context, d *delivery, cause error) {
 		if rt := w.q.byName[c.Table]; rt != nil {
 			// Only a committed record is marked: an aborted one stays
 			// aborted, and an intent not settled yet has none.
-			if rec, err := rt.Get(ctx, c.PartitionKey, recordKey(d.env.ID), nil); err == nil && rec.State == stateCommitted {
+			if rec, err := rt.Get(ctx, c.PartitionKey, recordKey(d.env.ID), nil); err == nil && rec.State == stateCommitted && rec.Message == d.id {
 				rec.State, rec.Error = statePoisoned, msg
 				rt.Update(ctx, rec, rec.ETag, table.Fields("State", "Error")) //nolint:errcheck // best effort: the poison queue has it
 			}
@@ -555,7 +612,7 @@ func (w *Worker) poison(ctx context.Context, d *delivery, cause error) {
 	}
 	if err != nil {
 		// Not poisoned: the message comes back and is poisoned then.
-		w.emit(d, Failed, fmt.Errorf("moving to the poison queue: %w (cause: %s)", err, msg))
+		w.emit(d, Failed, fmt.Errorf("moving to the poison queue: %w (cause: %s)", redact.Error(err), msg))
 		return
 	}
 	if w.q.step("poisoned") != nil {
@@ -663,7 +720,7 @@ func (w *Worker) updateLocked(ctx context.Context, d *delivery, secs int32) erro
 		if queueerror.HasCode(err, queueerror.PopReceiptMismatch, queueerror.MessageNotFound) || errors.Is(err, retry.ErrOutcomeUnknown) {
 			d.lost = true // an unknown update may have changed the receipt
 		}
-		return fmt.Errorf("eventual: updating message %s: %w", d.id, err)
+		return fmt.Errorf("eventual: updating message %s: %w", d.id, redact.Error(err))
 	}
 	if resp.PopReceipt != nil {
 		d.pop = *resp.PopReceipt
@@ -683,7 +740,7 @@ func (w *Worker) deleteMessage(ctx context.Context, d *delivery) error {
 	}
 	_, err := w.q.q.DeleteMessage(ctx, d.id, d.pop, nil)
 	if err != nil && !queueerror.HasCode(err, queueerror.MessageNotFound) {
-		return fmt.Errorf("eventual: deleting message %s: %w", d.id, err)
+		return fmt.Errorf("eventual: deleting message %s: %w", d.id, redact.Error(err))
 	}
 	return nil
 }
@@ -692,7 +749,7 @@ func (w *Worker) emit(d *delivery, t EventType, err error) {
 	if w.onEvent == nil && w.log == nil {
 		return
 	}
-	ev := Event{Type: t, ID: d.env.ID, Kind: d.env.Kind, MessageID: d.id, DequeueCount: d.count, Elapsed: time.Since(d.start), Err: err}
+	ev := Event{Type: t, ID: d.env.ID, Kind: d.env.Kind, MessageID: d.id, DequeueCount: d.count, Elapsed: time.Since(d.start), Err: redact.Error(err)}
 	if w.onEvent != nil {
 		w.onEvent(ev)
 	}
@@ -706,7 +763,7 @@ func (w *Worker) emit(d *delivery, t EventType, err error) {
 		}
 		attrs := []any{"id", ev.ID, "kind", ev.Kind, "message", ev.MessageID, "dequeue_count", ev.DequeueCount, "elapsed", ev.Elapsed}
 		if err != nil {
-			attrs = append(attrs, "err", err)
+			attrs = append(attrs, "err", redact.Text(err.Error()))
 		}
 		w.log.Log(context.Background(), level, "eventual: "+string(t), attrs...)
 	}
