@@ -136,7 +136,11 @@
 // When a transaction's response is lost and the retry policy's resend
 // answers 409 or 412, Submit settles it by reading the header's write
 // history: an Insert, or a write conditioned on an ETag, is then reported
-// applied (Result.Verified) or not, never both and never twice. Writes with
+// applied (Result.Verified) or not, never both and never twice. A verified
+// write returns the header's ETag, as any write does, empty only when the
+// entity was written again since (table.Result): the header is the first
+// operation of every transaction, the one a resend fails at and the table
+// package verifies and returns the ETag of. Writes with
 // azcore.ETagAny are idempotent: the resend applies the same values again
 // (as with table.Upsert, a delayed first attempt may land after a later
 // write). A lost Delete leaves nothing to read: ErrOutcomeUnknown, which
