@@ -36,9 +36,9 @@ var (
 	// ErrInvalid is the sentinel for a request rejected before the network
 	// for a reason of this package: bad Options, a property named like a
 	// reserved one (VersionProperty, PartsProperty, table.WriteProperty),
-	// an UpdateFields name the value does not hold. Limits are
-	// table.ErrTooLarge, keys table.ErrInvalidKey, values the table
-	// package's sentinels.
+	// an UpdateFields name the value does not hold, an invalid key (which
+	// also matches table.ErrInvalidKey). Limits are table.ErrTooLarge,
+	// values the table package's sentinels.
 	ErrInvalid = errors.New("wideentity: invalid request")
 	// ErrInconsistent: the rows in an entity's key range do not form one
 	// version of a wide entity even after re-reading (see Options.Retry):
@@ -146,13 +146,13 @@ func reserved(name string) bool {
 // the service does, the logical RowKey by its longest row key.
 func checkKeys(op, pk, rk string) error {
 	if pk == "" {
-		return fmt.Errorf("wideentity: %s: %w: empty PartitionKey", op, table.ErrInvalidKey)
+		return fmt.Errorf("%w: %s: %w: empty PartitionKey", ErrInvalid, op, table.ErrInvalidKey)
 	}
 	if err := keys.Validate(pk); err != nil {
-		return fmt.Errorf("wideentity: %s: PartitionKey: %w", op, err)
+		return fmt.Errorf("%w: %s: PartitionKey: %w", ErrInvalid, op, err)
 	}
 	if err := keys.Validate(partKey(rk, MaxParts, MaxParts-1)); err != nil {
-		return fmt.Errorf("wideentity: %s: RowKey %.40q... is too long for its rows' keys: %w", op, rk, err)
+		return fmt.Errorf("%w: %s: RowKey %.40q... is too long for its rows' keys: %w", ErrInvalid, op, rk, err)
 	}
 	return nil
 }
