@@ -228,7 +228,7 @@ func TestVerifiedWritesReturnETag(t *testing.T) {
 
 	lose()
 	res, err = s2.UpdateFields(ctx, "p", "r", bag(1, -1), etag, "P0000")
-	etag = check("UpdateFields", res, err)
+	check("UpdateFields", res, err) // Modify reads the ETag itself
 
 	lose()
 	e, err := s.Modify(ctx, "p", "r", func(d *table.Dynamic) error { d.Properties["P0001"] = int64(-1); return nil })
