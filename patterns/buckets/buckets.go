@@ -20,7 +20,10 @@ const DefaultBuckets = 8
 
 // ErrInvalid is the sentinel for a configuration or request a Spread
 // rejects before the network: a bucket count out of range, a Bucket
-// function answering outside [0, n), a key range the wrong way round.
+// function answering outside [0, n), a key range the wrong way round,
+// invalid keys (which also match table.ErrInvalidKey): an empty logical
+// PartitionKey, one whose bucket partitions would be too long, a RowKey
+// the service refuses.
 var ErrInvalid = errors.New("buckets: invalid request")
 
 // Options configures a Spread. A nil *Options means defaults.
@@ -153,10 +156,30 @@ func (s *Spread[T]) Partitions(pk string) []string {
 	return out
 }
 
-// home returns the partition of (pk, rk) under bucket count n.
-func (s *Spread[T]) home(pk, rk string, n int) (string, error) {
+// checkPK checks a logical PartitionKey: not empty, and its bucket
+// partitions valid PartitionKeys.
+func (s *Spread[T]) checkPK(pk string) error {
 	if pk == "" {
-		return "", fmt.Errorf("%w: empty PartitionKey", table.ErrInvalidKey)
+		return fmt.Errorf("%w: %w: empty PartitionKey", ErrInvalid, table.ErrInvalidKey)
+	}
+	longest := Partition(pk, 1, 0)
+	if s.widest > 1 {
+		longest = Partition(pk, s.widest, 0)
+	}
+	if err := keys.Validate(longest); err != nil {
+		return fmt.Errorf("%w: PartitionKey %.40q: %w", ErrInvalid, pk, err)
+	}
+	return nil
+}
+
+// home returns the partition of (pk, rk) under bucket count n, after
+// checking the keys.
+func (s *Spread[T]) home(pk, rk string, n int) (string, error) {
+	if err := s.checkPK(pk); err != nil {
+		return "", err
+	}
+	if err := keys.Validate(rk); err != nil {
+		return "", fmt.Errorf("%w: RowKey: %w", ErrInvalid, err)
 	}
 	if n == 1 {
 		return Partition(pk, 1, 0), nil
@@ -255,8 +278,8 @@ func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (Entry[T], error) {
 // stops every query.
 func (s *Spread[T]) Range(ctx context.Context, pk, from, to string) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
-		if pk == "" {
-			yield(Entry[T]{}, fmt.Errorf("%w: empty PartitionKey", table.ErrInvalidKey))
+		if err := s.checkPK(pk); err != nil {
+			yield(Entry[T]{}, err)
 			return
 		}
 		if to != "" && keys.Compare(from, to) >= 0 {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -371,5 +373,40 @@ func TestInvalidSendsNothing(t *testing.T) {
 	}
 	if got := rangeKeys(t, s, "dept/sales #1", "", ""); len(got) != 1 {
 		t.Fatalf("Range of an escaped PartitionKey: %v", got)
+	}
+}
+
+// TestKeyErrors: invalid keys fail every operation with both ErrInvalid
+// and table.ErrInvalidKey, before the network: an empty logical
+// PartitionKey, one whose bucket partitions would be too long (also for
+// Range, whose filters would otherwise match nothing), a RowKey the
+// service refuses.
+func TestKeyErrors(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable(t)
+	s := newSpread(t, tb, nil)
+	ctx := context.Background()
+	long := strings.Repeat("p", 1021) // fits a key, not with "!007"
+	second := func(_ any, err error) error { return err }
+	errs := map[string]error{
+		"Insert, empty PartitionKey":  second(s.Insert(ctx, "", "k", access{})),
+		"Insert, '/' in the RowKey":   second(s.Insert(ctx, "p", "bad/key", access{})),
+		"Insert, a long PartitionKey": second(s.Insert(ctx, long, "k", access{})),
+		"InsertOp, '#' in the RowKey": second(s.InsertOp("p", "a#b", access{})),
+		"Get, empty PartitionKey":     second(s.Get(ctx, "", "k")),
+		"Get, a control character":    second(s.Get(ctx, "p", "k\x01")),
+	}
+	for _, pk := range []string{"", long} {
+		for _, err := range s.Range(ctx, pk, "", "") {
+			errs["Range, PartitionKey of "+strconv.Itoa(len(pk))] = err
+		}
+	}
+	for what, err := range errs {
+		if !errors.Is(err, buckets.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
+			t.Errorf("%s: %v, want ErrInvalid and table.ErrInvalidKey", what, err)
+		}
+	}
+	if n := ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
 	}
 }

@@ -74,6 +74,17 @@
 // whole period at once), or after copying its entities with Insert and
 // deleting the originals.
 //
+// # Trust
+//
+// Range and Get read only the bucket partitions of the logical partition
+// asked for (keys.Join escapes it, so no other logical partition's buckets
+// are among them) and yield what they hold as T, through the table
+// package (rows under table.ReservedPrefix skipped). A writer with a SAS
+// scoped to some bucket partitions can add, change or delete entities in
+// those, which Range then yields; it cannot reach other partitions. Invalid
+// keys, and logical PartitionKeys whose bucket partitions would be too
+// long, are ErrInvalid and table.ErrInvalidKey, before the network.
+//
 // # Order
 //
 // Range yields RowKey order (keys.Compare: ordinal, by UTF-16 code units),

@@ -17,7 +17,8 @@ import (
 const MaxSlots = table.MaxProperties - 1
 
 // ErrInvalid is the sentinel for a request rejected before the network: a
-// slot the series does not have, too many slots, bad slot names.
+// slot the series does not have, too many slots, bad slot names, invalid
+// keys (which also match table.ErrInvalidKey).
 var ErrInvalid = errors.New("dataseries: invalid request")
 
 // Value is the type of a series' slots: whole numbers (Edm.Int64) or
@@ -90,7 +91,7 @@ func (s *Series[V]) Get(ctx context.Context, partitionKey, rowKey string) (Value
 		return Values[V]{Slots: s.zeros()}, nil
 	}
 	if err != nil {
-		return Values[V]{}, err
+		return Values[V]{}, keyErr(err)
 	}
 	out := Values[V]{Slots: s.zeros(), ETag: d.ETag}
 	for _, name := range s.slots {
@@ -146,7 +147,8 @@ func (s *Series[V]) Set(ctx context.Context, partitionKey, rowKey, slot string, 
 		return table.Result{}, fmt.Errorf("%w: no slot %q", ErrInvalid, slot)
 	}
 	d := table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: map[string]any{slot: store(v)}}
-	return s.tbl.Upsert(ctx, d, table.Fields(slot))
+	res, err := s.tbl.Upsert(ctx, d, table.Fields(slot))
+	return res, keyErr(err)
 }
 
 // SetAll replaces every slot at once (slots missing from values become
@@ -167,10 +169,14 @@ func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, val
 		props[name] = store(values[name])
 	}
 	d := table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: props}
+	var res table.Result
+	var err error
 	if etag == "" {
-		return s.tbl.Upsert(ctx, d, table.Replace)
+		res, err = s.tbl.Upsert(ctx, d, table.Replace)
+	} else {
+		res, err = s.tbl.Update(ctx, d, etag, table.Replace)
 	}
-	return s.tbl.Update(ctx, d, etag, table.Replace)
+	return res, keyErr(err)
 }
 
 // Add adds delta to one slot and returns the slot's new value: a
@@ -205,7 +211,7 @@ func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, 
 			return newV, res, nil
 		}
 		if !errors.Is(err, table.ErrNotFound) || created {
-			return 0, table.Result{}, err
+			return 0, table.Result{}, keyErr(err)
 		}
 		// The first write of the series: create it empty, then add. The
 		// insert starts the entity's write history, which settles later
@@ -227,4 +233,13 @@ func store[V Value](v V) any {
 		return float64(v)
 	}
 	return int64(v)
+}
+
+// keyErr makes a key error of the table package (keys checked before the
+// network) match ErrInvalid too.
+func keyErr(err error) error {
+	if errors.Is(err, table.ErrInvalidKey) && !errors.Is(err, ErrInvalid) {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return err
 }

@@ -208,3 +208,28 @@ func TestWholeNumberSeriesRefusesInexactValues(t *testing.T) {
 		t.Fatalf("stored %d after a refused Add", v.Slots["H01"])
 	}
 }
+
+// TestKeyErrors: an invalid key, in every operation, matches both
+// ErrInvalid and table.ErrInvalidKey, and nothing is sent.
+func TestKeyErrors(t *testing.T) {
+	t.Parallel()
+	s, ft := newSeries[int64](t)
+	ctx := context.Background()
+	second := func(_ any, err error) error { return err }
+	_, _, addErr := s.Add(ctx, "p", "a#b", "H01", 1)
+	for what, err := range map[string]error{
+		"Get, '/' in the PartitionKey": second(s.Get(ctx, "bad/key", "r")),
+		"Get, an empty PartitionKey":   second(s.Get(ctx, "", "r")),
+		"Set, '?' in the RowKey":       second(s.Set(ctx, "p", "a?", "H01", 1)),
+		"SetAll, a control character":  second(s.SetAll(ctx, "p\x01", "r", nil, "")),
+		"SetAll with an ETag, '\\'":    second(s.SetAll(ctx, "p", `a\b`, nil, "W/\"x\"")),
+		"Add, '#' in the RowKey":       addErr,
+	} {
+		if !errors.Is(err, dataseries.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
+			t.Errorf("%s: %v, want ErrInvalid and table.ErrInvalidKey", what, err)
+		}
+	}
+	if n := ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}

@@ -30,6 +30,15 @@
 //	Add       2 (read + conditional merge), +2 per conflict; +2 the
 //	          first time (the series is created empty)
 //
+// # Trust
+//
+// A series is one entity, read by a point query of its slots only; each
+// stored slot must be a number the series' type holds (an error
+// otherwise, never a value). A writer with a SAS scoped to other
+// partitions cannot read or change it; one scoped to its partition can
+// set any slot to any value, as it can any entity there. Invalid keys are
+// ErrInvalid and table.ErrInvalidKey, nothing sent.
+//
 // # Types
 //
 // Slots hold int64 (Edm.Int64) or float64 (Edm.Double) values, chosen by

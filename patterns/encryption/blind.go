@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"iter"
 	"reflect"
@@ -106,13 +107,25 @@ func (t *Table[T]) Where(field string, value any) (table.Filter, error) {
 // Lookup returns the entities in scope (a filter such as
 // table.PartitionKey(pk); the zero Filter is the whole table) whose field
 // equals value: one query on the blind index, one round trip per page,
-// each match decrypted. It returns exactly the matches: an entity whose
-// decrypted value does not equal value after normalization (a stale index
-// written by other code) is left out.
+// each match decrypted. It returns exactly the matches, verified by
+// decrypting them, and skips without error every row it cannot verify: a
+// stale or forged blind index (the decrypted value differs after
+// normalization), a value that fails to decrypt (ErrDecrypt) or names a
+// key id the KeyProvider does not know (ErrUnknownKey), a row that does
+// not decode into T. So a row another writer planted or damaged never
+// appears in a Lookup and never stops one. Lookup does not report the rows
+// it skipped: Query with Where(field, value) and the same scope reads the
+// same rows unverified and ends at the first such row with its error, and
+// Reencrypt's OnError is called with every row that fails to decrypt. Any
+// other error (of the service, of the KeyProvider) ends the sequence. A
+// scope that names an encrypted field is refused, as by Query.
 func (t *Table[T]) Lookup(ctx context.Context, field string, value any, scope table.Filter) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		want, err := t.BlindValue(field, value)
+		if err == nil {
+			err = t.checkFilter("lookup", scope)
+		}
 		if err != nil {
 			yield(zero, err)
 			return
@@ -124,6 +137,9 @@ func (t *Table[T]) Lookup(ctx context.Context, field string, value any, scope ta
 				return
 			}
 			if err := t.unseal(ctx, "lookup", &d); err != nil {
+				if errors.Is(err, ErrDecrypt) || errors.Is(err, ErrUnknownKey) {
+					continue // not verifiable: a damaged or planted row
+				}
 				yield(zero, err)
 				return
 			}
@@ -131,7 +147,10 @@ func (t *Table[T]) Lookup(ctx context.Context, field string, value any, scope ta
 				continue
 			}
 			v, err := t.fromDynamic("lookup", d)
-			if !yield(v, err) || err != nil {
+			if err != nil {
+				continue // its plain properties do not decode into T
+			}
+			if !yield(v, nil) {
 				return
 			}
 		}

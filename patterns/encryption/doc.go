@@ -79,6 +79,24 @@
 // Errors never carry plaintext, ciphertext or key bytes: they name the
 // operation, the entity's keys, the property and the key id.
 //
+// # Trust
+//
+// Every value read is authenticated before use: its header is checked
+// (format, a printable key id; a malformed one never reaches the
+// KeyProvider), and AES-GCM with the associated data proves it was sealed
+// with that key for this table, entity, and property. Lookup returns only
+// rows it decrypted and whose value equals the one looked up, and skips
+// any other row its query returns (see Lookup); Get, Query and Modify
+// return ErrDecrypt instead of a value that fails. A writer holding a SAS
+// scoped to other partitions cannot read this partition's values, and
+// cannot write it, and in its own partitions cannot produce a value that
+// decrypts (it needs the data key) nor move one to another entity or
+// property (the binding);
+// it can plant rows in its own partitions with a copied blind value,
+// which a Lookup or Where query whose scope includes those partitions
+// reads: Lookup skips them, a Where query returns or fails on them. Scope
+// lookups by PartitionKey where you can.
+//
 // # Format
 //
 // Each encrypted property is stored as one Edm.Binary value:
@@ -144,9 +162,17 @@
 //
 // Query filters compare stored values: an encrypted field's stored value
 // is ciphertext, so filter on its blind index (Where, Lookup), never on
-// the field. Only Lookup verifies each match by decrypting it; a Query
-// with a Where filter returns whatever the stored blind values match, so
-// a forged or stale index row can add or hide entities there.
+// the field. A filter that names an encrypted field would send its
+// plaintext to the service and match nothing: Query, QueryPage, Lookup and
+// Reencrypt refuse it before the network (ErrInvalid, also
+// table.ErrInvalidFilter). table.Filter does not list the properties it
+// compares, so they are read from its OData text, which the table
+// package's constructors quote exactly; a table.Raw text is read the same
+// way, and one with an unclosed string literal is refused. Only Lookup
+// verifies each match by decrypting it; a Query with a Where filter
+// returns whatever the stored blind values match, so a forged or stale
+// index row can add or hide entities there (and a row that fails to
+// decrypt ends it with ErrDecrypt).
 //
 // # Cost in round trips
 //

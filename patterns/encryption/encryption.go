@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -32,7 +34,8 @@ var (
 	ErrBadKey = errors.New("encryption: invalid key")
 	// ErrInvalid: an invalid configuration (Options) or use: a field T
 	// does not have, an index property in user data, a value of a type
-	// that cannot be encrypted.
+	// that cannot be encrypted, a filter that compares an encrypted field,
+	// an invalid key (which also matches table.ErrInvalidKey).
 	ErrInvalid = errors.New("encryption: invalid options or use")
 )
 
@@ -499,7 +502,8 @@ func (t *Table[T]) Insert(ctx context.Context, v T) (table.Result, error) {
 	if err != nil {
 		return table.Result{}, err
 	}
-	return t.tbl.Insert(ctx, d)
+	res, err := t.tbl.Insert(ctx, d)
+	return res, keyErr(err)
 }
 
 // Upsert encrypts v's fields and inserts or merges or replaces it
@@ -510,7 +514,8 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (table.Resu
 	if err != nil {
 		return table.Result{}, err
 	}
-	return t.tbl.Upsert(ctx, d, m)
+	res, err := t.tbl.Upsert(ctx, d, m)
+	return res, keyErr(err)
 }
 
 // Update encrypts v's fields and updates the entity if etag matches
@@ -522,13 +527,14 @@ func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 	if err != nil {
 		return table.Result{}, err
 	}
-	return t.tbl.Update(ctx, d, etag, m)
+	res, err := t.tbl.Update(ctx, d, etag, m)
+	return res, keyErr(err)
 }
 
 // Delete removes the entity if etag matches (table.Table.Delete). One
 // round trip; no key is needed.
 func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
-	return t.tbl.Delete(ctx, partitionKey, rowKey, etag)
+	return keyErr(t.tbl.Delete(ctx, partitionKey, rowKey, etag))
 }
 
 // Get reads and decrypts one entity: one round trip. ErrDecrypt,
@@ -538,7 +544,7 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *t
 	d, err := t.tbl.Get(ctx, partitionKey, rowKey, opts)
 	if err != nil {
 		var zero T
-		return zero, err
+		return zero, keyErr(err)
 	}
 	return t.decrypt(ctx, "get", d)
 }
@@ -577,7 +583,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		return nil
 	}, &o)
 	if err != nil {
-		return zero, res, err
+		return zero, res, keyErr(err)
 	}
 	if m := t.metaOf(&out); m != nil {
 		*m = written.Meta // the version written, ready for a following Update
@@ -588,9 +594,19 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 // Query returns the decrypted results of q (table.Table.Query): one round
 // trip per page. An entity that fails to decrypt ends the sequence with
 // its error. Filters compare stored values: an encrypted field's stored
-// value is ciphertext, so compare its blind index (Where) instead.
+// value is ciphertext, so compare its blind index (Where) instead; a
+// filter that names an encrypted field is refused before the network
+// (ErrInvalid, also table.ErrInvalidFilter), since it would send the
+// plaintext to the service and match nothing.
 func (t *Table[T]) Query(ctx context.Context, q *table.Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
+		if q != nil {
+			if err := t.checkFilter("query", q.Filter); err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+		}
 		for d, err := range t.tbl.Query(ctx, q) {
 			var v T
 			if err == nil {
@@ -604,8 +620,14 @@ func (t *Table[T]) Query(ctx context.Context, q *table.Query) iter.Seq2[T, error
 }
 
 // QueryPage fetches and decrypts one page of q (table.Table.QueryPage):
-// one round trip. Resume with q.Cursor = page.Next.
+// one round trip. Resume with q.Cursor = page.Next. A filter that names an
+// encrypted field is refused, as by Query.
 func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (table.Page[T], error) {
+	if q != nil {
+		if err := t.checkFilter("query", q.Filter); err != nil {
+			return table.Page[T]{}, err
+		}
+	}
 	p, err := t.tbl.QueryPage(ctx, q)
 	if err != nil {
 		return table.Page[T]{}, err
@@ -620,13 +642,16 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (table.Page[T]
 }
 
 // InsertOp is an encrypted insert for table.Submit (with Table().Submit or
-// table.Submit on the same client).
+// table.Submit on the same client). An op the core refuses (an invalid key,
+// a limit) is returned with its error (op.Err()), as by UpsertOp and
+// UpdateOp.
 func (t *Table[T]) InsertOp(ctx context.Context, v T) (table.Op, error) {
 	d, _, err := t.encrypt(ctx, "insert", &v, table.Mode{})
 	if err != nil {
 		return table.Op{}, err
 	}
-	return t.tbl.InsertOp(d), nil
+	op := t.tbl.InsertOp(d)
+	return op, keyErr(op.Err())
 }
 
 // UpsertOp is an encrypted upsert for table.Submit.
@@ -635,7 +660,8 @@ func (t *Table[T]) UpsertOp(ctx context.Context, v T, mode table.Mode) (table.Op
 	if err != nil {
 		return table.Op{}, err
 	}
-	return t.tbl.UpsertOp(d, m), nil
+	op := t.tbl.UpsertOp(d, m)
+	return op, keyErr(op.Err())
 }
 
 // UpdateOp is an encrypted conditional update for table.Submit.
@@ -644,5 +670,100 @@ func (t *Table[T]) UpdateOp(ctx context.Context, v T, etag azcore.ETag, mode tab
 	if err != nil {
 		return table.Op{}, err
 	}
-	return t.tbl.UpdateOp(d, etag, m), nil
+	op := t.tbl.UpdateOp(d, etag, m)
+	return op, keyErr(op.Err())
+}
+
+// keyErr makes an invalid-key error of the core (keys given by the caller,
+// checked before the network) match ErrInvalid too.
+func keyErr(err error) error {
+	if errors.Is(err, table.ErrInvalidKey) && !errors.Is(err, ErrInvalid) {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return err
+}
+
+// checkFilter refuses a filter that compares an encrypted field: its
+// stored value is ciphertext, so the comparison would send the plaintext
+// to the service and match nothing. table.Filter does not list the
+// properties it compares, so checkFilter reads them from its OData text
+// (filterProperties).
+func (t *Table[T]) checkFilter(op string, f table.Filter) error {
+	if f.Err() != nil {
+		return nil // the core refuses it before the network
+	}
+	names, ok := filterProperties(f.String())
+	if !ok {
+		return &Error{Op: op, Table: t.tbl.Name(), Err: fmt.Errorf("%w: %w: a string literal of the filter is not closed, so the properties it compares are unknown", ErrInvalid, table.ErrInvalidFilter)}
+	}
+	for _, n := range names {
+		if slices.Contains(t.fields, n) {
+			return &Error{Op: op, Table: t.tbl.Name(), Property: n, Err: fmt.Errorf("%w: %w: the filter compares an encrypted field, whose stored value is ciphertext (it would send the plaintext and match nothing): compare its blind index (Where)", ErrInvalid, table.ErrInvalidFilter)}
+		}
+	}
+	return nil
+}
+
+// filterProperties returns the property names an OData filter expression
+// compares: every identifier outside string literals that is not the
+// prefix of a typed literal (X'..', guid'..', datetime'..'). Keywords
+// (and, eq, true, ...) are returned too, which is harmless: no property
+// may be named like one. It reports false for an unclosed string literal.
+// Every filter the table package builds quotes its values (” inside a
+// string), so its text reads back exactly; a table.Raw expression reads
+// exactly when it is valid OData.
+func filterProperties(expr string) ([]string, bool) {
+	var names []string
+	identStart := func(r rune) bool { return r == '_' || unicode.IsLetter(r) }
+	identPart := func(r rune) bool {
+		return identStart(r) || unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Pc)
+	}
+	for i := 0; i < len(expr); {
+		r, size := utf8.DecodeRuneInString(expr[i:])
+		switch {
+		case r == '\'':
+			j := i + 1
+			for {
+				k := strings.IndexByte(expr[j:], '\'')
+				if k < 0 {
+					return nil, false
+				}
+				j += k + 1
+				if j < len(expr) && expr[j] == '\'' {
+					j++ // '' is a quote inside the literal
+					continue
+				}
+				break
+			}
+			i = j
+		case '0' <= r && r <= '9':
+			// A number: digits, '.', an exponent (1e-5), a suffix (21L).
+			j := i + 1
+			for j < len(expr) {
+				c := expr[j]
+				if !(c == '.' || c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' ||
+					(c == '-' || c == '+') && (expr[j-1] == 'e' || expr[j-1] == 'E')) {
+					break
+				}
+				j++
+			}
+			i = j
+		case identStart(r):
+			j := i + size
+			for j < len(expr) {
+				r2, n := utf8.DecodeRuneInString(expr[j:])
+				if !identPart(r2) {
+					break
+				}
+				j += n
+			}
+			if j == len(expr) || expr[j] != '\'' {
+				names = append(names, expr[i:j])
+			}
+			i = j
+		default:
+			i += size
+		}
+	}
+	return names, true
 }

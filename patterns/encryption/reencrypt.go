@@ -12,7 +12,8 @@ import (
 // defaults.
 type ReencryptOptions struct {
 	// Query selects the rows to visit (its Filter and PageSize), and its
-	// Cursor resumes an earlier run (Progress.Cursor). Its Select is
+	// Cursor resumes an earlier run (Progress.Cursor). A Filter that names
+	// an encrypted field is refused (ErrInvalid), as by Query. Its Select is
 	// ignored (every property is read, so that no encrypted value is
 	// missed) and its Limit must be 0 (ErrInvalid): a run that stopped
 	// early would report Done with rows left under an old key. Default
@@ -94,6 +95,9 @@ func (t *Table[T]) Reencrypt(ctx context.Context, opts *ReencryptOptions) (Progr
 		return p, &Error{Op: "reencrypt", Table: t.tbl.Name(), Err: fmt.Errorf("%w: Query.Limit would end the run before every row is visited", ErrInvalid)}
 	}
 	q.Select = nil
+	if err := t.checkFilter("reencrypt", q.Filter); err != nil {
+		return p, err // it would match nothing and report Done
+	}
 	k, err := t.currentKey(ctx, "reencrypt")
 	if err != nil {
 		return p, err

@@ -65,8 +65,11 @@
 // # Limits
 //
 // Checked before the network: keys and values as the table package checks
-// them, a value whose index key (or blob name) would pass 1,024 characters
-// (table.ErrInvalidKey), Options (ErrInvalid). One index entity holds at
+// them; keys this package cannot take (ErrInvalid and
+// table.ErrInvalidKey): an empty PartitionKey, keys under
+// table.ReservedPrefix (an entity there could take the place of an index
+// entity), a value whose index key (or blob name) would pass 1,024
+// characters; Options (ErrInvalid). One index entity holds at
 // most 1 MiB as the service counts it (strings at 2 bytes a character),
 // less the room kept for the core's write history (table.WriteProperty, so
 // that lost responses stay verifiable): 74,853 ids of 6 characters, 8,589
@@ -75,9 +78,11 @@
 // table.ErrTooLarge naming the blob store; in another partition or table,
 // the worker's pass fails with that error and the intent ends in the poison
 // queue (the entity stays written): use blobs for values that common. Blob
-// lists are limited by a blob's single upload (256 MiB: millions of ids),
-// and tested at 100,000 ids; every change of a blob list downloads and
-// uploads the whole list.
+// lists are limited to MaxBlobSize (256 MiB, a blob's single upload:
+// millions of ids; a write past it fails with table.ErrTooLarge, in the
+// worker's pass, like a list too large for an index entity), and tested at
+// 100,000 ids; every change of a blob list downloads and uploads the whole
+// list.
 //
 // # Consistency
 //
@@ -118,6 +123,33 @@
 // LookupEntities reads every entity and returns only those that have the
 // value. Every write of an indexed entity must go through the Index (as
 // with any index).
+//
+// # Trust
+//
+// A list read back is followed only if this Index could have written it:
+// its list properties are strings, a blob is UTF-8 text of at most
+// MaxBlobSize (a larger one is refused before it is read past, whatever
+// size it declares), and every id is that of an entity the Index accepts
+// (valid keys, a PartitionKey, neither key under table.ReservedPrefix). In
+// the same-partition store an id is a RowKey of the list's own partition,
+// so a list can name no entity elsewhere; in the eventual stores it may
+// name any partition of the entities' table (the lists are
+// organisation-wide), and a lookup given a PartitionKey returns only that
+// partition's ids. Anything else is ErrCorrupt, never ids.
+// LookupEntities returns only entities that have the value when read. The
+// handler refuses an intent naming keys the Index does not write, before
+// reading anything; otherwise it reconciles from the entity as stored, so
+// a forged intent can only make lists agree with the entities.
+//
+// A writer holding a SAS scoped to some partitions of the entities' table
+// can, in the same-partition store, rewrite those partitions' index
+// entities (add or hide ids of their own entities, or make them
+// ErrCorrupt), never another partition's list. The eventual stores keep
+// lists in partitions of their own or in blobs, which such a writer cannot
+// reach; a writer of those (the index table or the container) can hide ids
+// or add ids of any partition, which LookupEntities follows only to
+// entities that have the value. Errors of the blob client are redacted:
+// they never carry a SAS signature.
 //
 // # Write outcomes
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
@@ -49,8 +50,9 @@ var errMoved = errors.New("indexentity: the entity changed while its lists were 
 // reconcile brings the lists of c's values, and of the entity's current
 // value, in line with the entity (c.PartitionKey, c.RowKey) as it is.
 func (x *Index[T]) reconcile(ctx context.Context, c change) error {
-	if c.PartitionKey == "" {
-		return fmt.Errorf("%w: an intent without an entity", ErrInvalid)
+	if err := checkKeys(c.PartitionKey, c.RowKey); err != nil {
+		// Not an intent this Index starts: never read or listed.
+		return fmt.Errorf("%w: an intent naming no entity this index writes: %w", ErrCorrupt, err)
 	}
 	p := x.retry
 	p.Retryable = func(err error) bool { return errors.Is(err, errMoved) }
@@ -152,14 +154,26 @@ func (x *Index[T]) readBlob(ctx context.Context, value string) (list, error) {
 		return list{}, nil
 	}
 	if err != nil {
-		return list{}, fmt.Errorf("indexentity: reading blob %s: %w", name, err)
+		return list{}, fmt.Errorf("indexentity: reading blob %s: %w", name, redact.Error(err))
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	tooLarge := func(n int64) error {
+		return fmt.Errorf("%w: %w: blob %s holds %d bytes or more, more than a list's %d (MaxBlobSize)", ErrCorrupt, table.ErrTooLarge, name, n, x.maxBlob)
+	}
+	if resp.ContentLength != nil && *resp.ContentLength > int64(x.maxBlob) {
+		return list{}, tooLarge(*resp.ContentLength)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(x.maxBlob)+1))
 	if err != nil {
-		return list{}, fmt.Errorf("indexentity: reading blob %s: %w", name, err)
+		return list{}, fmt.Errorf("indexentity: reading blob %s: %w", name, redact.Error(err))
+	}
+	if len(data) > x.maxBlob {
+		return list{}, tooLarge(int64(len(data)))
 	}
 	ids, err := blobIDs(data)
+	if err == nil {
+		err = x.checkIDs("", ids)
+	}
 	if err != nil {
 		return list{}, fmt.Errorf("%w (blob %s)", err, name)
 	}
@@ -193,8 +207,14 @@ func (x *Index[T]) writeBlob(ctx context.Context, value string, l list) error {
 	case len(l.ids) == 0 && l.found:
 		_, err = x.blobs.NewBlobClient(name).Delete(ctx, &blob.DeleteOptions{AccessConditions: cond})
 	case len(l.ids) > 0:
-		_, err = x.blobs.NewBlockBlobClient(name).UploadBuffer(ctx, blobText(l.ids), &blockblob.UploadBufferOptions{AccessConditions: cond})
+		text := blobText(l.ids)
+		if len(text) > x.maxBlob {
+			return fmt.Errorf("indexentity: the list of value %.40q of index %s: %w: %d ids in %d bytes, more than a blob list's %d (MaxBlobSize)",
+				value, x.name, table.ErrTooLarge, len(l.ids), len(text), x.maxBlob)
+		}
+		_, err = x.blobs.NewBlockBlobClient(name).UploadBuffer(ctx, text, &blockblob.UploadBufferOptions{AccessConditions: cond})
 	}
+	err = redact.Error(err)
 	var re *azcore.ResponseError
 	if errors.Is(err, retry.ErrOutcomeUnknown) || errors.As(err, &re) && (re.StatusCode == 412 || re.StatusCode == 409 || re.StatusCode == 404) {
 		return &conflict{fmt.Errorf("indexentity: writing blob %s: %w", name, err)}

@@ -62,3 +62,13 @@ func SeedList[T any](ctx context.Context, x *Index[T], pk, value string, ids []I
 	_, err = x.ix.Upsert(ctx, table.Dynamic{PartitionKey: lpk, RowKey: lrk, Properties: props}, table.Replace)
 	return err
 }
+
+// Reconcile runs the handler's pass for entity (pk, rk) naming values, as
+// a delivery of its intent would.
+func Reconcile[T any](ctx context.Context, x *Index[T], pk, rk string, values ...string) error {
+	return x.reconcile(ctx, change{pk, rk, values})
+}
+
+// SetMaxBlobSize lowers the size of a list's blob x writes and reads
+// (MaxBlobSize), so that tests can plant blobs larger than it.
+func SetMaxBlobSize[T any](x *Index[T], n int) { x.maxBlob = n }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -16,12 +17,33 @@ import (
 	"github.com/tablekit/tablekit/retry"
 )
 
-// ErrInvalid is the sentinel for a request rejected before the network for
-// a reason of this package: bad Options, a Lookup of the same-partition
-// store without a PartitionKey. Keys and values the service would refuse
-// are table.ErrInvalidKey and the table package's other sentinels; a list
-// too large for an index entity is table.ErrTooLarge.
-var ErrInvalid = errors.New("indexentity: invalid request")
+var (
+	// ErrInvalid is the sentinel for a request rejected before the
+	// network for a reason of this package: bad Options, a Lookup of the
+	// same-partition store without a PartitionKey, and keys this package
+	// cannot take (also table.ErrInvalidKey): keys the service would
+	// refuse, an empty PartitionKey, keys under table.ReservedPrefix (the
+	// rows patterns keep, index entities among them), a value whose index
+	// key or blob name would be too long. Values the service would refuse
+	// are the table package's other sentinels; a list too large for an
+	// index entity, or for MaxBlobSize, is table.ErrTooLarge.
+	ErrInvalid = errors.New("indexentity: invalid request")
+	// ErrCorrupt: a list read back is not one this Index writes: an index
+	// entity or blob holding an id that is not the id of an entity this
+	// Index accepts (see the package documentation's Trust), a list
+	// property that is not a string, a blob that is not UTF-8 text or is
+	// larger than MaxBlobSize (then also table.ErrTooLarge). Lookups and
+	// writes return it instead of following such a list.
+	ErrCorrupt = errors.New("indexentity: a list read back is not one this index writes")
+)
+
+// MaxBlobSize is the most bytes of a list's blob (the blob store): 256
+// MiB, what one request uploads (millions of ids). A write that would make
+// a list larger fails with table.ErrTooLarge before the network, and a
+// read refuses a blob that declares or holds more (ErrCorrupt and
+// table.ErrTooLarge) before reading past it: no read allocates more than
+// this for a list.
+const MaxBlobSize = 256 << 20
 
 // KeyPrefix starts the keys of index entities: the RowKey of an index
 // entity in the same-partition store (keys.Join(KeyPrefix, Name, value)),
@@ -107,7 +129,8 @@ type Index[T any] struct {
 	retry retry.Policy
 	conc  int
 
-	hook func(step string) error // tests: a crash at a step boundary
+	maxBlob int                     // MaxBlobSize; tests lower it
+	hook    func(step string) error // tests: a crash at a step boundary
 }
 
 // ID identifies an entity.
@@ -141,7 +164,7 @@ func New[T any](tbl *table.Table[T], opts *Options[T]) (*Index[T], error) {
 	if err := validName(opts.Name); err != nil {
 		return nil, err
 	}
-	x := &Index[T]{tbl: tbl, blobs: opts.Blobs, q: opts.Queue, name: opts.Name, value: opts.Value, retry: DefaultRetry, conc: opts.Concurrency}
+	x := &Index[T]{tbl: tbl, blobs: opts.Blobs, q: opts.Queue, name: opts.Name, value: opts.Value, retry: DefaultRetry, conc: opts.Concurrency, maxBlob: MaxBlobSize}
 	if opts.Retry != nil {
 		x.retry = *opts.Retry
 	}
@@ -209,7 +232,7 @@ func (x *Index[T]) listKey(pk, value string) (lpk, lrk string, err error) {
 		lpk, lrk = k, KeyPrefix
 	}
 	if err := keys.Validate(k); err != nil {
-		return "", "", fmt.Errorf("indexentity: the key of value %.40q of index %s: %w", value, x.name, err)
+		return "", "", fmt.Errorf("%w: the key of value %.40q of index %s: %w", ErrInvalid, value, x.name, err)
 	}
 	return lpk, lrk, nil
 }
@@ -218,9 +241,39 @@ func (x *Index[T]) listKey(pk, value string) (lpk, lrk string, err error) {
 func (x *Index[T]) blobName(value string) (string, error) {
 	n := keys.Join(x.name, value)
 	if err := keys.Validate(n); err != nil { // at most 1,024 characters, as blob names
-		return "", fmt.Errorf("indexentity: the blob name of value %.40q of index %s: %w", value, x.name, err)
+		return "", fmt.Errorf("%w: the blob name of value %.40q of index %s: %w", ErrInvalid, value, x.name, err)
 	}
 	return n, nil
+}
+
+// checkKeys checks the keys of an entity this Index writes, or reads by an
+// id from a list: valid keys with a PartitionKey, neither under
+// table.ReservedPrefix (the rows patterns keep, index entities among
+// them). Its errors match ErrInvalid and table.ErrInvalidKey.
+func checkKeys(pk, rk string) error {
+	switch {
+	case pk == "":
+		return fmt.Errorf("%w: %w: empty PartitionKey", ErrInvalid, table.ErrInvalidKey)
+	case strings.HasPrefix(pk, table.ReservedPrefix), strings.HasPrefix(rk, table.ReservedPrefix):
+		return fmt.Errorf("%w: %w: (%.40q, %.40q): keys starting with %q are reserved for the rows patterns keep, index entities among them",
+			ErrInvalid, table.ErrInvalidKey, pk, rk, table.ReservedPrefix)
+	}
+	if err := keys.Validate(pk); err != nil {
+		return fmt.Errorf("%w: PartitionKey: %w", ErrInvalid, err)
+	}
+	if err := keys.Validate(rk); err != nil {
+		return fmt.Errorf("%w: RowKey: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+// keyErr makes a key error of the core (keys checked before the network)
+// match ErrInvalid too.
+func keyErr(err error) error {
+	if errors.Is(err, table.ErrInvalidKey) && !errors.Is(err, ErrInvalid) {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return err
 }
 
 // idOf is how entity (pk, rk) appears in a list.
@@ -231,16 +284,36 @@ func (x *Index[T]) idOf(pk, rk string) string {
 	return keys.Join(pk, rk)
 }
 
-// parseID is the reverse of idOf, for a list of partition pk.
+// parseID is the reverse of idOf, for a list of partition pk. It accepts
+// only the ids this Index writes: those of entities whose keys pass
+// checkKeys; in the same-partition store, of partition pk (the id is a
+// RowKey, so a list can name no other partition); in the others, of any
+// partition of the entities' table (the lists are organisation-wide).
+// Anything else is ErrCorrupt.
 func (x *Index[T]) parseID(pk, id string) (ID, error) {
-	if x.store == samePartition {
-		return ID{pk, id}, nil
+	out := ID{pk, id}
+	if x.store != samePartition {
+		parts, err := keys.Split(id)
+		if err != nil || len(parts) != 2 {
+			return ID{}, fmt.Errorf("%w: index %s: a list holds %.80q, which is not an id", ErrCorrupt, x.name, id)
+		}
+		out = ID{parts[0], parts[1]}
 	}
-	parts, err := keys.Split(id)
-	if err != nil || len(parts) != 2 {
-		return ID{}, fmt.Errorf("indexentity: index %s: a list holds %q, which is not an id", x.name, id)
+	if err := checkKeys(out.PartitionKey, out.RowKey); err != nil {
+		return ID{}, fmt.Errorf("%w: index %s: a list holds %.80q, which is not the id of an entity this index writes", ErrCorrupt, x.name, id)
 	}
-	return ID{parts[0], parts[1]}, nil
+	return out, nil
+}
+
+// checkIDs checks every id of a list read back in partition pk (see
+// parseID).
+func (x *Index[T]) checkIDs(pk string, ids []string) error {
+	for _, id := range ids {
+		if _, err := x.parseID(pk, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // step runs the test hook at a step boundary; an error is a crash there.
@@ -273,6 +346,9 @@ func (x *Index[T]) readList(ctx context.Context, lpk, lrk string) (list, error) 
 		return list{}, err
 	}
 	ids, err := listOf(d.Properties)
+	if err == nil {
+		err = x.checkIDs(lpk, ids)
+	}
 	if err != nil {
 		return list{}, fmt.Errorf("indexentity: index entity (%q, %q): %w", lpk, lrk, err)
 	}
@@ -315,10 +391,17 @@ func (x *Index[T]) listOp(l list, value string) (op table.Op, ok bool, err error
 // The same-partition store's list is exact. An eventual store's list may
 // lag the entities: a write's ids appear or go when its intent has run,
 // so it may hold the ids of entities that no longer have the value, and
-// miss recent ones. LookupEntities checks each entity it reads.
+// miss recent ones. LookupEntities checks each entity it reads. A list
+// holding anything but ids this Index writes is ErrCorrupt (see the
+// package documentation's Trust).
 func (x *Index[T]) Lookup(ctx context.Context, partitionKey, value string) ([]ID, error) {
 	var ids []string
 	var err error
+	if partitionKey != "" {
+		if err := checkKeys(partitionKey, ""); err != nil {
+			return nil, fmt.Errorf("indexentity: lookup: %w", err)
+		}
+	}
 	switch x.store {
 	case samePartition:
 		if partitionKey == "" {

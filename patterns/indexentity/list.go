@@ -96,7 +96,7 @@ func listOf(props map[string]any) ([]string, error) {
 	for _, name := range names {
 		s, ok := props[name].(string)
 		if !ok {
-			return nil, fmt.Errorf("indexentity: list property %s holds %T, not a string", name, props[name])
+			return nil, fmt.Errorf("%w: list property %s holds %T, not a string", ErrCorrupt, name, props[name])
 		}
 		ids = appendIDs(ids, s, '/')
 	}
@@ -142,7 +142,7 @@ func blobText(ids []string) []byte {
 // blobIDs reads a list's blob.
 func blobIDs(data []byte) ([]string, error) {
 	if !utf8.Valid(data) {
-		return nil, fmt.Errorf("indexentity: a list blob is not UTF-8 text")
+		return nil, fmt.Errorf("%w: a list blob is not UTF-8 text", ErrCorrupt)
 	}
 	return sortedIDs(appendIDs(nil, string(data), '\n')), nil
 }

@@ -19,9 +19,14 @@ type entry struct {
 }
 
 // prepare checks v as tbl would write it and computes its keys and value.
+// Keys under table.ReservedPrefix are refused (checkKeys): such an entity
+// could take the place of an index entity.
 func (x *Index[T]) prepare(v T) (entry, error) {
 	o := x.tbl.InsertOp(v) // the keys, and every limit checked
 	if err := o.Err(); err != nil {
+		return entry{}, keyErr(err)
+	}
+	if err := checkKeys(o.PartitionKey(), o.RowKey()); err != nil {
 		return entry{}, err
 	}
 	d, err := table.ToDynamic(v)
@@ -252,7 +257,10 @@ func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 		return Result{}, fmt.Errorf("indexentity: delete: %w", table.ErrNoETag)
 	}
 	if err := table.DeleteOp(partitionKey, rowKey, etag).Err(); err != nil {
-		return Result{}, err // the keys, checked before the network
+		return Result{}, keyErr(err) // the keys, checked before the network
+	}
+	if err := checkKeys(partitionKey, rowKey); err != nil {
+		return Result{}, fmt.Errorf("indexentity: delete: %w", err)
 	}
 	return x.loop(ctx, "delete", func(ctx context.Context) (Result, error) {
 		cur, old, err := x.current(ctx, "delete", partitionKey, rowKey, etag)

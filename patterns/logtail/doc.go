@@ -40,6 +40,17 @@
 //	                      transaction per 100; idempotent (entries already
 //	                      gone are skipped)
 //
+// # Trust
+//
+// A log is its partitions (the log's name, escaped when bucketed): reads
+// query those only, and each row's RowKey must start with the inverted
+// ticks of an entry (an error otherwise, ending the read, never an entry
+// with a made-up time). A writer with a SAS scoped to other partitions
+// cannot read, add to or trim the log; one scoped to its partitions can
+// add, change or delete entries, or make its reads fail. A log name that
+// makes no valid PartitionKey is ErrInvalid and table.ErrInvalidKey,
+// before the network, also for reads.
+//
 // # Hot logs
 //
 // One partition serves about 2,000 entities per second. A log written

@@ -23,7 +23,8 @@ const MaxBuckets = 1000
 
 // ErrInvalid is the sentinel for a request Log rejects before the network:
 // an n out of range, a time window the wrong way round, a time outside the
-// .NET DateTime range.
+// .NET DateTime range, a log name that makes no valid PartitionKey (which
+// also matches table.ErrInvalidKey).
 var ErrInvalid = errors.New("logtail: invalid request")
 
 // Options configures a Log. A nil *Options means defaults.
@@ -102,6 +103,20 @@ func (l *Log[T]) partition(log string, b int) string {
 	return keys.Join(log, keys.Pad(uint64(b), 3))
 }
 
+// checkLog checks that log's partitions are valid PartitionKeys, so that
+// reads of a log that cannot exist (their filters would match nothing) and
+// writes to it fail before the network.
+func (l *Log[T]) checkLog(log string) error {
+	pk := l.partition(log, 0) // every bucket's has the same length
+	if pk == "" {
+		return fmt.Errorf("%w: %w: an empty log name is an empty PartitionKey", ErrInvalid, table.ErrInvalidKey)
+	}
+	if err := keys.Validate(pk); err != nil {
+		return fmt.Errorf("%w: log %.40q: %w", ErrInvalid, log, err)
+	}
+	return nil
+}
+
 // rowKey is the entry's RowKey: the guide's inverted ticks, then this
 // Log's sequence number inverted (later appends of one tick sort first),
 // then the writer's id (distinct writers never collide).
@@ -121,6 +136,9 @@ func (l *Log[T]) Append(ctx context.Context, log string, v T) (Appended, error) 
 // DateTime range), for importing entries.
 func (l *Log[T]) AppendAt(ctx context.Context, log string, at time.Time, v T) (Appended, error) {
 	if err := checkTime(at); err != nil {
+		return Appended{}, err
+	}
+	if err := l.checkLog(log); err != nil {
 		return Appended{}, err
 	}
 	seq := l.seq.Add(1)
@@ -166,6 +184,9 @@ func (l *Log[T]) Latest(ctx context.Context, log string, n int) ([]Entry[T], err
 	if n < 1 || n > MaxLatest {
 		return nil, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, MaxLatest)
 	}
+	if err := l.checkLog(log); err != nil {
+		return nil, err
+	}
 	var out []Entry[T]
 	for e, err := range l.merged(ctx, log, table.Filter{}, n) {
 		if err != nil {
@@ -208,6 +229,10 @@ func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter
 			yield(Entry[T]{}, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to))
 			return
 		}
+		if err := l.checkLog(log); err != nil {
+			yield(Entry[T]{}, err)
+			return
+		}
 		// Newest first: entries of [from, to) have keys in [bound(to),
 		// bound(from)).
 		for e, err := range l.merged(ctx, log, table.RowKeyRange(bound(to), bound(from)), 0) {
@@ -227,6 +252,9 @@ func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter
 // costs one request however many entries it holds.
 func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (int, error) {
 	if err := checkTime(before); err != nil {
+		return 0, err
+	}
+	if err := l.checkLog(log); err != nil {
 		return 0, err
 	}
 	deleted := 0

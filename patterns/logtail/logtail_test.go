@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -303,5 +304,47 @@ func TestBoundsAndConcurrentTrim(t *testing.T) {
 	wg.Wait()
 	if errs[0] != nil || errs[1] != nil || counts[0]+counts[1] != 300 {
 		t.Fatalf("concurrent Trims: %v deleted, errors %v", counts, errs)
+	}
+}
+
+// TestKeyErrors: a log name that makes no valid PartitionKey fails every
+// operation with both ErrInvalid and table.ErrInvalidKey, before the
+// network: also reads, whose filters would otherwise match nothing.
+func TestKeyErrors(t *testing.T) {
+	t.Parallel()
+	l, ft, tb := newLog(t, nil)
+	lb, err := logtail.New(tb, &logtail.Options{Buckets: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	errs := map[string]error{}
+	// A one-bucket log's name is its PartitionKey; a bucketed log's is
+	// escaped (keys.Join), so only its length can make it invalid.
+	bad := map[*logtail.Log[login]][]string{
+		l:  {"bad/name", "a#b", strings.Repeat("x", 1025)},
+		lb: {strings.Repeat("x", 1021)}, // + "!000"
+	}
+	for name, log := range map[string]*logtail.Log[login]{"one bucket": l, "4 buckets": lb} {
+		for _, bad := range bad[log] {
+			what := name + ", " + bad[:min(len(bad), 8)]
+			_, errs[what+", Append"] = log.Append(ctx, bad, login{})
+			_, errs[what+", Latest"] = log.Latest(ctx, bad, 10)
+			for _, err := range log.Range(ctx, bad, now.Add(-time.Hour), now) {
+				errs[what+", Range"] = err
+			}
+			_, errs[what+", Trim"] = log.Trim(ctx, bad, now)
+		}
+	}
+	_, errs["one bucket, empty name, Append"] = l.Append(ctx, "", login{})
+	_, errs["one bucket, empty name, Latest"] = l.Latest(ctx, "", 1)
+	for what, err := range errs {
+		if !errors.Is(err, logtail.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
+			t.Errorf("%s: %v, want ErrInvalid and table.ErrInvalidKey", what, err)
+		}
+	}
+	if n := ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
 	}
 }

@@ -118,6 +118,19 @@
 //
 // The tests stop the process (cancel the context) at each of these points.
 //
+// # Trust
+//
+// A period's table is taken from the account's table list only if its
+// name is one this rotation makes (the prefix, then exactly the period's
+// digits, parsing back to a period start); its entities are read through
+// the table package as T. Creating, listing and deleting tables needs an
+// account-level SAS or key: a writer with a SAS scoped to partitions of a
+// period's table can add, change or delete entities there only, which
+// Range then yields with the others; it cannot create or delete periods.
+// Errors of the SDK's table creation are redacted (no SAS signature), as
+// the table package's are; invalid keys are ErrInvalid and
+// table.ErrInvalidKey, nothing sent.
+//
 // # Reading across periods
 //
 // Range(from, to, q) queries every period that overlaps [from, to) with

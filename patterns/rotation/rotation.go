@@ -10,12 +10,14 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // ErrInvalid is the sentinel for a configuration or request rejected
 // before the network: a prefix or Period that cannot make table names, a
-// time range the wrong way round, a Sweep cutoff within the write window.
+// time range the wrong way round, a Sweep cutoff within the write window,
+// invalid keys (which also match table.ErrInvalidKey).
 var ErrInvalid = errors.New("rotation: invalid request")
 
 // ErrExpired is the sentinel for a write to a closed period (one that
@@ -282,6 +284,7 @@ func expired(op, name string, err error) error {
 // period that was swept.
 func (r *Tables[T]) create(ctx context.Context, name string) error {
 	_, err := r.svc.CreateTable(ctx, name, nil)
+	err = redact.Error(err) // the SDK's error: its URL may carry a SAS
 	var re *azcore.ResponseError
 	switch {
 	case err == nil, errors.As(err, &re) && re.ErrorCode == "TableAlreadyExists":
@@ -323,6 +326,8 @@ func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (table.Result
 	switch {
 	case err == nil:
 		return res, nil
+	case errors.Is(err, table.ErrInvalidKey):
+		return res, keyErr(err) // found before the network
 	case beingDeleted(err):
 		return res, expired("insert", name, err)
 	case !errors.Is(err, table.ErrTableNotFound) && !(errors.Is(err, table.ErrOutcomeUnknown) && r.missing(ctx, tb, v)):
@@ -380,11 +385,17 @@ func (r *Tables[T]) missing(ctx context.Context, tb *table.Table[T], v T) bool {
 // ...) to the table of the period containing at, as table.Submit does,
 // after creating the table if it does not exist: 1 round trip for the
 // create (which answers TableAlreadyExists when the table exists), then
-// table.Submit's, one per transaction. ErrExpired, with nothing sent, when
-// the period closed; ErrExpired, with no op sent, when the create finds its
+// table.Submit's, one per transaction. ErrInvalid and table.ErrInvalidKey,
+// with nothing sent, when an op's keys are invalid; ErrExpired, with
+// nothing sent, when the period closed; ErrExpired, with no op sent, when the create finds its
 // table being deleted. When the create fails otherwise no op is sent
 // either, and the result has no op results.
 func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, opts *table.BatchOptions) (table.BatchResult, error) {
+	for i, op := range ops {
+		if err := op.Err(); errors.Is(err, table.ErrInvalidKey) {
+			return table.BatchResult{}, fmt.Errorf("rotation: submit: op %d: %w", i, keyErr(err))
+		}
+	}
 	if err := r.Prepare(ctx, at); err != nil {
 		return table.BatchResult{}, err
 	}
@@ -496,4 +507,13 @@ func (r *Tables[T]) Sweep(ctx context.Context, before time.Time) (Swept, error) 
 		}
 	}
 	return out, nil
+}
+
+// keyErr makes a key error of the table package (keys checked before the
+// network) match ErrInvalid too.
+func keyErr(err error) error {
+	if errors.Is(err, table.ErrInvalidKey) && !errors.Is(err, ErrInvalid) {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return err
 }

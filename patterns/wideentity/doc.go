@@ -126,8 +126,9 @@
 //
 // Every limit is checked before the network: a write that would break one
 // sends nothing and fails with table.ErrTooLarge (sizes and counts),
-// table.ErrInvalidKey, table.ErrInvalidEntity (property names and values,
-// as for any entity) or ErrInvalid (reserved names).
+// ErrInvalid and table.ErrInvalidKey (both match, for keys),
+// table.ErrInvalidEntity (property names and values, as for any entity)
+// or ErrInvalid (reserved names).
 //
 // # Write outcomes
 //
@@ -136,7 +137,11 @@
 // When a transaction's response is lost and the retry policy's resend
 // answers 409 or 412, Submit settles it by reading the header's write
 // history: an Insert, or a write conditioned on an ETag, is then reported
-// applied (Result.Verified) or not, never both and never twice. Writes with
+// applied (Result.Verified) or not, never both and never twice. A verified
+// write returns the header's ETag, as any write does, empty only when the
+// entity was written again since (table.Result): the header is the first
+// operation of every transaction, the one a resend fails at and the table
+// package verifies and returns the ETag of. Writes with
 // azcore.ETagAny are idempotent: the resend applies the same values again
 // (as with table.Upsert, a delayed first attempt may land after a later
 // write). A lost Delete leaves nothing to read: ErrOutcomeUnknown, which
@@ -155,6 +160,19 @@
 //	between Modify's read and its write       the old version
 //	between a layout fallback's read and      the old version
 //	  its transaction
+//
+// # Trust
+//
+// A read checks that the rows in the entity's range form one version
+// written by this package: a header with a valid PartsProperty first,
+// exactly that many part rows at their keys, each of the header's version,
+// each property in the part its name belongs to; anything else is
+// ErrInconsistent, never a value. Every row of an entity is in its own
+// partition and every read and write names it, so a writer holding a SAS
+// scoped to other partitions cannot read, change or forge an entity of
+// this one; one scoped to this partition can write any of its rows and so
+// forge its entities (consistently versioned rows read as an entity), as
+// it could any row of the partition.
 //
 // # Layout changes
 //

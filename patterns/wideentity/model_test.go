@@ -101,11 +101,13 @@ func TestModelWideEntity(t *testing.T) {
 		}
 		var err error
 		var what string
-		switch op := r.IntN(6); op {
+		var res table.Result // of a write that returns one
+		op := r.IntN(6)
+		switch op {
 		case 0:
 			p := props()
 			what = fmt.Sprintf("Insert(%q, %d properties, Parts %d)", rk, len(p), parts[which])
-			_, err = s.Insert(ctx, "m", rk, bagOf(p))
+			res, err = s.Insert(ctx, "m", rk, bagOf(p))
 			next, nextExists = entity{props: p, parts: parts[which]}, true
 			if exists {
 				want = table.ErrAlreadyExists
@@ -113,7 +115,7 @@ func TestModelWideEntity(t *testing.T) {
 		case 1:
 			p := props()
 			what = fmt.Sprintf("Update(%q, %d properties, Parts %d, %s ETag)", rk, len(p), parts[which], condition)
-			_, err = s.Update(ctx, "m", rk, bagOf(p), etag)
+			res, err = s.Update(ctx, "m", rk, bagOf(p), etag)
 			next = entity{props: p, parts: parts[which]}
 			conditional()
 		case 2:
@@ -123,7 +125,7 @@ func TestModelWideEntity(t *testing.T) {
 			}
 			names := slices.Sorted(maps.Keys(p))
 			what = fmt.Sprintf("UpdateFields(%q, %v, Parts %d, %s ETag)", rk, names, parts[which], condition)
-			_, err = s.UpdateFields(ctx, "m", rk, bagOf(p), etag, names...)
+			res, err = s.UpdateFields(ctx, "m", rk, bagOf(p), etag, names...)
 			if exists {
 				next = entity{props: maps.Clone(old.props), parts: old.parts}
 				maps.Copy(next.props, p)
@@ -136,11 +138,13 @@ func TestModelWideEntity(t *testing.T) {
 			conditional()
 		case 4:
 			what = fmt.Sprintf("Modify(%q, Parts %d)", rk, parts[which])
-			_, err = s.Modify(ctx, "m", rk, func(d *table.Dynamic) error {
+			var e wideentity.Entity[table.Dynamic]
+			e, err = s.Modify(ctx, "m", rk, func(d *table.Dynamic) error {
 				n, _ := d.Properties["P0000"].(int64)
 				d.Properties["P0000"] = n + 1
 				return nil
 			})
+			res.ETag = e.ETag
 			if exists {
 				next = entity{props: maps.Clone(old.props), parts: parts[which]}
 				next.props["P0000"]++
@@ -177,6 +181,11 @@ func TestModelWideEntity(t *testing.T) {
 		if !same(got, gotExists, next, nextExists) {
 			t.Fatalf("step %d: after %s (err %v): stored %d properties in %d parts (exists %v), model %d in %d (exists %v)",
 				step, what, err, len(got.props), got.parts, gotExists, len(next.props), next.parts, nextExists)
+		}
+		// A write that succeeded returns the ETag stored: nothing else
+		// writes here, so table.Result's ETag is never empty.
+		if err == nil && nextExists && op != 5 && res.ETag != gotETag {
+			t.Fatalf("step %d: %s returned ETag %q (Verified %v), the header's is %q", step, what, res.ETag, res.Verified, gotETag)
 		}
 		if nextExists {
 			model[rk] = next

@@ -181,3 +181,60 @@ func atoi(s string) int {
 	}
 	return n
 }
+
+// TestVerifiedWritesReturnETag: a write whose transaction's response was
+// lost, settled by reading (Verified), returns the header's ETag when
+// nothing wrote since (table.Result's contract), so the next conditional
+// write with it succeeds: Insert, Update and Modify, also when they move
+// the entity to another layout.
+func TestVerifiedWritesReturnETag(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := newStore[table.Dynamic](t, f, 4)
+	s2 := newStore[table.Dynamic](t, f, 2)
+	ctx := context.Background()
+	check := func(what string, res table.Result, err error) azcore.ETag {
+		t.Helper()
+		if err != nil || !res.Verified {
+			t.Fatalf("%s = %+v, %v; want a verified success", what, res, err)
+		}
+		e, err := s.Get(ctx, "p", "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ETag == "" || res.ETag != e.ETag {
+			t.Fatalf("%s returned ETag %q, the header's is %q", what, res.ETag, e.ETag)
+		}
+		return res.ETag
+	}
+	lose := func() { f.ft.Inject(faults.Fault{Match: isBatch, LoseResponse: true}) }
+
+	lose()
+	res, err := s.Insert(ctx, "p", "r", bag(300, 0))
+	etag := check("Insert", res, err)
+
+	res, err = s.Update(ctx, "p", "r", bag(300, 100), etag)
+	if err != nil {
+		t.Fatalf("Update with the ETag of a verified Insert: %v", err)
+	}
+	etag = res.ETag
+
+	// Into Parts 2: a transaction answering 404, a header read, and the
+	// transaction for the stored layout, whose response is lost.
+	var batches atomic.Int32
+	f.ft.Inject(faults.Fault{Match: func(r *http.Request) bool { return isBatch(r) && batches.Add(1) == 2 }, LoseResponse: true})
+	res, err = s2.Update(ctx, "p", "r", bag(300, 200), etag)
+	etag = check("Update into another layout", res, err)
+
+	lose()
+	res, err = s2.UpdateFields(ctx, "p", "r", bag(1, -1), etag, "P0000")
+	check("UpdateFields", res, err) // Modify reads the ETag itself
+
+	lose()
+	e, err := s.Modify(ctx, "p", "r", func(d *table.Dynamic) error { d.Properties["P0001"] = int64(-1); return nil })
+	etag = check("Modify into another layout", table.Result{ETag: e.ETag, Verified: true}, err)
+
+	if err := s.Delete(ctx, "p", "r", etag); err != nil {
+		t.Fatalf("Delete with the ETag of a verified Modify: %v", err)
+	}
+}

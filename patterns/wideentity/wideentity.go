@@ -37,9 +37,9 @@ var (
 	// ErrInvalid is the sentinel for a request rejected before the network
 	// for a reason of this package: bad Options, a property named like a
 	// reserved one (VersionProperty, PartsProperty, table.WriteProperty),
-	// an UpdateFields name the value does not hold. Limits are
-	// table.ErrTooLarge, keys table.ErrInvalidKey, values the table
-	// package's sentinels.
+	// an UpdateFields name the value does not hold, an invalid key (which
+	// also matches table.ErrInvalidKey). Limits are table.ErrTooLarge,
+	// values the table package's sentinels.
 	ErrInvalid = errors.New("wideentity: invalid request")
 	// ErrInconsistent: the rows in an entity's key range do not form one
 	// version of a wide entity even after re-reading (see Options.Retry):
@@ -147,13 +147,13 @@ func reservedName(name string) bool {
 // the service does, the logical RowKey by its longest row key.
 func checkKeys(op, pk, rk string) error {
 	if pk == "" {
-		return fmt.Errorf("wideentity: %s: %w: empty PartitionKey", op, table.ErrInvalidKey)
+		return fmt.Errorf("%w: %s: %w: empty PartitionKey", ErrInvalid, op, table.ErrInvalidKey)
 	}
 	if err := keys.Validate(pk); err != nil {
-		return fmt.Errorf("wideentity: %s: PartitionKey: %w", op, err)
+		return fmt.Errorf("%w: %s: PartitionKey: %w", ErrInvalid, op, err)
 	}
 	if err := keys.Validate(partKey(rk, MaxParts, MaxParts-1)); err != nil {
-		return fmt.Errorf("wideentity: %s: RowKey %.40q... is too long for its rows' keys: %w", op, rk, err)
+		return fmt.Errorf("%w: %s: RowKey %.40q... is too long for its rows' keys: %w", ErrInvalid, op, rk, err)
 	}
 	return nil
 }
@@ -210,12 +210,25 @@ type stored struct {
 }
 
 // replaceOps is the transaction that makes the entity parts (a whole-entity
-// write): deletes of cur's part rows when the layout changes, the part
-// rows, then the header, inserted when cur.etag is empty and replaced on
-// that condition otherwise. Every row gets a new version.
+// write): the header, inserted when cur.etag is empty and replaced on that
+// condition otherwise, then deletes of cur's part rows when the layout
+// changes, then the part rows. Every row gets a new version.
+//
+// The header comes first in every transaction of this package: a resend
+// of a transaction whose response was lost fails at its first operation,
+// which the table package verifies first and whose ETag alone it returns
+// (table.OpResult), so a verified write returns the header's ETag.
 func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored) []table.Op {
 	n, version := len(parts), newVersion()
-	var ops []table.Op
+	h := cur.header // as read, when it was: its Meta settles a lost response exactly
+	h.PartitionKey, h.RowKey = pk, headerKey(rk)
+	h.Properties = map[string]any{VersionProperty: version, PartsProperty: int32(n)}
+	ops := make([]table.Op, 1, 1+cur.parts+n)
+	if cur.etag == "" {
+		ops[0] = s.tbl.InsertOp(h)
+	} else {
+		ops[0] = s.tbl.UpdateOp(h, cur.etag, table.Replace)
+	}
 	if cur.etag != "" && cur.parts != n {
 		for k := range cur.parts {
 			ops = append(ops, table.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
@@ -230,17 +243,11 @@ func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored)
 			ops = append(ops, s.tbl.InsertOp(row))
 		}
 	}
-	h := cur.header // as read, when it was: its Meta settles a lost response exactly
-	h.PartitionKey, h.RowKey = pk, headerKey(rk)
-	h.Properties = map[string]any{VersionProperty: version, PartsProperty: int32(n)}
-	if cur.etag == "" {
-		return append(ops, s.tbl.InsertOp(h))
-	}
-	return append(ops, s.tbl.UpdateOp(h, cur.etag, table.Replace))
+	return ops
 }
 
 // submit sends ops as one transaction after checking them and the limits,
-// and returns the header's (the last op's) result.
+// and returns the header's (the first op's) result.
 func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op) (table.Result, error) {
 	for _, o := range ops {
 		if err := o.Err(); err != nil {
@@ -259,7 +266,7 @@ func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op
 	if err != nil {
 		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w", op, pk, rk, err)
 	}
-	h := res.Ops[len(ops)-1]
+	h := res.Ops[0]
 	return table.Result{ETag: h.ETag, Verified: h.Verified}, nil
 }
 
@@ -411,15 +418,15 @@ func (s *Store[T]) UpdateFields(ctx context.Context, pk, rk string, v T, etag az
 			}
 			byPart[k][name] = val
 		}
-		var ops []table.Op
+		h := cur.header
+		h.PartitionKey, h.RowKey, h.Properties = pk, headerKey(rk), nil
+		ops := []table.Op{s.tbl.UpdateOp(h, cur.etag, table.Merge)}
 		for k := range cur.parts {
 			if p := byPart[k]; p != nil {
 				ops = append(ops, s.tbl.UpdateOp(table.Dynamic{PartitionKey: pk, RowKey: partKey(rk, cur.parts, k), Properties: p}, azcore.ETagAny, table.Merge))
 			}
 		}
-		h := cur.header
-		h.PartitionKey, h.RowKey, h.Properties = pk, headerKey(rk), nil
-		return append(ops, s.tbl.UpdateOp(h, cur.etag, table.Merge)), nil
+		return ops, nil
 	})
 }
 
@@ -438,11 +445,11 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 		return fmt.Errorf("wideentity: delete (%q, %q): %w", pk, rk, table.ErrNoETag)
 	}
 	_, err := s.write(ctx, "delete", pk, rk, etag, func(cur stored) ([]table.Op, error) {
-		ops := make([]table.Op, 0, cur.parts+1)
+		ops := []table.Op{table.DeleteOp(pk, headerKey(rk), cur.etag)}
 		for k := range cur.parts {
 			ops = append(ops, table.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
 		}
-		return append(ops, table.DeleteOp(pk, headerKey(rk), cur.etag)), nil
+		return ops, nil
 	})
 	return err
 }

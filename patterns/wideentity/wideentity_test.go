@@ -368,6 +368,8 @@ func TestShrinkAndLayoutChanges(t *testing.T) {
 // TestLimitsSendNothing: every limit is checked before the network, with
 // the sentinel naming what was wrong; the largest entities that fit are
 // written.
+//
+// Key errors are tested in TestKeyErrors.
 func TestLimitsSendNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -400,9 +402,6 @@ func TestLimitsSendNothing(t *testing.T) {
 		{"a property name with a space", second(s10.Insert(ctx, "p", "r", with("a b", 1))), table.ErrInvalidEntity},
 		{"an unsigned value", second(s10.Insert(ctx, "p", "r", with("U", uint64(1)))), table.ErrInvalidEntity},
 		{"a string over 64 KiB", second(s10.Insert(ctx, "p", "r", with("S", strings.Repeat("x", 40000)))), table.ErrTooLarge},
-		{"an invalid PartitionKey", second(s10.Insert(ctx, "a/b", "r", bag(3, 0))), table.ErrInvalidKey},
-		{"an empty PartitionKey", second(s10.Get(ctx, "", "r")), table.ErrInvalidKey},
-		{"a RowKey too long for its rows", second(s10.Get(ctx, "p", strings.Repeat("r", 1020))), table.ErrInvalidKey},
 		{"no ETag", second(s10.Update(ctx, "p", "r", bag(3, 0), "")), table.ErrNoETag},
 		{"no ETag for a delete", s10.Delete(ctx, "p", "r", ""), table.ErrNoETag},
 		{"UpdateFields of nothing", second(s10.UpdateFields(ctx, "p", "r", bag(3, 0), azcore.ETagAny)), wideentity.ErrInvalid},
@@ -483,5 +482,35 @@ func TestTypedStructOver252Fields(t *testing.T) {
 	e, _ = s.Get(ctx, "sensor-7", "2024")
 	if e.Value.D200 != 42 || e.Value.D001 != want.D001 {
 		t.Fatalf("after UpdateFields: D200 = %d, D001 = %d", e.Value.D200, e.Value.D001)
+	}
+}
+
+// TestKeyErrors: an invalid key, in any operation, matches both ErrInvalid
+// and table.ErrInvalidKey, and nothing is sent.
+func TestKeyErrors(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := newStore[table.Dynamic](t, f, 4)
+	ctx := context.Background()
+	long := strings.Repeat("r", 1020)
+	cases := []struct {
+		what string
+		err  error
+	}{
+		{"Insert, a PartitionKey with '/'", second(s.Insert(ctx, "a/b", "r", bag(3, 0)))},
+		{"Get, an empty PartitionKey", second(s.Get(ctx, "", "r"))},
+		{"Get, a RowKey too long for its rows", second(s.Get(ctx, "p", long))},
+		{"Update, a PartitionKey with '#'", second(s.Update(ctx, "a#b", "r", bag(3, 0), azcore.ETagAny))},
+		{"UpdateFields, an empty PartitionKey", second(s.UpdateFields(ctx, "", "r", bag(3, 0), azcore.ETagAny, "P0000"))},
+		{"Delete, a RowKey too long", s.Delete(ctx, "p", long, azcore.ETagAny)},
+		{"Modify, a PartitionKey with a control character", second(s.Modify(ctx, "a\x01", "r", func(*table.Dynamic) error { return nil }))},
+	}
+	for _, c := range cases {
+		if !errors.Is(c.err, wideentity.ErrInvalid) || !errors.Is(c.err, table.ErrInvalidKey) {
+			t.Errorf("%s: %v, want both ErrInvalid and table.ErrInvalidKey", c.what, c.err)
+		}
+	}
+	if n := f.ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
 	}
 }
