@@ -21,6 +21,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -257,6 +258,7 @@ func TestForgedCommitReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dyn = reserved.Table(dyn)
 	recKey := func(id string) string { return table.ReservedPrefix + "intent~" + id }
 	before, err := dyn.Get(ctx, "c1", recKey(d.ID()), nil)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
@@ -89,6 +90,7 @@ func newFixture(t testing.TB) *fixture {
 	if f.cleanTbl, err = table.New[table.Dynamic](env.TableClient(name, nil)); err != nil {
 		t.Fatal(err)
 	}
+	f.cleanTbl = reserved.Properties(f.cleanTbl) // plants pointers as another writer would
 	bo := &azblob.ClientOptions{}
 	bo.Transport = f.bft
 	fast.ApplyTo(&bo.ClientOptions)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
@@ -101,7 +102,7 @@ func TestCheckAndRebuild(t *testing.T) {
 	if _, err := r.tbl.Update(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "email!e2@contoso.2Ecom", Properties: map[string]any{"Age": int64(99)}}, azcore.ETagAny, table.Merge); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.tbl.Insert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "name!Nobody!X!999999", Properties: map[string]any{secondaryindex.RefProperty: "Sales!999999"}}); err != nil {
+	if _, err := reserved.Properties(r.tbl).Insert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "name!Nobody!X!999999", Properties: map[string]any{secondaryindex.RefProperty: "Sales!999999"}}); err != nil {
 		t.Fatal(err)
 	}
 	d, err = s.Check(ctx, "Sales")

@@ -231,6 +231,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 			if ix.Table == nil {
 				ix.Table = tbl
 			}
+			ix.Table = reserved.Properties(ix.Table) // copies carry RefProperty
 		default:
 			return nil, fmt.Errorf("%w: index %q: unknown Where %d", ErrInvalid, ix.Name, ix.Where)
 		}

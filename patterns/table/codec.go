@@ -38,10 +38,11 @@ const (
 // ReservedPropertyPrefix starts the names of the properties tablekit
 // keeps beside an entity's own (WriteProperty, secondaryindex's copy
 // reference, wideentity's version and parts, largeentity's blob pointers).
-// A struct field stored under such a name is refused by New, and a
-// Dynamic's property of such a name by every write of an application's
-// Table (ErrInvalidEntity, nothing sent); only the pattern packages write
-// them, through their own views.
+// Every write of an application's Table refuses them (ErrInvalidEntity,
+// nothing sent): a Dynamic's property of such a name, and any write of a
+// struct type with a field stored under one (such a type can read a
+// pattern's rows, as an operator's tool may). Only the pattern packages
+// write them, through their own views.
 const ReservedPropertyPrefix = "Tk"
 
 // kind is how a Go field is stored.
@@ -88,6 +89,7 @@ type codec struct {
 	extra     []int    // a map[string]any field tagged extra
 	selects   []string // the default projection; nil for every property
 	implicit  []string // what every projection adds: keys, Timestamp, history
+	tk        string   // a property under ReservedPropertyPrefix: T reads, but cannot write
 }
 
 var codecs sync.Map // reflect.Type -> *codec or error
@@ -209,8 +211,8 @@ func (c *codec) addFields(t reflect.Type, parent []int) error {
 		if err := validPropertyName(name); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		if strings.HasPrefix(name, ReservedPropertyPrefix) {
-			return fmt.Errorf("%w: %s: property name %q starts with %q (table.ReservedPropertyPrefix), which tablekit's patterns keep for their own properties", ErrInvalidEntity, where, name, ReservedPropertyPrefix)
+		if strings.HasPrefix(name, ReservedPropertyPrefix) && c.tk == "" {
+			c.tk = name
 		}
 		if _, dup := c.byName[name]; dup {
 			return fmt.Errorf("%w: %s: property %q is defined twice", ErrInvalidEntity, where, name)
@@ -377,6 +379,9 @@ func (c *codec) encode(b []byte, v reflect.Value, pk, rk string, only *fieldMask
 	e := encoded{pk: pk, rk: rk, tk: tk}
 	if err := validKeys(pk, rk); err != nil {
 		return e, err
+	}
+	if c.tk != "" && !tk {
+		return e, invalid("encode", pk, rk, ErrInvalidEntity, "%v stores property %q, which starts with %q (table.ReservedPropertyPrefix): such a type can read a pattern's rows, not write them", c.typ, c.tk, ReservedPropertyPrefix)
 	}
 	b = appendKeys(b, &e)
 	b, err := c.appendProperties(b, v, &e, only)

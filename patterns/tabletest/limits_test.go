@@ -67,6 +67,7 @@ func TestAzuriteKeyLengthLimit(t *testing.T) {
 
 // ScratchTable makes a fresh, usable table and its cleanup deletes it.
 func TestScratchTable(t *testing.T) {
+	tabletest.New(t) // skips or fails as every test that needs storage does
 	ctx := context.Background()
 	a, cleanA, err := tabletest.ScratchTable(ctx, "scratch")
 	if err != nil {
