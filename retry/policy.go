@@ -161,9 +161,11 @@ func (e *stopError) Unwrap() error { return e.err }
 // longer when the service asked for it with Retry-After) before retry x. It
 // stops at once when ctx ends, and does not start a wait that would end after
 // ctx's deadline; the error then satisfies errors.Is(err, ctx.Err()) (or
-// context.DeadlineExceeded). Any failure is returned as *Error, which wraps fn's last error
-// so errors.As(err, **azcore.ResponseError) still works; an error marked
-// with Stop is returned as it is.
+// context.DeadlineExceeded). A failure after retries, or one the context
+// ended, is returned as *Error, which wraps fn's last error so
+// errors.As(err, **azcore.ResponseError) still works; the error of a first
+// attempt that is not retried, and an error marked with Stop, are returned
+// as they are (the one place where tablekit's retry loops unwrap).
 func (p Policy) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	retryable := p.Retryable
 	if retryable == nil {
@@ -185,6 +187,9 @@ func (p Policy) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 			return &Error{Attempts: attempt, Err: err, ctxErr: ctx.Err()}
 		}
 		if attempt > p.MaxRetries || !retryable(err) {
+			if attempt == 1 {
+				return err // nothing was retried: the loop adds nothing to say
+			}
 			return &Error{Attempts: attempt, Err: err}
 		}
 		var resp *http.Response

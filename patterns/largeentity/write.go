@@ -306,18 +306,9 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		return nil
 	})
 	if err != nil {
-		return Entity[T]{}, firstError(err)
+		return Entity[T]{}, err
 	}
 	return out, nil
-}
-
-// firstError returns the error of a retry loop's only attempt as it is.
-func firstError(err error) error {
-	var re *retry.Error
-	if errors.As(err, &re) && re.Attempts == 1 && len(re.Unwrap()) == 1 {
-		return re.Err
-	}
-	return err
 }
 
 // Delete removes the entity if its ETag still matches etag
@@ -348,7 +339,7 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 	p.Retryable = func(err error) bool {
 		return etag == azcore.ETagAny && errors.Is(err, table.ErrPreconditionFailed) && !errors.Is(err, table.ErrOutcomeUnknown)
 	}
-	return firstError(p.Do(ctx, func(ctx context.Context) error {
+	return p.Do(ctx, func(ctx context.Context) error {
 		d, err := s.tbl.Get(ctx, pk, rk, &table.GetOptions{Select: s.pointerProperties()})
 		if err != nil {
 			return fmt.Errorf("largeentity: delete (%q, %q): %w", pk, rk, err)
@@ -383,7 +374,7 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 			return fmt.Errorf("largeentity: delete (%q, %q): %w", pk, rk, err)
 		}
 		return nil
-	}))
+	})
 }
 
 // pointerProperties are the pointer properties of every field a read can

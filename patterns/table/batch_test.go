@@ -155,7 +155,7 @@ func TestSubmitAtomicGroupsAndDuplicates(t *testing.T) {
 	if err != nil || res.Transactions != 2 {
 		t.Fatalf("Submit = %v with %d transactions, want 2 in order", err, res.Transactions)
 	}
-	if got, _ := tb.Get(ctx, "P", a.ID, nil); got.Age != 77 {
+	if got, _ := value(tb.Get(ctx, "P", a.ID, nil)); got.Age != 77 {
 		t.Fatalf("Age = %d, want the later op's 77", got.Age)
 	}
 	// Invalid groups fail before any request.

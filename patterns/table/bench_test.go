@@ -416,7 +416,7 @@ func BenchmarkPointOps(b *testing.B) {
 		pk := rows[0].PartitionKey
 		var sink int32
 		tk := func(rk string) error {
-			v, err := tb.Get(ctx, pk, rk, nil)
+			v, err := value(tb.Get(ctx, pk, rk, nil))
 			sink += v.Age
 			return err
 		}

@@ -42,22 +42,6 @@ func FromDynamic[T any](d Dynamic) (T, error) {
 	return v, fromDynamic(c, d, reflect.ValueOf(&v).Elem())
 }
 
-// PropertyNames returns the names of the properties a Table[T] stores from
-// T's fields (not the keys, Timestamp or Meta), in field order, and whether
-// T has an extra map, which stores any other name too. It fails as ToDynamic
-// does for a type New rejects (apart from its number of fields).
-func PropertyNames[T any]() (names []string, extra bool, err error) {
-	c, err := codecFor(reflect.TypeFor[T]())
-	if err != nil {
-		return nil, false, err
-	}
-	names = make([]string, len(c.fields))
-	for i := range c.fields {
-		names[i] = c.fields[i].name
-	}
-	return names, c.extra != nil, nil
-}
-
 var dynamicType = reflect.TypeFor[Dynamic]()
 
 // toDynamic encodes v (an addressable value of c's type) with the codec,

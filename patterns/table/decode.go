@@ -28,8 +28,9 @@ var propsPool = sync.Pool{New: func() any { s := make([]property, 0, 32); return
 
 // decode parses entity JSON into v (an addressable struct value). etag,
 // when not empty, overrides the body's odata.etag (GetEntity's header).
-// When keys is not nil it receives the stored PartitionKey and RowKey.
-func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[2]string, skipReserved bool) error {
+// When keys is not nil it receives the stored PartitionKey, RowKey and
+// ETag.
+func (c *codec) decode(data []byte, v reflect.Value, etag azcore.ETag, keys *[3]string, skipReserved bool) error {
 	s, err := scanEntity(data, etag)
 	defer s.release()
 	if err != nil {
@@ -71,10 +72,13 @@ func (s scanned) release() {
 // (those without a field into the extra map, except the one named skip);
 // without, only the keys, Timestamp and Meta (for a value an upgrade
 // function built).
-func (c *codec) decodeProps(props []property, v reflect.Value, etag azcore.ETag, keys *[2]string, fields bool, skip string) error {
+func (c *codec) decodeProps(props []property, v reflect.Value, etag azcore.ETag, keys *[3]string, fields bool, skip string) error {
 	var extra map[string]any
 	var writes string
 	var storedKeys [2]string
+	if keys != nil {
+		keys[2] = string(etag) // the stored keys, then the ETag
+	}
 	for i := range props {
 		p := &props[i]
 		if j, ok := c.byName[string(p.name)]; ok {

@@ -46,7 +46,7 @@ func TestDirectPathMatchesSDK(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %d: Insert: %v", name, i, err)
 			}
-			got, err := r.Get(ctx, v.PartitionKey, v.RowKey, nil)
+			got, err := value(r.Get(ctx, v.PartitionKey, v.RowKey, nil))
 			if err != nil {
 				t.Fatalf("%s %d: Get: %v", name, i, err)
 			}
@@ -60,7 +60,7 @@ func TestDirectPathMatchesSDK(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %d: Update: %v", name, i, err)
 			}
-			if again, _ := r.Get(ctx, v.PartitionKey, v.RowKey, nil); again.S != "changed" || again.ETag != up.ETag {
+			if again, _ := value(r.Get(ctx, v.PartitionKey, v.RowKey, nil)); again.S != "changed" || again.ETag != up.ETag {
 				t.Fatalf("%s %d: after Update %+v", name, i, again)
 			}
 			if err := w.Delete(ctx, v.PartitionKey, v.RowKey, up.ETag); err != nil {
@@ -113,7 +113,7 @@ func TestDirectPathMatchesSDK(t *testing.T) {
 	if _, err := direct.Submit(ctx, []table.Op{direct.UpsertOp(quoted, table.Merge)}, nil); err != nil {
 		t.Fatalf("batch merge of a quoted key: %v", err)
 	}
-	if got, _ := sdk.Get(ctx, "q", "O'Neil", nil); got.S != "v2" {
+	if got, _ := value(sdk.Get(ctx, "q", "O'Neil", nil)); got.S != "v2" {
 		t.Fatalf("quoted key: %+v", got)
 	}
 

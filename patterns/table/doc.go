@@ -221,7 +221,7 @@
 //	Types.Migrate                             1 per page + 1 per transaction of upgrades
 //	QueryPage                                 1
 //	Query / Collect                           1 per page (at most 1,000 entities a page)
-//	FanOut, FanOutKeyed over n queries        1 per page of each, Concurrency at a time
+//	FanOut, FanOutEntities over n queries        1 per page of each, Concurrency at a time
 //	Submit of n ops                           1 per transaction: ceil(n/100) per partition
 //	                                          when under 4 MiB; Transactions reports it
 //	                                          (+1 read per transaction whose response was lost)

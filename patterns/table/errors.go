@@ -208,3 +208,10 @@ func newError(op, table, pk, rk string, err error) *Error {
 func invalid(op, pk, rk string, sentinel error, format string, args ...any) error {
 	return &Error{Op: op, PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
 }
+
+// NewErrInvalid returns a sentinel error with the given text that also
+// matches ErrInvalid: each pattern package declares its ErrInvalid with
+// it, so that errors.Is(err, table.ErrInvalid) holds for the validation
+// errors of every package, and errors.Is(err, pkg.ErrInvalid) for the
+// package's own.
+func NewErrInvalid(text string) error { return &invalidKind{text} }

@@ -63,7 +63,7 @@ func Example() {
 	}
 
 	// Read, change, write back if nobody changed it in between.
-	e, err := employees.Get(ctx, "Sales", "000223", nil)
+	e, err := value(employees.Get(ctx, "Sales", "000223", nil))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func Example() {
 	_, err = employees.Update(ctx, e, e.ETag, table.Replace)
 	fmt.Println(errors.Is(err, table.ErrPreconditionFailed))
 
-	got, _ := employees.Get(ctx, "Sales", "000223", nil)
+	got, _ := value(employees.Get(ctx, "Sales", "000223", nil))
 	fmt.Println(got.FirstName, got.Age, got.Hired.Format(time.DateOnly))
 	// Output:
 	// true
@@ -283,7 +283,7 @@ func ExampleSASURL_fromConnectionString() {
 		log.Fatal(err)
 	}
 	readOnly, _ := table.New[Employee](c)
-	e, err := readOnly.Get(ctx, "Sales", "000223", nil)
+	e, err := value(readOnly.Get(ctx, "Sales", "000223", nil))
 	fmt.Println(e.FirstName, err)
 	_, err = readOnly.Insert(ctx, Employee{Department: "Sales", ID: "000224"})
 	var te *table.Error
@@ -305,11 +305,11 @@ func ExampleTable_Modify() {
 	if _, err := employees.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jo", Age: 29}); err != nil {
 		log.Fatal(err)
 	}
-	e, res, err := employees.Modify(ctx, "Sales", "000223", func(e *Employee) error {
+	e, err := employees.Modify(ctx, "Sales", "000223", func(e *Employee) error {
 		e.Age++ // fn may run again if another writer got there first
 		return nil
 	}, nil)
-	fmt.Println(e.Age, res.ETag != "", err)
+	fmt.Println(e.Value.Age, e.ETag != "", err)
 	// Output:
 	// 30 true <nil>
 }
@@ -328,7 +328,7 @@ func ExampleFields() {
 	if _, err := employees.Update(ctx, rename, azcore.ETagAny, table.Fields("FirstName")); err != nil {
 		log.Fatal(err)
 	}
-	got, _ := employees.Get(ctx, "Sales", "000006", nil)
+	got, _ := value(employees.Get(ctx, "Sales", "000006", nil))
 	fmt.Println(got.FirstName, got.Email, got.Age)
 
 	// A literal is typed by the field it is compared with (Age is Int32),

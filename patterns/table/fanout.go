@@ -10,7 +10,7 @@ import (
 	"github.com/tablekit/tablekit/keys"
 )
 
-// FanOutOptions configures FanOut and FanOutKeyed. A nil *FanOutOptions
+// FanOutOptions configures FanOut and FanOutEntities. A nil *FanOutOptions
 // means defaults.
 type FanOutOptions struct {
 	// Concurrency is the most requests in flight at once. Default: 8.
@@ -29,7 +29,7 @@ type FanOutOptions struct {
 	ByRowKey bool
 }
 
-// Source is one query over one table, for FanOutKeyed. A nil Query reads
+// Source is one query over one table, for FanOutEntities. A nil Query reads
 // the whole table.
 type Source[T any] struct {
 	Table *Table[T]
@@ -50,7 +50,7 @@ func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOpt
 	}
 	ordered := opts != nil && (opts.Ordered || opts.ByRowKey)
 	return func(yield func(T, error) bool) {
-		fanOut(ctx, srcs, opts, ordered, func(v *T, _ [2]string, err error) bool {
+		fanOut(ctx, srcs, opts, ordered, func(v *T, _ [3]string, err error) bool {
 			if err != nil {
 				var zero T
 				return yield(zero, err)
@@ -60,32 +60,32 @@ func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOpt
 	}
 }
 
-// FanOutKeyed is FanOut over queries of one or several tables of the same
-// type (a table per period, as patterns/rotation keeps), yielding each
-// entity with the keys it is stored under. The sources' tables may belong
+// FanOutEntities is FanOut over queries of one or several tables of the
+// same type (a table per period, as patterns/rotation keeps), yielding each
+// entity in its envelope (Entity: the keys it is stored under, its ETag). The sources' tables may belong
 // to different clients; costs, concurrency, order and errors are those of
 // FanOut. A Source without a Table ends the sequence with an
 // ErrInvalidFilter before any request.
-func FanOutKeyed[T any](ctx context.Context, sources []Source[T], opts *FanOutOptions) iter.Seq2[Keyed[T], error] {
-	return func(yield func(Keyed[T], error) bool) {
+func FanOutEntities[T any](ctx context.Context, sources []Source[T], opts *FanOutOptions) iter.Seq2[Entity[T], error] {
+	return func(yield func(Entity[T], error) bool) {
 		for i, s := range sources {
 			if s.Table == nil {
-				yield(Keyed[T]{}, &Error{Op: "query", Err: fmt.Errorf("%w: source %d has no table", ErrInvalidFilter, i)})
+				yield(Entity[T]{}, &Error{Op: "query", Err: fmt.Errorf("%w: source %d has no table", ErrInvalidFilter, i)})
 				return
 			}
 		}
-		fanOut(ctx, sources, opts, true, func(v *T, k [2]string, err error) bool {
+		fanOut(ctx, sources, opts, true, func(v *T, k [3]string, err error) bool {
 			if err != nil {
-				return yield(Keyed[T]{}, err)
+				return yield(Entity[T]{}, err)
 			}
-			return yield(Keyed[T]{PartitionKey: k[0], RowKey: k[1], Value: *v}, nil)
+			return yield(entityOf(k, *v), nil)
 		})
 	}
 }
 
 // fanOut runs the sources' queries and passes their entities (with their
 // keys when wantKeys) to yield, merged as opts asks.
-func fanOut[T any](ctx context.Context, srcs []Source[T], opts *FanOutOptions, wantKeys bool, yield func(*T, [2]string, error) bool) {
+func fanOut[T any](ctx context.Context, srcs []Source[T], opts *FanOutOptions, wantKeys bool, yield func(*T, [3]string, error) bool) {
 	if opts == nil {
 		opts = &FanOutOptions{}
 	}
@@ -130,7 +130,7 @@ func fanOut[T any](ctx context.Context, srcs []Source[T], opts *FanOutOptions, w
 	// out of pages early: unless the loop already ended (a break, or an
 	// error yielded), the end of a cancelled parent is an error.
 	ended := false
-	watch := func(v *T, k [2]string, err error) bool {
+	watch := func(v *T, k [3]string, err error) bool {
 		if err != nil {
 			ended = true
 		}
@@ -146,7 +146,7 @@ func fanOut[T any](ctx context.Context, srcs []Source[T], opts *FanOutOptions, w
 		mergeUnordered(shared, watch)
 	}
 	if err := parent.Err(); err != nil && !ended {
-		yield(nil, [2]string{}, &Error{Op: "query", Err: err})
+		yield(nil, [3]string{}, &Error{Op: "query", Err: err})
 	}
 }
 
@@ -154,7 +154,7 @@ func fanOut[T any](ctx context.Context, srcs []Source[T], opts *FanOutOptions, w
 // keys when asked for, and where the next page starts), or its error.
 type keyedPage[T any] struct {
 	items []T
-	keys  [][2]string
+	keys  [][3]string
 	next  Cursor
 	err   error
 }
@@ -182,14 +182,14 @@ func (t *Table[T]) produce(ctx context.Context, q *Query, wantKeys bool, slots c
 	}
 }
 
-func mergeUnordered[T any](pages <-chan keyedPage[T], yield func(*T, [2]string, error) bool) {
+func mergeUnordered[T any](pages <-chan keyedPage[T], yield func(*T, [3]string, error) bool) {
 	for p := range pages {
 		if p.err != nil {
-			yield(nil, [2]string{}, p.err)
+			yield(nil, [3]string{}, p.err)
 			return
 		}
 		for i := range p.items {
-			var k [2]string
+			var k [3]string
 			if p.keys != nil {
 				k = p.keys[i]
 			}
@@ -253,8 +253,8 @@ func (c *cursorHead[T]) next(streams []chan keyedPage[T]) (bool, error) {
 	return true, nil
 }
 
-func mergeOrdered[T any](streams []chan keyedPage[T], byRowKey bool, yield func(*T, [2]string, error) bool) {
-	fail := func(err error) { yield(nil, [2]string{}, err) }
+func mergeOrdered[T any](streams []chan keyedPage[T], byRowKey bool, yield func(*T, [3]string, error) bool) {
+	fail := func(err error) { yield(nil, [3]string{}, err) }
 	h := &headHeap[T]{byRowKey: byRowKey}
 	for s := range streams {
 		c := &cursorHead[T]{stream: s}

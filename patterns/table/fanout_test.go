@@ -13,10 +13,10 @@ import (
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
-// FanOutKeyed merges queries over several tables in the service's key order
+// FanOutEntities merges queries over several tables in the service's key order
 // (ties in query order), or by RowKey first with ByRowKey, each entity with
 // its stored keys; one round trip per page of each query.
-func TestFanOutKeyedAcrossTables(t *testing.T) {
+func TestFanOutEntitiesAcrossTables(t *testing.T) {
 	t.Parallel()
 	t1, ft1 := newTable[employee](t)
 	t2, ft2 := newTable[employee](t)
@@ -52,7 +52,7 @@ func TestFanOutKeyedAcrossTables(t *testing.T) {
 	collect := func(opts *table.FanOutOptions) []row {
 		t.Helper()
 		var got []row
-		for k, err := range table.FanOutKeyed(ctx, srcs(), opts) {
+		for k, err := range table.FanOutEntities(ctx, srcs(), opts) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestFanOutKeyedAcrossTables(t *testing.T) {
 	}
 	// A source without a table is refused before any request.
 	ft1.Reset()
-	for _, err := range table.FanOutKeyed(ctx, append(srcs(), table.Source[employee]{}), nil) {
+	for _, err := range table.FanOutEntities(ctx, append(srcs(), table.Source[employee]{}), nil) {
 		if !errors.Is(err, table.ErrInvalidFilter) {
 			t.Fatalf("nil table: %v", err)
 		}

@@ -38,7 +38,13 @@ type Filter struct {
 	err   error
 	n     int                             // comparisons, for MaxFilterComparisons
 	typed func(propTypes) (string, error) // renders with T's property types; nil: expr
+	props []string                        // the properties compared, in order, once each
 }
+
+// Properties returns the names of the properties the filter compares, in
+// the order they first appear, each once: for packages that must refuse a
+// filter on some properties (an encrypted field's plaintext).
+func (f Filter) Properties() []string { return slices.Clone(f.props) }
 
 // propTypes returns the kind of a property of T; ok is false for a
 // property T has no field for.
@@ -74,19 +80,15 @@ func (f Filter) Err() error {
 	return f.err
 }
 
-// Raw wraps a hand-written OData expression. Never build it from user
-// input; use the typed constructors for values.
-func Raw(expr string) Filter { return Filter{expr: expr} }
-
 func compare(op, prop string, v any) Filter {
 	if err := validFilterProperty(prop); err != nil {
 		return Filter{err: err}
 	}
-	lit, err := Literal(v)
+	lit, err := literal(v)
 	if err != nil {
 		return Filter{err: fmt.Errorf("%w: property %s: %v", ErrInvalidFilter, prop, err)}
 	}
-	return Filter{expr: prop + " " + op + " " + lit, n: 1, typed: func(types propTypes) (string, error) {
+	return Filter{expr: prop + " " + op + " " + lit, n: 1, props: []string{prop}, typed: func(types propTypes) (string, error) {
 		k, ok := types(prop)
 		if !ok {
 			return prop + " " + op + " " + lit, nil
@@ -166,10 +168,16 @@ func join(op string, fs []Filter) Filter {
 	}
 	parts := make([]string, 0, len(fs))
 	n := 0
+	var props []string
 	for _, f := range fs {
 		if f.expr != "" {
 			parts = append(parts, "("+f.expr+")")
 			n += f.n
+			for _, p := range f.props {
+				if !slices.Contains(props, p) {
+					props = append(props, p)
+				}
+			}
 		}
 	}
 	subs := slices.Clone(fs)
@@ -193,9 +201,9 @@ func join(op string, fs []Filter) Filter {
 	case 0:
 		return Filter{}
 	case 1:
-		return Filter{expr: parts[0][1 : len(parts[0])-1], n: n, typed: typed}
+		return Filter{expr: parts[0][1 : len(parts[0])-1], n: n, typed: typed, props: props}
 	}
-	return Filter{expr: strings.Join(parts, op), n: n, typed: typed}
+	return Filter{expr: strings.Join(parts, op), n: n, typed: typed, props: props}
 }
 
 // Not matches entities f does not match. Not of the zero Filter (which
@@ -208,7 +216,7 @@ func Not(f Filter) Filter {
 	if f.expr == "" {
 		return Filter{err: fmt.Errorf("%w: Not of an empty filter matches nothing", ErrInvalidFilter)}
 	}
-	return Filter{expr: "not (" + f.expr + ")", n: f.n, typed: func(types propTypes) (string, error) {
+	return Filter{expr: "not (" + f.expr + ")", n: f.n, props: f.props, typed: func(types propTypes) (string, error) {
 		e, err := f.render(types)
 		return "not (" + e + ")", err
 	}}
@@ -239,8 +247,8 @@ func RowKeyPrefix(parts ...string) Filter {
 	return RowKeyRange(lo, hi)
 }
 
-// Literal renders v as an OData literal of its EDM type (see Filter).
-func Literal(v any) (string, error) {
+// literal renders v as an OData literal of its EDM type (see Filter).
+func literal(v any) (string, error) {
 	switch x := v.(type) {
 	case string:
 		return "'" + strings.ReplaceAll(x, "'", "''") + "'", nil
@@ -266,11 +274,11 @@ func Literal(v any) (string, error) {
 		}
 		return "datetime'" + x.UTC().Truncate(100).Format("2006-01-02T15:04:05.0000000Z") + "'", nil
 	case aztables.EDMDateTime:
-		return Literal(time.Time(x))
+		return literal(time.Time(x))
 	case []byte:
 		return "X'" + hex.EncodeToString(x) + "'", nil
 	case aztables.EDMBinary:
-		return Literal([]byte(x))
+		return literal([]byte(x))
 	case aztables.EDMGUID:
 		g, err := ParseGUID(string(x))
 		if err != nil {
@@ -285,7 +293,7 @@ func Literal(v any) (string, error) {
 		reflect.Copy(reflect.ValueOf(&g).Elem(), rv)
 		return "guid'" + g.String() + "'", nil
 	case rv.Kind() == reflect.String:
-		return Literal(rv.String())
+		return literal(rv.String())
 	}
 	return "", fmt.Errorf("unsupported literal type %T", v)
 }
@@ -298,7 +306,7 @@ func typedLiteral(k kind, v any) (string, error) {
 	switch k {
 	case kString, kJSON:
 		if rv.Kind() == reflect.String {
-			return Literal(rv.String())
+			return literal(rv.String())
 		}
 	case kBool:
 		if rv.Kind() == reflect.Bool {
@@ -332,12 +340,12 @@ func typedLiteral(k kind, v any) (string, error) {
 	case kTime:
 		switch x := v.(type) {
 		case time.Time, aztables.EDMDateTime:
-			return Literal(x)
+			return literal(x)
 		}
 	case kBinary:
 		switch x := v.(type) {
 		case []byte, aztables.EDMBinary:
-			return Literal(x)
+			return literal(x)
 		}
 	case kGUID, kGUIDString:
 		if rv.Kind() == reflect.String {
@@ -348,7 +356,7 @@ func typedLiteral(k kind, v any) (string, error) {
 			return "guid'" + g.String() + "'", nil
 		}
 		if rv.Kind() == reflect.Array && rv.Len() == 16 && rv.Type().Elem().Kind() == reflect.Uint8 {
-			return Literal(v)
+			return literal(v)
 		}
 	}
 	return "", mismatch

@@ -173,8 +173,9 @@ type entityType struct {
 	extra   []string // what an explicit projection adds: the type property and older versions' properties
 	filter  Filter   // what selects the type's rows on the server; zero when rows are told apart only after reading
 	back    bool
-	// writeBack is the type's Table's writeBack, for Types.Get.
-	writeBack func(ctx context.Context, v any, etag azcore.ETag, writes string) any
+	// writeBack is the type's Table's writeBack, for Types.Get: the value
+	// and ETag of the row after it.
+	writeBack func(ctx context.Context, v any, etag azcore.ETag, writes string) (any, azcore.ETag)
 }
 
 // Register adds type T, named name, to ts and returns the Table through
@@ -278,10 +279,12 @@ func Register[T any](ts *Types, name string, opts *RegisterOptions) (*Table[T], 
 		reg.prefixed = append(reg.prefixed, et)
 	}
 	t.types, t.typ = ts, et
-	et.writeBack = func(ctx context.Context, v any, etag azcore.ETag, writes string) any {
+	et.writeBack = func(ctx context.Context, v any, etag azcore.ETag, writes string) (any, azcore.ETag) {
 		x := v.(T)
-		t.writeBack(ctx, &x, etag, writes)
-		return x
+		if res, ok := t.writeBack(ctx, &x, etag, writes); ok {
+			etag = res.ETag
+		}
+		return x, etag
 	}
 	ts.reg.Store(reg)
 	return t, nil
@@ -422,7 +425,7 @@ func (et *entityType) readable(version int) error {
 
 // decode sets v (an addressable value of the type's Go type) from a row of
 // the given version, upgrading it.
-func (et *entityType) decode(props []property, version int, v reflect.Value, etag azcore.ETag, keys *[2]string, prop string) error {
+func (et *entityType) decode(props []property, version int, v reflect.Value, etag azcore.ETag, keys *[3]string, prop string) error {
 	if version == et.version {
 		return et.codec.decodeProps(props, v, etag, keys, true, prop)
 	}
@@ -450,7 +453,7 @@ func (et *entityType) decode(props []property, version int, v reflect.Value, eta
 
 // decodeAny returns a scanned row as the value of its registered type (a
 // Dynamic for rows of no registered type, when so configured).
-func (ts *Types) decodeAny(props []property, etag azcore.ETag, keys *[2]string) (any, bool, error) {
+func (ts *Types) decodeAny(props []property, etag azcore.ETag, keys *[3]string) (any, bool, error) {
 	et, version, err := ts.resolve(props)
 	if err != nil {
 		if !ts.dynamic {
@@ -511,21 +514,24 @@ func (ts *Types) QueryPage(ctx context.Context, q *Query) (Page[any], error) {
 // Get reads one entity of any registered type: one round trip (two with a
 // write-back, see RegisterOptions.WriteBack). ErrNotFound when it does not
 // exist.
-func (ts *Types) Get(ctx context.Context, partitionKey, rowKey string) (any, error) {
+func (ts *Types) Get(ctx context.Context, partitionKey, rowKey string) (Entity[any], error) {
 	if err := ts.rows.checkKeys("get", partitionKey, rowKey); err != nil {
-		return nil, err
+		return Entity[any]{}, err
 	}
 	reg := ts.reg.Load()
 	v, etag, writes, upgraded, err := ts.rows.get(ctx, "get", partitionKey, rowKey, reg.back)
-	if err != nil || !upgraded || !reg.back {
-		return v, err
+	if err != nil {
+		return Entity[any]{}, err
 	}
-	for _, et := range reg.byName {
-		if et.back && et.codec.typ == reflect.TypeOf(v) {
-			return et.writeBack(ctx, v, etag, writes), nil
+	if upgraded && reg.back {
+		for _, et := range reg.byName {
+			if et.back && et.codec.typ == reflect.TypeOf(v) {
+				v, etag = et.writeBack(ctx, v, etag, writes)
+				break
+			}
 		}
 	}
-	return v, nil
+	return Entity[any]{PartitionKey: partitionKey, RowKey: rowKey, ETag: etag, Value: v}, nil
 }
 
 // validTypeName checks a registered type's name.

@@ -123,7 +123,7 @@ func newMixedRig(t *testing.T, opts *table.TypesOptions, back bool) *mixedRig {
 // storedType reads the type property as stored.
 func (r *mixedRig) storedType(t *testing.T, pk, rk string) any {
 	t.Helper()
-	d, err := r.raw.Get(context.Background(), pk, rk, nil)
+	d, err := value(r.raw.Get(context.Background(), pk, rk, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestTypesQueryReadsEveryTypeAndVersion(t *testing.T) {
 	if _, err := r.depts.Get(ctx, "Sales", "c-emp", nil); !errors.Is(err, table.ErrEntityType) || !strings.Contains(err.Error(), "Employee.1") {
 		t.Fatalf("Get of an staffer as a unit: %v", err)
 	}
-	v, err := r.types.Get(ctx, "Sales", "a-dept")
+	v, err := value(r.types.Get(ctx, "Sales", "a-dept"))
 	if d, ok := v.(unit); err != nil || !ok || d.Manager != "Ann" {
 		t.Fatalf("Types.Get: %#v, %v", v, err)
 	}
@@ -310,7 +310,7 @@ func TestTypesKeyPrefix(t *testing.T) {
 	if err != nil || p.Upgraded != 1 {
 		t.Fatalf("%+v, %v", p, err)
 	}
-	if d, err := raw.Get(ctx, "Sales", "DEP_SALES", nil); err != nil || d.Properties["EntityType"] != "Department.1" || d.Properties["Manager"] != "Ann" {
+	if d, err := value(raw.Get(ctx, "Sales", "DEP_SALES", nil)); err != nil || d.Properties["EntityType"] != "Department.1" || d.Properties["Manager"] != "Ann" {
 		t.Fatalf("after Migrate: %+v, %v", d, err)
 	}
 }
@@ -399,7 +399,7 @@ func TestTypesWriteBackNeverOverwritesAConcurrentWriter(t *testing.T) {
 	}
 	// Uncontended: 2 round trips, and the row is stored as version 2.
 	r.ft.Reset()
-	e, err := r.emps.Get(ctx, "p", "1", nil)
+	e, err := value(r.emps.Get(ctx, "p", "1", nil))
 	if err != nil || e.First != "Ann" || e.Last != "Lee" {
 		t.Fatalf("%+v, %v", e, err)
 	}
@@ -426,7 +426,7 @@ func TestTypesWriteBackNeverOverwritesAConcurrentWriter(t *testing.T) {
 	if _, err := r.oldEmps.Insert(ctx, empV1{PartitionKey: "p", RowKey: "3", FullName: "Bo Diddley"}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := r.types.Get(ctx, "p", "3")
+	v, err := value(r.types.Get(ctx, "p", "3"))
 	if s, ok := v.(staffer); err != nil || !ok || s.Last != "Diddley" {
 		t.Fatalf("Types.Get: %#v, %v", v, err)
 	}
@@ -445,14 +445,14 @@ func TestTypesWriteBackNeverOverwritesAConcurrentWriter(t *testing.T) {
 		}
 		return false
 	}})
-	e, err = r.emps.Get(ctx, "p", "2", nil)
+	e, err = value(r.emps.Get(ctx, "p", "2", nil))
 	if err != nil || e.First != "Ann" {
 		t.Fatalf("Get returns the row as read: %+v, %v", e, err)
 	}
 	if !raced.Load() {
 		t.Fatal("the write-back was not attempted")
 	}
-	old, err := r.oldEmps.Get(ctx, "p", "2", nil)
+	old, err := value(r.oldEmps.Get(ctx, "p", "2", nil))
 	if err != nil || old.FullName != "Concurrent Writer" || old.Age != 31 {
 		t.Fatalf("the concurrent writer's version was overwritten: %+v, %v", old, err)
 	}
@@ -465,11 +465,11 @@ func TestTypesModifyUpgradesWithReplace(t *testing.T) {
 	if _, err := r.oldEmps.Insert(ctx, empV1{PartitionKey: "p", RowKey: "1", FullName: "Ann Lee", Age: 30}); err != nil {
 		t.Fatal(err)
 	}
-	e, _, err := r.emps.Modify(ctx, "p", "1", func(e *staffer) error { e.Age++; return nil }, nil)
+	e, err := value(r.emps.Modify(ctx, "p", "1", func(e *staffer) error { e.Age++; return nil }, nil))
 	if err != nil || e.Age != 31 || e.First != "Ann" {
 		t.Fatalf("%+v, %v", e, err)
 	}
-	d, err := r.raw.Get(ctx, "p", "1", nil)
+	d, err := value(r.raw.Get(ctx, "p", "1", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +492,7 @@ func TestTypesModifyUpgradesWithReplace(t *testing.T) {
 	if _, err := r.oldEmps.Insert(ctx, empV1{PartitionKey: "p", RowKey: "2", FullName: "Bo Diddley", Age: 50}); err != nil {
 		t.Fatal(err)
 	}
-	e, err = r.emps.Get(ctx, "p", "2", nil)
+	e, err = value(r.emps.Get(ctx, "p", "2", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +500,7 @@ func TestTypesModifyUpgradesWithReplace(t *testing.T) {
 	if _, err := r.emps.Update(ctx, e, e.ETag, table.Fields("Age")); err != nil {
 		t.Fatal(err)
 	}
-	if d, err = r.raw.Get(ctx, "p", "2", nil); err != nil {
+	if d, err = value(r.raw.Get(ctx, "p", "2", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if d.Properties["EntityType"] != "Employee.2" || d.Properties["FullName"] != nil || d.Properties["Last"] != "Diddley" || d.Properties["Age"] != int32(51) {
@@ -570,7 +570,7 @@ func TestMigrateResumesAndRespectsConcurrentWriters(t *testing.T) {
 			t.Fatalf("%s/%s after migration: %v", d.PartitionKey, d.RowKey, d.Properties)
 		}
 	}
-	e, err := r.emps.Get(ctx, "p1", "011", nil)
+	e, err := value(r.emps.Get(ctx, "p1", "011", nil))
 	if err != nil || e.First != "Raced" || e.Age != 99 {
 		t.Fatalf("the concurrent writer's change was lost: %+v, %v", e, err)
 	}
@@ -640,7 +640,7 @@ func TestMigrateRaceCostAndDeletes(t *testing.T) {
 	if n := r.ft.Count(); n != 7 {
 		t.Fatalf("%d round trips, want 7", n)
 	}
-	if e, err := r.emps.Get(ctx, "p", "005", nil); err != nil || e.First != "Raced" {
+	if e, err := value(r.emps.Get(ctx, "p", "005", nil)); err != nil || e.First != "Raced" {
 		t.Fatalf("%+v, %v", e, err)
 	}
 

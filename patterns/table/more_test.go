@@ -35,7 +35,7 @@ func TestDynamicRoundTrip(t *testing.T) {
 	if _, err := tb.Insert(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	got, err := tb.Get(ctx, "p", "r", nil)
+	got, err := value(tb.Get(ctx, "p", "r", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestExtraPropertiesCapturedOrIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	old, _ := table.New[v1](c)
-	got, err := old.Get(ctx, "p", "r", nil)
+	got, err := value(old.Get(ctx, "p", "r", nil))
 	if err != nil || got.Name != "n" || got.Rest["Added"] != int64(9) || len(got.Rest) != 2 {
 		t.Fatalf("extra capture: %+v, %v", got, err)
 	}
@@ -93,12 +93,12 @@ func TestExtraPropertiesCapturedOrIgnored(t *testing.T) {
 	if _, err := old.Update(ctx, got, azcore.ETagAny, table.Replace); err != nil {
 		t.Fatal(err)
 	}
-	back, _ := dyn.Get(ctx, "p", "r", nil)
+	back, _ := value(dyn.Get(ctx, "p", "r", nil))
 	if back.Properties["Added"] != int64(9) || back.Properties["Name"] != "renamed" {
 		t.Fatalf("Replace through a struct with an extra field lost data: %v", back.Properties)
 	}
 	nt, _ := table.New[narrow](c)
-	n, err := nt.Get(ctx, "p", "r", nil)
+	n, err := value(nt.Get(ctx, "p", "r", nil))
 	if err != nil || n.Name != "renamed" {
 		t.Fatalf("unknown properties must be ignored: %+v, %v", n, err)
 	}

@@ -61,7 +61,7 @@ func newOutcomeFixture(t *testing.T) outcomeFixture {
 
 func (f outcomeFixture) stored(t *testing.T, rk string) (counter, bool) {
 	t.Helper()
-	c, err := f.other.Get(context.Background(), "p", rk, nil)
+	c, err := value(f.other.Get(context.Background(), "p", rk, nil))
 	if errors.Is(err, table.ErrNotFound) {
 		return c, false
 	}
@@ -74,7 +74,7 @@ func (f outcomeFixture) stored(t *testing.T, rk string) (counter, bool) {
 // increment is one step of the documented optimistic-concurrency loop:
 // read the counter "r", add one, write it back conditioned on the ETag.
 func (f outcomeFixture) increment(ctx context.Context) (table.Result, error) {
-	c, err := f.tb.Get(ctx, "p", "r", nil)
+	c, err := value(f.tb.Get(ctx, "p", "r", nil))
 	if err != nil {
 		return table.Result{}, err
 	}
@@ -609,10 +609,10 @@ func TestStragglerFenced(t *testing.T) {
 			if _, err := other.Insert(ctx, counter{PartitionKey: "p", RowKey: "r"}); err != nil {
 				t.Fatal(err)
 			}
-			c, _ := other.Get(ctx, "p", "r", nil)
+			c, _ := value(other.Get(ctx, "p", "r", nil))
 			c.N = 1
 			_, err := tb.Update(ctx, c, c.ETag, table.Merge)
-			got, _ := other.Get(ctx, "p", "r", nil)
+			got, _ := value(other.Get(ctx, "p", "r", nil))
 			if beforeFence {
 				if !errors.Is(err, table.ErrOutcomeUnknown) || got.N != 1 || st.heldResponse != http.StatusNoContent {
 					t.Fatalf("Update = %v, stored N=%d, straggler answered %d; want unknown, applied", err, got.N, st.heldResponse)
@@ -638,11 +638,11 @@ func TestHistoryIsSanitized(t *testing.T) {
 	if _, err := f.raw.AddEntity(ctx, []byte(body), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.tb.Modify(ctx, "p", "r", func(c *counter) error { c.N++; return nil }, nil); err != nil {
+	if _, err := f.tb.Modify(ctx, "p", "r", func(c *counter) error { c.N++; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := table.New[table.Dynamic](f.raw)
-	got, err := d.Get(ctx, "p", "r", nil)
+	got, err := value(d.Get(ctx, "p", "r", nil))
 	if err != nil || got.Properties["IsAdmin"] != nil || got.Properties["x"] != nil || got.Properties["N"] != int64(2) {
 		t.Fatalf("stored %+v, %v", got.Properties, err)
 	}
@@ -670,10 +670,10 @@ func TestPlainClientOutcomes(t *testing.T) {
 	}
 	ft.Inject(faults.Fault{Match: writes, LoseResponse: true})
 	calls := 0
-	if _, _, err := tb.Modify(ctx, "p", "r", func(c *counter) error { calls++; c.N++; return nil }, nil); err != nil {
+	if _, err := tb.Modify(ctx, "p", "r", func(c *counter) error { calls++; c.N++; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := other.Get(ctx, "p", "r", nil); got.N != 1 || calls != 1 {
+	if got, _ := value(other.Get(ctx, "p", "r", nil)); got.N != 1 || calls != 1 {
 		t.Fatalf("stored N=%d after %d calls of fn; want 1 and 1", got.N, calls)
 	}
 	// Every attempt of an insert lost (azcore gives up with a transport
@@ -686,18 +686,18 @@ func TestPlainClientOutcomes(t *testing.T) {
 		t.Fatalf("Insert = %+v, %v", res, err)
 	}
 	// The same through Submit: the resend's inner 412 is verified.
-	cur, _ := other.Get(ctx, "p", "r", nil)
+	cur, _ := value(other.Get(ctx, "p", "r", nil))
 	cur.N = 7
 	ft.Inject(faults.Fault{Match: writes, LoseResponse: true})
 	br, err := tb.Submit(ctx, []table.Op{tb.UpdateOp(cur, cur.ETag, table.Merge)}, nil)
 	if err != nil || !br.Ops[0].Applied || !br.Ops[0].Verified {
 		t.Fatalf("Submit after a lost response = %+v, %v", br.Ops, err)
 	}
-	if got, _ := other.Get(ctx, "p", "r", nil); got.N != 7 {
+	if got, _ := value(other.Get(ctx, "p", "r", nil)); got.N != 7 {
 		t.Fatalf("stored N=%d, want 7", got.N)
 	}
 	// A genuine conflict is still a conflict.
-	stale, _ := other.Get(ctx, "p", "r", nil)
+	stale, _ := value(other.Get(ctx, "p", "r", nil))
 	if _, err := other.Update(ctx, stale, stale.ETag, table.Merge); err != nil {
 		t.Fatal(err)
 	}

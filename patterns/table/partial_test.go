@@ -46,7 +46,7 @@ func TestFieldsMergeKeepsOtherProperties(t *testing.T) {
 	if _, err := tb.Update(ctx, staff{Department: "Sales", ID: "000006", FirstName: "Renamed"}, cur.ETag, table.Fields("FirstName")); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := tb.Get(ctx, "Sales", "000006", nil)
+	got, _ := value(tb.Get(ctx, "Sales", "000006", nil))
 	want := fullStaff()
 	want.FirstName = "Renamed"
 	if got.FirstName != "Renamed" || got.Email != want.Email || got.Age != want.Age || string(got.Photo) != string(want.Photo) || got.Logins != want.Logins {
@@ -56,11 +56,11 @@ func TestFieldsMergeKeepsOtherProperties(t *testing.T) {
 	if _, err := tb.Upsert(ctx, staff{Department: "Sales", ID: "000006", Age: 42}, table.Fields("Age")); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = tb.Get(ctx, "Sales", "000006", nil)
+	got, _ = value(tb.Get(ctx, "Sales", "000006", nil))
 	if _, err := tb.Submit(ctx, []table.Op{tb.UpdateOp(staff{Department: "Sales", ID: "000006", Logins: 8}, got.ETag, table.Fields("Logins"))}, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = tb.Get(ctx, "Sales", "000006", nil)
+	got, _ = value(tb.Get(ctx, "Sales", "000006", nil))
 	if got.Age != 42 || got.Logins != 8 || got.Email != want.Email || got.FirstName != "Renamed" {
 		t.Fatalf("after Upsert and UpdateOp with Fields: %+v", got)
 	}
@@ -71,14 +71,14 @@ func TestFieldsMergeKeepsOtherProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g, _ := tb.Get(ctx, "Sales", "000006", nil); string(g.Photo) != string(want.Photo) {
+	if g, _ := value(tb.Get(ctx, "Sales", "000006", nil)); string(g.Photo) != string(want.Photo) {
 		t.Fatalf("nil []byte merged over the photo: %v", g.Photo)
 	}
 	got.Photo, got.ETag = []byte{}, r.ETag
 	if _, err := tb.Update(ctx, got, got.ETag, table.Merge); err != nil {
 		t.Fatal(err)
 	}
-	if g, _ := tb.Get(ctx, "Sales", "000006", nil); g.Photo == nil || len(g.Photo) != 0 {
+	if g, _ := value(tb.Get(ctx, "Sales", "000006", nil)); g.Photo == nil || len(g.Photo) != 0 {
 		t.Fatalf("empty []byte: %v", g.Photo)
 	}
 	// Names are checked against T before the network.
@@ -107,7 +107,7 @@ func TestModify(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.ft.Reset()
-	_, res, err := f.tb.Modify(ctx, "p", "r", func(c *counter) error { c.N++; return nil }, nil)
+	res, err := f.tb.Modify(ctx, "p", "r", func(c *counter) error { c.N++; return nil }, nil)
 	if err != nil || res.ETag == "" || f.ft.Count() != 2 {
 		t.Fatalf("Modify = %+v, %v in %d round trips; want 2", res, err, f.ft.Count())
 	}
@@ -123,7 +123,7 @@ func TestModify(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 10 {
-				_, _, err := f.tb.Modify(ctx, "p", "r", func(c *counter) error { c.N++; return nil }, fast)
+				_, err := f.tb.Modify(ctx, "p", "r", func(c *counter) error { c.N++; return nil }, fast)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -144,13 +144,13 @@ func TestModify(t *testing.T) {
 	}
 	// fn's error writes nothing and is returned as it is.
 	stop := errors.New("not today")
-	if _, _, err := f.tb.Modify(ctx, "p", "r", func(*counter) error { return stop }, nil); !errors.Is(err, stop) {
+	if _, err := f.tb.Modify(ctx, "p", "r", func(*counter) error { return stop }, nil); !errors.Is(err, stop) {
 		t.Fatalf("Modify with a failing fn = %v", err)
 	}
-	if _, _, err := f.tb.Modify(ctx, "p", "r", func(c *counter) error { c.RowKey = "x"; return nil }, nil); !errors.Is(err, table.ErrInvalidKey) {
+	if _, err := f.tb.Modify(ctx, "p", "r", func(c *counter) error { c.RowKey = "x"; return nil }, nil); !errors.Is(err, table.ErrInvalidKey) {
 		t.Fatalf("Modify changing the keys = %v", err)
 	}
-	if _, _, err := f.tb.Modify(ctx, "p", "missing", func(*counter) error { return nil }, nil); !errors.Is(err, table.ErrNotFound) {
+	if _, err := f.tb.Modify(ctx, "p", "missing", func(*counter) error { return nil }, nil); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("Modify of a missing entity = %v", err)
 	}
 	if after, _ := f.stored(t, "r"); after.N != got.N {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
@@ -137,6 +138,11 @@ type Page[T any] struct {
 	Next Cursor
 }
 
+// entityOf is v in its envelope; k holds the stored keys and ETag.
+func entityOf[T any](k [3]string, v T) Entity[T] {
+	return Entity[T]{PartitionKey: k[0], RowKey: k[1], ETag: azcore.ETag(k[2]), Value: v}
+}
+
 // QueryPage fetches one page of results: one round trip. Continue with
 // q.Cursor = page.Next until Next is empty. The service may return short or
 // empty pages with a continuation (at partition boundaries, after 5 s of
@@ -224,7 +230,7 @@ const MaxQueryLength = 8 << 10
 // fetch gets the page that starts at at, and when wantKeys each entity's
 // stored keys. When at says Limit has been reached it returns the empty
 // last page without a round trip.
-func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool) (Page[T], [][2]string, error) {
+func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool) (Page[T], [][3]string, error) {
 	var p Page[T]
 	opts, pos, err := t.listOptions(q, at)
 	if err != nil {
@@ -248,13 +254,13 @@ func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool
 		return p, nil, e
 	}
 	p.Items = make([]T, len(entities))
-	var ks [][2]string
+	var ks [][3]string
 	if wantKeys {
-		ks = make([][2]string, len(entities))
+		ks = make([][3]string, len(entities))
 	}
 	n := 0
 	for _, raw := range entities {
-		var k *[2]string
+		var k *[3]string
 		if wantKeys {
 			k = &ks[n]
 		}
@@ -460,24 +466,20 @@ func Collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
 	return out, nil
 }
 
-// Keyed is an entity with the keys it is stored under, for types whose keys
-// are computed (WithKeys, NewWithKeys) rather than held in fields.
-type Keyed[T any] struct {
-	PartitionKey, RowKey string
-	Value                T
-}
-
-// QueryKeyed is Query yielding each entity with its stored keys (the keys
-// are always read; see Query.Select), one page ahead like Pages.
-func (t *Table[T]) QueryKeyed(ctx context.Context, q *Query) iter.Seq2[Keyed[T], error] {
-	return func(yield func(Keyed[T], error) bool) {
+// QueryEntities is Query yielding each entity in its envelope, with the
+// keys it is stored under and its ETag (the keys are always read; see
+// Query.Select): for types whose keys are computed (WithKeys, NewWithKeys)
+// rather than held in fields, and for updates conditioned on each ETag.
+// One page ahead like Pages.
+func (t *Table[T]) QueryEntities(ctx context.Context, q *Query) iter.Seq2[Entity[T], error] {
+	return func(yield func(Entity[T], error) bool) {
 		for p := range t.pagesAhead(ctx, q, true) {
 			if p.err != nil {
-				yield(Keyed[T]{}, p.err)
+				yield(Entity[T]{}, p.err)
 				return
 			}
 			for i := range p.items {
-				if !yield(Keyed[T]{PartitionKey: p.keys[i][0], RowKey: p.keys[i][1], Value: p.items[i]}, nil) {
+				if !yield(entityOf(p.keys[i], p.items[i]), nil) {
 					return
 				}
 			}

@@ -341,7 +341,7 @@ func TestQueriesSkipReservedRows(t *testing.T) {
 	if err != nil || len(emps) != 3 {
 		t.Fatalf("typed query: %v (%v), want the 3 employees", ids(emps), err)
 	}
-	one, err := dyn.Get(ctx, "Sales", table.ReservedPrefix+"commit-1", nil)
+	one, err := value(dyn.Get(ctx, "Sales", table.ReservedPrefix+"commit-1", nil))
 	if err != nil || one.Properties["Age"] != "not a number" {
 		t.Fatalf("a point read of a reserved row: %+v, %v", one, err)
 	}
@@ -374,7 +374,7 @@ func TestReservedKeysRefused(t *testing.T) {
 		_, attempts["Update"] = tb.Update(ctx, e, "*", table.Replace)
 		attempts["Delete"] = tb.Delete(ctx, k[0], k[1], "*")
 		_, attempts["Get"] = tb.Get(ctx, k[0], k[1], nil)
-		_, _, attempts["Modify"] = tb.Modify(ctx, k[0], k[1], func(*employee) error { return nil }, nil)
+		_, attempts["Modify"] = tb.Modify(ctx, k[0], k[1], func(*employee) error { return nil }, nil)
 		attempts["InsertOp"] = tb.InsertOp(e).Err()
 		attempts["UpsertOp"] = tb.UpsertOp(e, table.Merge).Err()
 		attempts["UpdateOp"] = tb.UpdateOp(e, "*", table.Merge).Err()
@@ -398,7 +398,7 @@ func TestReservedKeysRefused(t *testing.T) {
 	if _, err := own.Insert(ctx, employee{Department: "Sales", ID: rk, FirstName: "index"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := own.Get(ctx, "Sales", rk, nil); err != nil || got.FirstName != "index" {
+	if got, err := value(own.Get(ctx, "Sales", rk, nil)); err != nil || got.FirstName != "index" {
 		t.Fatalf("a reserved view's Get = %+v, %v", got, err)
 	}
 	if err := own.Delete(ctx, "Sales", rk, "*"); err != nil {
@@ -441,11 +441,53 @@ func TestReservedPropertiesRefused(t *testing.T) {
 	if _, err := own.Insert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: table.ReservedPrefix + "x"}); !errors.Is(err, table.ErrInvalidKey) {
 		t.Fatalf("a Properties view wrote a reserved key: %v", err)
 	}
-	got, err := tb.Get(ctx, "Sales", "email!x", nil)
+	got, err := value(tb.Get(ctx, "Sales", "email!x", nil))
 	if err != nil || got.Properties["TkRef"] != "HR!007" {
 		t.Fatalf("reading the row back = %+v, %v", got, err)
 	}
-	if f, err := reader.Get(ctx, "Sales", "email!x", nil); err != nil || f.TkRef != "HR!007" {
+	if f, err := value(reader.Get(ctx, "Sales", "email!x", nil)); err != nil || f.TkRef != "HR!007" {
 		t.Fatalf("a struct with a TkRef field reads it: %+v, %v", f, err)
+	}
+}
+
+// Entity is the one read envelope: Get, Modify, QueryEntities and Types.Get
+// give the keys the entity is stored under and the ETag of the version
+// read, which the next conditional write takes.
+func TestEntityEnvelope(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTable[employee](t)
+	ctx := context.Background()
+	res, err := tb.Insert(ctx, employee{Department: "Sales", ID: "1", FirstName: "Ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tb.Get(ctx, "Sales", "1", nil)
+	if err != nil || got.PartitionKey != "Sales" || got.RowKey != "1" || got.ETag != res.ETag || got.Value.ETag != res.ETag || got.Value.FirstName != "Ann" {
+		t.Fatalf("Get = %+v, %v; want keys, the insert's ETag %s and the value", got, err, res.ETag)
+	}
+	sel, err := tb.Get(ctx, "Sales", "1", &table.GetOptions{Select: []string{"FirstName"}})
+	if err != nil || sel.ETag != res.ETag || sel.RowKey != "1" || sel.Value.FirstName != "Ann" || sel.Value.LastName != "" {
+		t.Fatalf("Get with Select = %+v, %v", sel, err)
+	}
+	m, err := tb.Modify(ctx, "Sales", "1", func(e *employee) error { e.Age = 30; return nil }, nil)
+	if err != nil || m.ETag == "" || m.ETag == res.ETag || m.Value.Age != 30 || m.RowKey != "1" {
+		t.Fatalf("Modify = %+v, %v", m, err)
+	}
+	byKey := tb.WithKeys(func(e *employee) (string, string) { return e.Department, "by!" + e.FirstName })
+	if _, err := byKey.Insert(ctx, employee{Department: "Sales", ID: "1", FirstName: "Ann"}); err != nil {
+		t.Fatal(err)
+	}
+	var rows []table.Entity[employee]
+	for e, err := range tb.QueryEntities(ctx, &table.Query{Filter: table.PartitionKey("Sales")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, e)
+	}
+	if len(rows) != 2 || rows[0].RowKey != "1" || rows[0].ETag != m.ETag || rows[1].RowKey != "by!Ann" || rows[1].ETag == "" {
+		t.Fatalf("QueryEntities = %+v", rows)
+	}
+	if _, err := tb.Update(ctx, rows[0].Value, rows[0].ETag, table.Merge); err != nil {
+		t.Fatalf("Update with the ETag QueryEntities read: %v", err)
 	}
 }

@@ -238,7 +238,7 @@ func tagEntity(e encoded, v reflect.Value, ts *Types, et *entityType) (encoded, 
 // resolving the row's type and version (errOtherType for a row of another
 // type; upgraded reports an upgrade), or for Types' reads as the row's
 // registered type.
-func (t *Table[T]) decode(data []byte, v *T, etag azcore.ETag, keys *[2]string, skipReserved bool) (upgraded bool, err error) {
+func (t *Table[T]) decode(data []byte, v *T, etag azcore.ETag, keys *[3]string, skipReserved bool) (upgraded bool, err error) {
 	if t.types == nil {
 		return false, t.codec.decode(data, reflect.ValueOf(v).Elem(), etag, keys, skipReserved)
 	}
@@ -463,36 +463,41 @@ type GetOptions struct {
 
 // Get reads one entity: a point query, one round trip. ErrNotFound when it
 // does not exist. With Select, only those properties are transferred.
-func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *GetOptions) (T, error) {
-	var v T
+func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *GetOptions) (Entity[T], error) {
 	if err := t.checkKeys("get", partitionKey, rowKey); err != nil {
-		return v, err
+		return Entity[T]{}, err
 	}
 	if opts != nil && opts.Select != nil {
 		// GetEntity has no $select: a point query through the list API has.
 		q := &Query{Filter: And(PartitionKey(partitionKey), Eq("RowKey", rowKey)), Select: opts.Select, Limit: 1}
-		for e, err := range t.Query(ctx, q) {
+		for e, err := range t.QueryEntities(ctx, q) {
 			return e, relabel(err, "get", t.name)
 		}
-		return v, &Error{Op: "get", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, StatusCode: 404, Code: "ResourceNotFound", Err: ErrNotFound}
+		return Entity[T]{}, &Error{Op: "get", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, StatusCode: 404, Code: "ResourceNotFound", Err: ErrNotFound}
 	}
 	v, etag, writes, upgraded, err := t.get(ctx, "get", partitionKey, rowKey, t.typ != nil && t.typ.back)
-	if err == nil && upgraded && t.typ.back {
-		t.writeBack(ctx, &v, etag, writes)
+	if err != nil {
+		return Entity[T]{}, err
 	}
-	return v, err
+	if upgraded && t.typ.back {
+		if res, ok := t.writeBack(ctx, &v, etag, writes); ok {
+			etag = res.ETag
+		}
+	}
+	return Entity[T]{PartitionKey: partitionKey, RowKey: rowKey, ETag: etag, Value: v}, nil
 }
 
 // writeBack writes v, upgraded from an older version read with etag and
 // write history writes, as the current version (RegisterOptions.WriteBack):
 // a conditional Replace. Best effort: a failure leaves the old row, which
 // reads the same. On success v's Meta is the version written.
-func (t *Table[T]) writeBack(ctx context.Context, v *T, etag azcore.ETag, writes string) {
+func (t *Table[T]) writeBack(ctx context.Context, v *T, etag azcore.ETag, writes string) (Result, bool) {
 	res, err := t.update(ctx, "get", v, etag, Replace, writes)
 	if err == nil && t.codec.meta != nil {
 		m := metaOf(reflect.ValueOf(v).Elem(), t.codec.meta)
 		m.ETag, m.writes, m.upgraded = res.ETag, res.stamp, false
 	}
+	return res, err == nil
 }
 
 // writeMode is the mode a write of v uses: Replace for a value read from an
@@ -558,19 +563,19 @@ type ModifyOptions struct {
 // calls fn with it, and writes the result back conditioned on the ETag it
 // read, so no concurrent change is lost; on a conflict it reads and calls
 // fn again (fn must be safe to call several times). It returns the entity
-// as written and the write's Result. An error from fn ends Modify with
-// that error and writes nothing; fn must not change the keys.
+// as written, with the ETag of the write. An error from fn ends Modify
+// with that error and writes nothing; fn must not change the keys.
 //
 // Two round trips without contention, two more per conflict. A lost
 // response is settled by reading the write history (see WriteProperty), so
 // a change is never applied twice; when that cannot be settled Modify
 // returns ErrOutcomeUnknown and does not call fn again. ErrNotFound when
 // the entity does not exist.
-func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *ModifyOptions) (T, Result, error) {
+func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *ModifyOptions) (Entity[T], error) {
 	var v T
 	var res Result
 	if err := t.checkKeys("modify", partitionKey, rowKey); err != nil {
-		return v, res, err
+		return Entity[T]{}, err
 	}
 	if opts == nil {
 		opts = &ModifyOptions{}
@@ -613,8 +618,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		return err
 	})
 	if err != nil {
-		var zero T
-		return zero, Result{}, err
+		return Entity[T]{}, err
 	}
 	if t.codec.meta != nil {
 		// The entity as written: a following Update with res.ETag extends
@@ -622,7 +626,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		m := metaOf(reflect.ValueOf(&v).Elem(), t.codec.meta)
 		m.ETag, m.writes, m.pk, m.rk, m.upgraded = res.ETag, res.stamp, partitionKey, rowKey, false
 	}
-	return v, res, nil
+	return Entity[T]{PartitionKey: partitionKey, RowKey: rowKey, ETag: res.ETag, Value: v}, nil
 }
 
 // relabel names the operation (and table) in an error found before the
@@ -665,3 +669,31 @@ var updateModes = map[aztables.TransactionType]aztables.UpdateMode{
 }
 
 func ptr[V any](v V) *V { return &v }
+
+// DeleteIfExists is Delete for steps that may run again (an eventual
+// worker's handler after a crash or a duplicate delivery): an entity that
+// is already gone is success, also when a resend finds it gone after its
+// first attempt's response was lost. One round trip.
+func (t *Table[T]) DeleteIfExists(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
+	err := t.Delete(ctx, partitionKey, rowKey, etag)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// InsertIfAbsent inserts v unless an entity with its keys exists, and
+// reports whether this call inserted it: for steps that may run again. A
+// lost response is settled as Insert settles it (a resend that finds its
+// own earlier attempt applied reports true, not a conflict). One round
+// trip.
+func (t *Table[T]) InsertIfAbsent(ctx context.Context, v T) (bool, error) {
+	_, err := t.Insert(ctx, v)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrAlreadyExists):
+		return false, nil
+	}
+	return false, err
+}

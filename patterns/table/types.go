@@ -137,7 +137,27 @@ type Dynamic struct {
 	Properties   map[string]any `table:",extra"`
 }
 
-// Result is the outcome of a successful write.
+// Entity is an entity as read: the keys it is stored under, the ETag of
+// the version read and its value. It is the one read envelope of tablekit:
+// every package's reads return an Entity or a struct that embeds one and
+// adds only the package's own fields (an index copy's provenance, a wide
+// entity's parts, a blob pointer, a log entry's time).
+type Entity[T any] struct {
+	// PartitionKey and RowKey are the entity's keys as T defines them (a
+	// pattern that stores a row under a key of its own making reports the
+	// entity's keys, not its row's).
+	PartitionKey, RowKey string
+	// ETag is the version read: pass it to Update or Delete for optimistic
+	// concurrency. Empty when the value was not read from the entity itself
+	// (an index copy).
+	ETag azcore.ETag
+	// Value is the entity. When T embeds Meta, Value's Meta holds the ETag
+	// and Timestamp too.
+	Value T
+}
+
+// Result is the outcome of a successful write. Packages that report more
+// about a write embed it.
 type Result struct {
 	// ETag is the entity's new version. It is empty when the write was
 	// Verified and the entity has been written again since.

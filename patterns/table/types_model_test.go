@@ -64,7 +64,7 @@ func TestTypesModel(t *testing.T) {
 			if !exists || cur.dept {
 				return
 			}
-			_, _, err = r.emps.Modify(ctx, "p", rk, func(e *staffer) error { e.Age++; return nil }, nil)
+			_, err = r.emps.Modify(ctx, "p", rk, func(e *staffer) error { e.Age++; return nil }, nil)
 			if err == nil {
 				cur.age++
 				model[rk] = cur
@@ -75,13 +75,13 @@ func TestTypesModel(t *testing.T) {
 			}
 			if cur.dept {
 				var d unit
-				d, err = r.depts.Get(ctx, "p", rk, nil)
+				d, err = value(r.depts.Get(ctx, "p", rk, nil))
 				if err == nil && (d.Name != cur.first || d.Manager != cur.last) {
 					t.Fatalf("step %d: Get %s = %+v, model %+v", step, rk, d, cur)
 				}
 			} else {
 				var e staffer
-				e, err = r.emps.Get(ctx, "p", rk, nil)
+				e, err = value(r.emps.Get(ctx, "p", rk, nil))
 				if err == nil && (e.First != cur.first || e.Last != cur.last || e.Age != cur.age) {
 					t.Fatalf("step %d: Get %s = %+v, model %+v", step, rk, e, cur)
 				}

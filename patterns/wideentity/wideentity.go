@@ -472,16 +472,7 @@ func (s *Store[T]) Get(ctx context.Context, pk, rk string) (Entity[T], error) {
 		e, _, err = s.read(ctx, pk, rk)
 		return err
 	})
-	return e, firstError(err)
-}
-
-// firstError returns the error of a retry loop's only attempt as it is.
-func firstError(err error) error {
-	var re *retry.Error
-	if errors.As(err, &re) && re.Attempts == 1 && len(re.Unwrap()) == 1 {
-		return re.Err
-	}
-	return err
+	return e, err
 }
 
 // read reads the entity's rows with one range query (one round trip a
@@ -600,7 +591,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		return nil
 	})
 	if err != nil {
-		return Entity[T]{}, firstError(err)
+		return Entity[T]{}, err
 	}
 	return out, nil
 }

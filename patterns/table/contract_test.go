@@ -1,0 +1,117 @@
+package table_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+type modelled struct {
+	table.Meta
+	Dept  string         `table:",pk"`
+	ID    string         `table:",rk"`
+	Name  string         `table:"FullName,omitempty"`
+	Blob  []byte         `table:",json"`
+	Skip  int            `table:"-"`
+	Ref   string         `table:",guid"`
+	Extra map[string]any `table:",extra"`
+	inner
+}
+
+type inner struct{ Nested int64 }
+
+// FieldsOf is the one field model: what every package reads instead of
+// parsing `table` tags.
+func TestFieldsOf(t *testing.T) {
+	fs, err := table.FieldsOf[modelled]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		name, prop string
+		role       table.FieldRole
+		json, guid bool
+		omit       bool
+	}
+	var got []row
+	for _, f := range fs {
+		got = append(got, row{f.Name, f.Property, f.Role, f.JSON, f.GUID, f.OmitEmpty})
+	}
+	want := []row{
+		{"Meta", "", table.MetaField, false, false, false},
+		{"Dept", "", table.PartitionKeyField, false, false, false},
+		{"ID", "", table.RowKeyField, false, false, false},
+		{"Name", "FullName", table.PropertyField, false, false, true},
+		{"Blob", "Blob", table.PropertyField, true, false, false},
+		{"Ref", "Ref", table.PropertyField, false, true, false},
+		{"Extra", "", table.ExtraField, false, false, false},
+		{"Nested", "Nested", table.PropertyField, false, false, false},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("FieldsOf =\n%v\nwant\n%v", got, want)
+	}
+	if v := reflect.ValueOf(modelled{inner: inner{7}}).FieldByIndex(fs[len(fs)-1].Index); v.Int() != 7 {
+		t.Fatalf("the nested field's Index reads %v", v)
+	}
+	if _, err := table.FieldsOf[struct{ C chan int }](); !errors.Is(err, table.ErrInvalidEntity) {
+		t.Fatalf("FieldsOf of a type New rejects = %v", err)
+	}
+}
+
+func TestValidPropertyNameAndKeys(t *testing.T) {
+	for name, ok := range map[string]bool{"Email": true, "e_1": true, "": false, "a-b": false, "and": false, "RowKey": false, "TkRef": false, "TkWrites": false} {
+		if err := table.ValidPropertyName(name); (err == nil) != ok || (err != nil && !errors.Is(err, table.ErrInvalid)) {
+			t.Errorf("ValidPropertyName(%q) = %v", name, err)
+		}
+	}
+	v := modelled{Dept: "Sales", ID: "7"}
+	if pk, rk, err := table.KeysOf(&v); pk != "Sales" || rk != "7" || err != nil {
+		t.Fatalf("KeysOf = %q, %q, %v", pk, rk, err)
+	}
+	if _, _, err := table.KeysOf(&inner{}); !errors.Is(err, table.ErrInvalidEntity) {
+		t.Fatalf("KeysOf of a type without keys = %v", err)
+	}
+	errX := table.NewErrInvalid("x: invalid request")
+	if !errors.Is(errX, table.ErrInvalid) || errX.Error() != "x: invalid request" || errors.Is(table.ErrInvalid, errX) {
+		t.Fatalf("NewErrInvalid: %v", errX)
+	}
+}
+
+func TestKeysIdempotentSteps(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable[employee](t)
+	ctx := context.Background()
+	e := employee{Department: "Sales", ID: "1"}
+	if pk, rk, err := tb.WithKeys(func(e *employee) (string, string) { return "x", e.ID + "!" }).Keys(&e); pk != "x" || rk != "1!" || err != nil {
+		t.Fatalf("Keys of a WithKeys view = %q, %q, %v", pk, rk, err)
+	}
+	if pk, rk, err := tb.Keys(&e); pk != "Sales" || rk != "1" || err != nil {
+		t.Fatalf("Keys = %q, %q, %v", pk, rk, err)
+	}
+	for i, want := range []bool{true, false} {
+		if ok, err := tb.InsertIfAbsent(ctx, e); ok != want || err != nil {
+			t.Fatalf("InsertIfAbsent #%d = %v, %v; want %v", i+1, ok, err, want)
+		}
+	}
+	for range 2 {
+		if err := tb.DeleteIfExists(ctx, "Sales", "1", "*"); err != nil {
+			t.Fatalf("DeleteIfExists = %v", err)
+		}
+	}
+	if n := ft.Count(); n != 4 {
+		t.Fatalf("%d round trips, want 4 (one each)", n)
+	}
+}
+
+func TestFilterProperties(t *testing.T) {
+	f := table.And(table.PartitionKey("Sales"), table.Or(table.Eq("SSN", "1"), table.Not(table.Gt("Age", 3))), table.Eq("SSN", "2"), table.RowKeyPrefix("a"))
+	if got := f.Properties(); !reflect.DeepEqual(got, []string{"PartitionKey", "SSN", "Age", "RowKey"}) {
+		t.Fatalf("Properties = %v", got)
+	}
+	if got := (table.Filter{}).Properties(); got != nil {
+		t.Fatalf("the zero Filter compares %v", got)
+	}
+}
