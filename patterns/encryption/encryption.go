@@ -163,9 +163,19 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], erro
 	if typ.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("%w: %v is not a struct type", ErrInvalid, typ)
 	}
-	names, extra, err := table.PropertyNames[T]()
+	fields, err := table.FieldsOf[T]()
 	if err != nil {
 		return nil, err // T is not a type table accepts
+	}
+	var names []string
+	extra := false
+	for _, f := range fields {
+		switch f.Role {
+		case table.PropertyField:
+			names = append(names, f.Property)
+		case table.ExtraField:
+			extra = true
+		}
 	}
 	t := &Table[T]{tbl: tbl, name: opts.TableName, keys: opts.Keys, indexes: map[string]*Index{}, byProp: map[string]bool{}}
 	if t.name == "" {
@@ -546,7 +556,7 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *t
 		var zero T
 		return zero, keyErr(err)
 	}
-	return t.decrypt(ctx, "get", d)
+	return t.decrypt(ctx, "get", d.Value)
 }
 
 // Modify is table.Table.Modify over decrypted values: it reads the entity,
@@ -567,7 +577,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 	}
 	o.Mode = m
 	var out T
-	written, res, err := t.tbl.Modify(ctx, partitionKey, rowKey, func(d *table.Dynamic) error {
+	written, err := t.tbl.Modify(ctx, partitionKey, rowKey, func(d *table.Dynamic) error {
 		v, err := t.decrypt(ctx, "modify", *d)
 		if err != nil {
 			return err
@@ -583,12 +593,12 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		return nil
 	}, &o)
 	if err != nil {
-		return zero, res, keyErr(err)
+		return zero, table.Result{}, keyErr(err)
 	}
 	if m := t.metaOf(&out); m != nil {
-		*m = written.Meta // the version written, ready for a following Update
+		*m = written.Value.Meta // the version written, ready for a following Update
 	}
-	return out, res, nil
+	return out, table.Result{ETag: written.ETag}, nil
 }
 
 // Query returns the decrypted results of q (table.Table.Query): one round

@@ -200,7 +200,7 @@ func (t *Table[T]) rewrite(ctx context.Context, d table.Dynamic, k *sealKey, ind
 	case !errors.Is(err, table.ErrPreconditionFailed):
 		return false, err
 	}
-	_, _, err = t.tbl.Modify(ctx, d.PartitionKey, d.RowKey, func(cur *table.Dynamic) error {
+	_, err = t.tbl.Modify(ctx, d.PartitionKey, d.RowKey, func(cur *table.Dynamic) error {
 		stale, err := t.stale(ctx, *cur, k.id, indexes)
 		if err != nil {
 			return err

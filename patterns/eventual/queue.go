@@ -380,9 +380,9 @@ func (q *Queue) settleFailure(ctx context.Context, rt *table.Table[record], pk s
 	case err != nil:
 		// Undecided: the worker settles it when the window ends.
 		return &leftToWorker{fmt.Errorf("eventual: the primary batch failed and reading intent %s's commit record failed too (%v), so a worker settles it when the commit window ends (the intents run if and only if the batch applied): %w", d.env.ID, redact.Error(err), batchErr)}
-	case rec.State == stateAborted:
+	case rec.Value.State == stateAborted:
 		return fmt.Errorf("%w: a worker ruled intent %s out after its window; commit again with new Drafts (Kind.New): %w", ErrCommitWindow, d.env.ID, batchErr)
-	case rec.Message != message:
+	case rec.Value.Message != message:
 		return fmt.Errorf("%w: intent %s was committed before (a Draft commits once; make a new one with Kind.New): %w", ErrInvalid, d.env.ID, batchErr)
 	}
 	for i := range res.Batch.Ops {

@@ -448,9 +448,9 @@ func (w *Worker) settle(ctx context.Context, d *delivery) (drop string, err erro
 	for range 2 {
 		rec, err := rt.Get(ctx, c.PartitionKey, recordKey(d.env.ID), nil)
 		switch {
-		case err == nil && rec.State == stateAborted:
+		case err == nil && rec.Value.State == stateAborted:
 			return dropNotApplied, nil
-		case err == nil && rec.State != statePoisoned && rec.Message != d.id:
+		case err == nil && rec.Value.State != statePoisoned && rec.Value.Message != d.id:
 			return dropForeign, nil
 		case err == nil:
 			d.etag = rec.ETag
@@ -592,9 +592,9 @@ func (w *Worker) poison(ctx context.Context, d *delivery, cause error) {
 		if rt := w.q.byName[c.Table]; rt != nil {
 			// Only a committed record is marked: an aborted one stays
 			// aborted, and an intent not settled yet has none.
-			if rec, err := rt.Get(ctx, c.PartitionKey, recordKey(d.env.ID), nil); err == nil && rec.State == stateCommitted && rec.Message == d.id {
-				rec.State, rec.Error = statePoisoned, msg
-				rt.Update(ctx, rec, rec.ETag, table.Fields("State", "Error")) //nolint:errcheck // best effort: the poison queue has it
+			if rec, err := rt.Get(ctx, c.PartitionKey, recordKey(d.env.ID), nil); err == nil && rec.Value.State == stateCommitted && rec.Value.Message == d.id {
+				rec.Value.State, rec.Value.Error = statePoisoned, msg
+				rt.Update(ctx, rec.Value, rec.ETag, table.Fields("State", "Error")) //nolint:errcheck // best effort: the poison queue has it
 			}
 		}
 	}
