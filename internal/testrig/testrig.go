@@ -9,11 +9,21 @@
 //
 // It is for tests only; package tests import it instead of keeping a rig of
 // their own.
+//
+// With TABLEKIT_PROFILE=cosmos (ProfileEnv) the rig's table clients talk to
+// a Cosmos-looking endpoint through internal/cosmosim, below Faults: the
+// emulator then answers with the Cosmos DB Table API's semantics (results
+// in no key order, its limits, throttling), and tablekit takes its Cosmos
+// profile, as it would against a Cosmos account.
 package testrig
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +32,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/cosmosim"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
@@ -37,6 +48,14 @@ var Fast = retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, Ma
 // jitter, short waits.
 var Contention = retry.Policy{Default: time.Millisecond, Max: 20 * time.Millisecond, MaxRetries: 200, FullJitter: true}
 
+// ProfileEnv names the environment variable that selects the service the
+// rig's table clients see: "cosmos" for the Cosmos DB Table API's
+// semantics (internal/cosmosim), anything else for the emulator as it is.
+const ProfileEnv = "TABLEKIT_PROFILE"
+
+// Cosmos reports whether the rigs of this process simulate Cosmos DB.
+func Cosmos() bool { return os.Getenv(ProfileEnv) == "cosmos" }
+
 // Rig is one test's storage: Env's tables, queues and containers, with
 // Faults between their clients and the service.
 type Rig struct {
@@ -44,13 +63,57 @@ type Rig struct {
 	// Faults sees (and counts) every request of the rig's clients; inject
 	// faults into it.
 	Faults *faults.Transport
+	// sim is the Cosmos DB simulation below Faults, nil without it.
+	sim  *cosmosim.Transport
+	cred *aztables.SharedKeyCredential
 }
 
-// New returns a rig for t. Its tables, queues and containers are deleted
-// when t ends.
+// New returns a rig for t, simulating Cosmos DB when ProfileEnv says so.
+// Its tables, queues and containers are deleted when t ends.
 func New(t testing.TB) *Rig {
 	t.Helper()
-	return &Rig{Env: tabletest.New(t), Faults: &faults.Transport{}}
+	return newRig(t, Cosmos())
+}
+
+// NewCosmos returns a rig whose table clients always see the simulated
+// Cosmos DB Table API (for the tests of Cosmos behaviour itself).
+func NewCosmos(t testing.TB) *Rig {
+	t.Helper()
+	return newRig(t, true)
+}
+
+func newRig(t testing.TB, cosmos bool) *Rig {
+	t.Helper()
+	r := &Rig{Env: tabletest.New(t), Faults: &faults.Transport{}}
+	if cosmos {
+		target, cred, err := table.ParseConnectionString(r.ConnectionString)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := base64.StdEncoding.DecodeString(setting(r.ConnectionString, "AccountKey"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("testrig: Cosmos DB simulation, seed %d", seed)
+		r.sim = &cosmosim.Transport{Target: u, Account: cred.AccountName(), Key: key, Seed: seed, Throttle: 0.02}
+		r.Faults.Next, r.cred = r.sim, cred
+	}
+	return r
+}
+
+// setting returns a connection string's setting.
+func setting(cs, name string) string {
+	for _, kv := range strings.Split(cs, ";") {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
 }
 
 // TableOptions are the rig's table client options: Faults as transport,
@@ -63,12 +126,33 @@ func (r *Rig) TableOptions() *aztables.ClientOptions {
 }
 
 // Table creates a fresh table and returns a client of it through Faults.
-func (r *Rig) Table() *aztables.Client { return r.Env.Table(r.TableOptions()) }
+func (r *Rig) Table() *aztables.Client {
+	if r.sim == nil {
+		return r.Env.Table(r.TableOptions())
+	}
+	return r.cosmosClient(tableName(r.Env.Table(nil)), r.TableOptions())
+}
+
+// cosmosClient is a client of the table name on the simulated Cosmos
+// endpoint.
+func (r *Rig) cosmosClient(name string, o *aztables.ClientOptions) *aztables.Client {
+	c, err := aztables.NewClientWithSharedKey("http://"+cosmosim.Host(r.cred.AccountName())+"/"+name, r.cred, o)
+	if err != nil {
+		panic(err) // a well-formed URL and a credential: cannot fail
+	}
+	return c
+}
 
 // Service returns a table service client through Faults.
 func (r *Rig) Service(t testing.TB) *aztables.ServiceClient {
 	t.Helper()
-	svc, err := aztables.NewServiceClientFromConnectionString(r.ConnectionString, r.TableOptions())
+	var svc *aztables.ServiceClient
+	var err error
+	if r.sim == nil {
+		svc, err = aztables.NewServiceClientFromConnectionString(r.ConnectionString, r.TableOptions())
+	} else {
+		svc, err = aztables.NewServiceClientWithSharedKey("http://"+cosmosim.Host(r.cred.AccountName())+"/", r.cred, r.TableOptions())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +162,13 @@ func (r *Rig) Service(t testing.TB) *aztables.ServiceClient {
 // Clean returns a client of c's table that bypasses Faults (and the fast
 // retry policy): for reading what is really stored.
 func (r *Rig) Clean(c *aztables.Client) *aztables.Client {
-	return r.TableClient(tableName(c), nil)
+	if r.sim == nil {
+		return r.TableClient(tableName(c), nil)
+	}
+	o := &aztables.ClientOptions{}
+	o.Transport = r.sim
+	Fast.ApplyTo(&o.ClientOptions)
+	return r.cosmosClient(tableName(c), o)
 }
 
 // tableName is the table c addresses.

@@ -75,7 +75,7 @@ func (t *Table[T]) op(name string, kind aztables.TransactionType, v *T, etag *az
 	if err != nil {
 		return Op{kind: kind, pk: pk, rk: rk, err: &Error{Op: name, Table: t.name, PartitionKey: pk, RowKey: rk, Err: err}}
 	}
-	e, err := t.codec.encode(make([]byte, 0, 256), reflect.ValueOf(v).Elem(), pk, rk, mask, t.reservedProps)
+	e, err := t.codec.encode(make([]byte, 0, 256), reflect.ValueOf(v).Elem(), pk, rk, mask, t.reservedProps, t.profile)
 	if err == nil {
 		e, err = t.tag(e, v)
 	}
@@ -279,15 +279,15 @@ func (e *OpError) Unwrap() error { return e.Err }
 // its ops are then reported applied (Verified), not applied, or, when no
 // read can tell, with ErrOutcomeUnknown.
 func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOptions) (BatchResult, error) {
-	return submit(ctx, c, directOf(c, tableNameOf(c)), ops, opts)
+	return submit(ctx, c, directOf(c, tableNameOf(c)), profileOf(c), ops, opts)
 }
 
-func submit(ctx context.Context, c *aztables.Client, d *direct, ops []Op, opts *BatchOptions) (BatchResult, error) {
+func submit(ctx context.Context, c *aztables.Client, d *direct, p *Profile, ops []Op, opts *BatchOptions) (BatchResult, error) {
 	if opts == nil {
 		opts = &BatchOptions{}
 	}
 	res := BatchResult{Ops: make([]OpResult, len(ops))}
-	parts, err := plan(ops)
+	parts, err := plan(ops, p)
 	if err != nil {
 		for i := range res.Ops {
 			res.Ops[i].Err = fmt.Errorf("%w: the batch failed validation", ErrNotApplied)
@@ -353,7 +353,7 @@ func submit(ctx context.Context, c *aztables.Client, d *direct, ops []Op, opts *
 
 // Submit is the package-level Submit on t's client.
 func (t *Table[T]) Submit(ctx context.Context, ops []Op, opts *BatchOptions) (BatchResult, error) {
-	return submit(ctx, t.client, t.direct, ops, opts)
+	return submit(ctx, t.client, t.direct, t.profile, ops, opts)
 }
 
 // batchError reports the ops not applied and why: the causes are the
@@ -380,7 +380,7 @@ type txn []int
 
 // plan validates ops and cuts them into transactions per partition, in the
 // order partitions first appear.
-func plan(ops []Op) ([][]txn, error) {
+func plan(ops []Op, p *Profile) ([][]txn, error) {
 	var errs []error
 	for i, o := range ops {
 		switch {
@@ -424,18 +424,18 @@ func plan(ops []Op) ([][]txn, error) {
 			}
 			rows[ops[i].rk] = true
 		}
-		if len(members) > MaxBatchOps || size > MaxBatchSize {
+		if len(members) > p.MaxBatchOps || size > p.MaxBatchSize {
 			o := ops[members[0]]
 			errs = append(errs, &OpError{Index: members[0], Err: &Error{Op: "batch", PartitionKey: o.pk, RowKey: o.rk,
-				Err: fmt.Errorf("%w: atomic group of %d operations and about %d bytes does not fit one transaction (%d operations, %d bytes)", ErrTooLarge, len(members), size, MaxBatchOps, MaxBatchSize)}})
+				Err: fmt.Errorf("%w: atomic group of %d operations and about %d bytes does not fit one transaction of %s (%d operations, %d bytes)", ErrTooLarge, len(members), size, p.Name, p.MaxBatchOps, p.MaxBatchSize)}})
 		}
 	}
 	if len(errs) > 0 {
 		return nil, &BatchError{Failed: len(ops), Total: len(ops), Errs: errs}
 	}
 	out := make([][]txn, len(parts))
-	for p, idx := range parts {
-		out[p] = chunk(ops, idx)
+	for i, idx := range parts {
+		out[i] = chunk(ops, idx, p)
 	}
 	return out, nil
 }
@@ -471,7 +471,7 @@ func asError(err error) *Error {
 
 // chunk packs one partition's ops into transactions, keeping each atomic
 // group whole (placed where its first op is) and the order of ops.
-func chunk(ops []Op, idx []int) []txn {
+func chunk(ops []Op, idx []int, p *Profile) []txn {
 	var units [][]int
 	unitOf := map[uint64]int{}
 	for _, i := range idx {
@@ -494,7 +494,7 @@ func chunk(ops []Op, idx []int) []txn {
 			usize += ops[i].size
 			clash = clash || rows[ops[i].rk]
 		}
-		if len(cur) > 0 && (clash || len(cur)+len(u) > MaxBatchOps || size+usize > MaxBatchSize) {
+		if len(cur) > 0 && (clash || len(cur)+len(u) > p.MaxBatchOps || size+usize > p.MaxBatchSize) {
 			txns = append(txns, cur)
 			cur, size, rows = nil, batchEnvelope, map[string]bool{}
 		}

@@ -366,18 +366,64 @@ type encoded struct {
 	// tk allows property names under ReservedPropertyPrefix in a
 	// Dynamic's bag: a pattern's reserved view, or a conversion.
 	tk bool
+	// p is the profile whose limits apply; nil for Storage's.
+	p *Profile
+}
+
+// profile returns the profile whose limits apply to e.
+func (e *encoded) profile() *Profile {
+	if e.p == nil {
+		return Storage
+	}
+	return e.p
+}
+
+// checkEntity applies the profile's per-entity limits to e, whose body is
+// complete.
+func (e *encoded) checkEntity() error {
+	p := e.profile()
+	switch {
+	case e.props > p.MaxProperties:
+		return invalid("encode", e.pk, e.rk, ErrInvalidEntity, "%d properties, more than %s's %d", e.props, p.Name, p.MaxProperties)
+	case p.MaxEntitySize > 0 && e.size > p.MaxEntitySize:
+		return invalid("encode", e.pk, e.rk, ErrTooLarge, "entity is %d bytes as %s counts them, more than %d", e.size, p.Name, p.MaxEntitySize)
+	case p.MaxEntityJSON > 0 && len(e.body) > p.MaxEntityJSON:
+		return invalid("encode", e.pk, e.rk, ErrTooLarge, "entity is %d bytes of JSON, more than %s's %d", len(e.body), p.Name, p.MaxEntityJSON)
+	}
+	return nil
+}
+
+// checkValue applies the profile's limits to one property: its value's
+// size (size as the service counts it, with 4 bytes of overhead) and its
+// name.
+func (e *encoded) checkValue(name string, size int) error {
+	p := e.profile()
+	if size > p.MaxValueSize+4 {
+		return invalid("encode", e.pk, e.rk, ErrTooLarge, "property %s is %d bytes, more than %s's %d", name, size-4, p.Name, p.MaxValueSize)
+	}
+	if len(p.ReservedNames) > 0 {
+		if err := p.checkName(name); err != nil {
+			return &Error{Op: "encode", PartitionKey: e.pk, RowKey: e.rk, Err: err}
+		}
+	}
+	return nil
 }
 
 // stampable reports whether WriteProperty fits the entity's limits.
 func (e encoded) stampable() bool {
-	return e.props < MaxProperties && e.size+stampSize <= MaxEntitySize
+	p := e.profile()
+	return e.props < p.MaxProperties && (p.MaxEntitySize == 0 || e.size+stampSize <= p.MaxEntitySize) &&
+		(p.MaxEntityJSON == 0 || len(e.body)+stampJSON <= p.MaxEntityJSON)
 }
 
 // encode writes v (an addressable struct value) as entity JSON with the
 // given keys, validating everything the service would check.
-func (c *codec) encode(b []byte, v reflect.Value, pk, rk string, only *fieldMask, tk bool) (encoded, error) {
-	e := encoded{pk: pk, rk: rk, tk: tk}
+func (c *codec) encode(b []byte, v reflect.Value, pk, rk string, only *fieldMask, tk bool, p *Profile) (encoded, error) {
+	e := encoded{pk: pk, rk: rk, tk: tk, p: p}
 	if err := validKeys(pk, rk); err != nil {
+		return e, err
+	}
+	if err := e.profile().checkKeys(pk, rk); err != nil {
 		return e, err
 	}
 	if c.tk != "" && !tk {
@@ -389,13 +435,7 @@ func (c *codec) encode(b []byte, v reflect.Value, pk, rk string, only *fieldMask
 		return e, err
 	}
 	e.body = append(b, '}')
-	if e.props > MaxProperties {
-		return e, invalid("encode", pk, rk, ErrInvalidEntity, "%d properties, more than the service's %d", e.props, MaxProperties)
-	}
-	if e.size > MaxEntitySize {
-		return e, invalid("encode", pk, rk, ErrTooLarge, "entity is %d bytes as the service counts them, more than %d", e.size, MaxEntitySize)
-	}
-	return e, nil
+	return e, e.checkEntity()
 }
 
 // appendKeys opens the entity JSON with e's keys, unchecked, and counts
@@ -442,8 +482,8 @@ func (c *codec) appendProperties(b []byte, v reflect.Value, e *encoded, only *fi
 		if b, size, err = appendValue(b, f.kind, fv); err != nil {
 			return b, invalid("encode", pk, rk, ErrInvalidEntity, "property %s: %v", f.name, err)
 		}
-		if size > MaxValueSize+4 {
-			return b, invalid("encode", pk, rk, ErrTooLarge, "property %s is %d bytes, more than the service's %d", f.name, size-4, MaxValueSize)
+		if err := e.checkValue(f.name, size); err != nil {
+			return b, err
 		}
 		b = append(b, f.annot...)
 		e.size += f.nameSize + size
@@ -631,8 +671,8 @@ func (c *codec) appendExtra(b []byte, m reflect.Value, e *encoded, only *fieldMa
 		if b, size, err = appendValue(b, k, rv); err != nil {
 			return b, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "property %s: %v", name, err)
 		}
-		if size > MaxValueSize+4 {
-			return b, invalid("encode", e.pk, e.rk, ErrTooLarge, "property %s is %d bytes, more than the service's %d", name, size-4, MaxValueSize)
+		if err := e.checkValue(name, size); err != nil {
+			return b, err
 		}
 		if edm, ok := edmNames[k]; ok {
 			b = append(b, ',')

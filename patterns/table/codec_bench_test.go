@@ -93,7 +93,7 @@ func BenchmarkCodec(b *testing.B) {
 		v := benchValue
 		buf := make([]byte, 0, 1024)
 		codecLoop(b, func() error {
-			e, err := c.encode(buf[:0], reflect.ValueOf(&v).Elem(), v.PartitionKey, v.RowKey, nil, false)
+			e, err := c.encode(buf[:0], reflect.ValueOf(&v).Elem(), v.PartitionKey, v.RowKey, nil, false, nil)
 			if err != nil {
 				return err
 			}

@@ -41,22 +41,35 @@ type direct struct {
 
 var azClientType = reflect.TypeOf((*azcore.Client)(nil))
 
-// directOf returns the direct path for c, or nil to use the SDK.
-func directOf(c *aztables.Client, table string) *direct {
+// generated returns c's generated client's azcore client and endpoint
+// (unexported fields, stable since aztables v1.0), or false when they are
+// not what this version expects.
+func generated(c *aztables.Client) (*azcore.Client, string, bool) {
 	v := reflect.ValueOf(c).Elem()
 	gen := v.FieldByName("client")
-	if table == "" || gen.Kind() != reflect.Pointer || gen.IsNil() || gen.Elem().Kind() != reflect.Struct {
-		return nil
+	if gen.Kind() != reflect.Pointer || gen.IsNil() || gen.Elem().Kind() != reflect.Struct {
+		return nil, "", false
 	}
 	in, ep := gen.Elem().FieldByName("internal"), gen.Elem().FieldByName("endpoint")
 	if !in.IsValid() || in.Type() != azClientType || in.IsNil() || ep.Kind() != reflect.String {
+		return nil, "", false
+	}
+	return (*azcore.Client)(in.UnsafePointer()), ep.String(), true
+}
+
+// endpointOf returns the service URL c talks to, or "" when it cannot be
+// read.
+func endpointOf(c *aztables.Client) string {
+	_, ep, _ := generated(c)
+	return ep
+}
+
+// directOf returns the direct path for c, or nil to use the SDK.
+func directOf(c *aztables.Client, table string) *direct {
+	ac, endpoint, ok := generated(c)
+	if table == "" || !ok || isCosmos(endpoint) {
 		return nil
 	}
-	endpoint := ep.String()
-	if isCosmos(endpoint) {
-		return nil
-	}
-	ac := (*azcore.Client)(in.UnsafePointer())
 	base, query, _ := strings.Cut(endpoint, "?")
 	base = strings.TrimSuffix(base, "/")
 	u, err := url.Parse(base)

@@ -1,10 +1,12 @@
 package table
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 
 	"github.com/tablekit/tablekit/keys"
@@ -19,7 +21,11 @@ type FanOutOptions struct {
 	// then RowKey, compared as keys.Compare does), as one query over all the
 	// ranges would return them; entities with the same keys (from different
 	// tables) come in the order of their queries. Default (false): results
-	// come as they arrive, each query's results in order.
+	// come as they arrive, each query's results in the service's order. On
+	// a service whose results come in no key order (Profile.Sorted false:
+	// Cosmos DB), each query is read whole, without its Limit, and sorted
+	// before the merge, and then cut to its Limit: right, at the cost of
+	// the whole range in round trips and memory.
 	Ordered bool
 	// ByRowKey merges by RowKey first, then PartitionKey (then query
 	// order): for one logical partition spread over several partitions
@@ -120,6 +126,10 @@ func fanOut[T any](ctx context.Context, srcs []Source[T], opts *FanOutOptions, w
 			if ordered {
 				defer close(out)
 			}
+			if ordered && !s.Table.profile.Sorted {
+				s.Table.produceSorted(ctx, q, opts.ByRowKey, slots, out)
+				return
+			}
 			s.Table.produce(ctx, q, wantKeys, slots, out)
 		}()
 	}
@@ -180,6 +190,61 @@ func (t *Table[T]) produce(ctx context.Context, q *Query, wantKeys bool, slots c
 		}
 		at = p.Next
 	}
+}
+
+// produceSorted is produce for a service whose results come in no defined
+// order (Profile.Sorted false): it reads every page of q without its Limit,
+// sorts the entities by key as an ordered merge expects them (RowKey first
+// when byRowKey), keeps the first Limit, and sends them as one page. The
+// merge is then right at the cost of reading the whole range into memory.
+func (t *Table[T]) produceSorted(ctx context.Context, q *Query, byRowKey bool, slots chan struct{}, out chan<- keyedPage[T]) {
+	all := *q
+	all.Limit = 0
+	pages := make(chan keyedPage[T], 1)
+	go func() { defer close(pages); t.produce(ctx, &all, true, slots, pages) }()
+	var page keyedPage[T]
+	for p := range pages {
+		if p.err != nil {
+			page = p
+			break
+		}
+		page.items = append(page.items, p.items...)
+		page.keys = append(page.keys, p.keys...)
+	}
+	for range pages { // drain after an error: produce stops at it
+	}
+	if page.err == nil {
+		sortByKeys(&page, byRowKey)
+		if q.Limit > 0 && len(page.items) > q.Limit {
+			page.items, page.keys = page.items[:q.Limit], page.keys[:q.Limit]
+		}
+	}
+	select {
+	case out <- page:
+	case <-ctx.Done():
+	}
+}
+
+// sortByKeys sorts a page's entities by PartitionKey then RowKey (RowKey
+// first when byRowKey), as Table Storage returns them.
+func sortByKeys[T any](p *keyedPage[T], byRowKey bool) {
+	first, second := 0, 1
+	if byRowKey {
+		first, second = 1, 0
+	}
+	idx := make([]int, len(p.items))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		ka, kb := p.keys[a], p.keys[b]
+		return cmp.Or(keys.Compare(ka[first], kb[first]), keys.Compare(ka[second], kb[second]))
+	})
+	items, ks := make([]T, len(idx)), make([][3]string, len(idx))
+	for i, j := range idx {
+		items[i], ks[i] = p.items[j], p.keys[j]
+	}
+	p.items, p.keys = items, ks
 }
 
 func mergeUnordered[T any](pages <-chan keyedPage[T], yield func(*T, [3]string, error) bool) {

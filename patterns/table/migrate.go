@@ -65,7 +65,7 @@ func (ts *Types) Migrate(ctx context.Context, opts *MigrateOptions) (MigrateProg
 	q.Select = nil // a row is replaced whole: read it whole
 	var prog MigrateProgress
 	prog.Next = q.Cursor
-	rows := &Table[migrant]{client: ts.rows.client, name: ts.rows.name, direct: ts.rows.direct, types: ts}
+	rows := &Table[migrant]{client: ts.rows.client, name: ts.rows.name, direct: ts.rows.direct, types: ts, profile: ts.rows.profile}
 	for {
 		q.Cursor = prog.Next
 		page, err := rows.QueryPage(ctx, &q)
@@ -111,7 +111,7 @@ func (ts *Types) upgrade(ctx context.Context, rows *Table[migrant], todo []*migr
 				return ops[i].Err()
 			}
 		}
-		res, err := submit(ctx, ts.rows.client, ts.rows.direct, ops, &bo)
+		res, err := submit(ctx, ts.rows.client, ts.rows.direct, ts.rows.profile, ops, &bo)
 		if err != nil && ctx.Err() != nil {
 			return err
 		}
@@ -168,7 +168,7 @@ func (ts *Types) upgradeOne(ctx context.Context, rows *Table[migrant], pk, rk st
 		case !m.stale():
 			return nil
 		}
-		_, err = submit(ctx, ts.rows.client, ts.rows.direct, []Op{m.op(ts)}, nil)
+		_, err = submit(ctx, ts.rows.client, ts.rows.direct, ts.rows.profile, []Op{m.op(ts)}, nil)
 		wrote = err == nil
 		return err
 	})
@@ -229,7 +229,7 @@ func (m *migrant) stale() bool {
 // a registered type's UpdateOp would.
 func (m *migrant) op(ts *Types) Op {
 	kind := aztables.TransactionTypeUpdateReplace
-	e, err := m.et.codec.encode(make([]byte, 0, 256), m.value, m.pk, m.rk, nil, false)
+	e, err := m.et.codec.encode(make([]byte, 0, 256), m.value, m.pk, m.rk, nil, false, ts.rows.profile)
 	if err == nil {
 		e, err = tagEntity(e, m.value, ts, m.et)
 	}

@@ -110,7 +110,7 @@ func NewTypes(c *aztables.Client, opts *TypesOptions) (*Types, error) {
 		}
 	}
 	name := tableNameOf(c)
-	ts.rows = &Table[any]{client: c, name: name, direct: directOf(c, name), types: ts}
+	ts.rows = &Table[any]{client: c, name: name, direct: directOf(c, name), types: ts, profile: profileOf(c)}
 	ts.reg.Store(&registry{byName: map[string]*entityType{}})
 	return ts, nil
 }

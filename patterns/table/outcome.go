@@ -51,8 +51,12 @@ const HistoryLength = 8
 // unpadded base64url.
 const writeIDLen = 11
 
-// stampSize bounds the size of WriteProperty as the service counts it.
-var stampSize = 8 + 2*len(WriteProperty) + 4 + 2*(HistoryLength*(writeIDLen+1))
+// stampSize bounds the size of WriteProperty as Table Storage counts it,
+// stampJSON its JSON (for Cosmos DB's measure).
+var (
+	stampSize = 8 + 2*len(WriteProperty) + 4 + 2*(HistoryLength*(writeIDLen+1))
+	stampJSON = len(`,"`+WriteProperty+`":""`) + HistoryLength*(writeIDLen+1)
+)
 
 func newWriteID() string {
 	var b [8]byte

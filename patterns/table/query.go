@@ -33,7 +33,10 @@ type Query struct {
 	// service's maximum, 1000.
 	PageSize int
 	// Limit is the most entities the query returns in all. Default (0): no
-	// limit. The last page asks only for what is missing.
+	// limit. The last page asks only for what is missing. On Table Storage
+	// these are the first Limit entities in key order; on a service whose
+	// results come in no key order (Profile.Sorted false: Cosmos DB) they
+	// are any Limit of the matches (an ordered FanOut sorts first).
 	Limit int
 	// Cursor resumes a query where an earlier page ended (Page.Next). The
 	// Filter and Select must be the same as the earlier query's (checked:
@@ -130,8 +133,10 @@ func deref(s *string) string {
 
 // Page is one page of query results.
 type Page[T any] struct {
-	// Items are the page's entities, in PartitionKey, RowKey order. A page
-	// may be short, or empty, even when more results follow.
+	// Items are the page's entities, in the service's order: PartitionKey,
+	// then RowKey on Table Storage, no defined order on Cosmos DB (see
+	// Profile.Sorted). A page may be short, or empty, even when more
+	// results follow.
 	Items []T
 	// Next is where the next page starts; empty when the query is done
 	// (no more results, or Limit reached).
@@ -293,6 +298,9 @@ func (t *Table[T]) listOptions(q *Query, at Cursor) (*aztables.ListEntitiesOptio
 	filter, err := t.filter(q.Filter)
 	if err != nil {
 		return fail(err)
+	}
+	if !t.profile.TimestampFilters && slices.Contains(q.Filter.Properties(), "Timestamp") {
+		return fail(t.profile.unsupported("a filter on Timestamp", "it matches no entity there (store a time property of your own and filter on it)"))
 	}
 	sel, err := t.projection(q.Select)
 	if err != nil {

@@ -341,6 +341,9 @@ func SetAccessPolicy(ctx context.Context, c *aztables.Client, policies ...Access
 	if c == nil {
 		return &Error{Op: op, Err: errors.New("nil *aztables.Client")}
 	}
+	if p := profileOf(c); !p.AccessPolicies {
+		return &Error{Op: op, Table: tableNameOf(c), Err: p.unsupported(op, "it has no stored access policies")}
+	}
 	if len(policies) > maxPolicies {
 		return &Error{Op: op, Err: invalidSAS(fmt.Errorf("%d access policies; a table can have at most %d", len(policies), maxPolicies))}
 	}
@@ -393,6 +396,9 @@ func GetAccessPolicy(ctx context.Context, c *aztables.Client) ([]AccessPolicy, e
 	const op = "get access policy"
 	if c == nil {
 		return nil, &Error{Op: op, Err: errors.New("nil *aztables.Client")}
+	}
+	if p := profileOf(c); !p.AccessPolicies {
+		return nil, &Error{Op: op, Table: tableNameOf(c), Err: p.unsupported(op, "it has no stored access policies")}
 	}
 	resp, err := c.GetAccessPolicy(ctx, nil)
 	if err != nil {

@@ -48,6 +48,7 @@ type Table[T any] struct {
 	keyFn  func(*T) (pk, rk string)
 	types  *Types      // the registry of a registered type, or of Types' reads
 	typ    *entityType // the registered type, nil for Types' reads
+	profile *Profile // the limits and behaviours of the table's service
 	// Views made by internal/reserved: reserved may use keys under
 	// ReservedPrefix, reservedProps Dynamic properties under
 	// ReservedPropertyPrefix; every other view refuses them.
@@ -72,6 +73,9 @@ func (t *Table[T]) reservedView(keys bool) any {
 // reserved view, refuses keys under ReservedPrefix.
 func (t *Table[T]) checkKeys(op, pk, rk string) error {
 	if err := validKeys(pk, rk); err != nil {
+		return relabel(err, op, t.name)
+	}
+	if err := t.profile.checkKeys(pk, rk); err != nil {
 		return relabel(err, op, t.name)
 	}
 	if !t.reserved {
@@ -105,7 +109,7 @@ func New[T any](c *aztables.Client) (*Table[T], error) {
 		return nil, fmt.Errorf("%w: %v has a PartitionKey field but no RowKey field, or the reverse: give both, or neither and use NewWithKeys", ErrInvalidEntity, cd.typ)
 	}
 	name := tableNameOf(c)
-	t := &Table[T]{client: c, name: name, direct: directOf(c, name), codec: cd}
+	t := &Table[T]{client: c, name: name, direct: directOf(c, name), codec: cd, profile: profileOf(c)}
 	if cd.pk != nil && cd.rk != nil {
 		t.keyFn = func(v *T) (string, string) {
 			rv := reflect.ValueOf(v).Elem()
@@ -188,7 +192,7 @@ func (t *Table[T]) encode(op string, v *T, m Mode) (encoded, *[]byte, error) {
 		return encoded{}, nil, &Error{Op: op, Table: t.name, PartitionKey: pk, RowKey: rk, Err: err}
 	}
 	bp := bufPool.Get().(*[]byte)
-	e, err := t.codec.encode((*bp)[:0], reflect.ValueOf(v).Elem(), pk, rk, mask, t.reservedProps)
+	e, err := t.codec.encode((*bp)[:0], reflect.ValueOf(v).Elem(), pk, rk, mask, t.reservedProps, t.profile)
 	if err == nil {
 		e, err = t.tag(e, v)
 	}
@@ -225,13 +229,7 @@ func tagEntity(e encoded, v reflect.Value, ts *Types, et *entityType) (encoded, 
 	e.body = append(e.body[:len(e.body)-1], et.tag...)
 	e.props++
 	e.size += et.tagSize
-	if e.props > MaxProperties {
-		return e, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "%d properties with the type property, more than the service's %d", e.props, MaxProperties)
-	}
-	if e.size > MaxEntitySize {
-		return e, invalid("encode", e.pk, e.rk, ErrTooLarge, "entity is %d bytes as the service counts them, more than %d", e.size, MaxEntitySize)
-	}
-	return e, nil
+	return e, e.checkEntity()
 }
 
 // decode decodes entity JSON into v: as T, or for a registered type after
