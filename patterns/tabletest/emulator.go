@@ -199,7 +199,7 @@ func StartEmulator(ctx context.Context, opts *EmulatorOptions) (*Emulator, error
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	script, err := FindAzurite(opts.Dir)
+	script, err := findOrInstall(ctx, opts.Dir, os.Stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,56 @@ func TestTableFromAnotherModule(t *testing.T) {
 func TestUseFromAnotherModule(t *testing.T) {
 	skipWithoutEmulator(t)
 	t.Parallel()
+	var env []string
+	if os.Getenv(tabletest.ConnectionStringEnv) == "" {
+		script, err := tabletest.FindAzurite("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, tabletest.AzuriteEnv+"="+script)
+	}
+	runUserModule(t, env...)
+}
+
+// A user's module on a machine with only Go and Node.js (no Azurite on
+// PATH, none named, no node_modules, an empty cache): `go test` installs
+// the pinned Azurite into the per-user cache itself and runs.
+func TestInstallFromAnotherModule(t *testing.T) {
+	skipWithoutEmulator(t)
+	if os.Getenv(tabletest.ConnectionStringEnv) != "" {
+		t.Skip("an account is configured: no emulator to install")
+	}
+	t.Parallel()
+	cache := t.TempDir()
+	out := runUserModule(t, tabletest.CacheEnv+"="+cache)
+	if !strings.Contains(out, "installing Azurite "+tabletest.AzuriteVersion) {
+		t.Fatalf("no install progress in the output:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "azurite-"+tabletest.AzuriteVersion, "node_modules", "azurite", "dist", "src", "azurite.js")); err != nil {
+		t.Fatalf("the pinned Azurite is not in the cache: %v", err)
+	}
+	// The next run finds it there: no second install.
+	if out := runUserModule(t, tabletest.CacheEnv+"="+cache); strings.Contains(out, "installing Azurite") {
+		t.Fatalf("Azurite installed twice:\n%s", out)
+	}
+}
+
+// The version InstallAzurite installs is the one package-lock.json pins.
+func TestAzuriteVersionIsPinned(t *testing.T) {
+	lock, err := os.ReadFile(filepath.Join(repoRoot(t), "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\"node_modules/azurite\": {\n      \"version\": \"" + tabletest.AzuriteVersion + "\""; !strings.Contains(string(lock), want) {
+		t.Fatalf("package-lock.json does not pin azurite %s", tabletest.AzuriteVersion)
+	}
+}
+
+// runUserModule runs go test in a fresh module that depends on tablekit,
+// with env added to an environment that holds no Azurite, and returns its
+// output; the module's test must pass.
+func runUserModule(t *testing.T, env ...string) string {
+	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command is not on PATH: %v", err)
@@ -81,17 +131,12 @@ func TestUseFromAnotherModule(t *testing.T) {
 	cmd.Env = append(withoutAzuriteOnPath(os.Environ()),
 		"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"),
 		"GOPROXY=off", "GOTOOLCHAIN=local")
-	if os.Getenv(tabletest.ConnectionStringEnv) == "" {
-		script, err := tabletest.FindAzurite("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Env = append(cmd.Env, tabletest.AzuriteEnv+"="+script)
-	}
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestTableFromAnotherModule") {
 		t.Fatalf("go test in a module that uses tablekit: %v\n%s", err, out)
 	}
+	return string(out)
 }
 
 // withoutAzuriteOnPath returns env without TABLEKIT_AZURITE and with PATH
@@ -101,7 +146,7 @@ func withoutAzuriteOnPath(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		switch {
-		case strings.HasPrefix(kv, tabletest.AzuriteEnv+"="):
+		case strings.HasPrefix(kv, tabletest.AzuriteEnv+"="), strings.HasPrefix(kv, tabletest.CacheEnv+"="):
 			continue
 		case strings.HasPrefix(kv, "PATH="):
 			var keep []string
