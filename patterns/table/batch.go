@@ -133,6 +133,18 @@ func (t *Table[T]) UpdateOp(v T, etag azcore.ETag, mode Mode) Op {
 	return t.op("update", kind, &v, &etag, mode)
 }
 
+// FailedOp returns an op that carries err: Submit refuses a batch that
+// holds it, before sending anything, with err for its index. For packages
+// that build ops of their own and find an error before the op exists (a
+// value that cannot be encrypted, say), so that their ops report errors the
+// one way (Op.Err) the core's do.
+func FailedOp(err error) Op {
+	if err == nil {
+		err = &Error{Op: "batch", Err: fmt.Errorf("%w: FailedOp(nil)", ErrInvalidBatch)}
+	}
+	return Op{err: err}
+}
+
 // DeleteOp is a conditional delete for Submit: etag is the version read,
 // or azcore.ETagAny; empty is ErrNoETag.
 func (t *Table[T]) DeleteOp(partitionKey, rowKey string, etag azcore.ETag) Op {

@@ -115,3 +115,34 @@ func TestFilterProperties(t *testing.T) {
 		t.Fatalf("the zero Filter compares %v", got)
 	}
 }
+
+func TestFailedOp(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable[employee](t)
+	boom := errors.New("boom")
+	op := table.FailedOp(boom)
+	if !errors.Is(op.Err(), boom) {
+		t.Fatalf("Err = %v", op.Err())
+	}
+	_, err := tb.Submit(context.Background(), []table.Op{tb.InsertOp(employee{Department: "a", ID: "1"}), op}, nil)
+	var be *table.BatchError
+	if !errors.As(err, &be) || !errors.Is(err, boom) || ft.Count() != 0 {
+		t.Fatalf("Submit with a failed op = %v after %d requests; want a BatchError naming it, nothing sent", err, ft.Count())
+	}
+	if !errors.Is(table.FailedOp(nil).Err(), table.ErrInvalidBatch) {
+		t.Fatal("FailedOp(nil) carries no error")
+	}
+}
+
+func TestMarkInvalid(t *testing.T) {
+	pkg := table.NewErrInvalid("pkg: invalid request")
+	_, _, keyErr := table.KeysOf(&inner{})
+	m := table.MarkInvalid(pkg, keyErr)
+	if !errors.Is(m, pkg) || !errors.Is(m, table.ErrInvalidEntity) || !errors.Is(m, table.ErrInvalid) || m.Error() != keyErr.Error() {
+		t.Fatalf("MarkInvalid = %v", m)
+	}
+	other := errors.New("network")
+	if table.MarkInvalid(pkg, other) != other || table.MarkInvalid(pkg, nil) != nil {
+		t.Fatal("MarkInvalid changed an error that is not a validation error")
+	}
+}

@@ -215,3 +215,16 @@ func invalid(op, pk, rk string, sentinel error, format string, args ...any) erro
 // errors of every package, and errors.Is(err, pkg.ErrInvalid) for the
 // package's own.
 func NewErrInvalid(text string) error { return &invalidKind{text} }
+
+// MarkInvalid returns err marked with sentinel (a package's ErrInvalid,
+// made by NewErrInvalid) when err is a validation error (errors.Is(err,
+// ErrInvalid)): errors.Is then matches sentinel too, and everything err
+// matched. Any other error, and nil, is returned as it is. Packages that
+// pass the core's validation errors on use it, so that their callers can
+// test for the package's sentinel alone.
+func MarkInvalid(sentinel, err error) error {
+	if err == nil || !errors.Is(err, ErrInvalid) || errors.Is(err, sentinel) {
+		return err
+	}
+	return marked{sentinel, err}
+}
