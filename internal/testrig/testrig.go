@@ -100,7 +100,7 @@ func newRig(t testing.TB, cosmos bool) *Rig {
 		}
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("testrig: Cosmos DB simulation, seed %d", seed)
-		r.sim = &cosmosim.Transport{Target: u, Account: cred.AccountName(), Key: key, Seed: seed, Throttle: 0.02}
+		r.sim = &cosmosim.Transport{Target: u, Account: cred.AccountName(), Key: key, Seed: seed}
 		r.Faults.Next, r.cred = r.sim, cred
 	}
 	return r
