@@ -83,11 +83,11 @@ func BenchmarkHotInsert(b *testing.B) {
 		took time.Duration
 	}{
 		{"one", func(rk string) error {
-			_, err := hot.Insert(ctx, "2014-07-31T18", rk, access{Employee: "000123", Resource: "door"})
+			_, err := hot.Insert(ctx, access{Hour: "2014-07-31T18", Key: rk, Employee: "000123", Resource: "door"})
 			return err
 		}, 0},
 		{"buckets8", func(rk string) error {
-			_, err := spread.Insert(ctx, "2014-07-31T18", rk, access{Employee: "000123", Resource: "door"})
+			_, err := spread.Insert(ctx, access{Hour: "2014-07-31T18", Key: rk, Employee: "000123", Resource: "door"})
 			return err
 		}, 0},
 		{"raw8", func(rk string) error {
@@ -132,9 +132,8 @@ func BenchmarkRangeMerge(b *testing.B) {
 	var ops1, ops8, opsRaw []table.Op
 	for i := range n {
 		rk := keys.Pad(uint64(i), 12)
-		a := access{Employee: keys.Pad(uint64(i%500), 6), Resource: "door"}
-		op1, _ := hot.InsertOp("h", rk, a)
-		op8, _ := spread.InsertOp("h", rk, a)
+		a := access{Hour: "h", Key: rk, Employee: keys.Pad(uint64(i%500), 6), Resource: "door"}
+		op1, op8 := hot.InsertOp(a), spread.InsertOp(a)
 		ops1, ops8 = append(ops1, op1), append(ops8, op8)
 		opsRaw = append(opsRaw, rawT.InsertOp(rawAccess{rawPartition("h", rk), rk, a.Employee, a.Resource}))
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -19,12 +21,14 @@ const MaxBuckets = 1000
 const DefaultBuckets = 8
 
 // ErrInvalid is the sentinel for a configuration or request a Spread
-// rejects before the network: a bucket count out of range, a Bucket
-// function answering outside [0, n), a key range the wrong way round,
-// invalid keys (which also match table.ErrInvalidKey): an empty logical
-// PartitionKey, one whose bucket partitions would be too long, a RowKey
-// the service refuses.
-var ErrInvalid = errors.New("buckets: invalid request")
+// rejects before the network: a nil table, a bucket count out of range, a
+// Bucket function answering outside [0, n), a key range the wrong way
+// round, an Upsert with earlier counts, a value the table package refuses
+// to write, invalid keys (which also match [table.ErrInvalidKey]): an
+// empty logical PartitionKey, one whose bucket partitions would be too
+// long, a RowKey the service refuses, keys under [table.ReservedPrefix].
+// It matches [table.ErrInvalid].
+var ErrInvalid = table.NewErrInvalid("buckets: invalid request")
 
 // Options configures a Spread. A nil *Options means defaults.
 type Options struct {
@@ -40,8 +44,8 @@ type Options struct {
 	Earlier []int
 	// Bucket chooses an entity's bucket, in [0, n), from its RowKey: it must
 	// depend only on its arguments, since Get computes it again. Default:
-	// keys.Bucket(rowKey, n), a stable hash. A time-derived bucket, such as
-	// the RowKey's ticks modulo n, also works when RowKeys are distinct
+	// [keys.Bucket](rowKey, n), a stable hash. A time-derived bucket, such
+	// as the RowKey's ticks modulo n, also works when RowKeys are distinct
 	// times; one that maps the writes of the same moment to the same bucket
 	// (the second of the minute) spreads nothing.
 	Bucket func(rowKey string, n int) int
@@ -62,11 +66,13 @@ type Spread[T any] struct {
 	plain  bool  // some count is 1: the unbucketed partition is read too
 	bucket func(string, int) int
 	conc   int
+	pkPath []int // T's PartitionKey field, if it has one
 }
 
-// New returns a Spread over tbl. T's own key fields, if any, are ignored on
-// writes (the Spread computes the keys) and receive the stored keys (the
-// bucket partition's) on reads.
+// New returns a Spread over tbl, whose entities are T's: an entity's
+// logical keys are those tbl gives it ([table.Table.Keys]: T's key fields,
+// or the function of [table.Table.WithKeys]), and the Spread stores it
+// under its bucket partition. A nil opts means defaults.
 func New[T any](tbl *table.Table[T], opts *Options) (*Spread[T], error) {
 	if tbl == nil {
 		return nil, fmt.Errorf("%w: nil table", ErrInvalid)
@@ -106,6 +112,15 @@ func New[T any](tbl *table.Table[T], opts *Options) (*Spread[T], error) {
 	if s.conc == 0 {
 		s.conc = min(s.partitions(), 32)
 	}
+	fields, err := table.FieldsOf[T]()
+	if err != nil {
+		return nil, invalid(err) // not reached: tbl's T passed the same checks
+	}
+	for _, f := range fields {
+		if f.Role == table.PartitionKeyField {
+			s.pkPath = f.Index
+		}
+	}
 	return s, nil
 }
 
@@ -122,11 +137,13 @@ func hashBucket(rk string, n int) int {
 func (s *Spread[T]) Buckets() int { return s.gens[0] }
 
 // Partition returns the PartitionKey of bucket b of logical partition pk
-// under a bucket count of n: keys.Join(pk, b as three digits) for n > 1
+// under a bucket count of n: [keys.Join](pk, b as three digits) for n > 1
 // ("hot!003"), keys.Join(pk) for n = 1 (pk itself, escaped: "hot"). The
 // bucket number does not depend on n, so the partitions of a smaller count
 // are among those of a larger one; keys.Join escapes '!' inside pk, so no
-// logical partition's buckets fall among another's.
+// logical partition's buckets fall among another's. It is the one bucket
+// scheme of tablekit: a bucketed patterns/logtail log is stored in the
+// same partitions.
 func Partition(pk string, n, b int) string {
 	if n == 1 {
 		return keys.Join(pk)
@@ -156,8 +173,8 @@ func (s *Spread[T]) Partitions(pk string) []string {
 	return out
 }
 
-// checkPK checks a logical PartitionKey: not empty, and its bucket
-// partitions valid PartitionKeys.
+// checkPK checks a logical PartitionKey: not empty, not reserved, and its
+// bucket partitions valid PartitionKeys.
 func (s *Spread[T]) checkPK(pk string) error {
 	if pk == "" {
 		return fmt.Errorf("%w: %w: empty PartitionKey", ErrInvalid, table.ErrInvalidKey)
@@ -168,6 +185,15 @@ func (s *Spread[T]) checkPK(pk string) error {
 	}
 	if err := keys.Validate(longest); err != nil {
 		return fmt.Errorf("%w: PartitionKey %.40q: %w", ErrInvalid, pk, err)
+	}
+	return notReserved("PartitionKey", pk)
+}
+
+// notReserved refuses a key under table.ReservedPrefix, as the table
+// package refuses it for application entities.
+func notReserved(what, k string) error {
+	if strings.HasPrefix(k, table.ReservedPrefix) {
+		return fmt.Errorf("%w: %w: %s %.40q starts with %q (table.ReservedPrefix)", ErrInvalid, table.ErrInvalidKey, what, k, table.ReservedPrefix)
 	}
 	return nil
 }
@@ -181,6 +207,9 @@ func (s *Spread[T]) home(pk, rk string, n int) (string, error) {
 	if err := keys.Validate(rk); err != nil {
 		return "", fmt.Errorf("%w: RowKey: %w", ErrInvalid, err)
 	}
+	if err := notReserved("RowKey", rk); err != nil {
+		return "", err
+	}
 	if n == 1 {
 		return Partition(pk, 1, 0), nil
 	}
@@ -191,58 +220,110 @@ func (s *Spread[T]) home(pk, rk string, n int) (string, error) {
 	return Partition(pk, n, b), nil
 }
 
-// Entry is an entity as read: its value, its logical PartitionKey, its
-// RowKey, and the partition it is stored in.
-type Entry[T any] struct {
-	Value        T
-	PartitionKey string // the logical partition, as given to Insert
-	RowKey       string
-	Partition    string // the bucket partition: the stored PartitionKey
+// place returns the table view that stores v in its bucket partition under
+// the current count, and that partition.
+func (s *Spread[T]) place(v *T) (*table.Table[T], string, error) {
+	pk, rk, err := s.tbl.Keys(v)
+	if err != nil {
+		return nil, "", invalid(err)
+	}
+	p, err := s.home(pk, rk, s.gens[0])
+	if err != nil {
+		return nil, "", err
+	}
+	return s.tbl.WithKeys(func(*T) (string, string) { return p, rk }), p, nil
 }
 
-// Inserted is the result of Insert.
+// Entry is an entity as read: [table.Entity] with the logical keys (T's
+// PartitionKey field, if any, holds the logical PartitionKey too) and the
+// ETag read, and the partition it is stored in.
+type Entry[T any] struct {
+	table.Entity[T]
+	// Partition is the bucket partition: the stored PartitionKey.
+	Partition string
+}
+
+// entry wraps a row read from partition p as the entity of logical
+// partition pk.
+func (s *Spread[T]) entry(pk, p string, e table.Entity[T]) Entry[T] {
+	if s.pkPath != nil {
+		reflect.ValueOf(&e.Value).Elem().FieldByIndex(s.pkPath).SetString(pk)
+	}
+	e.PartitionKey = pk
+	return Entry[T]{Entity: e, Partition: p}
+}
+
+// Inserted is the result of Insert and Upsert: [table.Result] and the
+// partition written.
 type Inserted struct {
 	table.Result
-	Partition string // the bucket partition the entity is stored in
+	// Partition is the bucket partition the entity is stored in.
+	Partition string
 }
 
-// Insert adds v to logical partition pk under RowKey rk, in the bucket the
-// current count chooses for rk: one insert, one round trip (+1 read to
-// settle a lost response, as for table.Table.Insert: never written twice,
-// never reported failed when it was stored). It fails with
-// table.ErrAlreadyExists when the bucket holds the RowKey; an entity of
+// Insert adds v, under its logical keys (see New), to the bucket the
+// current count chooses for its RowKey: one insert, one round trip (+1
+// read to settle a lost response, as for [table.Table.Insert]: never
+// written twice, never reported failed when it was stored). It fails with
+// [table.ErrAlreadyExists] when the bucket holds the RowKey; an entity of
 // the same keys written under an earlier count may sit in another bucket
-// and is not detected (give appended entities unique RowKeys, or check with
-// Get first).
-func (s *Spread[T]) Insert(ctx context.Context, pk, rk string, v T) (Inserted, error) {
-	p, err := s.home(pk, rk, s.gens[0])
+// and is not detected (give appended entities unique RowKeys, or check
+// with Get first).
+func (s *Spread[T]) Insert(ctx context.Context, v T) (Inserted, error) {
+	tb, p, err := s.place(&v)
 	if err != nil {
 		return Inserted{}, err
 	}
-	res, err := s.tbl.WithKeys(func(*T) (string, string) { return p, rk }).Insert(ctx, v)
+	res, err := tb.Insert(ctx, v)
 	if err != nil {
-		return Inserted{}, err
+		return Inserted{}, invalid(err)
 	}
 	return Inserted{Result: res, Partition: p}, nil
 }
 
-// InsertOp is Insert as an op for table.Submit, which groups ops by
-// partition: one transaction per bucket (and per 100 entities), so a batch
-// of n appends costs about min(n, N) transactions. The error is Insert's
-// for a key or Bucket answer rejected before the network.
-func (s *Spread[T]) InsertOp(pk, rk string, v T) (table.Op, error) {
-	p, err := s.home(pk, rk, s.gens[0])
-	if err != nil {
-		return table.Op{}, err
+// Upsert writes v whole, under its logical keys, to its bucket under the
+// current count, inserting it or replacing the entity stored there (as
+// [table.Table.Upsert] with [table.Replace]): one round trip. It refuses,
+// with ErrInvalid and nothing sent, a Spread with Options.Earlier: an
+// entity of the same keys written under an earlier count may sit in
+// another bucket, where an upsert would leave it, and both would then be
+// stored.
+func (s *Spread[T]) Upsert(ctx context.Context, v T) (Inserted, error) {
+	if len(s.gens) > 1 {
+		return Inserted{}, fmt.Errorf("%w: Upsert with earlier bucket counts %v: the entity may be stored in another bucket", ErrInvalid, s.gens[1:])
 	}
-	op := s.tbl.WithKeys(func(*T) (string, string) { return p, rk }).InsertOp(v)
-	return op, op.Err()
+	tb, p, err := s.place(&v)
+	if err != nil {
+		return Inserted{}, err
+	}
+	res, err := tb.Upsert(ctx, v, table.Replace)
+	if err != nil {
+		return Inserted{}, invalid(err)
+	}
+	return Inserted{Result: res, Partition: p}, nil
+}
+
+// InsertOp is Insert as an op for [table.Submit], which groups ops by
+// partition: one transaction per bucket (and per 100 entities), so a batch
+// of n appends costs about min(n, N) transactions. Insert's errors found
+// before the network (ErrInvalid) are the op's [table.Op.Err], which
+// Submit reports before sending anything.
+func (s *Spread[T]) InsertOp(v T) table.Op {
+	tb, _, err := s.place(&v)
+	if err != nil {
+		return errOp(err)
+	}
+	op := tb.InsertOp(v)
+	if err := op.Err(); err != nil {
+		return errOp(invalid(err))
+	}
+	return op
 }
 
 // Get reads the entity (pk, rk): a point query in its bucket under the
 // current count, one round trip; when it is not there, a point query in
 // its bucket under each earlier count that puts it elsewhere (one round
-// trip each, in the order of Options.Earlier). table.ErrNotFound when no
+// trip each, in the order of Options.Earlier). [table.ErrNotFound] when no
 // bucket has it.
 func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (Entry[T], error) {
 	var tried []string
@@ -256,9 +337,9 @@ func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (Entry[T], error) {
 			continue
 		}
 		tried = append(tried, p)
-		v, err := s.tbl.Get(ctx, p, rk, nil)
+		e, err := s.tbl.Get(ctx, p, rk, nil)
 		if err == nil {
-			return Entry[T]{Value: v, PartitionKey: pk, RowKey: rk, Partition: p}, nil
+			return s.entry(pk, p, e), nil
 		}
 		if !errors.Is(err, table.ErrNotFound) {
 			return Entry[T]{}, err
@@ -271,8 +352,8 @@ func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (Entry[T], error) {
 // Range yields the entities of logical partition pk whose RowKeys are in
 // [from, to) (an empty bound is open), in RowKey order as if they shared
 // one partition: one range query per partition read (see Partitions),
-// Concurrency at a time, merged lazily by RowKey (table.FanOutKeyed with
-// ByRowKey), each query one round trip per page. Entities of the same
+// Concurrency at a time, merged lazily by RowKey ([table.FanOutEntities]
+// with ByRowKey), each query one round trip per page. Entities of the same
 // RowKey in two buckets (written under different counts) both come, in
 // partition order. An error ends the sequence; breaking out of the loop
 // stops every query.
@@ -290,14 +371,23 @@ func (s *Spread[T]) Range(ctx context.Context, pk, from, to string) iter.Seq2[En
 		for _, p := range s.Partitions(pk) {
 			srcs = append(srcs, table.Source[T]{Table: s.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(p), table.RowKeyRange(from, to))}})
 		}
-		for k, err := range table.FanOutKeyed(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: s.conc}) {
+		for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: s.conc}) {
 			if err != nil {
 				yield(Entry[T]{}, err)
 				return
 			}
-			if !yield(Entry[T]{Value: k.Value, PartitionKey: pk, RowKey: k.RowKey, Partition: k.PartitionKey}, nil) {
+			if !yield(s.entry(pk, e.PartitionKey, e), nil) {
 				return
 			}
 		}
 	}
+}
+
+// invalid makes an error of the table package found before the network
+// (table.ErrInvalid) match ErrInvalid too.
+func invalid(err error) error {
+	if errors.Is(err, table.ErrInvalid) && !errors.Is(err, ErrInvalid) {
+		err = fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return err
 }

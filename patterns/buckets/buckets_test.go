@@ -12,37 +12,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/buckets"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
-	"github.com/tablekit/tablekit/retry"
 )
 
 func TestMain(m *testing.M) { tabletest.Main(m) }
 
 // access is the guide's example: an employee's access to a resource, in a
-// partition per hour (the hot partition of the append anti-pattern).
+// partition per hour (the hot partition of the append anti-pattern). Hour
+// and Key are its logical keys.
 type access struct {
+	Hour     string `table:",pk"`
+	Key      string `table:",rk"`
 	Employee string
 	Resource string
 }
 
 func newTable(t *testing.T) (*table.Table[access], *faults.Transport) {
 	t.Helper()
-	env := tabletest.New(t)
-	ft := &faults.Transport{}
-	o := &aztables.ClientOptions{}
-	o.Transport = ft
-	retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, MaxRetries: 5}.ApplyTo(&o.ClientOptions)
-	tb, err := table.New[access](env.Table(o))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ft.Reset()
-	return tb, ft
+	r := testrig.New(t)
+	tb := testrig.NewTable[access](t, r.Table())
+	r.Faults.Reset()
+	return tb, r.Faults
 }
 
 func newSpread(t *testing.T, tb *table.Table[access], opts *buckets.Options) *buckets.Spread[access] {
@@ -88,7 +83,7 @@ func TestSpreadAndMerge(t *testing.T) {
 	parts := map[string]int{}
 	for i := range 200 {
 		k := rk(i%37, base.Add(time.Duration(i)*time.Second))
-		res, err := s.Insert(ctx, hour, k, access{Employee: fmt.Sprint(i % 37), Resource: "door"})
+		res, err := s.Insert(ctx, access{Hour: hour, Key: k, Employee: fmt.Sprint(i % 37), Resource: "door"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +133,7 @@ func TestSpreadAndMerge(t *testing.T) {
 		t.Fatalf("Get of a missing key = %v", err)
 	}
 	// Insert of an existing key: its bucket says so.
-	if _, err := s.Insert(ctx, hour, want[3], access{}); !errors.Is(err, table.ErrAlreadyExists) {
+	if _, err := s.Insert(ctx, access{Hour: hour, Key: want[3]}); !errors.Is(err, table.ErrAlreadyExists) {
 		t.Fatalf("duplicate Insert = %v", err)
 	}
 }
@@ -156,7 +151,7 @@ func TestChangeN(t *testing.T) {
 	write := func(s *buckets.Spread[access], from, n int) {
 		for i := from; i < from+n; i++ {
 			k := keys.Pad(uint64(i), 5)
-			if _, err := s.Insert(ctx, pk, k, access{Employee: k}); err != nil {
+			if _, err := s.Insert(ctx, access{Hour: pk, Key: k, Employee: k}); err != nil {
 				t.Fatal(err)
 			}
 			all = append(all, k)
@@ -215,7 +210,7 @@ func TestLostResponseAndConcurrentWriters(t *testing.T) {
 	ctx := context.Background()
 	post := func(r *http.Request) bool { return r.Method == http.MethodPost }
 	ft.Inject(faults.Fault{Match: post, LoseResponse: true})
-	res, err := s.Insert(ctx, "p", "k0", access{})
+	res, err := s.Insert(ctx, access{Hour: "p", Key: "k0"})
 	if err != nil || !res.Verified {
 		t.Fatalf("Insert with its response lost = %+v, %v", res, err)
 	}
@@ -229,7 +224,7 @@ func TestLostResponseAndConcurrentWriters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 100 {
-				if _, err := s.Insert(ctx, "p", fmt.Sprintf("w%d-%03d", w, i), access{}); err != nil {
+				if _, err := s.Insert(ctx, access{Hour: "p", Key: fmt.Sprintf("w%d-%03d", w, i)}); err != nil {
 					errs <- err
 					return
 				}
@@ -270,7 +265,7 @@ func TestTimeDerivedBucket(t *testing.T) {
 	parts := map[string]bool{}
 	for i := range 16 {
 		k := keys.Pad(uint64(keys.Ticks(base.Add(time.Duration(i)*100))), 19)
-		res, err := s.Insert(ctx, "ticks", k, access{})
+		res, err := s.Insert(ctx, access{Hour: "ticks", Key: k})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,10 +288,10 @@ func TestTimeDerivedBucket(t *testing.T) {
 		t.Fatalf("Range = %v", got)
 	}
 	ft.Reset()
-	if _, err := s.Insert(ctx, "ticks", "not-ticks-at-all-xx", access{}); !errors.Is(err, buckets.ErrInvalid) {
+	if _, err := s.Insert(ctx, access{Hour: "ticks", Key: "not-ticks-at-all-xx"}); !errors.Is(err, buckets.ErrInvalid) {
 		t.Fatalf("Bucket answering -1: %v", err)
 	}
-	if _, err := s.InsertOp("ticks", "not-ticks-at-all-xx", access{}); !errors.Is(err, buckets.ErrInvalid) {
+	if err := s.InsertOp(access{Hour: "ticks", Key: "not-ticks-at-all-xx"}).Err(); !errors.Is(err, buckets.ErrInvalid) {
 		t.Fatalf("InsertOp with Bucket answering -1: %v", err)
 	}
 	if n := ft.Count(); n != 0 {
@@ -312,8 +307,8 @@ func TestInsertOpSubmit(t *testing.T) {
 	s := newSpread(t, tb, &buckets.Options{Buckets: 4})
 	var ops []table.Op
 	for i := range 250 {
-		op, err := s.InsertOp("batch", keys.Pad(uint64(i), 4), access{})
-		if err != nil {
+		op := s.InsertOp(access{Hour: "batch", Key: keys.Pad(uint64(i), 4)})
+		if err := op.Err(); err != nil {
 			t.Fatal(err)
 		}
 		ops = append(ops, op)
@@ -345,10 +340,10 @@ func TestInvalidSendsNothing(t *testing.T) {
 		t.Errorf("New(nil) = %v", err)
 	}
 	s := newSpread(t, tb, nil)
-	if _, err := s.Insert(ctx, "", "k", access{}); !errors.Is(err, table.ErrInvalidKey) {
+	if _, err := s.Insert(ctx, access{Hour: "", Key: "k"}); !errors.Is(err, table.ErrInvalidKey) {
 		t.Errorf("Insert with an empty PartitionKey = %v", err)
 	}
-	if _, err := s.Insert(ctx, "p", "bad/key", access{}); !errors.Is(err, table.ErrInvalidKey) {
+	if _, err := s.Insert(ctx, access{Hour: "p", Key: "bad/key"}); !errors.Is(err, table.ErrInvalidKey) {
 		t.Errorf("Insert with an invalid RowKey = %v", err)
 	}
 	if _, err := s.Get(ctx, "", "k"); !errors.Is(err, table.ErrInvalidKey) {
@@ -368,7 +363,7 @@ func TestInvalidSendsNothing(t *testing.T) {
 	if n := ft.Count(); n != 0 {
 		t.Fatalf("%d requests sent", n)
 	}
-	if _, err := s.Insert(ctx, "dept/sales #1", "k", access{}); err != nil {
+	if _, err := s.Insert(ctx, access{Hour: "dept/sales #1", Key: "k"}); err != nil {
 		t.Fatalf("a PartitionKey with reserved characters: %v", err)
 	}
 	if got := rangeKeys(t, s, "dept/sales #1", "", ""); len(got) != 1 {
@@ -389,12 +384,16 @@ func TestKeyErrors(t *testing.T) {
 	long := strings.Repeat("p", 1021) // fits a key, not with "!007"
 	second := func(_ any, err error) error { return err }
 	errs := map[string]error{
-		"Insert, empty PartitionKey":  second(s.Insert(ctx, "", "k", access{})),
-		"Insert, '/' in the RowKey":   second(s.Insert(ctx, "p", "bad/key", access{})),
-		"Insert, a long PartitionKey": second(s.Insert(ctx, long, "k", access{})),
-		"InsertOp, '#' in the RowKey": second(s.InsertOp("p", "a#b", access{})),
-		"Get, empty PartitionKey":     second(s.Get(ctx, "", "k")),
-		"Get, a control character":    second(s.Get(ctx, "p", "k\x01")),
+		"Insert, empty PartitionKey":    second(s.Insert(ctx, access{Hour: "", Key: "k"})),
+		"Insert, '/' in the RowKey":     second(s.Insert(ctx, access{Hour: "p", Key: "bad/key"})),
+		"Insert, a long PartitionKey":   second(s.Insert(ctx, access{Hour: long, Key: "k"})),
+		"InsertOp, '#' in the RowKey":   s.InsertOp(access{Hour: "p", Key: "a#b"}).Err(),
+		"Get, empty PartitionKey":       second(s.Get(ctx, "", "k")),
+		"Get, a control character":      second(s.Get(ctx, "p", "k\x01")),
+		"Insert, reserved PartitionKey": second(s.Insert(ctx, access{Hour: table.ReservedPrefix + "p", Key: "k"})),
+		"Insert, reserved RowKey":       second(s.Insert(ctx, access{Hour: "p", Key: table.ReservedPrefix + "k"})),
+		"InsertOp, reserved RowKey":     s.InsertOp(access{Hour: "p", Key: table.ReservedPrefix + "k"}).Err(),
+		"Get, reserved RowKey":          second(s.Get(ctx, "p", table.ReservedPrefix+"k")),
 	}
 	for _, pk := range []string{"", long} {
 		for _, err := range s.Range(ctx, pk, "", "") {
@@ -402,9 +401,180 @@ func TestKeyErrors(t *testing.T) {
 		}
 	}
 	for what, err := range errs {
-		if !errors.Is(err, buckets.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
-			t.Errorf("%s: %v, want ErrInvalid and table.ErrInvalidKey", what, err)
+		if !errors.Is(err, buckets.ErrInvalid) || !errors.Is(err, table.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
+			t.Errorf("%s: %v, want ErrInvalid, table.ErrInvalid and table.ErrInvalidKey", what, err)
 		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error text of several lines: %q", what, err)
+		}
+	}
+	if n := ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}
+
+// TestNilOptions: New(tbl, nil) is a Spread with the defaults: 8 buckets,
+// the hash of the RowKey, one query per bucket.
+func TestNilOptions(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable(t)
+	s, err := buckets.New(tb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Buckets() != buckets.DefaultBuckets {
+		t.Fatalf("Buckets() = %d", s.Buckets())
+	}
+	ctx := context.Background()
+	res, err := s.Insert(ctx, access{Hour: "h", Key: "k", Employee: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := buckets.Partition("h", 8, int(keys.Bucket("k", 8)[0]-'0')); res.Partition != want {
+		t.Fatalf("stored in %s, want %s", res.Partition, want)
+	}
+	ft.Reset()
+	if got := rangeKeys(t, s, "h", "", ""); !slices.Equal(got, []string{"k"}) || ft.Count() != buckets.DefaultBuckets {
+		t.Fatalf("Range = %v in %d round trips", got, ft.Count())
+	}
+}
+
+// TestEnvelope: Get and Range return the entity's logical keys (in the
+// envelope and in T's key fields), the ETag read and the bucket partition;
+// the ETag and partition address the row in the table package; a value
+// read is inserted again as it is (copying to another count).
+func TestEnvelope(t *testing.T) {
+	t.Parallel()
+	tb, _ := newTable(t)
+	s := newSpread(t, tb, &buckets.Options{Buckets: 4})
+	ctx := context.Background()
+	res, err := s.Insert(ctx, access{Hour: "hot", Key: "k1", Employee: "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Get(ctx, "hot", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := access{Hour: "hot", Key: "k1", Employee: "7"}
+	if e.PartitionKey != "hot" || e.RowKey != "k1" || e.Partition != res.Partition || e.ETag != res.ETag || e.Value != want {
+		t.Fatalf("Get = %+v, want %+v in %s with ETag %s", e, want, res.Partition, res.ETag)
+	}
+	for r, err := range s.Range(ctx, "hot", "", "") {
+		if err != nil || r != e {
+			t.Fatalf("Range = %+v, %v, want %+v", r, err, e)
+		}
+	}
+	// The value read carries its logical keys: a Spread of another count
+	// stores it under them.
+	other := newSpread(t, tb, &buckets.Options{Buckets: 2, Earlier: []int{4}})
+	if _, err := other.Insert(ctx, e.Value); err != nil && !errors.Is(err, table.ErrAlreadyExists) {
+		t.Fatal(err)
+	}
+	if _, err := tb.Get(ctx, buckets.Partition("hot", 2, int(keys.Bucket("k1", 2)[0]-'0')), "k1", nil); err != nil {
+		t.Fatalf("the copy under 2 buckets: %v", err)
+	}
+	// The envelope addresses the stored row: an ETag-checked delete.
+	if err := tb.Delete(ctx, e.Partition, e.RowKey, e.ETag); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "hot", "k1"); !errors.Is(err, table.ErrNotFound) {
+		t.Fatalf("Get after the delete = %v", err)
+	}
+}
+
+// TestWithKeys: a T without key fields gets its logical keys from the
+// table's key function; without one, Insert is ErrInvalid (and
+// table.ErrInvalid) with nothing sent.
+func TestWithKeys(t *testing.T) {
+	t.Parallel()
+	r := testrig.New(t)
+	type reading struct{ Device, At, Value string }
+	tb := testrig.NewTable[reading](t, r.Table())
+	r.Faults.Reset()
+	ctx := context.Background()
+	bare, err := buckets.New(tb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bare.Insert(ctx, reading{Device: "d", At: "1"}); !errors.Is(err, buckets.ErrInvalid) || !errors.Is(err, table.ErrInvalid) {
+		t.Fatalf("Insert of a T without keys = %v", err)
+	}
+	if err := bare.InsertOp(reading{Device: "d", At: "1"}).Err(); !errors.Is(err, buckets.ErrInvalid) {
+		t.Fatalf("InsertOp of a T without keys = %v", err)
+	}
+	if n := r.Faults.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+	s, err := buckets.New(tb.WithKeys(func(v *reading) (string, string) { return v.Device, v.At }), &buckets.Options{Buckets: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := s.Insert(ctx, reading{Device: "d", At: fmt.Sprint(i), Value: fmt.Sprint("v", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for e, err := range s.Range(ctx, "d", "", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.PartitionKey+"/"+e.RowKey+"="+e.Value.Value)
+	}
+	if want := []string{"d/0=v0", "d/1=v1", "d/2=v2", "d/3=v3", "d/4=v4"}; !slices.Equal(got, want) {
+		t.Fatalf("Range = %v, want %v", got, want)
+	}
+}
+
+// TestUpsert: Upsert inserts, then replaces the whole entity in its
+// bucket, one round trip each; a Spread with earlier counts refuses it
+// before the network (the entity may sit in another bucket).
+func TestUpsert(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable(t)
+	s := newSpread(t, tb, &buckets.Options{Buckets: 4})
+	ctx := context.Background()
+	first, err := s.Upsert(ctx, access{Hour: "u", Key: "k", Employee: "1", Resource: "door"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.Upsert(ctx, access{Hour: "u", Key: "k", Employee: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ft.Count(); n != 2 || second.Partition != first.Partition || second.ETag == first.ETag {
+		t.Fatalf("two Upserts: %d round trips, results %+v and %+v", n, first, second)
+	}
+	e, err := s.Get(ctx, "u", "k")
+	if err != nil || e.Value != (access{Hour: "u", Key: "k", Employee: "2"}) || e.ETag != second.ETag {
+		t.Fatalf("Get after Upsert = %+v, %v (a replace leaves no Resource)", e, err)
+	}
+	ft.Reset()
+	changed := newSpread(t, tb, &buckets.Options{Buckets: 8, Earlier: []int{4}})
+	if _, err := changed.Upsert(ctx, access{Hour: "u", Key: "k"}); !errors.Is(err, buckets.ErrInvalid) || !errors.Is(err, table.ErrInvalid) {
+		t.Fatalf("Upsert with earlier counts = %v", err)
+	}
+	if _, err := s.Upsert(ctx, access{Hour: "", Key: "k"}); !errors.Is(err, buckets.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
+		t.Fatalf("Upsert with an empty PartitionKey = %v", err)
+	}
+	if n := ft.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}
+
+// TestInvalidOpNotSent: an InsertOp refused before the network carries its
+// error, and Submit sends nothing.
+func TestInvalidOpNotSent(t *testing.T) {
+	t.Parallel()
+	tb, ft := newTable(t)
+	s := newSpread(t, tb, &buckets.Options{Buckets: 2, Bucket: func(string, int) int { return 5 }})
+	op := s.InsertOp(access{Hour: "p", Key: "k"})
+	if !errors.Is(op.Err(), buckets.ErrInvalid) || !errors.Is(op.Err(), table.ErrInvalid) {
+		t.Fatalf("InsertOp with Bucket answering 5: %v", op.Err())
+	}
+	if _, err := tb.Submit(context.Background(), []table.Op{op}, nil); !errors.Is(err, buckets.ErrInvalid) {
+		t.Fatalf("Submit of the op = %v", err)
 	}
 	if n := ft.Count(); n != 0 {
 		t.Fatalf("%d requests sent", n)

@@ -15,18 +15,31 @@
 // (BENCHMARKS.md). Not for point-read-heavy data keyed by something other
 // than the RowKey (spread it with a compound PartitionKey instead, the
 // guide's department + employee id). For the recent end of a log,
-// patterns/logtail has its own Buckets option with the same merge.
+// patterns/logtail's Buckets option stores a log in the same bucket
+// partitions (Partition) with the same merge.
 //
 // # Keys
 //
-// Entity (pk, rk) is stored under PartitionKey Partition(pk, N, b) =
-// keys.Join(pk, b) with b in three digits ("hot!003"), and its own RowKey
-// rk. The bucket b is Options.Bucket(rk, N): by default keys.Bucket(rk, N),
-// a stable hash (FNV-1a and a finalizer) that spreads any RowKeys evenly
-// and never changes between versions or processes. With N = 1 the
-// partition is keys.Join(pk): pk itself when it needs no escaping, so a
-// partition that was never spread can be read as the count 1 (see
-// Changing N).
+// New takes the [table.Table] of T whose rows the Spread stores: T's
+// entities, one row each. An entity's keys (pk, rk) are its logical keys,
+// given by the table as for any write ([table.Table.Keys]: T's key fields,
+// or the function of [table.Table.WithKeys]); Insert, Upsert and InsertOp
+// take the value v and read them from it. Entity (pk, rk) is stored under
+// PartitionKey Partition(pk, N, b) = [keys.Join](pk, b) with b in three
+// digits ("hot!003"), and its own RowKey rk. The bucket b is
+// Options.Bucket(rk, N): by default [keys.Bucket](rk, N), a stable hash
+// (FNV-1a and a finalizer) that spreads any RowKeys evenly and never
+// changes between versions or processes. With N = 1 the partition is
+// keys.Join(pk): pk itself when it needs no escaping, so a partition that
+// was never spread can be read as the count 1 (see Changing N).
+//
+// Reads (Get, Range) return an [Entry]: the [table.Entity] with the
+// logical keys (T's PartitionKey field, if any, is set to the logical
+// PartitionKey too, so a value read is written again under the same
+// keys), the ETag read, and Entry.Partition, the stored partition. The
+// partition and ETag address the row in the table package
+// ([table.Table.Delete], [table.Table.Update]) for changes the Spread does
+// not make.
 //
 // # Consistency
 //
@@ -36,12 +49,16 @@
 // read concurrently, not as one snapshot, so an insert that lands while a
 // Range runs may or may not be seen, whatever its RowKey. Entities of one
 // logical partition are no longer in one partition, so they cannot share
-// an entity group transaction (InsertOp's ops go to Submit one transaction
-// per bucket).
+// an entity group transaction (InsertOp's ops go to [table.Submit] one
+// transaction per bucket). Upsert replaces an entity whole in its bucket
+// under N; it is refused while Options.Earlier lists other counts, since
+// the entity may then be stored in another bucket, which it would not
+// replace.
 //
 // # Cost in round trips
 //
 //	Insert            1 (+1 read to settle a lost response)
+//	Upsert            1
 //	Submit of n       1 per bucket per 100 entities (InsertOp)
 //	Get               1; +1 per earlier count that puts the RowKey
 //	                  elsewhere, only while it is not found
@@ -71,19 +88,22 @@
 //
 // A count can leave Earlier once nothing written under it is stored: after
 // the retention period of the data (see patterns/rotation for deleting a
-// whole period at once), or after copying its entities with Insert and
-// deleting the originals.
+// whole period at once), or after copying its entities with Insert (a
+// value read carries its logical keys) and deleting the originals (with
+// the Entry's Partition, RowKey and ETag).
 //
 // # Trust
 //
 // Range and Get read only the bucket partitions of the logical partition
 // asked for (keys.Join escapes it, so no other logical partition's buckets
 // are among them) and yield what they hold as T, through the table
-// package (rows under table.ReservedPrefix skipped). A writer with a SAS
+// package (rows under [table.ReservedPrefix] skipped). A writer with a SAS
 // scoped to some bucket partitions can add, change or delete entities in
 // those, which Range then yields; it cannot reach other partitions. Invalid
-// keys, and logical PartitionKeys whose bucket partitions would be too
-// long, are ErrInvalid and table.ErrInvalidKey, before the network.
+// keys, keys under table.ReservedPrefix, and logical PartitionKeys whose
+// bucket partitions would be too long, are ErrInvalid and
+// [table.ErrInvalidKey], before the network. Every error found before the
+// network matches ErrInvalid and [table.ErrInvalid].
 //
 // # Order
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"time"
 
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/buckets"
@@ -17,23 +16,22 @@ import (
 // buckets, the inserts hit 4 partitions, and Range reads them back as one
 // partition would return them.
 func Example() {
-	cs, err := tabletest.ConnectionString()
-	if err != nil {
-		log.Fatal(err)
-	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
 	ctx := context.Background()
-	name := fmt.Sprintf("access%d", time.Now().UnixNano())
-	if err := table.CreateTable(ctx, svc, name); err != nil {
+	c, cleanup, err := tabletest.ScratchTable(ctx, "access")
+	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() { _ = table.DeleteTable(ctx, svc, name) }()
+	defer cleanup()
 
-	type Access struct{ Resource string }
-	tbl, _ := table.New[Access](svc.NewClient(name))
+	type Access struct {
+		Hour     string `table:",pk"` // the logical partition
+		Key      string `table:",rk"` // employee, then sequence
+		Resource string
+	}
+	tbl, err := table.New[Access](c)
+	if err != nil {
+		log.Fatal(err)
+	}
 	accesses, err := buckets.New(tbl, &buckets.Options{Buckets: 4})
 	if err != nil {
 		log.Fatal(err)
@@ -41,8 +39,8 @@ func Example() {
 	hour := "2014-07-31T18"
 	partitions := map[string]bool{}
 	for i, emp := range []string{"000123", "000042", "000777", "000123", "000500", "000042"} {
-		rk := keys.Join(emp, keys.Pad(uint64(i), 2)) // employee, then sequence
-		res, err := accesses.Insert(ctx, hour, rk, Access{Resource: fmt.Sprint("door", i)})
+		a := Access{Hour: hour, Key: keys.Join(emp, keys.Pad(uint64(i), 2)), Resource: fmt.Sprint("door", i)}
+		res, err := accesses.Insert(ctx, a)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -53,14 +51,14 @@ func Example() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(e.RowKey, e.Value.Resource)
+		fmt.Println(e.Value.Hour, e.RowKey, e.Value.Resource)
 	}
 	// Output:
 	// 6 accesses in 3 of the 4 bucket partitions
-	// 000042!01 door1
-	// 000042!05 door5
-	// 000123!00 door0
-	// 000123!03 door3
-	// 000500!04 door4
-	// 000777!02 door2
+	// 2014-07-31T18 000042!01 door1
+	// 2014-07-31T18 000042!05 door5
+	// 2014-07-31T18 000123!00 door0
+	// 2014-07-31T18 000123!03 door3
+	// 2014-07-31T18 000500!04 door4
+	// 2014-07-31T18 000777!02 door2
 }

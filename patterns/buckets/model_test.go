@@ -61,7 +61,7 @@ func TestModelBuckets(t *testing.T) {
 		if r.IntN(3) == 0 {
 			ft.Inject(faults.Fault{Match: func(r *http.Request) bool { return r.Method == http.MethodPost }, LoseResponse: true})
 		}
-		if _, err := s.Insert(ctx, pk, k, access{Employee: k}); err != nil {
+		if _, err := s.Insert(ctx, access{Hour: pk, Key: k, Employee: k}); err != nil {
 			t.Fatalf("step %d: Insert(%q, %q) under %d buckets: %v", step, pk, k, s.Buckets(), err)
 		}
 		model[pk] = append(model[pk], k)

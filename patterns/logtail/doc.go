@@ -13,13 +13,25 @@
 //
 // # Keys
 //
-// The PartitionKey is the log's name (with Buckets, the name joined with a
-// bucket number). The RowKey is the guide's inverted ticks,
-// DateTime.MaxValue.Ticks - t.Ticks in 19 digits (keys.InvertedTicks), then
-// the appending Log's sequence number inverted (so later appends of one 100
-// ns tick sort first) and a random writer id (so appends of different
-// processes in the same tick never collide). The entry's time is recovered
-// from the key.
+// New takes the [table.Table] of T whose rows are the log's entries, one
+// row each; the Log computes every entry's keys (T's key fields, if any,
+// are ignored on writes and receive the stored keys on reads). The
+// PartitionKey is the log's name, escaped ([keys.Join]: any name that fits
+// is a log); with Buckets, the name joined with a bucket number. Both are
+// [buckets.Partition](name, Buckets, b): tablekit's one bucket scheme, so
+// a [buckets.Spread] of Buckets buckets over the same table reads a log as
+// the logical partition of its name (its Range yields the entries newest
+// first). The RowKey is the guide's inverted ticks,
+// DateTime.MaxValue.Ticks - t.Ticks in 19 digits ([keys.InvertedTicks]),
+// then the appending Log's sequence number inverted (so later appends of
+// one 100 ns tick sort first) and a random writer id (so appends of
+// different processes in the same tick never collide). The entry's time is
+// recovered from the key.
+//
+// Reads return an [Entry]: the [table.Entity] (the keys the entry is
+// stored under and the ETag read, which address the row in the table
+// package) and its time. Append returns the keys and the time of the
+// entry it wrote ([Appended]).
 //
 // # Consistency
 //
@@ -42,24 +54,27 @@
 //
 // # Trust
 //
-// A log is its partitions (the log's name, escaped when bucketed): reads
-// query those only, and each row's RowKey must start with the inverted
-// ticks of an entry (an error otherwise, ending the read, never an entry
-// with a made-up time). A writer with a SAS scoped to other partitions
-// cannot read, add to or trim the log; one scoped to its partitions can
-// add, change or delete entries, or make its reads fail. A log name that
-// makes no valid PartitionKey is ErrInvalid and table.ErrInvalidKey,
-// before the network, also for reads.
+// A log is its partitions (its escaped name, and the bucket numbers):
+// reads query those only, and each row's RowKey must start with the
+// inverted ticks of an entry (an error otherwise, ending the read, never
+// an entry with a made-up time). A writer with a SAS scoped to other
+// partitions cannot read, add to or trim the log; one scoped to its
+// partitions can add, change or delete entries, or make its reads fail. A
+// log name that makes no valid PartitionKey (empty, or too long once
+// escaped) or starts with [table.ReservedPrefix] is ErrInvalid and
+// [table.ErrInvalidKey], before the network, also for reads. Every error
+// found before the network matches ErrInvalid and [table.ErrInvalid].
 //
 // # Hot logs
 //
 // One partition serves about 2,000 entities per second. A log written
-// faster can be spread over Options.Buckets partitions: appends go to the
-// buckets in turn; Latest reads all buckets in parallel and merges by time,
-// so it costs one round trip per bucket instead of one; Range merges the
-// buckets lazily, fetching each bucket's pages as the merge needs them.
-// Keep Buckets fixed for a log: entries in buckets no longer read are
-// hidden, not lost.
+// faster can be spread over Options.Buckets partitions (named as
+// patterns/buckets names them): appends go to the buckets in turn (each
+// Log's appends spread evenly); Latest reads all buckets in parallel and
+// merges by time, so it costs one round trip per bucket instead of one;
+// Range merges the buckets lazily, fetching each bucket's pages as the
+// merge needs them. Keep Buckets fixed for a log: entries in buckets no
+// longer read are hidden, not lost.
 //
 // # Retention
 //

@@ -13,23 +13,18 @@ import (
 
 // A user's most recent logins: one range query, newest first.
 func Example() {
-	cs, err := tabletest.ConnectionString()
-	if err != nil {
-		log.Fatal(err)
-	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
 	ctx := context.Background()
-	name := fmt.Sprintf("logins%d", time.Now().UnixNano())
-	if err := table.CreateTable(ctx, svc, name); err != nil {
+	c, cleanup, err := tabletest.ScratchTable(ctx, "logins")
+	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() { _ = table.DeleteTable(ctx, svc, name) }()
+	defer cleanup()
 
 	type Login struct{ IP string }
-	logins, _ := table.New[Login](svc.NewClient(name))
+	logins, err := table.New[Login](c)
+	if err != nil {
+		log.Fatal(err)
+	}
 	tail, err := logtail.New(logins, nil)
 	if err != nil {
 		log.Fatal(err)

@@ -7,35 +7,37 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/buckets"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // MaxLatest is the most entries Latest returns: one page of the service.
 const MaxLatest = table.MaxPageSize
 
-// MaxBuckets bounds Options.Buckets.
-const MaxBuckets = 1000
-
 // ErrInvalid is the sentinel for a request Log rejects before the network:
-// an n out of range, a time window the wrong way round, a time outside the
-// .NET DateTime range, a log name that makes no valid PartitionKey (which
-// also matches table.ErrInvalidKey).
-var ErrInvalid = errors.New("logtail: invalid request")
+// a nil table, a bucket count out of range, an n out of range, a time
+// window the wrong way round, a time outside the .NET DateTime range, a
+// value the table package refuses to write, a log name that makes no valid
+// PartitionKey or one under [table.ReservedPrefix] (which also match
+// [table.ErrInvalidKey]). It matches [table.ErrInvalid].
+var ErrInvalid = table.NewErrInvalid("logtail: invalid request")
 
 // Options configures a Log. A nil *Options means defaults.
 type Options struct {
-	// Buckets spreads each log over this many partitions (the log's name
-	// joined with a bucket number), for logs written faster than one
-	// partition's target of about 2,000 entities per second. Appends go
-	// to the buckets in turn; reads query every bucket in parallel and
-	// merge. Default (0 or 1): one partition, named after the log. Changing
-	// it for an existing log hides the entries of the buckets no longer
-	// read: keep it fixed per log.
+	// Buckets spreads each log over this many partitions, 1 to
+	// [buckets.MaxBuckets]: the partitions [buckets.Partition] names for
+	// the log's name, for logs written faster than one partition's target
+	// of about 2,000 entities per second. Appends go to the buckets in
+	// turn; reads query every bucket in parallel and merge. Default (0 or
+	// 1): one partition, named after the log. Changing it for an existing
+	// log hides the entries of the buckets no longer read: keep it fixed
+	// per log.
 	Buckets int
 }
 
@@ -52,8 +54,10 @@ type Log[T any] struct {
 	seq    atomic.Uint64
 }
 
-// New returns a Log over tbl. T's own key fields, if any, are ignored on
+// New returns a Log over tbl, whose rows are the log's entries: T's
+// entities, one row each. T's own key fields, if any, are ignored on
 // writes (the Log computes the keys) and receive the stored keys on reads.
+// A nil opts means defaults.
 func New[T any](tbl *table.Table[T], opts *Options) (*Log[T], error) {
 	if tbl == nil {
 		return nil, fmt.Errorf("%w: nil table", ErrInvalid)
@@ -62,8 +66,8 @@ func New[T any](tbl *table.Table[T], opts *Options) (*Log[T], error) {
 		opts = &Options{}
 	}
 	b := opts.Buckets
-	if b < 0 || b > MaxBuckets {
-		return nil, fmt.Errorf("%w: Buckets %d outside 0..%d", ErrInvalid, b, MaxBuckets)
+	if b < 0 || b > buckets.MaxBuckets {
+		return nil, fmt.Errorf("%w: Buckets %d outside 0..%d", ErrInvalid, b, buckets.MaxBuckets)
 	}
 	if b == 0 {
 		b = 1
@@ -75,44 +79,44 @@ func New[T any](tbl *table.Table[T], opts *Options) (*Log[T], error) {
 	return &Log[T]{tbl: tbl, buckets: b, writer: hex.EncodeToString(id[:])}, nil
 }
 
-// Entry is one entry of a log as read: the value, the time it was
-// appended at (from its key) and the keys it is stored under.
+// Entry is one entry of a log as read: the [table.Entity] (the keys it is
+// stored under, the ETag read, the value) and the time it was appended at,
+// from its RowKey.
 type Entry[T any] struct {
-	Value        T
-	Time         time.Time
-	PartitionKey string
-	RowKey       string
+	table.Entity[T]
+	Time time.Time
 }
 
-// Appended is the result of Append.
+// Appended is the result of Append and AppendAt: [table.Result], the
+// entry's time (in UTC, to the service's 100 ns) and the keys it is
+// stored under.
 type Appended struct {
 	table.Result
-	Time         time.Time
-	PartitionKey string
-	RowKey       string
+	Time                 time.Time
+	PartitionKey, RowKey string
 }
 
-// partition returns the partition of bucket b of log: the log's name, or
-// with buckets the name joined with the bucket number (keys.Join escapes
-// the name, so a bucketed log never shares a partition with another log).
-// Don't name a one-bucket log like a bucketed one's partition.
+// partition returns the partition of bucket b of log: the log's name
+// escaped ([keys.Join]), joined with the bucket number when the log has
+// buckets, as [buckets.Partition] names a Spread's partitions. keys.Join
+// escapes the '!' that precedes a bucket number, so no log shares a
+// partition with another.
 func (l *Log[T]) partition(log string, b int) string {
-	if l.buckets == 1 {
-		return log
-	}
-	return keys.Join(log, keys.Pad(uint64(b), 3))
+	return buckets.Partition(log, l.buckets, b)
 }
 
-// checkLog checks that log's partitions are valid PartitionKeys, so that
-// reads of a log that cannot exist (their filters would match nothing) and
-// writes to it fail before the network.
+// checkLog checks that log's partitions are valid PartitionKeys, outside
+// table.ReservedPrefix, so that reads of a log that cannot exist (their
+// filters would match nothing) and writes to it fail before the network.
 func (l *Log[T]) checkLog(log string) error {
-	pk := l.partition(log, 0) // every bucket's has the same length
-	if pk == "" {
-		return fmt.Errorf("%w: %w: an empty log name is an empty PartitionKey", ErrInvalid, table.ErrInvalidKey)
+	if log == "" {
+		return fmt.Errorf("%w: %w: an empty log name", ErrInvalid, table.ErrInvalidKey)
 	}
-	if err := keys.Validate(pk); err != nil {
+	if err := keys.Validate(l.partition(log, 0)); err != nil { // every bucket's has the same length
 		return fmt.Errorf("%w: log %.40q: %w", ErrInvalid, log, err)
+	}
+	if strings.HasPrefix(log, table.ReservedPrefix) {
+		return fmt.Errorf("%w: %w: log %.40q starts with %q (table.ReservedPrefix)", ErrInvalid, table.ErrInvalidKey, log, table.ReservedPrefix)
 	}
 	return nil
 }
@@ -146,7 +150,7 @@ func (l *Log[T]) AppendAt(ctx context.Context, log string, at time.Time, v T) (A
 	rk := l.rowKey(at, seq)
 	res, err := l.tbl.WithKeys(func(*T) (string, string) { return pk, rk }).Insert(ctx, v)
 	if err != nil {
-		return Appended{}, err
+		return Appended{}, invalid(err)
 	}
 	return Appended{Result: res, Time: at.UTC().Truncate(100), PartitionKey: pk, RowKey: rk}, nil
 }
@@ -201,15 +205,15 @@ func (l *Log[T]) Latest(ctx context.Context, log string, n int) ([]Entry[T], err
 
 // merged yields the entries of log that match filter (besides the
 // partition), newest first: a query per bucket (at most limit entries
-// each, 0 for all), all in parallel, merged by RowKey (table.FanOutKeyed
-// with ByRowKey) and lazily, fetching each bucket's pages as the merge
-// needs them.
+// each, 0 for all), all in parallel, merged by RowKey
+// (table.FanOutEntities with ByRowKey) and lazily, fetching each bucket's
+// pages as the merge needs them.
 func (l *Log[T]) merged(ctx context.Context, log string, filter table.Filter, limit int) iter.Seq2[Entry[T], error] {
 	srcs := make([]table.Source[T], l.buckets)
 	for b := range l.buckets {
 		srcs[b] = table.Source[T]{Table: l.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(l.partition(log, b)), filter), Limit: limit}}
 	}
-	return entries(table.FanOutKeyed(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: l.buckets}))
+	return entries(table.FanOutEntities(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: l.buckets}))
 }
 
 // Range yields the entries of log appended in [from, to), newest first,
@@ -266,7 +270,7 @@ func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (int, e
 		q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.Ge("RowKey", bound(before))), Select: []string{"RowKey"}, Limit: table.MaxPageSize}
 		for stalled := 0; ; {
 			var ops []table.Op
-			for k, err := range l.tbl.QueryKeyed(ctx, q) {
+			for k, err := range l.tbl.QueryEntities(ctx, q) {
 				if err != nil {
 					return deleted, err
 				}
@@ -312,7 +316,7 @@ func goneOrUnknown(err error) bool {
 }
 
 // entries adds each entry's time, read from its RowKey.
-func entries[T any](seq iter.Seq2[table.Keyed[T], error]) iter.Seq2[Entry[T], error] {
+func entries[T any](seq iter.Seq2[table.Entity[T], error]) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
 		for k, err := range seq {
 			if err != nil {
@@ -327,7 +331,7 @@ func entries[T any](seq iter.Seq2[table.Keyed[T], error]) iter.Seq2[Entry[T], er
 	}
 }
 
-func entry[T any](k table.Keyed[T]) (Entry[T], error) {
+func entry[T any](k table.Entity[T]) (Entry[T], error) {
 	if len(k.RowKey) < keys.InvertedTicksWidth {
 		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q is not a log entry's", k.RowKey, k.PartitionKey)
 	}
@@ -335,5 +339,14 @@ func entry[T any](k table.Keyed[T]) (Entry[T], error) {
 	if err != nil {
 		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q: %w", k.RowKey, k.PartitionKey, err)
 	}
-	return Entry[T]{Value: k.Value, Time: t, PartitionKey: k.PartitionKey, RowKey: k.RowKey}, nil
+	return Entry[T]{Entity: k, Time: t}, nil
+}
+
+// invalid makes an error of the table package found before the network
+// (table.ErrInvalid) match ErrInvalid too.
+func invalid(err error) error {
+	if errors.Is(err, table.ErrInvalid) && !errors.Is(err, ErrInvalid) {
+		err = fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return err
 }

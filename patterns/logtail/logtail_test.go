@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/buckets"
 	"github.com/tablekit/tablekit/patterns/logtail"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
-	"github.com/tablekit/tablekit/retry"
 )
 
 func TestMain(m *testing.M) { tabletest.Main(m) }
@@ -29,21 +29,14 @@ type login struct {
 
 func newLog(t *testing.T, opts *logtail.Options) (*logtail.Log[login], *faults.Transport, *table.Table[login]) {
 	t.Helper()
-	env := tabletest.New(t)
-	ft := &faults.Transport{}
-	o := &aztables.ClientOptions{}
-	o.Transport = ft
-	retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, MaxRetries: 5}.ApplyTo(&o.ClientOptions)
-	tb, err := table.New[login](env.Table(o))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := testrig.New(t)
+	tb := testrig.NewTable[login](t, r.Table())
 	l, err := logtail.New(tb, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ft.Reset()
-	return l, ft, tb
+	r.Faults.Reset()
+	return l, r.Faults, tb
 }
 
 func TestAppendAndLatest(t *testing.T) {
@@ -216,31 +209,32 @@ func TestBuckets(t *testing.T) {
 	}
 }
 
-// TestInvalidRequestsSendNothing.
+// TestInvalidRequestsSendNothing: every request refused before the
+// network is ErrInvalid and table.ErrInvalid, in one line.
 func TestInvalidRequestsSendNothing(t *testing.T) {
 	t.Parallel()
 	l, ft, tb := newLog(t, nil)
 	ctx := context.Background()
-	if _, err := l.Latest(ctx, "x", 0); !errors.Is(err, logtail.ErrInvalid) {
-		t.Errorf("Latest(0) = %v", err)
-	}
-	if _, err := l.Latest(ctx, "x", logtail.MaxLatest+1); !errors.Is(err, logtail.ErrInvalid) {
-		t.Errorf("Latest(1001) = %v", err)
-	}
-	if _, err := l.Append(ctx, "bad/name", login{}); !errors.Is(err, table.ErrInvalidKey) {
-		t.Errorf("Append to an invalid log name = %v", err)
-	}
-	if _, err := l.AppendAt(ctx, "x", time.Time{}.Add(-time.Hour), login{}); !errors.Is(err, logtail.ErrInvalid) {
-		t.Errorf("AppendAt year 0 = %v", err)
-	}
+	errs := map[string]error{}
+	_, errs["Latest(0)"] = l.Latest(ctx, "x", 0)
+	_, errs["Latest(1001)"] = l.Latest(ctx, "x", logtail.MaxLatest+1)
+	_, errs["Append to an empty log name"] = l.Append(ctx, "", login{})
+	_, errs["AppendAt year 0"] = l.AppendAt(ctx, "x", time.Time{}.Add(-time.Hour), login{})
 	now := time.Now()
 	for _, err := range l.Range(ctx, "x", now, now.Add(-time.Hour)) {
-		if !errors.Is(err, logtail.ErrInvalid) {
-			t.Errorf("Range backwards = %v", err)
+		errs["Range backwards"] = err
+	}
+	_, errs["New with Buckets -1"] = logtail.New(tb, &logtail.Options{Buckets: -1})
+	_, errs["New with Buckets 1001"] = logtail.New(tb, &logtail.Options{Buckets: buckets.MaxBuckets + 1})
+	for what, err := range errs {
+		if !errors.Is(err, logtail.ErrInvalid) || !errors.Is(err, table.ErrInvalid) {
+			t.Errorf("%s = %v, want ErrInvalid and table.ErrInvalid", what, err)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error text of several lines: %q", what, err)
 		}
 	}
-	if _, err := logtail.New(tb, &logtail.Options{Buckets: -1}); !errors.Is(err, logtail.ErrInvalid) {
-		t.Errorf("New with Buckets -1 = %v", err)
+	if !errors.Is(errs["Append to an empty log name"], table.ErrInvalidKey) {
+		t.Errorf("Append to an empty log name = %v, want table.ErrInvalidKey", errs["Append to an empty log name"])
 	}
 	if n := ft.Count(); n != 0 {
 		t.Fatalf("%d requests sent", n)
@@ -308,8 +302,10 @@ func TestBoundsAndConcurrentTrim(t *testing.T) {
 }
 
 // TestKeyErrors: a log name that makes no valid PartitionKey fails every
-// operation with both ErrInvalid and table.ErrInvalidKey, before the
-// network: also reads, whose filters would otherwise match nothing.
+// operation with ErrInvalid, table.ErrInvalid and table.ErrInvalidKey,
+// before the network: also reads, whose filters would otherwise match
+// nothing. Log names are escaped (keys.Join), so only their length, an
+// empty name and table.ReservedPrefix make them invalid.
 func TestKeyErrors(t *testing.T) {
 	t.Parallel()
 	l, ft, tb := newLog(t, nil)
@@ -320,11 +316,9 @@ func TestKeyErrors(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	errs := map[string]error{}
-	// A one-bucket log's name is its PartitionKey; a bucketed log's is
-	// escaped (keys.Join), so only its length can make it invalid.
 	bad := map[*logtail.Log[login]][]string{
-		l:  {"bad/name", "a#b", strings.Repeat("x", 1025)},
-		lb: {strings.Repeat("x", 1021)}, // + "!000"
+		l:  {"", strings.Repeat("x", 1025), strings.Repeat("/", 400), table.ReservedPrefix + "log"},
+		lb: {"", strings.Repeat("x", 1021), table.ReservedPrefix + "log"}, // + "!000"
 	}
 	for name, log := range map[string]*logtail.Log[login]{"one bucket": l, "4 buckets": lb} {
 		for _, bad := range bad[log] {
@@ -337,14 +331,109 @@ func TestKeyErrors(t *testing.T) {
 			_, errs[what+", Trim"] = log.Trim(ctx, bad, now)
 		}
 	}
-	_, errs["one bucket, empty name, Append"] = l.Append(ctx, "", login{})
-	_, errs["one bucket, empty name, Latest"] = l.Latest(ctx, "", 1)
 	for what, err := range errs {
-		if !errors.Is(err, logtail.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
-			t.Errorf("%s: %v, want ErrInvalid and table.ErrInvalidKey", what, err)
+		if !errors.Is(err, logtail.ErrInvalid) || !errors.Is(err, table.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
+			t.Errorf("%s: %v, want ErrInvalid, table.ErrInvalid and table.ErrInvalidKey", what, err)
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error text of several lines: %q", what, err)
 		}
 	}
 	if n := ft.Count(); n != 0 {
 		t.Fatalf("%d requests sent", n)
+	}
+}
+
+// TestEscapedNames: any log name that fits is a log, stored under its
+// escaped name (buckets.Partition): names with characters keys refuse,
+// and a one-bucket log named like a bucket of another log, which its
+// escaping keeps apart.
+func TestEscapedNames(t *testing.T) {
+	t.Parallel()
+	l, _, tb := newLog(t, nil)
+	lb, err := logtail.New(tb, &logtail.Options{Buckets: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, name := range []string{"dept/sales #1", "a?b\\c", "tab\tname", "hot!000"} {
+		a, err := l.Append(ctx, name, login{IP: name})
+		if err != nil {
+			t.Fatalf("Append to %q: %v", name, err)
+		}
+		if a.PartitionKey != keys.Join(name) {
+			t.Fatalf("log %q stored in partition %q, want %q", name, a.PartitionKey, keys.Join(name))
+		}
+		got, err := l.Latest(ctx, name, 10)
+		if err != nil || len(got) != 1 || got[0].Value.IP != name || got[0].PartitionKey != a.PartitionKey || got[0].RowKey != a.RowKey || got[0].ETag != a.ETag {
+			t.Fatalf("Latest of %q = %+v, %v, want the entry appended (%+v)", name, got, err, a)
+		}
+	}
+	// The bucketed log "hot" does not see the one-bucket log "hot!000".
+	if _, err := lb.Append(ctx, "hot", login{IP: "bucketed"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := lb.Latest(ctx, "hot", 10)
+	if err != nil || len(got) != 1 || got[0].Value.IP != "bucketed" {
+		t.Fatalf("Latest of the bucketed log = %+v, %v", got, err)
+	}
+}
+
+// TestNilOptions: New(tbl, nil) is a one-bucket log whose partition is
+// the log's name; New(nil, nil) is ErrInvalid.
+func TestNilOptions(t *testing.T) {
+	t.Parallel()
+	l, ft, _ := newLog(t, nil)
+	ctx := context.Background()
+	a, err := l.Append(ctx, "user7", login{IP: "x"})
+	if err != nil || a.PartitionKey != "user7" {
+		t.Fatalf("Append = %+v, %v", a, err)
+	}
+	ft.Reset()
+	if got, err := l.Latest(ctx, "user7", 1); err != nil || len(got) != 1 || ft.Count() != 1 {
+		t.Fatalf("Latest = %+v, %v in %d round trips", got, err, ft.Count())
+	}
+	if _, err := logtail.New[login](nil, nil); !errors.Is(err, logtail.ErrInvalid) || !errors.Is(err, table.ErrInvalid) {
+		t.Fatalf("New(nil, nil) = %v", err)
+	}
+}
+
+// TestSameBucketsAsSpread: a log of n buckets is stored in the partitions
+// of a buckets.Spread of n buckets with the log's name as logical
+// partition (one bucket scheme): the Spread's Range reads the whole log,
+// newest first, with the entries' keys and ETags.
+func TestSameBucketsAsSpread(t *testing.T) {
+	t.Parallel()
+	l, _, tb := newLog(t, &logtail.Options{Buckets: 3})
+	ctx := context.Background()
+	base := time.Date(2024, 7, 31, 18, 0, 0, 0, time.UTC)
+	for i := range 9 {
+		if _, err := l.AppendAt(ctx, "dept/hot", base.Add(time.Duration(i)*time.Second), login{IP: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := l.Latest(ctx, "dept/hot", 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := buckets.New(tb, &buckets.Options{Buckets: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Partitions("dept/hot"); !slices.Equal(got, []string{buckets.Partition("dept/hot", 3, 0), buckets.Partition("dept/hot", 3, 1), buckets.Partition("dept/hot", 3, 2)}) {
+		t.Fatalf("Partitions = %v", got)
+	}
+	i := 0
+	for e, err := range s.Range(ctx, "dept/hot", "", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(want) || e.Partition != want[i].PartitionKey || e.RowKey != want[i].RowKey || e.ETag != want[i].ETag || e.Value != want[i].Value {
+			t.Fatalf("Spread's entry %d = %+v, want %+v", i, e, want[min(i, len(want)-1)])
+		}
+		i++
+	}
+	if i != len(want) {
+		t.Fatalf("the Spread read %d of the log's %d entries", i, len(want))
 	}
 }

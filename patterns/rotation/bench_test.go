@@ -120,7 +120,7 @@ func BenchmarkDropVsDelete(b *testing.B) {
 				t0 = time.Now()
 				tb := rig.r.Table(days[1])
 				var ops []table.Op
-				for k, err := range tb.QueryKeyed(ctx, &table.Query{Select: []string{"PartitionKey"}}) {
+				for k, err := range tb.QueryEntities(ctx, &table.Query{Select: []string{"PartitionKey"}}) {
 					if err != nil {
 						b.Fatal(err)
 					}

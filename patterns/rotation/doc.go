@@ -28,6 +28,13 @@
 // taken for this one's; do not create tables named prefix + digits
 // yourself.
 //
+// New takes the account's service client (New(svc, prefix, nil) is a
+// rotation by day), not a [table.Table]: the rotation creates, lists and
+// deletes its tables. Each period's table holds T's entities, one row
+// each, keyed by T's key fields or WithKeys; Table(at) returns it as a
+// [table.Table] of T. Insert takes the value and the time that selects
+// its period.
+//
 // # Unique names
 //
 // A deleted table's name cannot be used again for 40 seconds or more (409
@@ -129,13 +136,17 @@
 // Range then yields with the others; it cannot create or delete periods.
 // Errors of the SDK's table creation are redacted (no SAS signature), as
 // the table package's are; invalid keys are ErrInvalid and
-// table.ErrInvalidKey, nothing sent.
+// [table.ErrInvalidKey], nothing sent (Submit sends no create for an op
+// that carries an error). Every error found before the network matches
+// ErrInvalid and [table.ErrInvalid].
 //
 // # Reading across periods
 //
 // Range(from, to, q) queries every period that overlaps [from, to) with
-// q, concurrently (table.FanOutKeyed), and merges the results in the
-// service's key order, so that the rotation reads like one table. Periods
+// q, concurrently ([table.FanOutEntities]), and merges the results in the
+// service's key order, so that the rotation reads like one table. It
+// yields each entity as a [table.Entity]: its keys and the ETag read,
+// which address it in its period's table (Table(at): Update, Delete). Periods
 // are selected whole: to narrow within them, put the time in the keys (as
 // the guide's logins do, RowKey = inverted ticks or ticks) and in q's
 // filter. To read one period, use Table(at).

@@ -15,15 +15,11 @@ import (
 // The guide's login records, a table per day: three days of logins, read
 // across days as one table, then the oldest day deleted with one request.
 func Example() {
-	cs, err := tabletest.ConnectionString()
-	if err != nil {
-		log.Fatal(err)
-	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
 	ctx := context.Background()
+	svc, err := tabletest.ScratchService()
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	type Login struct {
 		User string `table:",pk"`

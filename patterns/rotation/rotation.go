@@ -15,10 +15,12 @@ import (
 )
 
 // ErrInvalid is the sentinel for a configuration or request rejected
-// before the network: a prefix or Period that cannot make table names, a
-// time range the wrong way round, a Sweep cutoff within the write window,
-// invalid keys (which also match table.ErrInvalidKey).
-var ErrInvalid = errors.New("rotation: invalid request")
+// before the network: a nil service client, a prefix or Period that cannot
+// make table names, a T the table package refuses, a time range the wrong
+// way round, a query or op the table package refuses, a Sweep cutoff
+// within the write window, invalid keys (which also match
+// [table.ErrInvalidKey]). It matches [table.ErrInvalid].
+var ErrInvalid = table.NewErrInvalid("rotation: invalid request")
 
 // ErrExpired is the sentinel for a write to a closed period (one that
 // ended more than Options.Grace ago: refused before the network), or to a
@@ -105,8 +107,11 @@ var prefixRE = regexp.MustCompile(`^[A-Za-z](?:[A-Za-z0-9]*[A-Za-z])?$`)
 // followed by a period's start: prefix must be letters and digits,
 // starting and ending with a letter (so that no other rotation's names,
 // nor names of other tables, look like this one's), and short enough for
-// a table name (63 characters with the period's digits). T is checked as
-// table.New checks it; give its keys with WithKeys when T has no key
+// a table name (63 characters with the period's digits). svc and prefix
+// are required; a nil opts means defaults. It takes the service client,
+// not a [table.Table], because it creates, lists and deletes tables; each
+// period's table holds T's entities, one row each. T is checked as
+// [table.New] checks it; give its keys with WithKeys when T has no key
 // fields.
 func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tables[T], error) {
 	if svc == nil {
@@ -142,7 +147,7 @@ func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tab
 		return nil, fmt.Errorf("%w: prefix %q and %d digits of period make %d characters, more than a table name's 63", ErrInvalid, prefix, r.digits, n)
 	}
 	if _, err := table.New[T](svc.NewClient(r.Name(time.Unix(0, 0)))); err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
 	return r, nil
 }
@@ -326,8 +331,8 @@ func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (table.Result
 	switch {
 	case err == nil:
 		return res, nil
-	case errors.Is(err, table.ErrInvalidKey):
-		return res, keyErr(err) // found before the network
+	case errors.Is(err, table.ErrInvalid):
+		return res, invalid(err) // found before the network
 	case beingDeleted(err):
 		return res, expired("insert", name, err)
 	case !errors.Is(err, table.ErrTableNotFound) && !(errors.Is(err, table.ErrOutcomeUnknown) && r.missing(ctx, tb, v)):
@@ -373,11 +378,11 @@ func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (table.Result
 // attempt of an insert lost its response and the table's own read could
 // not settle it.
 func (r *Tables[T]) missing(ctx context.Context, tb *table.Table[T], v T) bool {
-	op := tb.InsertOp(v)
-	if op.Err() != nil || ctx.Err() != nil {
+	pk, rk, err := tb.Keys(&v)
+	if err != nil || ctx.Err() != nil {
 		return false
 	}
-	_, err := tb.Get(ctx, op.PartitionKey(), op.RowKey(), nil)
+	_, err = tb.Get(ctx, pk, rk, nil)
 	return errors.Is(err, table.ErrTableNotFound)
 }
 
@@ -385,15 +390,16 @@ func (r *Tables[T]) missing(ctx context.Context, tb *table.Table[T], v T) bool {
 // ...) to the table of the period containing at, as table.Submit does,
 // after creating the table if it does not exist: 1 round trip for the
 // create (which answers TableAlreadyExists when the table exists), then
-// table.Submit's, one per transaction. ErrInvalid and table.ErrInvalidKey,
-// with nothing sent, when an op's keys are invalid; ErrExpired, with
-// nothing sent, when the period closed; ErrExpired, with no op sent, when the create finds its
-// table being deleted. When the create fails otherwise no op is sent
-// either, and the result has no op results.
+// table.Submit's, one per transaction. ErrInvalid, with nothing sent, when
+// an op carries an error ([table.Op.Err]: its keys are invalid, also
+// [table.ErrInvalidKey], or its value could not be encoded); ErrExpired,
+// with nothing sent, when the period closed; ErrExpired, with no op sent,
+// when the create finds its table being deleted. When the create fails
+// otherwise no op is sent either, and the result has no op results.
 func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, opts *table.BatchOptions) (table.BatchResult, error) {
 	for i, op := range ops {
-		if err := op.Err(); errors.Is(err, table.ErrInvalidKey) {
-			return table.BatchResult{}, fmt.Errorf("rotation: submit: op %d: %w", i, keyErr(err))
+		if err := op.Err(); err != nil {
+			return table.BatchResult{}, fmt.Errorf("rotation: submit: op %d: %w", i, invalid(err))
 		}
 	}
 	if err := r.Prepare(ctx, at); err != nil {
@@ -410,32 +416,34 @@ func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, op
 // Range yields the entities that q selects from the tables of every period
 // that overlaps [from, to), as one table holding them all would return
 // them: in PartitionKey, RowKey order, entities with the same keys in
-// period order. Periods are selected whole (q's filter selects inside
-// them); a period's table is found by listing (Periods: one request per
-// 1,000 tables), then each is queried, Concurrency at a time, one round
-// trip per page, merged lazily by table.FanOutKeyed. q.Limit, if set,
+// period order, each as a [table.Entity] (its keys and the ETag read, for
+// changes through Table(at)). Periods are selected whole (q's filter
+// selects inside them); a period's table is found by listing (Periods: one
+// request per 1,000 tables), then each is queried, Concurrency at a time,
+// one round trip per page, merged lazily by [table.FanOutEntities]. A
+// filter the table package refuses is ErrInvalid. q.Limit, if set,
 // bounds the whole result; q.Cursor must be empty (a cursor belongs to one
 // table's query; resume a period with Table(at).Pages). Each period's
 // query holds a page or two in memory until the merge passes it.
 //
 // A period deleted while Range reads it ends the sequence with
 // table.ErrTableNotFound.
-func (r *Tables[T]) Range(ctx context.Context, from, to time.Time, q *table.Query) iter.Seq2[table.Keyed[T], error] {
-	return func(yield func(table.Keyed[T], error) bool) {
+func (r *Tables[T]) Range(ctx context.Context, from, to time.Time, q *table.Query) iter.Seq2[table.Entity[T], error] {
+	return func(yield func(table.Entity[T], error) bool) {
 		if !from.Before(to) {
-			yield(table.Keyed[T]{}, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to))
+			yield(table.Entity[T]{}, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to))
 			return
 		}
 		if q == nil {
 			q = &table.Query{}
 		}
 		if q.Cursor != "" {
-			yield(table.Keyed[T]{}, fmt.Errorf("%w: Range takes no Cursor (a cursor belongs to one period's query)", ErrInvalid))
+			yield(table.Entity[T]{}, fmt.Errorf("%w: Range takes no Cursor (a cursor belongs to one period's query)", ErrInvalid))
 			return
 		}
 		periods, err := r.Periods(ctx)
 		if err != nil {
-			yield(table.Keyed[T]{}, err)
+			yield(table.Entity[T]{}, err)
 			return
 		}
 		first := r.period.Start(from)
@@ -446,8 +454,8 @@ func (r *Tables[T]) Range(ctx context.Context, from, to time.Time, q *table.Quer
 			}
 		}
 		n := 0
-		for k, err := range table.FanOutKeyed(ctx, srcs, &table.FanOutOptions{Ordered: true, Concurrency: r.conc}) {
-			if !yield(k, err) || err != nil {
+		for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{Ordered: true, Concurrency: r.conc}) {
+			if !yield(e, invalid(err)) || err != nil {
 				return
 			}
 			if n++; q.Limit > 0 && n == q.Limit {
@@ -509,11 +517,12 @@ func (r *Tables[T]) Sweep(ctx context.Context, before time.Time) (Swept, error) 
 	return out, nil
 }
 
-// keyErr makes a key error of the table package (keys checked before the
-// network) match ErrInvalid too.
-func keyErr(err error) error {
-	if errors.Is(err, table.ErrInvalidKey) && !errors.Is(err, ErrInvalid) {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+// invalid makes an error of the table package found before the network
+// (table.ErrInvalid: invalid keys, a value or filter it cannot encode)
+// match ErrInvalid too.
+func invalid(err error) error {
+	if errors.Is(err, table.ErrInvalid) && !errors.Is(err, ErrInvalid) {
+		err = fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return err
 }

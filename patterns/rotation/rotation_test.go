@@ -13,11 +13,11 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/rotation"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
-	"github.com/tablekit/tablekit/retry"
 )
 
 func TestMain(m *testing.M) { tabletest.Main(m) }
@@ -52,11 +52,12 @@ func (c *clock) Set(t time.Time) {
 	c.now = t
 }
 
-// fixture is a rotation over the test's emulator, with a fault-injecting
-// transport and a clock; every table of its prefix is deleted when the
-// test ends.
+// fixture is a rotation over the test's rig (internal/testrig): its
+// service client goes through the rig's fault-injecting transport, its
+// clock is settable; every table of its prefix is deleted when the test
+// ends.
 type fixture struct {
-	env    *tabletest.Env
+	env    *testrig.Rig
 	ft     *faults.Transport
 	clock  *clock
 	prefix string
@@ -65,27 +66,19 @@ type fixture struct {
 
 func newFixture(t *testing.T, now time.Time) *fixture {
 	t.Helper()
-	env := tabletest.New(t)
-	f := &fixture{env: env, ft: &faults.Transport{}, clock: &clock{now: now}}
-	name := env.Name()
+	rig := testrig.New(t)
+	f := &fixture{env: rig, ft: rig.Faults, clock: &clock{now: now}, svc: rig.Service(t)}
+	name := rig.Name()
 	f.prefix = name[:min(len(name), 45)] + "x"
-	o := &aztables.ClientOptions{}
-	o.Transport = f.ft
-	retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, MaxRetries: 5}.ApplyTo(&o.ClientOptions)
-	svc, err := aztables.NewServiceClientFromConnectionString(env.ConnectionString, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.svc = svc
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for name, err := range table.ListTables(ctx, env.Tables, f.prefix) {
+		for name, err := range table.ListTables(ctx, rig.Tables, f.prefix) {
 			if err != nil {
 				t.Errorf("listing the test's tables: %v", err)
 				return
 			}
-			if err := table.DeleteTable(ctx, env.Tables, name); err != nil && !errors.Is(err, table.ErrTableNotFound) {
+			if err := table.DeleteTable(ctx, rig.Tables, name); err != nil && !errors.Is(err, table.ErrTableNotFound) {
 				t.Errorf("deleting %s: %v", name, err)
 			}
 		}
@@ -492,25 +485,37 @@ func TestInvalidSendsNothing(t *testing.T) {
 		{"ok", &rotation.Options{Period: rotation.Period{Layout: "200601", Start: rotation.Day.Start}}},
 		{"ok", &rotation.Options{Period: rotation.Period{Layout: "20060102", Start: func(t time.Time) time.Time { return t.Add(time.Hour) }}}},
 	}
+	errs := map[string]error{}
 	for _, b := range bad {
-		if _, err := rotation.New[login](f.svc, b.prefix, b.opts); !errors.Is(err, rotation.ErrInvalid) {
-			t.Errorf("New(%q, %+v) = %v", b.prefix, b.opts, err)
-		}
+		_, errs[fmt.Sprintf("New(%q, %+v)", b.prefix, b.opts)] = rotation.New[login](f.svc, b.prefix, b.opts)
 	}
-	if _, err := rotation.New[login](nil, "ok", nil); !errors.Is(err, rotation.ErrInvalid) {
-		t.Errorf("New without a client = %v", err)
-	}
+	_, errs["New without a client"] = rotation.New[login](nil, "ok", nil)
 	type unstorable struct {
 		PartitionKey, RowKey string
 		C                    chan int
 	}
-	if _, err := rotation.New[unstorable](f.svc, "ok", nil); !errors.Is(err, table.ErrInvalidEntity) {
+	_, errs["New of an unstorable type"] = rotation.New[unstorable](f.svc, "ok", nil)
+	if err := errs["New of an unstorable type"]; !errors.Is(err, table.ErrInvalidEntity) {
 		t.Errorf("New of an unstorable type = %v", err)
 	}
 	r := f.tables(t, nil)
 	ctx := context.Background()
-	if _, err := r.Insert(ctx, jul31, login{User: "u", At: "bad/key"}); !errors.Is(err, table.ErrInvalidKey) {
+	_, errs["Insert of an invalid key"] = r.Insert(ctx, jul31, login{User: "u", At: "bad/key"})
+	if err := errs["Insert of an invalid key"]; !errors.Is(err, table.ErrInvalidKey) {
 		t.Errorf("Insert of an invalid key = %v", err)
+	}
+	tb := r.Table(jul31)
+	_, errs["Submit of an op that cannot be encoded"] = r.Submit(ctx, jul31, []table.Op{tb.UpsertOp(login{User: "u", At: "1"}, table.Fields("Nope"))}, nil)
+	_, errs["Sweep within the write window"] = r.Sweep(ctx, jul31)
+	for _, err := range r.Range(ctx, aug1, jul30, nil) {
+		errs["Range backwards"] = err
+	}
+	for what, err := range errs {
+		if !errors.Is(err, rotation.ErrInvalid) || !errors.Is(err, table.ErrInvalid) {
+			t.Errorf("%s = %v, want ErrInvalid and table.ErrInvalid", what, err)
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error text of several lines: %q", what, err)
+		}
 	}
 	if err := r.Prepare(ctx, jul30.Add(-time.Hour)); !errors.Is(err, rotation.ErrExpired) {
 		t.Errorf("Prepare of a closed period = %v", err)
@@ -548,7 +553,7 @@ func TestWithKeys(t *testing.T) {
 	}
 	ctx := context.Background()
 	at := jul31.Add(time.Hour)
-	if _, err := r.Insert(ctx, at, attempt{User: "u", At: at}); !errors.Is(err, table.ErrInvalidEntity) || f.ft.Count() != 0 {
+	if _, err := r.Insert(ctx, at, attempt{User: "u", At: at}); !errors.Is(err, table.ErrInvalidEntity) || !errors.Is(err, rotation.ErrInvalid) || f.ft.Count() != 0 {
 		t.Fatalf("Insert without keys = %v after %d requests", err, f.ft.Count())
 	}
 	keyed := r.WithKeys(func(a *attempt) (string, string) { return a.User, keys.Pad(uint64(keys.Ticks(a.At)), 19) })
@@ -570,5 +575,39 @@ func TestWithKeys(t *testing.T) {
 	}
 	if !slices.Equal(got, []bool{true, false, true}) {
 		t.Fatalf("Range = %v", got)
+	}
+}
+
+// TestNilOptions: New(svc, prefix, nil) is a rotation by day on the real
+// clock; Range yields each entity in its envelope, whose keys and ETag
+// address it in its period's table.
+func TestNilOptions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, jul31)
+	r, err := rotation.New[login](f.svc, f.prefix, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Name(jul31.Add(23 * time.Hour)); got != f.prefix+"20240731" {
+		t.Fatalf("Name = %q: not a day's table", got)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	res, err := r.Insert(ctx, now, loginAt("u", now, "ip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []table.Entity[login]
+	for e, err := range r.Range(ctx, now.Add(-time.Hour), now.Add(time.Hour), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e)
+	}
+	if len(got) != 1 || got[0].ETag != res.ETag || got[0].PartitionKey != "u" || got[0].Value.IP != "ip" {
+		t.Fatalf("Range = %+v, want the entity inserted with ETag %s", got, res.ETag)
+	}
+	if err := r.Table(now).Delete(ctx, got[0].PartitionKey, got[0].RowKey, got[0].ETag); err != nil {
+		t.Fatal(err)
 	}
 }
