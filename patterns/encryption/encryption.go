@@ -499,24 +499,18 @@ func (t *Table[T]) mode(m table.Mode) (table.Mode, error) {
 // Insert encrypts v's fields and inserts it ([table.Table.Insert]): one
 // round trip, table.ErrAlreadyExists when the entity exists.
 func (t *Table[T]) Insert(ctx context.Context, v T) (table.Result, error) {
-	d, _, err := t.encrypt(ctx, "insert", &v, table.Mode{})
-	if err != nil {
-		return table.Result{}, err
-	}
-	res, err := t.tbl.Insert(ctx, d)
-	return res, invalid(err)
+	return t.write(ctx, "insert", &v, table.Mode{}, func(d table.Dynamic, _ table.Mode) (table.Result, error) {
+		return t.tbl.Insert(ctx, d)
+	})
 }
 
 // Upsert encrypts v's fields and inserts or merges or replaces it
 // ([table.Table.Upsert]): one round trip. A Fields merge naming an
 // encrypted field also writes its blind index.
 func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (table.Result, error) {
-	d, m, err := t.encrypt(ctx, "upsert", &v, mode)
-	if err != nil {
-		return table.Result{}, err
-	}
-	res, err := t.tbl.Upsert(ctx, d, m)
-	return res, invalid(err)
+	return t.write(ctx, "upsert", &v, mode, func(d table.Dynamic, m table.Mode) (table.Result, error) {
+		return t.tbl.Upsert(ctx, d, m)
+	})
 }
 
 // Update encrypts v's fields and updates the entity if etag matches
@@ -524,11 +518,18 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (table.Resu
 // table.ErrNoETag). One round trip. Pass v as read (with its table.Meta)
 // for exact verification of a lost response.
 func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Result, error) {
-	d, m, err := t.encrypt(ctx, "update", &v, mode)
+	return t.write(ctx, "update", &v, mode, func(d table.Dynamic, m table.Mode) (table.Result, error) {
+		return t.tbl.Update(ctx, d, etag, m)
+	})
+}
+
+// write encrypts v as name does (see encrypt) and sends it with send.
+func (t *Table[T]) write(ctx context.Context, name string, v *T, mode table.Mode, send func(table.Dynamic, table.Mode) (table.Result, error)) (table.Result, error) {
+	d, m, err := t.encrypt(ctx, name, v, mode)
 	if err != nil {
 		return table.Result{}, err
 	}
-	res, err := t.tbl.Update(ctx, d, etag, m)
+	res, err := send(d, m)
 	return res, invalid(err)
 }
 
@@ -664,35 +665,29 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (table.Page[T]
 // the core refuses, a KeyProvider error) carries its error, op.Err(), and
 // Submit refuses it before sending anything; so do UpsertOp and UpdateOp.
 func (t *Table[T]) InsertOp(ctx context.Context, v T) table.Op {
-	d, _, err := t.encrypt(ctx, "insert", &v, table.Mode{})
-	if err != nil {
-		return failedOp(err)
-	}
-	return checkedOp(t.tbl.InsertOp(d))
+	return t.op(ctx, "insert", &v, table.Mode{}, func(d table.Dynamic, _ table.Mode) table.Op { return t.tbl.InsertOp(d) })
 }
 
 // UpsertOp is an encrypted upsert for Submit (see InsertOp).
 func (t *Table[T]) UpsertOp(ctx context.Context, v T, mode table.Mode) table.Op {
-	d, m, err := t.encrypt(ctx, "upsert", &v, mode)
-	if err != nil {
-		return failedOp(err)
-	}
-	return checkedOp(t.tbl.UpsertOp(d, m))
+	return t.op(ctx, "upsert", &v, mode, t.tbl.UpsertOp)
 }
 
 // UpdateOp is an encrypted conditional update for Submit (see InsertOp):
 // etag is the version read, or azcore.ETagAny; empty is table.ErrNoETag.
 func (t *Table[T]) UpdateOp(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) table.Op {
-	d, m, err := t.encrypt(ctx, "update", &v, mode)
+	return t.op(ctx, "update", &v, mode, func(d table.Dynamic, m table.Mode) table.Op { return t.tbl.UpdateOp(d, etag, m) })
+}
+
+// op encrypts v as name does (see encrypt) and builds its op with build;
+// an op the core refuses carries the core's error made to match ErrInvalid
+// too.
+func (t *Table[T]) op(ctx context.Context, name string, v *T, mode table.Mode, build func(table.Dynamic, table.Mode) table.Op) table.Op {
+	d, m, err := t.encrypt(ctx, name, v, mode)
 	if err != nil {
 		return failedOp(err)
 	}
-	return checkedOp(t.tbl.UpdateOp(d, etag, m))
-}
-
-// checkedOp is op, or when the core refused it, an op carrying the core's
-// error made to match ErrInvalid too.
-func checkedOp(op table.Op) table.Op {
+	op := build(d, m)
 	if op.Err() != nil {
 		return failedOp(invalid(op.Err()))
 	}
