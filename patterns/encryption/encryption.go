@@ -152,15 +152,15 @@ type Table[T any] struct {
 // fields are chosen by their stored property names (a field's name, or
 // its name in the `table` tag), each a property of T (any valid name when
 // T is table.Dynamic or has an extra map) and not a key (the service needs
-// the keys). opts may be nil (defaults: no blind index).
+// the keys). opts may be nil ([Options]' defaults: no blind index).
 //
 // New takes a *table.Table[table.Dynamic] because the rows it writes are
 // of its own making (T's values sealed); T is its explicit type parameter,
-// a struct type table.New accepts, or table.Dynamic. Every static mistake
-// is an ErrInvalid here (ErrBadKey for IndexKey): no keys, no fields, a
-// field T does not have, an index on a field that is not encrypted, an
-// index property that collides with a property or key field of T or is
-// not a valid property name.
+// a struct type [table.New] accepts, or [table.Dynamic]. Every static
+// mistake is an [ErrInvalid] here (a short IndexKey also an [ErrBadKey]):
+// no keys, no fields, a field T does not have, an index on a field that
+// is not encrypted, an index property that collides with a property or key
+// field of T or is not a valid property name ([table.ValidPropertyName]).
 func New[T any](tbl *table.Table[table.Dynamic], keys KeyProvider, fields []string, opts *Options) (*Table[T], error) {
 	if tbl == nil || keys == nil || len(fields) == 0 {
 		return nil, fmt.Errorf("%w: New needs a table, a KeyProvider and at least one field to encrypt", ErrInvalid)
