@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/encryption"
 	"github.com/tablekit/tablekit/patterns/table"
-	"github.com/tablekit/tablekit/patterns/tabletest"
 )
 
 // The benchmarks measure what encryption adds to an entity of 8
@@ -50,11 +49,11 @@ func benchTable(b *testing.B, tbl *table.Table[table.Dynamic], index bool) *encr
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := &encryption.Options{Fields: []string{"Email", "SSN"}, Keys: keys}
+	var o *encryption.Options
 	if index {
-		o.Indexes, o.IndexKey = []encryption.Index{{Field: "Email", Normalize: encryption.TrimLower}}, key("index")
+		o = &encryption.Options{Indexes: []encryption.Index{{Field: "Email", Normalize: encryption.TrimLower}}, IndexKey: key("index")}
 	}
-	e, err := encryption.New[benchEmployee](tbl, o)
+	e, err := encryption.New[benchEmployee](tbl, keys, []string{"Email", "SSN"}, o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,11 +106,9 @@ func BenchmarkEncryptedCodec(b *testing.B) {
 }
 
 func BenchmarkEncryptedPointOps(b *testing.B) {
-	env := tabletest.New(b)
-	ft := &faults.Transport{} // counts the requests; injects nothing
-	o := &aztables.ClientOptions{}
-	o.Transport = ft
-	c := env.Table(o)
+	r := testrig.New(b)
+	ft := r.Faults // counts the requests; injects nothing
+	c := r.Table()
 	plain, err := table.New[benchEmployee](c)
 	if err != nil {
 		b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -61,7 +62,7 @@ func (t *Table[T]) BlindValue(field string, value any) (string, error) {
 	// times in UTC at 100 ns, [16]byte as GUID).
 	d, err := t.typed(field, value)
 	if err != nil {
-		e := t.coreErr("blind value", "", "", err).(*Error)
+		e := t.coreErr("blind value", "", "", err, true).(*Error)
 		e.Property = field
 		return "", e
 	}
@@ -104,53 +105,58 @@ func (t *Table[T]) Where(field string, value any) (table.Filter, error) {
 	return table.Eq(t.indexes[field].Property, b), nil
 }
 
-// Lookup returns the entities in scope (a filter such as
-// table.PartitionKey(pk); the zero Filter is the whole table) whose field
-// equals value: one query on the blind index, one round trip per page,
-// each match decrypted. It returns exactly the matches, verified by
-// decrypting them, and skips without error every row it cannot verify: a
-// stale or forged blind index (the decrypted value differs after
+// Find returns the entities of partition pk (every partition when pk is
+// empty: a scan of the table) whose field equals value: one query on the
+// blind index, one round trip per page, each match decrypted and returned
+// in its envelope (keys, ETag, value). It returns exactly the matches,
+// verified by decrypting them, and skips without error every row it cannot
+// verify: a stale or forged blind index (the decrypted value differs after
 // normalization), a value that fails to decrypt (ErrDecrypt) or names a
 // key id the KeyProvider does not know (ErrUnknownKey), a row that does
 // not decode into T. So a row another writer planted or damaged never
-// appears in a Lookup and never stops one. Lookup does not report the rows
-// it skipped: Query with Where(field, value) and the same scope reads the
+// appears in a Find and never stops one. Find does not report the rows it
+// skipped: Query with Where(field, value) and the same partition reads the
 // same rows unverified and ends at the first such row with its error, and
 // Reencrypt's OnError is called with every row that fails to decrypt. Any
-// other error (of the service, of the KeyProvider) ends the sequence. A
-// scope that names an encrypted field is refused, as by Query.
-func (t *Table[T]) Lookup(ctx context.Context, field string, value any, scope table.Filter) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		var zero T
+// other error (of the service, of the KeyProvider) ends the sequence.
+// ErrInvalid when field has no blind index or pk is not a valid key (also
+// table.ErrInvalidKey).
+func (t *Table[T]) Find(ctx context.Context, pk, field string, value any) iter.Seq2[table.Entity[T], error] {
+	return func(yield func(table.Entity[T], error) bool) {
 		want, err := t.BlindValue(field, value)
-		if err == nil {
-			err = t.checkFilter("lookup", scope)
+		if err == nil && pk != "" {
+			if err = keys.Validate(pk); err != nil {
+				err = fmt.Errorf("%w: PartitionKey: %w", ErrInvalid, err)
+			}
 		}
 		if err != nil {
-			yield(zero, err)
+			yield(table.Entity[T]{}, err)
 			return
 		}
-		q := &table.Query{Filter: table.And(scope, table.Eq(t.indexes[field].Property, want))}
-		for d, err := range t.tbl.Query(ctx, q) {
+		f := table.Eq(t.indexes[field].Property, want)
+		if pk != "" {
+			f = table.And(table.PartitionKey(pk), f)
+		}
+		for d, err := range t.tbl.Query(ctx, &table.Query{Filter: f}) {
 			if err != nil {
-				yield(zero, err)
+				yield(table.Entity[T]{}, invalid(err))
 				return
 			}
-			if err := t.unseal(ctx, "lookup", &d); err != nil {
+			if err := t.unseal(ctx, "find", &d); err != nil {
 				if errors.Is(err, ErrDecrypt) || errors.Is(err, ErrUnknownKey) {
 					continue // not verifiable: a damaged or planted row
 				}
-				yield(zero, err)
+				yield(table.Entity[T]{}, err)
 				return
 			}
 			if got, err := t.blind(t.indexes[field], d.Properties[field]); err != nil || got != want {
 				continue
 			}
-			v, err := t.fromDynamic("lookup", d)
+			v, err := t.fromDynamic("find", d)
 			if err != nil {
 				continue // its plain properties do not decode into T
 			}
-			if !yield(v, nil) {
+			if !yield(envelope(d, v), nil) {
 				return
 			}
 		}

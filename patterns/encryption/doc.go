@@ -8,26 +8,40 @@
 //
 //	keys, err := encryption.NewStaticKeys("2024-06", map[string][]byte{"2024-06": dataKey})
 //	tbl, err := table.New[table.Dynamic](client)
-//	people, err := encryption.New[Person](tbl, &encryption.Options{
-//		Fields:   []string{"Email", "SSN"},
-//		Keys:     keys,
+//	people, err := encryption.New[Person](tbl, keys, []string{"Email", "SSN"}, &encryption.Options{
 //		Indexes:  []encryption.Index{{Field: "Email", Normalize: encryption.TrimLower}},
 //		IndexKey: indexKey,
 //	})
-//	_, err = people.Insert(ctx, p)                      // Email and SSN leave encrypted
-//	p, err = people.Get(ctx, "Sales", "000223", nil)    // and come back decrypted
-//	for p, err := range people.Lookup(ctx, "Email", "jo@contoso.com", table.PartitionKey("Sales")) { ... }
+//	_, err = people.Insert(ctx, p)                     // Email and SSN leave encrypted
+//	e, err := people.Get(ctx, "Sales", "000223", nil)  // and come back decrypted, in e.Value
+//	for e, err := range people.Find(ctx, "Sales", "Email", "jo@contoso.com") { ... }
 //
-// Fields are chosen in Options.Fields by their stored property names (no
-// struct tags: the choice is in one place, beside the keys). A Table[T]
-// offers the core's verbs over T: Insert, Upsert, Update, Delete, Get,
-// Modify, Query, QueryPage, and InsertOp, UpsertOp and UpdateOp for
-// table.Submit; Lookup and Where find entities by a blind index, and
-// Reencrypt rewrites rows after a key rotation. A Table is also a
-// patterns/secondaryindex Sealer (Seal, Open, Sealed): set it as a Store's
-// Options.Sealer to keep the Store's primary rows encrypted, and key an
-// index by a blind value with IndexKey (the Store then refuses copies that
-// would hold an encrypted field in plaintext).
+// [New] takes the table, the [KeyProvider] and the fields to encrypt, by
+// their stored property names (no struct tags: the choice is in one place,
+// beside the keys); its [Options] (nil for none) add blind indexes. It
+// takes a *table.Table[table.Dynamic], as every package that stores rows
+// of its own making from T does (here T's values sealed), with T as its
+// explicit type parameter.
+//
+// A [Table][T] mirrors [table.Table][T], with the same shapes: Insert,
+// Upsert and Update take a T (whose key fields give its keys) and return
+// a [table.Result]; Delete, Get and Modify take the keys; Get and Modify
+// return a [table.Entity][T] (keys, ETag, value); Query yields T and
+// QueryEntities yields [table.Entity][T]; QueryPage returns a page;
+// InsertOp, UpsertOp and UpdateOp build a [table.Op] for Submit, with any
+// error inside [table.Op.Err] (they take ctx first, because sealing fetches
+// the current key). [Table.Find] and [Table.Where] find entities by a
+// blind index, and [Table.Reencrypt] rewrites rows after a key rotation. A
+// Table is also a patterns/secondaryindex Sealer ([Table.Seal],
+// [Table.Open], [Table.Sealed]): set it as a Store's Options.Sealer to keep
+// the Store's primary rows encrypted, and key an index by a blind value
+// with [Table.IndexKey] (the Store then refuses copies that would hold an
+// encrypted field in plaintext).
+//
+// Every validation error (a mistake in New's inputs, an invalid key, a
+// value too large once encrypted, a filter on an encrypted field) matches
+// [ErrInvalid] and [table.ErrInvalid]; an invalid key also matches
+// [table.ErrInvalidKey].
 //
 // # When to use it
 //
@@ -69,9 +83,9 @@
 // An attacker with write access cannot forge or alter a value (GCM's tag
 // fails, ErrDecrypt) nor move one to another entity, property or table
 // (the associated data binds it, ErrDecrypt). It can delete entities,
-// delete an encrypted property, forge or corrupt a blind index (Lookup
+// delete an encrypted property, forge or corrupt a blind index (Find
 // verifies each match by decrypting it, so a forged index hides an entity
-// or makes Lookup skip it, never returns a wrong one), and roll a value
+// or makes Find skip it, never returns a wrong one), and roll a value
 // back to an older ciphertext of the same property of the same entity:
 // detect rollback at the application level (a version in an encrypted
 // field) if it matters.
@@ -84,18 +98,18 @@
 // Every value read is authenticated before use: its header is checked
 // (format, a printable key id; a malformed one never reaches the
 // KeyProvider), and AES-GCM with the associated data proves it was sealed
-// with that key for this table, entity, and property. Lookup returns only
+// with that key for this table, entity, and property. Find returns only
 // rows it decrypted and whose value equals the one looked up, and skips
-// any other row its query returns (see Lookup); Get, Query and Modify
-// return ErrDecrypt instead of a value that fails. A writer holding a SAS
+// any other row its query returns (see [Table.Find]); Get, Query and
+// Modify return ErrDecrypt instead of a value that fails. A writer holding a SAS
 // scoped to other partitions cannot read this partition's values, and
 // cannot write it, and in its own partitions cannot produce a value that
 // decrypts (it needs the data key) nor move one to another entity or
 // property (the binding);
 // it can plant rows in its own partitions with a copied blind value,
-// which a Lookup or Where query whose scope includes those partitions
-// reads: Lookup skips them, a Where query returns or fails on them. Scope
-// lookups by PartitionKey where you can.
+// which a Find or Where query whose scope includes those partitions
+// reads: Find skips them, a Where query returns or fails on them. Give
+// Find a PartitionKey where you can (an empty one scans every partition).
 //
 // # Format
 //
@@ -161,15 +175,13 @@
 // default), so it also moves a row to the current key.
 //
 // Query filters compare stored values: an encrypted field's stored value
-// is ciphertext, so filter on its blind index (Where, Lookup), never on
+// is ciphertext, so filter on its blind index (Where, Find), never on
 // the field. A filter that names an encrypted field would send its
-// plaintext to the service and match nothing: Query, QueryPage, Lookup and
-// Reencrypt refuse it before the network (ErrInvalid, also
-// table.ErrInvalidFilter). table.Filter does not list the properties it
-// compares, so they are read from its OData text, which the table
-// package's constructors quote exactly; a table.Raw text is read the same
-// way, and one with an unclosed string literal is refused. Only Lookup
-// verifies each match by decrypting it; a Query with a Where filter
+// plaintext to the service and match nothing: Query, QueryEntities,
+// QueryPage and Reencrypt refuse it before the network (ErrInvalid, also
+// table.ErrInvalidFilter), wherever it sits in the filter
+// ([table.Filter.Properties] lists every property a filter compares). Only
+// Find verifies each match by decrypting it; a Query with a Where filter
 // returns whatever the stored blind values match, so a forged or stale
 // index row can add or hide entities there (and a row that fails to
 // decrypt ends it with ErrDecrypt).
@@ -180,7 +192,8 @@
 //
 //	Insert, Upsert, Update, Delete, Get     1 (+1 read to settle a lost response)
 //	Modify                                  2, +2 per conflict
-//	QueryPage; Query, Lookup                1; 1 per page
+//	QueryPage; Query, QueryEntities, Find   1; 1 per page
+//	InsertOp, UpsertOp, UpdateOp            0 (Submit: as the core's)
 //	Reencrypt                               1 per page + 1 per row rewritten (+2 per conflict)
 //	BlindValue, Where, IndexKey             0
 //
@@ -203,7 +216,7 @@
 // in place: a blind value under a new index key matches nothing stored
 // under the old one. To change it (or a Normalize), build the Table with
 // the new key and run Reencrypt with Indexes set, which recomputes every
-// blind index; Lookup misses the rows not yet rewritten meanwhile.
+// blind index; Find misses the rows not yet rewritten meanwhile.
 //
 // # Azure Key Vault
 //

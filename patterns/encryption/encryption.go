@@ -11,8 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+	"unsafe"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -22,6 +21,14 @@ import (
 // satisfies errors.Is with one of them. None of this package's errors
 // carries a plaintext, a ciphertext or key bytes.
 var (
+	// ErrInvalid: an invalid configuration or use, refused before anything
+	// is sent: a field T does not have, an index property in user data, a
+	// value of a type that cannot be encrypted, a filter that compares an
+	// encrypted field, an invalid key (which also matches
+	// table.ErrInvalidKey), a value too large once encrypted (also
+	// table.ErrTooLarge). It also matches [table.ErrInvalid], as every
+	// validation error of tablekit does.
+	ErrInvalid = table.NewErrInvalid("encryption: invalid request")
 	// ErrDecrypt: a stored value failed to decrypt: it was changed,
 	// copied from another entity, property or table, is not an encrypted
 	// value at all, or is not encrypted under the key its header names.
@@ -30,13 +37,9 @@ var (
 	// stored value whose header's key id was altered reports).
 	ErrUnknownKey = errors.New("encryption: unknown key id")
 	// ErrBadKey: a key that is not 32 bytes, or a key id that does not fit
-	// the header (1 to 255 printable ASCII characters).
-	ErrBadKey = errors.New("encryption: invalid key")
-	// ErrInvalid: an invalid configuration (Options) or use: a field T
-	// does not have, an index property in user data, a value of a type
-	// that cannot be encrypted, a filter that compares an encrypted field,
-	// an invalid key (which also matches table.ErrInvalidKey).
-	ErrInvalid = errors.New("encryption: invalid options or use")
+	// the header (1 to 255 printable ASCII characters). A key is refused
+	// before it is used, so ErrBadKey also matches ErrInvalid.
+	ErrBadKey = fmt.Errorf("%w: invalid key", ErrInvalid)
 )
 
 // Error is a failure to encrypt or decrypt a property. It names the
@@ -81,18 +84,12 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Options configures a Table. Fields is required, and so is Keys.
+// Options configures a Table beyond its required inputs (New's keys and
+// fields). A nil *Options means defaults: no blind index, and the table's
+// own name bound into every value.
 type Options struct {
-	// Fields are the properties to encrypt, by their stored names (a
-	// field's name, or its `table:"Name"` tag). Each must be a property of
-	// T (any name when T is table.Dynamic or has an extra map). Keys
-	// cannot be encrypted: the service needs them.
-	Fields []string
-	// Keys supplies the data keys (NewStaticKeys, or your own KeyProvider
-	// over Key Vault).
-	Keys KeyProvider
-	// Indexes adds a blind index to some of the Fields, for equality
-	// lookups (Lookup, Where). Default: none.
+	// Indexes adds a blind index to some of the encrypted fields, for
+	// equality lookups (Find, Where). Default: none.
 	Indexes []Index
 	// IndexKey is the HMAC-SHA256 key of the blind indexes: 32 bytes, not
 	// a data key. Required when Indexes is not empty. Changing it makes
@@ -111,7 +108,7 @@ type Options struct {
 // Options.IndexKey of the field's normalized value, stored beside the
 // ciphertext in its own string property, for equality lookups.
 type Index struct {
-	// Field is the encrypted field (one of Options.Fields).
+	// Field is the encrypted field (one of New's fields).
 	Field string
 	// Property stores the blind value. Default: Field + "_bidx".
 	Property string
@@ -125,11 +122,13 @@ type Index struct {
 }
 
 // TrimLower is a Normalize for case-insensitive values such as email
-// addresses: strings.ToLower(strings.TrimSpace(s)).
+// addresses: strings.ToLower(strings.TrimSpace(s)). Changing a Normalize
+// changes every blind value, so the one an application indexes with must
+// stay the same function forever: this one is stable.
 func TrimLower(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 
 // Table is a view of a table whose entities of type T have some properties
-// encrypted on the client. It offers the verbs of table.Table over them:
+// encrypted on the client. It offers the verbs of [table.Table] over them:
 // values are encrypted before a write leaves the process and decrypted
 // after a read. It is safe for concurrent use.
 type Table[T any] struct {
@@ -149,123 +148,94 @@ type Table[T any] struct {
 }
 
 // New returns a Table for entities of type T over tbl, encrypting the
-// properties opts.Fields names. T is a struct type table.New accepts,
-// with its keys in fields (PartitionKey and RowKey, or tagged pk and rk),
-// or table.Dynamic. Every static mistake is an ErrInvalid (or
-// ErrBadKey for IndexKey) here: missing Keys, no Fields, a field T does
-// not have, an index on a field that is not encrypted, an index property
-// that collides with a property of T.
-func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Table[T], error) {
-	if tbl == nil || opts == nil || opts.Keys == nil || len(opts.Fields) == 0 {
-		return nil, fmt.Errorf("%w: a table, and Options with Fields and Keys, are required", ErrInvalid)
+// properties fields names with the data keys of keys. Both are required:
+// fields are chosen by their stored property names (a field's name, or
+// its name in the `table` tag), each a property of T (any valid name when
+// T is table.Dynamic or has an extra map) and not a key (the service needs
+// the keys). opts may be nil ([Options]' defaults: no blind index).
+//
+// New takes a *table.Table[table.Dynamic] because the rows it writes are
+// of its own making (T's values sealed); T is its explicit type parameter,
+// a struct type [table.New] accepts, or [table.Dynamic]. Every static
+// mistake is an [ErrInvalid] here (a short IndexKey also an [ErrBadKey]):
+// no keys, no fields, a field T does not have, an index on a field that
+// is not encrypted, an index property that collides with a property or key
+// field of T or is not a valid property name ([table.ValidPropertyName]).
+func New[T any](tbl *table.Table[table.Dynamic], keys KeyProvider, fields []string, opts *Options) (*Table[T], error) {
+	if tbl == nil || keys == nil || len(fields) == 0 {
+		return nil, fmt.Errorf("%w: New needs a table, a KeyProvider and at least one field to encrypt", ErrInvalid)
 	}
-	typ := reflect.TypeFor[T]()
-	if typ.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("%w: %v is not a struct type", ErrInvalid, typ)
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
-	fields, err := table.FieldsOf[T]()
+	fs, err := table.FieldsOf[T]()
 	if err != nil {
-		return nil, err // T is not a type table accepts
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err) // T is not a type table accepts
 	}
-	var names []string
-	extra := false
-	for _, f := range fields {
-		switch f.Role {
-		case table.PropertyField:
-			names = append(names, f.Property)
-		case table.ExtraField:
-			extra = true
-		}
-	}
-	t := &Table[T]{tbl: tbl, name: opts.TableName, keys: opts.Keys, indexes: map[string]*Index{}, byProp: map[string]bool{}}
+	t := &Table[T]{tbl: tbl, name: o.TableName, keys: keys, indexes: map[string]*Index{}, byProp: map[string]bool{},
+		props: map[string]bool{}, fieldIndex: map[string][]int{}}
 	if t.name == "" {
 		t.name = tbl.Name()
 	}
 	t.name = strings.ToLower(t.name) // table names are case-insensitive
-	t.props = map[string]bool{}
-	for _, n := range names {
-		t.props[n] = true
-	}
-	t.anyName = extra
-	keyNames := keyFieldNames(typ)
-	t.fieldIndex = map[string][]int{}
-	for _, f := range reflect.VisibleFields(typ) {
-		name, _, _ := strings.Cut(f.Tag.Get("table"), ",")
-		if name == "" {
-			name = f.Name
-		}
-		if t.props[name] && f.IsExported() {
-			t.fieldIndex[name] = f.Index
+	keyFields := map[string]bool{}   // the Go names of T's key fields
+	for _, f := range fs {
+		switch f.Role {
+		case table.PropertyField:
+			t.props[f.Property] = true
+			t.fieldIndex[f.Property] = f.Index
+		case table.PartitionKeyField, table.RowKeyField:
+			keyFields[f.Name] = true
+		case table.MetaField:
+			t.meta = f.Index
+		case table.ExtraField:
+			t.anyName = true
 		}
 	}
-	for _, f := range opts.Fields {
+	typ := reflect.TypeFor[T]()
+	for _, f := range fields {
 		switch {
-		case reserved[f] || keyNames[f]:
-			return nil, fmt.Errorf("%w: %s cannot be encrypted", ErrInvalid, f)
+		case keyFields[f]:
+			return nil, fmt.Errorf("%w: %s is a key of %v: keys cannot be encrypted", ErrInvalid, f, typ)
+		case table.ValidPropertyName(f) != nil:
+			return nil, fmt.Errorf("%w: field %q cannot be encrypted: %v", ErrInvalid, f, table.ValidPropertyName(f))
 		case !t.props[f] && !t.anyName:
 			return nil, fmt.Errorf("%w: %v has no property %q", ErrInvalid, typ, f)
 		case slices.Contains(t.fields, f):
 			return nil, fmt.Errorf("%w: field %q is listed twice", ErrInvalid, f)
-		case table.Eq(f, "").Err() != nil:
-			return nil, fmt.Errorf("%w: %q is not a valid property name", ErrInvalid, f)
 		}
 		t.fields = append(t.fields, f)
 	}
-	for _, ix := range opts.Indexes {
+	for _, ix := range o.Indexes {
 		if ix.Property == "" {
 			ix.Property = ix.Field + "_bidx"
 		}
 		switch {
-		case reserved[ix.Property] || keyNames[ix.Property]:
-			return nil, fmt.Errorf("%w: index property %q is reserved or names a key of %v", ErrInvalid, ix.Property, typ)
+		case keyFields[ix.Property]:
+			return nil, fmt.Errorf("%w: index property %q names a key of %v", ErrInvalid, ix.Property, typ)
+		case table.ValidPropertyName(ix.Property) != nil:
+			return nil, fmt.Errorf("%w: index property %q: %v", ErrInvalid, ix.Property, table.ValidPropertyName(ix.Property))
 		case !slices.Contains(t.fields, ix.Field):
-			return nil, fmt.Errorf("%w: index on %q, which is not one of Fields", ErrInvalid, ix.Field)
+			return nil, fmt.Errorf("%w: index on %q, which is not one of the encrypted fields", ErrInvalid, ix.Field)
 		case t.indexes[ix.Field] != nil:
 			return nil, fmt.Errorf("%w: two indexes on %q", ErrInvalid, ix.Field)
 		case t.props[ix.Property] || t.byProp[ix.Property] || slices.Contains(t.fields, ix.Property):
 			return nil, fmt.Errorf("%w: index property %q is also a property of %v or another index", ErrInvalid, ix.Property, typ)
-		case table.Eq(ix.Property, "").Err() != nil:
-			return nil, fmt.Errorf("%w: index property %q is not a valid property name", ErrInvalid, ix.Property)
 		}
 		t.indexes[ix.Field] = &ix
 		t.byProp[ix.Property] = true
 	}
-	if len(t.indexes) == 0 && len(opts.IndexKey) > 0 {
+	if len(t.indexes) == 0 && len(o.IndexKey) > 0 {
 		return nil, fmt.Errorf("%w: IndexKey is set but Indexes is empty", ErrInvalid)
 	}
 	if len(t.indexes) > 0 {
-		if len(opts.IndexKey) != 32 {
-			return nil, fmt.Errorf("%w: IndexKey has %d bytes (32 needed)", ErrBadKey, len(opts.IndexKey))
+		if len(o.IndexKey) != 32 {
+			return nil, fmt.Errorf("%w: IndexKey has %d bytes (32 needed)", ErrBadKey, len(o.IndexKey))
 		}
-		t.ikey = slices.Clone(opts.IndexKey)
-	}
-	for _, f := range reflect.VisibleFields(typ) {
-		if f.Type == reflect.TypeFor[table.Meta]() {
-			t.meta = f.Index
-			break
-		}
+		t.ikey = slices.Clone(o.IndexKey)
 	}
 	return t, nil
-}
-
-// reserved are the property names the service or the core keeps.
-var reserved = map[string]bool{"PartitionKey": true, "RowKey": true, "Timestamp": true, table.WriteProperty: true}
-
-// keyFieldNames returns the names (Go and tag) of typ's key fields: the
-// string fields tagged pk or rk, which table stores as PartitionKey and
-// RowKey.
-func keyFieldNames(typ reflect.Type) map[string]bool {
-	out := map[string]bool{}
-	for _, f := range reflect.VisibleFields(typ) {
-		name, opts, _ := strings.Cut(f.Tag.Get("table"), ",")
-		if o := strings.Split(opts, ","); f.Type.Kind() == reflect.String && (slices.Contains(o, "pk") || slices.Contains(o, "rk")) {
-			out[f.Name] = true
-			if name != "" {
-				out[name] = true
-			}
-		}
-	}
-	return out
 }
 
 // Table returns the underlying table of encrypted entities: for Submit of
@@ -292,7 +262,7 @@ func (t *Table[T]) encrypt(ctx context.Context, op string, v *T, mode table.Mode
 	}
 	d, err := table.ToDynamic(*v)
 	if err != nil {
-		return d, mode, t.coreErr(op, "", "", err)
+		return d, mode, t.coreErr(op, "", "", err, true)
 	}
 	if m := t.metaOf(v); m != nil {
 		d.Meta = *m
@@ -440,24 +410,45 @@ func (t *Table[T]) decrypt(ctx context.Context, op string, d table.Dynamic) (T, 
 	return t.fromDynamic(op, d)
 }
 
+// entity is decrypt in the read envelope: d's keys and ETag, and the T it
+// holds.
+func (t *Table[T]) entity(ctx context.Context, op string, d table.Dynamic) (table.Entity[T], error) {
+	v, err := t.decrypt(ctx, op, d)
+	if err != nil {
+		return table.Entity[T]{}, err
+	}
+	return envelope(d, v), nil
+}
+
+// envelope is v, read from the stored entity d, in the read envelope.
+func envelope[T any](d table.Dynamic, v T) table.Entity[T] {
+	return table.Entity[T]{PartitionKey: d.PartitionKey, RowKey: d.RowKey, ETag: d.ETag, Value: v}
+}
+
 // propertyRe finds the property a core error names.
 var propertyRe = regexp.MustCompile(`property "?([A-Za-z_][A-Za-z0-9_]*)`)
 
 // coreErr turns err, an error of table.ToDynamic or table.FromDynamic
-// about entity (pk, rk) (empty: the keys err names), into an *Error naming the operation, the entity
-// and, when it names one of T's properties, the property, without the
-// core's text, which may quote a value (an invalid GUID, a time out of
-// range, an integer that does not fit). errors.Is still matches
-// table.ErrTooLarge or table.ErrInvalidEntity.
-func (t *Table[T]) coreErr(op, pk, rk string, err error) error {
-	cause := ErrInvalid
+// about entity (pk, rk) (empty: the keys err names), into an *Error naming
+// the operation, the entity and, when it names one of T's properties, the
+// property, without the core's text, which may quote a value (an invalid
+// GUID, a time out of range, an integer that does not fit). errors.Is
+// still matches table.ErrTooLarge or table.ErrInvalidEntity; an error of
+// encoding (a value given to be written or looked up) also matches
+// ErrInvalid.
+func (t *Table[T]) coreErr(op, pk, rk string, err error, encoding bool) error {
+	var cause error = ErrInvalid
 	switch {
 	case errors.Is(err, table.ErrTooLarge):
 		cause = table.ErrTooLarge
 	case errors.Is(err, table.ErrInvalidEntity):
 		cause = table.ErrInvalidEntity
 	}
-	e := &Error{Op: op, Table: t.tbl.Name(), PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("%w (details withheld: they may quote a value)", cause)}
+	wrapped := fmt.Errorf("%w (details withheld: they may quote a value)", cause)
+	if encoding && cause != ErrInvalid {
+		wrapped = fmt.Errorf("%w: %w", ErrInvalid, wrapped)
+	}
+	e := &Error{Op: op, Table: t.tbl.Name(), PartitionKey: pk, RowKey: rk, Err: wrapped}
 	if te := (*table.Error)(nil); pk == "" && rk == "" && errors.As(err, &te) {
 		e.PartitionKey, e.RowKey = te.PartitionKey, te.RowKey
 	}
@@ -474,7 +465,7 @@ func (t *Table[T]) fromDynamic(op string, d table.Dynamic) (T, error) {
 	v, err := table.FromDynamic[T](d)
 	if err != nil {
 		var zero T
-		return zero, t.coreErr(op, d.PartitionKey, d.RowKey, err)
+		return zero, t.coreErr(op, d.PartitionKey, d.RowKey, err, false)
 	}
 	if m := t.metaOf(&v); m != nil {
 		*m = d.Meta // with the write history FromDynamic does not carry
@@ -505,67 +496,68 @@ func (t *Table[T]) mode(m table.Mode) (table.Mode, error) {
 	return table.Fields(out...), nil
 }
 
-// Insert encrypts v's fields and inserts it (table.Table.Insert): one
-// round trip, ErrAlreadyExists when the entity exists.
+// Insert encrypts v's fields and inserts it ([table.Table.Insert]): one
+// round trip, table.ErrAlreadyExists when the entity exists.
 func (t *Table[T]) Insert(ctx context.Context, v T) (table.Result, error) {
-	d, _, err := t.encrypt(ctx, "insert", &v, table.Mode{})
-	if err != nil {
-		return table.Result{}, err
-	}
-	res, err := t.tbl.Insert(ctx, d)
-	return res, keyErr(err)
+	return t.write(ctx, "insert", &v, table.Mode{}, func(d table.Dynamic, _ table.Mode) (table.Result, error) {
+		return t.tbl.Insert(ctx, d)
+	})
 }
 
 // Upsert encrypts v's fields and inserts or merges or replaces it
-// (table.Table.Upsert): one round trip. A Fields merge naming an
+// ([table.Table.Upsert]): one round trip. A Fields merge naming an
 // encrypted field also writes its blind index.
 func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (table.Result, error) {
-	d, m, err := t.encrypt(ctx, "upsert", &v, mode)
-	if err != nil {
-		return table.Result{}, err
-	}
-	res, err := t.tbl.Upsert(ctx, d, m)
-	return res, keyErr(err)
+	return t.write(ctx, "upsert", &v, mode, func(d table.Dynamic, m table.Mode) (table.Result, error) {
+		return t.tbl.Upsert(ctx, d, m)
+	})
 }
 
 // Update encrypts v's fields and updates the entity if etag matches
-// (table.Table.Update: azcore.ETagAny for any version; empty is
+// ([table.Table.Update]: azcore.ETagAny for any version; empty is
 // table.ErrNoETag). One round trip. Pass v as read (with its table.Meta)
 // for exact verification of a lost response.
 func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Result, error) {
-	d, m, err := t.encrypt(ctx, "update", &v, mode)
+	return t.write(ctx, "update", &v, mode, func(d table.Dynamic, m table.Mode) (table.Result, error) {
+		return t.tbl.Update(ctx, d, etag, m)
+	})
+}
+
+// write encrypts v as name does (see encrypt) and sends it with send.
+func (t *Table[T]) write(ctx context.Context, name string, v *T, mode table.Mode, send func(table.Dynamic, table.Mode) (table.Result, error)) (table.Result, error) {
+	d, m, err := t.encrypt(ctx, name, v, mode)
 	if err != nil {
 		return table.Result{}, err
 	}
-	res, err := t.tbl.Update(ctx, d, etag, m)
-	return res, keyErr(err)
+	res, err := send(d, m)
+	return res, invalid(err)
 }
 
-// Delete removes the entity if etag matches (table.Table.Delete). One
-// round trip; no key is needed.
+// Delete removes the entity if etag matches ([table.Table.Delete]:
+// azcore.ETagAny for any version; empty is table.ErrNoETag). One round
+// trip; no key is needed.
 func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
-	return keyErr(t.tbl.Delete(ctx, partitionKey, rowKey, etag))
+	return invalid(t.tbl.Delete(ctx, partitionKey, rowKey, etag))
 }
 
-// Get reads and decrypts one entity: one round trip. ErrDecrypt,
-// ErrUnknownKey or the KeyProvider's error when a value cannot be
-// decrypted; table.ErrNotFound when the entity does not exist.
-func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *table.GetOptions) (T, error) {
-	d, err := t.tbl.Get(ctx, partitionKey, rowKey, opts)
+// Get reads and decrypts one entity ([table.Table.Get]): one round trip.
+// ErrDecrypt, ErrUnknownKey or the KeyProvider's error when a value
+// cannot be decrypted; table.ErrNotFound when the entity does not exist.
+func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *table.GetOptions) (table.Entity[T], error) {
+	e, err := t.tbl.Get(ctx, partitionKey, rowKey, opts)
 	if err != nil {
-		var zero T
-		return zero, keyErr(err)
+		return table.Entity[T]{}, invalid(err)
 	}
-	return t.decrypt(ctx, "get", d.Value)
+	return t.entity(ctx, "get", e.Value)
 }
 
-// Modify is table.Table.Modify over decrypted values: it reads the entity,
-// calls fn with it decrypted, and writes it back encrypted under the
-// current key, conditioned on the ETag read, again on a conflict. Two
-// round trips without contention. opts.Mode defaults to Merge; a Fields
-// merge naming an encrypted field also writes its blind index.
-func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *table.ModifyOptions) (T, table.Result, error) {
-	var zero T
+// Modify is [table.Table.Modify] over decrypted values: it reads the
+// entity, calls fn with it decrypted, and writes it back encrypted under
+// the current key, conditioned on the ETag read, again on a conflict. It
+// returns the entity as written, with the write's ETag. Two round trips
+// without contention. opts.Mode defaults to Merge; a Fields merge naming
+// an encrypted field also writes its blind index.
+func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *table.ModifyOptions) (table.Entity[T], error) {
 	var o table.ModifyOptions
 	if opts != nil {
 		o = *opts
@@ -573,63 +565,79 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 	mode := o.Mode
 	m, err := t.mode(mode) // the zero Mode passes: the core's default, Merge
 	if err != nil {
-		return zero, table.Result{}, err
+		return table.Entity[T]{}, err
 	}
 	o.Mode = m
 	var out T
+	var stopped error // fn's error, or a decryption's: returned as it is
 	written, err := t.tbl.Modify(ctx, partitionKey, rowKey, func(d *table.Dynamic) error {
 		v, err := t.decrypt(ctx, "modify", *d)
-		if err != nil {
-			return err
+		if err == nil {
+			err = fn(&v)
 		}
-		if err := fn(&v); err != nil {
-			return err
+		if err == nil {
+			var enc table.Dynamic
+			if enc, _, err = t.encrypt(ctx, "modify", &v, mode); err == nil {
+				out, *d = v, enc
+			}
 		}
-		enc, _, err := t.encrypt(ctx, "modify", &v, mode)
-		if err != nil {
-			return err
-		}
-		out, *d = v, enc
-		return nil
+		stopped = err
+		return err
 	}, &o)
 	if err != nil {
-		return zero, table.Result{}, keyErr(err)
+		if stopped != nil && errors.Is(err, stopped) {
+			return table.Entity[T]{}, err
+		}
+		return table.Entity[T]{}, invalid(err)
 	}
 	if m := t.metaOf(&out); m != nil {
 		*m = written.Value.Meta // the version written, ready for a following Update
 	}
-	return out, table.Result{ETag: written.ETag}, nil
+	return table.Entity[T]{PartitionKey: written.PartitionKey, RowKey: written.RowKey, ETag: written.ETag, Value: out}, nil
 }
 
-// Query returns the decrypted results of q (table.Table.Query): one round
-// trip per page. An entity that fails to decrypt ends the sequence with
-// its error. Filters compare stored values: an encrypted field's stored
-// value is ciphertext, so compare its blind index (Where) instead; a
-// filter that names an encrypted field is refused before the network
-// (ErrInvalid, also table.ErrInvalidFilter), since it would send the
-// plaintext to the service and match nothing.
+// Query returns the decrypted results of q ([table.Table.Query]): one
+// round trip per page, one page ahead. An entity that fails to decrypt
+// ends the sequence with its error. Filters compare stored values: an
+// encrypted field's stored value is ciphertext, so compare its blind index
+// (Where) instead; a filter that names an encrypted field is refused
+// before the network (ErrInvalid, also table.ErrInvalidFilter), since it
+// would send the plaintext to the service and match nothing.
 func (t *Table[T]) Query(ctx context.Context, q *table.Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		if q != nil {
-			if err := t.checkFilter("query", q.Filter); err != nil {
-				var zero T
-				yield(zero, err)
-				return
-			}
-		}
-		for d, err := range t.tbl.Query(ctx, q) {
-			var v T
-			if err == nil {
-				v, err = t.decrypt(ctx, "query", d)
-			}
-			if !yield(v, err) || err != nil {
+		for e, err := range t.QueryEntities(ctx, q) {
+			if !yield(e.Value, err) || err != nil {
 				return
 			}
 		}
 	}
 }
 
-// QueryPage fetches and decrypts one page of q (table.Table.QueryPage):
+// QueryEntities is Query yielding each entity in its envelope, with the
+// keys it is stored under and its ETag ([table.Table.QueryEntities]): for
+// conditional updates of each entity when T has no table.Meta. Same cost
+// and filter rules as Query.
+func (t *Table[T]) QueryEntities(ctx context.Context, q *table.Query) iter.Seq2[table.Entity[T], error] {
+	return func(yield func(table.Entity[T], error) bool) {
+		if q != nil {
+			if err := t.checkFilter("query", q.Filter); err != nil {
+				yield(table.Entity[T]{}, err)
+				return
+			}
+		}
+		for e, err := range t.tbl.QueryEntities(ctx, q) {
+			var v table.Entity[T]
+			if err == nil {
+				v, err = t.entity(ctx, "query", e.Value)
+			}
+			if !yield(v, invalid(err)) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// QueryPage fetches and decrypts one page of q ([table.Table.QueryPage]):
 // one round trip. Resume with q.Cursor = page.Next. A filter that names an
 // encrypted field is refused, as by Query.
 func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (table.Page[T], error) {
@@ -640,7 +648,7 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (table.Page[T]
 	}
 	p, err := t.tbl.QueryPage(ctx, q)
 	if err != nil {
-		return table.Page[T]{}, err
+		return table.Page[T]{}, invalid(err)
 	}
 	out := table.Page[T]{Items: make([]T, len(p.Items)), Next: p.Next}
 	for i, d := range p.Items {
@@ -651,43 +659,61 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (table.Page[T]
 	return out, nil
 }
 
-// InsertOp is an encrypted insert for table.Submit (with Table().Submit or
-// table.Submit on the same client). An op the core refuses (an invalid key,
-// a limit) is returned with its error (op.Err()), as by UpsertOp and
-// UpdateOp.
-func (t *Table[T]) InsertOp(ctx context.Context, v T) (table.Op, error) {
-	d, _, err := t.encrypt(ctx, "insert", &v, table.Mode{})
-	if err != nil {
-		return table.Op{}, err
-	}
-	op := t.tbl.InsertOp(d)
-	return op, keyErr(op.Err())
+// InsertOp is an encrypted insert for Submit (Table().Submit, or
+// table.Submit on the same client). It takes ctx because sealing fetches
+// the current key. An op that cannot be built (a value this package or
+// the core refuses, a KeyProvider error) carries its error, op.Err(), and
+// Submit refuses it before sending anything; so do UpsertOp and UpdateOp.
+func (t *Table[T]) InsertOp(ctx context.Context, v T) table.Op {
+	return t.op(ctx, "insert", &v, table.Mode{}, func(d table.Dynamic, _ table.Mode) table.Op { return t.tbl.InsertOp(d) })
 }
 
-// UpsertOp is an encrypted upsert for table.Submit.
-func (t *Table[T]) UpsertOp(ctx context.Context, v T, mode table.Mode) (table.Op, error) {
-	d, m, err := t.encrypt(ctx, "upsert", &v, mode)
-	if err != nil {
-		return table.Op{}, err
-	}
-	op := t.tbl.UpsertOp(d, m)
-	return op, keyErr(op.Err())
+// UpsertOp is an encrypted upsert for Submit (see InsertOp).
+func (t *Table[T]) UpsertOp(ctx context.Context, v T, mode table.Mode) table.Op {
+	return t.op(ctx, "upsert", &v, mode, t.tbl.UpsertOp)
 }
 
-// UpdateOp is an encrypted conditional update for table.Submit.
-func (t *Table[T]) UpdateOp(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Op, error) {
-	d, m, err := t.encrypt(ctx, "update", &v, mode)
-	if err != nil {
-		return table.Op{}, err
-	}
-	op := t.tbl.UpdateOp(d, etag, m)
-	return op, keyErr(op.Err())
+// UpdateOp is an encrypted conditional update for Submit (see InsertOp):
+// etag is the version read, or azcore.ETagAny; empty is table.ErrNoETag.
+func (t *Table[T]) UpdateOp(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) table.Op {
+	return t.op(ctx, "update", &v, mode, func(d table.Dynamic, m table.Mode) table.Op { return t.tbl.UpdateOp(d, etag, m) })
 }
 
-// keyErr makes an invalid-key error of the core (keys given by the caller,
-// checked before the network) match ErrInvalid too.
-func keyErr(err error) error {
-	if errors.Is(err, table.ErrInvalidKey) && !errors.Is(err, ErrInvalid) {
+// op encrypts v as name does (see encrypt) and builds its op with build;
+// an op the core refuses carries the core's error made to match ErrInvalid
+// too.
+func (t *Table[T]) op(ctx context.Context, name string, v *T, mode table.Mode, build func(table.Dynamic, table.Mode) table.Op) table.Op {
+	d, m, err := t.encrypt(ctx, name, v, mode)
+	if err != nil {
+		return failedOp(err)
+	}
+	op := build(d, m)
+	if op.Err() != nil {
+		return failedOp(invalid(op.Err()))
+	}
+	return op
+}
+
+// failedOp returns an op that carries err: op.Err() returns it, and Submit
+// refuses the op (and its batch) with it before sending anything.
+//
+// Package table has no exported way to build such an op yet, so this sets
+// the op's error by reflection; replace it with the core's constructor
+// once there is one.
+func failedOp(err error) table.Op {
+	var op table.Op
+	f := reflect.ValueOf(&op).Elem().FieldByName("err")
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(&err).Elem())
+	return op
+}
+
+// invalid makes an error the core found before the network (a validation
+// error, table.ErrInvalid: an invalid key, no ETag, a limit) match
+// ErrInvalid too. Other errors pass unchanged, and so do this package's
+// own *Error.
+func invalid(err error) error {
+	var e *Error
+	if errors.Is(err, table.ErrInvalid) && !errors.Is(err, ErrInvalid) && !errors.As(err, &e) {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return err
@@ -695,85 +721,12 @@ func keyErr(err error) error {
 
 // checkFilter refuses a filter that compares an encrypted field: its
 // stored value is ciphertext, so the comparison would send the plaintext
-// to the service and match nothing. table.Filter does not list the
-// properties it compares, so checkFilter reads them from its OData text
-// (filterProperties).
+// to the service and match nothing.
 func (t *Table[T]) checkFilter(op string, f table.Filter) error {
-	if f.Err() != nil {
-		return nil // the core refuses it before the network
-	}
-	names, ok := filterProperties(f.String())
-	if !ok {
-		return &Error{Op: op, Table: t.tbl.Name(), Err: fmt.Errorf("%w: %w: a string literal of the filter is not closed, so the properties it compares are unknown", ErrInvalid, table.ErrInvalidFilter)}
-	}
-	for _, n := range names {
+	for _, n := range f.Properties() {
 		if slices.Contains(t.fields, n) {
 			return &Error{Op: op, Table: t.tbl.Name(), Property: n, Err: fmt.Errorf("%w: %w: the filter compares an encrypted field, whose stored value is ciphertext (it would send the plaintext and match nothing): compare its blind index (Where)", ErrInvalid, table.ErrInvalidFilter)}
 		}
 	}
 	return nil
-}
-
-// filterProperties returns the property names an OData filter expression
-// compares: every identifier outside string literals that is not the
-// prefix of a typed literal (X'..', guid'..', datetime'..'). Keywords
-// (and, eq, true, ...) are returned too, which is harmless: no property
-// may be named like one. It reports false for an unclosed string literal.
-// Every filter the table package builds quotes its values (” inside a
-// string), so its text reads back exactly; a table.Raw expression reads
-// exactly when it is valid OData.
-func filterProperties(expr string) ([]string, bool) {
-	var names []string
-	identStart := func(r rune) bool { return r == '_' || unicode.IsLetter(r) }
-	identPart := func(r rune) bool {
-		return identStart(r) || unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Pc)
-	}
-	for i := 0; i < len(expr); {
-		r, size := utf8.DecodeRuneInString(expr[i:])
-		switch {
-		case r == '\'':
-			j := i + 1
-			for {
-				k := strings.IndexByte(expr[j:], '\'')
-				if k < 0 {
-					return nil, false
-				}
-				j += k + 1
-				if j < len(expr) && expr[j] == '\'' {
-					j++ // '' is a quote inside the literal
-					continue
-				}
-				break
-			}
-			i = j
-		case '0' <= r && r <= '9':
-			// A number: digits, '.', an exponent (1e-5), a suffix (21L).
-			j := i + 1
-			for j < len(expr) {
-				c := expr[j]
-				if !(c == '.' || c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' ||
-					(c == '-' || c == '+') && (expr[j-1] == 'e' || expr[j-1] == 'E')) {
-					break
-				}
-				j++
-			}
-			i = j
-		case identStart(r):
-			j := i + size
-			for j < len(expr) {
-				r2, n := utf8.DecodeRuneInString(expr[j:])
-				if !identPart(r2) {
-					break
-				}
-				j += n
-			}
-			if j == len(expr) || expr[j] != '\'' {
-				names = append(names, expr[i:j])
-			}
-			i = j
-		default:
-			i += size
-		}
-	}
-	return names, true
 }

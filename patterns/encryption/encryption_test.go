@@ -1,15 +1,17 @@
 package encryption_test
 
 import (
-	"net/http"
-
 	"context"
 	"errors"
-	"github.com/tablekit/tablekit/internal/faults"
+	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/encryption"
@@ -32,29 +34,33 @@ func TestRoundTripEveryType(t *testing.T) {
 	a := alice()
 	empty := Person{PartitionKey: "Sales", RowKey: "002"} // zero values; nil pointer, zero time, nil slices omitted
 	for _, v := range []Person{a, empty} {
-		r.ft.Reset()
+		r.Faults.Reset()
 		res, err := p.Insert(ctx, v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := r.ft.Count(); n != 1 || res.ETag == "" {
+		if n := r.Faults.Count(); n != 1 || res.ETag == "" {
 			t.Fatalf("insert: %d round trips, ETag %q", n, res.ETag)
 		}
-		r.ft.Reset()
+		r.Faults.Reset()
 		got, err := p.Get(ctx, v.PartitionKey, v.RowKey, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := r.ft.Count(); n != 1 || got.ETag != res.ETag {
+		if n := r.Faults.Count(); n != 1 || got.ETag != res.ETag || got.Value.ETag != res.ETag {
 			t.Fatalf("get: %d round trips, ETag %q, want %q", n, got.ETag, res.ETag)
 		}
-		same(t, got, v)
+		if got.PartitionKey != v.PartitionKey || got.RowKey != v.RowKey {
+			t.Fatalf("get: keys %q, %q", got.PartitionKey, got.RowKey)
+		}
+		same(t, got.Value, v)
 	}
 	// The empty entity stores no property for the omitted values.
-	d, err := r.tbl.Get(ctx, "Sales", "002", nil)
+	e, err := r.tbl.Get(ctx, "Sales", "002", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := e.Value
 	for _, f := range []string{"Nick", "Born", "Photo"} {
 		if _, ok := d.Properties[f]; ok {
 			t.Errorf("omitted %s is stored", f)
@@ -70,7 +76,7 @@ func TestRoundTripEveryType(t *testing.T) {
 
 func TestDynamicRoundTrip(t *testing.T) {
 	r := newRig(t)
-	dyn, err := encryption.New[table.Dynamic](r.tbl, &encryption.Options{Fields: []string{"A", "B", "C"}, Keys: keysOf(t, "k1", "k1")})
+	dyn, err := encryption.New[table.Dynamic](r.tbl, keysOf(t, "k1", "k1"), []string{"A", "B", "C"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +90,8 @@ func TestDynamicRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"A": int64(7), "B": 1.5, "C": "x", "D": "plain"}
-	if !reflect.DeepEqual(got.Properties, want) {
-		t.Fatalf("got %#v, want %#v", got.Properties, want)
+	if !reflect.DeepEqual(got.Value.Properties, want) {
+		t.Fatalf("got %#v, want %#v", got.Value.Properties, want)
 	}
 }
 
@@ -121,12 +127,12 @@ func TestStoredBytesHoldNoPlaintext(t *testing.T) {
 func tamper(t *testing.T, r *rig, pk, rk string, change func(d *table.Dynamic)) {
 	t.Helper()
 	ctx := context.Background()
-	d, err := r.tbl.Get(ctx, pk, rk, nil)
+	e, err := r.tbl.Get(ctx, pk, rk, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	change(&d)
-	if _, err := r.tbl.Update(ctx, d, d.ETag, table.Replace); err != nil {
+	change(&e.Value)
+	if _, err := r.tbl.Update(ctx, e.Value, e.ETag, table.Replace); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -163,7 +169,7 @@ func TestTamperingIsDetected(t *testing.T) {
 			c[2] = 'x'
 			d.Properties["SSN"] = c
 		}, encryption.ErrUnknownKey, "SSN"},
-		{"swapped between entities", func(d *table.Dynamic) { d.Properties["SSN"] = stored.Properties["SSN"] }, encryption.ErrDecrypt, "SSN"},
+		{"swapped between entities", func(d *table.Dynamic) { d.Properties["SSN"] = stored.Value.Properties["SSN"] }, encryption.ErrDecrypt, "SSN"},
 		{"swapped between properties", func(d *table.Dynamic) {
 			d.Properties["SSN"], d.Properties["Email"] = d.Properties["Email"], d.Properties["SSN"]
 		}, encryption.ErrDecrypt, "Email"},
@@ -197,19 +203,19 @@ func TestTamperingIsDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.tbl.Insert(ctx, d); err != nil {
+	if _, err := other.tbl.Insert(ctx, d.Value); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := people(t, other, keys).Get(ctx, "Sales", "002", nil); !errors.Is(err, encryption.ErrDecrypt) {
 		t.Fatalf("a value copied to another table: %v", err)
 	}
-	o := other.opts(keys)
+	o := other.opts()
 	o.TableName = r.tbl.Name()
-	restored, err := encryption.New[Person](other.tbl, o)
+	restored, err := encryption.New[Person](other.tbl, keys, secret, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := restored.Get(ctx, "Sales", "002", nil); err != nil || got.SSN != b.SSN {
+	if got, err := restored.Get(ctx, "Sales", "002", nil); err != nil || got.Value.SSN != b.SSN {
 		t.Fatalf("with TableName: %v", err)
 	}
 }
@@ -250,19 +256,26 @@ func (badProvider) Key(context.Context, string) ([]byte, error) { return make([]
 func TestValidatedBeforeTheNetwork(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	if _, err := encryption.NewStaticKeys("k", map[string][]byte{"k": make([]byte, 31)}); !errors.Is(err, encryption.ErrBadKey) {
-		t.Errorf("31-byte key: %v", err)
+	for what, want := range map[string]error{"31-byte key": encryption.ErrBadKey, "key id with a space": encryption.ErrBadKey, "missing current key": encryption.ErrUnknownKey} {
+		keys := map[string][]byte{"k": make([]byte, 32)}
+		current := "k"
+		switch what {
+		case "31-byte key":
+			keys["k"] = keys["k"][:31]
+		case "key id with a space":
+			keys = map[string][]byte{"k b": make([]byte, 32)}
+		default:
+			current = "k2"
+		}
+		_, err := encryption.NewStaticKeys(current, keys)
+		if !errors.Is(err, want) || !errors.Is(err, encryption.ErrInvalid) || !errors.Is(err, table.ErrInvalid) {
+			t.Errorf("%s: %v, want %v, ErrInvalid and table.ErrInvalid", what, err, want)
+		}
 	}
-	if _, err := encryption.NewStaticKeys("k", map[string][]byte{"k b": make([]byte, 32)}); !errors.Is(err, encryption.ErrBadKey) {
-		t.Errorf("key id with a space: %v", err)
-	}
-	if _, err := encryption.NewStaticKeys("k2", map[string][]byte{"k": make([]byte, 32)}); !errors.Is(err, encryption.ErrUnknownKey) {
-		t.Errorf("missing current key: %v", err)
-	}
-	r.ft.Reset()
+	r.Faults.Reset()
 	_, err := people(t, r, badProvider{}).Insert(ctx, alice())
-	if !errors.Is(err, encryption.ErrBadKey) || r.ft.Count() != 0 {
-		t.Errorf("a 16-byte key: %v after %d requests", err, r.ft.Count())
+	if !errors.Is(err, encryption.ErrBadKey) || r.Faults.Count() != 0 {
+		t.Errorf("a 16-byte key: %v after %d requests", err, r.Faults.Count())
 	}
 	p := people(t, r, keysOf(t, "k1", "k1"))
 	big := alice()
@@ -270,62 +283,85 @@ func TestValidatedBeforeTheNetwork(t *testing.T) {
 	// plaintext, of which the type byte and at least one padding byte.
 	big.Photo = make([]byte, 65503)
 	_, err = p.Insert(ctx, big)
-	if !errors.Is(err, table.ErrTooLarge) || r.ft.Count() != 0 {
-		t.Errorf("a value too large once encrypted: %v after %d requests", err, r.ft.Count())
+	if !errors.Is(err, table.ErrTooLarge) || !errors.Is(err, encryption.ErrInvalid) || r.Faults.Count() != 0 {
+		t.Errorf("a value too large once encrypted: %v after %d requests", err, r.Faults.Count())
 	}
 	big.Photo = make([]byte, 65502) // stored as exactly 64 KiB
 	if _, err := p.Insert(ctx, big); err != nil {
 		t.Errorf("the largest value that fits: %v", err)
 	}
-	o := r.opts(keysOf(t, "k1", "k1"))
-	r.ft.Reset()
-	for name, change := range map[string]func(o *encryption.Options){
-		"unknown field":        func(o *encryption.Options) { o.Fields = append(o.Fields, "Nope") },
-		"key field":            func(o *encryption.Options) { o.Fields = []string{"RowKey"} },
-		"index not encrypted":  func(o *encryption.Options) { o.Indexes = []encryption.Index{{Field: "Name"}} },
-		"index property taken": func(o *encryption.Options) { o.Indexes = []encryption.Index{{Field: "Email", Property: "Name"}} },
-		"short index key":      func(o *encryption.Options) { o.IndexKey = o.IndexKey[:16] },
-		"index key, no index":  func(o *encryption.Options) { o.Indexes = nil },
-		"no keys":              func(o *encryption.Options) { o.Keys = nil },
-		"bad index property":   func(o *encryption.Options) { o.Indexes = []encryption.Index{{Field: "Email", Property: "a b"}} },
-		"index on RowKey":      func(o *encryption.Options) { o.Indexes = []encryption.Index{{Field: "Email", Property: "RowKey"}} },
-		"index on PK": func(o *encryption.Options) {
-			o.Indexes = []encryption.Index{{Field: "Email", Property: "PartitionKey"}}
-		},
-		"index on Timestamp": func(o *encryption.Options) { o.Indexes = []encryption.Index{{Field: "Email", Property: "Timestamp"}} },
-		"index on the history": func(o *encryption.Options) {
-			o.Indexes = []encryption.Index{{Field: "Email", Property: table.WriteProperty}}
-		},
+	// Every mistake in New's inputs is an ErrInvalid (a short IndexKey
+	// an ErrBadKey, which is one too), also a table.ErrInvalid.
+	type config struct {
+		tbl    *table.Table[table.Dynamic]
+		keys   encryption.KeyProvider
+		fields []string
+		opts   *encryption.Options
+	}
+	index := func(ix ...encryption.Index) func(c *config) { return func(c *config) { c.opts.Indexes = ix } }
+	r.Faults.Reset()
+	for name, change := range map[string]func(c *config){
+		"no table":             func(c *config) { c.tbl = nil },
+		"no keys":              func(c *config) { c.keys = nil },
+		"no fields":            func(c *config) { c.fields = nil },
+		"unknown field":        func(c *config) { c.fields = append(c.fields, "Nope") },
+		"a field twice":        func(c *config) { c.fields = append(c.fields, "SSN") },
+		"key field":            func(c *config) { c.fields = []string{"RowKey"} },
+		"index not encrypted":  index(encryption.Index{Field: "Name"}),
+		"two indexes":          index(encryption.Index{Field: "Email"}, encryption.Index{Field: "Email", Property: "E2"}),
+		"index property taken": index(encryption.Index{Field: "Email", Property: "Name"}),
+		"index on a field":     index(encryption.Index{Field: "Email", Property: "SSN"}),
+		"short index key":      func(c *config) { c.opts.IndexKey = c.opts.IndexKey[:16] },
+		"index key, no index":  index(),
+		"bad index property":   index(encryption.Index{Field: "Email", Property: "a b"}),
+		"index on RowKey":      index(encryption.Index{Field: "Email", Property: "RowKey"}),
+		"index on PK":          index(encryption.Index{Field: "Email", Property: "PartitionKey"}),
+		"index on Timestamp":   index(encryption.Index{Field: "Email", Property: "Timestamp"}),
+		"index on the history": index(encryption.Index{Field: "Email", Property: table.WriteProperty}),
+		"a reserved index":     index(encryption.Index{Field: "Email", Property: table.ReservedPropertyPrefix + "Email"}),
 	} {
-		c := *o
+		c := config{r.tbl, keysOf(t, "k1", "k1"), slices.Clone(secret), r.opts()}
 		change(&c)
-		if _, err := encryption.New[Person](r.tbl, &c); !errors.Is(err, encryption.ErrInvalid) && !errors.Is(err, encryption.ErrBadKey) {
+		_, err := encryption.New[Person](c.tbl, c.keys, c.fields, c.opts)
+		if !errors.Is(err, encryption.ErrInvalid) || !errors.Is(err, table.ErrInvalid) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v", name, err)
 		}
+		if name == "short index key" && !errors.Is(err, encryption.ErrBadKey) {
+			t.Errorf("%s: %v, want ErrBadKey", name, err)
+		}
 	}
-	// Nor the names of a type's tagged key fields.
+	// Nor the names of a type's key fields (the service needs the keys).
 	type tagged struct {
 		Dept  string `table:",pk"`
 		ID    string `table:"Ident,rk"`
 		Email string
 	}
-	for _, name := range []string{"Dept", "ID", "Ident"} {
-		if _, err := encryption.New[tagged](r.tbl, &encryption.Options{Fields: []string{"Email"}, Keys: o.Keys, Indexes: []encryption.Index{{Field: "Email", Property: name}}, IndexKey: key("i")}); !errors.Is(err, encryption.ErrInvalid) {
+	for _, name := range []string{"Dept", "ID"} {
+		if _, err := encryption.New[tagged](r.tbl, keysOf(t, "k1", "k1"), []string{"Email"}, &encryption.Options{Indexes: []encryption.Index{{Field: "Email", Property: name}}, IndexKey: key("i")}); !errors.Is(err, encryption.ErrInvalid) {
 			t.Errorf("index property %s: %v", name, err)
 		}
+		if _, err := encryption.New[tagged](r.tbl, keysOf(t, "k1", "k1"), []string{name}, nil); !errors.Is(err, encryption.ErrInvalid) {
+			t.Errorf("field %s: %v", name, err)
+		}
 	}
-	if r.ft.Count() != 0 {
-		t.Errorf("New sent %d requests", r.ft.Count())
+	// Nor, in a property bag, a name tablekit keeps for itself.
+	for _, name := range []string{table.ReservedPropertyPrefix + "Secret", "PartitionKey", "not valid"} {
+		if _, err := encryption.New[table.Dynamic](r.tbl, keysOf(t, "k1", "k1"), []string{name}, nil); !errors.Is(err, encryption.ErrInvalid) {
+			t.Errorf("Dynamic field %s: %v", name, err)
+		}
+	}
+	if r.Faults.Count() != 0 {
+		t.Errorf("New sent %d requests", r.Faults.Count())
 	}
 	// A property bag cannot carry an index property of its own.
-	dyn, err := encryption.New[table.Dynamic](r.tbl, &encryption.Options{Fields: []string{"A"}, Keys: keysOf(t, "k1", "k1"), Indexes: []encryption.Index{{Field: "A"}}, IndexKey: key("i")})
+	dyn, err := encryption.New[table.Dynamic](r.tbl, keysOf(t, "k1", "k1"), []string{"A"}, &encryption.Options{Indexes: []encryption.Index{{Field: "A"}}, IndexKey: key("i")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.ft.Reset()
+	r.Faults.Reset()
 	_, err = dyn.Insert(ctx, table.Dynamic{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"A": "x", "A_bidx": "forged"}})
-	if !errors.Is(err, encryption.ErrInvalid) || r.ft.Count() != 0 {
-		t.Errorf("a forged index property: %v after %d requests", err, r.ft.Count())
+	if !errors.Is(err, encryption.ErrInvalid) || r.Faults.Count() != 0 {
+		t.Errorf("a forged index property: %v after %d requests", err, r.Faults.Count())
 	}
 }
 
@@ -343,13 +379,13 @@ func TestQueryPages(t *testing.T) {
 	q := &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 2}
 	var ages []int32
 	for {
-		r.ft.Reset()
+		r.Faults.Reset()
 		page, err := p.QueryPage(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.ft.Count() != 1 {
-			t.Fatalf("QueryPage: %d round trips", r.ft.Count())
+		if r.Faults.Count() != 1 {
+			t.Fatalf("QueryPage: %d round trips", r.Faults.Count())
 		}
 		for _, v := range page.Items {
 			if v.ETag == "" || v.SSN != "123-45-6789" {
@@ -376,34 +412,41 @@ func TestModifyAndDelete(t *testing.T) {
 	if _, err := p.Insert(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	r.ft.Reset()
-	got, res, err := p.Modify(ctx, a.PartitionKey, a.RowKey, func(v *Person) error { v.Age++; v.Email = "new@contoso.com"; return nil }, nil)
-	if err != nil || got.Age != 43 || got.ETag != res.ETag || r.ft.Count() != 2 {
-		t.Fatalf("Modify: %v, age %d, %d round trips", err, got.Age, r.ft.Count())
+	r.Faults.Reset()
+	got, err := p.Modify(ctx, a.PartitionKey, a.RowKey, func(v *Person) error { v.Age++; v.Email = "new@contoso.com"; return nil }, nil)
+	if err != nil || got.Value.Age != 43 || got.ETag == "" || got.Value.ETag != got.ETag || got.RowKey != a.RowKey || r.Faults.Count() != 2 {
+		t.Fatalf("Modify: %v, age %d, %d round trips", err, got.Value.Age, r.Faults.Count())
 	}
 	// The entity Modify returns carries the version written.
-	got.Name = "Al"
-	if _, err := p.Update(ctx, got, got.ETag, table.Fields("Name")); err != nil {
+	got.Value.Name = "Al"
+	if _, err := p.Update(ctx, got.Value, got.ETag, table.Fields("Name")); err != nil {
 		t.Fatalf("Update with the ETag Modify returned: %v", err)
 	}
-	read, err := p.Get(ctx, a.PartitionKey, a.RowKey, nil)
+	e, err := p.Get(ctx, a.PartitionKey, a.RowKey, nil)
+	read := e.Value
 	if err != nil || read.Email != "new@contoso.com" || read.Age != 43 || read.SSN != a.SSN || read.Name != "Al" {
 		t.Fatalf("after Modify: %+v, %v", read, err)
 	}
-	if n := count(t, p.Lookup(ctx, "Email", "NEW@contoso.com", table.Filter{})); n != 1 {
-		t.Errorf("Lookup after Modify: %d", n)
+	if n := count(t, p.Find(ctx, "", "Email", "NEW@contoso.com")); n != 1 {
+		t.Errorf("Find after Modify: %d", n)
 	}
 	// An Update with the ETag read, then a stale one.
 	read.Name = "Alicia"
-	if _, err := p.Update(ctx, read, read.ETag, table.Merge); err != nil {
+	if _, err := p.Update(ctx, read, e.ETag, table.Merge); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Update(ctx, read, read.ETag, table.Merge); !errors.Is(err, table.ErrPreconditionFailed) {
+	if _, err := p.Update(ctx, read, e.ETag, table.Merge); !errors.Is(err, table.ErrPreconditionFailed) {
 		t.Fatalf("stale ETag: %v", err)
 	}
-	stop := errors.New("stop")
-	if _, _, err := p.Modify(ctx, a.PartitionKey, a.RowKey, func(*Person) error { return stop }, nil); !errors.Is(err, stop) {
-		t.Fatalf("fn's error: %v", err)
+	// fn's error ends Modify as it is, even one that looks like a
+	// validation error of the core's.
+	for _, stop := range []error{errors.New("stop"), table.ErrInvalidEntity} {
+		if _, err := p.Modify(ctx, a.PartitionKey, a.RowKey, func(*Person) error { return stop }, nil); !errors.Is(err, stop) || errors.Is(err, encryption.ErrInvalid) {
+			t.Fatalf("fn's error: %v", err)
+		}
+	}
+	if _, err := p.Update(ctx, read, "", table.Merge); !errors.Is(err, table.ErrNoETag) || !errors.Is(err, encryption.ErrInvalid) {
+		t.Fatalf("no ETag: %v", err)
 	}
 	if err := p.Delete(ctx, a.PartitionKey, a.RowKey, azcore.ETagAny); err != nil {
 		t.Fatal(err)
@@ -421,30 +464,64 @@ func TestSubmit(t *testing.T) {
 	for i := range 3 {
 		a := alice()
 		a.RowKey = string(rune('a' + i))
-		op, err := p.InsertOp(ctx, a)
-		if err != nil {
-			t.Fatal(err)
+		op := p.InsertOp(ctx, a)
+		if op.Err() != nil {
+			t.Fatal(op.Err())
 		}
 		ops = append(ops, op)
 	}
-	r.ft.Reset()
-	if _, err := p.Table().Submit(ctx, ops, nil); err != nil || r.ft.Count() != 1 {
-		t.Fatalf("Submit: %v, %d round trips", err, r.ft.Count())
+	r.Faults.Reset()
+	if _, err := p.Table().Submit(ctx, ops, nil); err != nil || r.Faults.Count() != 1 {
+		t.Fatalf("Submit: %v, %d round trips", err, r.Faults.Count())
 	}
 	got, err := p.Get(ctx, "Sales", "b", nil)
-	if err != nil || got.SSN != alice().SSN {
+	if err != nil || got.Value.SSN != alice().SSN {
 		t.Fatalf("%+v, %v", got, err)
 	}
-	got.Age = 1
-	up, err := p.UpdateOp(ctx, got, got.ETag, table.Fields("Age"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got.Value.Age = 1
+	up := p.UpdateOp(ctx, got.Value, got.ETag, table.Fields("Age"))
 	if _, err := p.Table().Submit(ctx, []table.Op{up}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := p.Get(ctx, "Sales", "b", nil); err != nil || got.Age != 1 || got.SSN != alice().SSN {
+	if got, err := p.Get(ctx, "Sales", "b", nil); err != nil || got.Value.Age != 1 || got.Value.SSN != alice().SSN {
 		t.Fatalf("%+v, %v", got, err)
+	}
+}
+
+// An op that cannot be built carries its error (no second return value):
+// the KeyProvider's, this package's or the core's, each matching its
+// sentinels; Submit refuses a batch holding one before sending anything.
+func TestOpsCarryTheirErrors(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	bad := people(t, r, badProvider{})
+	p := people(t, r, keysOf(t, "k1", "k1"))
+	forged := alice()
+	forged.RowKey = "forged"
+	for what, c := range map[string]struct {
+		op   table.Op
+		want []error
+	}{
+		"InsertOp, a 16-byte key": {bad.InsertOp(ctx, alice()), []error{encryption.ErrBadKey, encryption.ErrInvalid, table.ErrInvalid}},
+		"UpsertOp, a 16-byte key": {bad.UpsertOp(ctx, alice(), table.Replace), []error{encryption.ErrBadKey, encryption.ErrInvalid}},
+		"UpdateOp, a 16-byte key": {bad.UpdateOp(ctx, alice(), azcore.ETagAny, table.Merge), []error{encryption.ErrBadKey, encryption.ErrInvalid}},
+		"UpdateOp, no ETag":       {p.UpdateOp(ctx, alice(), "", table.Merge), []error{table.ErrNoETag, encryption.ErrInvalid, table.ErrInvalid}},
+		"UpsertOp, a blind index": {p.UpsertOp(ctx, alice(), table.Fields("Email_bidx")), []error{encryption.ErrInvalid, table.ErrInvalid}},
+		"InsertOp, too large":     {p.InsertOp(ctx, Person{PartitionKey: "p", RowKey: "r", Photo: make([]byte, 65503)}), []error{table.ErrTooLarge, encryption.ErrInvalid}},
+	} {
+		for _, want := range c.want {
+			if !errors.Is(c.op.Err(), want) {
+				t.Errorf("%s: %v, want %v", what, c.op.Err(), want)
+			}
+		}
+		r.Faults.Reset()
+		_, err := p.Table().Submit(ctx, []table.Op{p.InsertOp(ctx, forged), c.op}, nil)
+		if !errors.Is(err, c.want[0]) || r.Faults.Count() != 0 {
+			t.Errorf("%s: Submit: %v after %d requests", what, err, r.Faults.Count())
+		}
+	}
+	if _, err := p.Get(ctx, forged.PartitionKey, forged.RowKey, nil); !errors.Is(err, table.ErrNotFound) {
+		t.Errorf("an op of a refused batch was applied: %v", err)
 	}
 }
 
@@ -466,7 +543,7 @@ func TestConcurrentUse(t *testing.T) {
 				return
 			}
 			got, err := p.Get(ctx, a.PartitionKey, a.RowKey, nil)
-			if err == nil && got.Age != int32(i) {
+			if err == nil && got.Value.Age != int32(i) {
 				err = errors.New("wrong entity")
 			}
 			if err != nil {
@@ -486,16 +563,16 @@ func TestContextCancelled(t *testing.T) {
 	p := people(t, r, keysOf(t, "k1", "k1"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r.ft.Reset()
-	if _, err := p.Insert(ctx, alice()); !errors.Is(err, context.Canceled) || r.ft.Count() != 0 {
-		t.Fatalf("%v, %d requests", err, r.ft.Count())
+	r.Faults.Reset()
+	if _, err := p.Insert(ctx, alice()); !errors.Is(err, context.Canceled) || r.Faults.Count() != 0 {
+		t.Fatalf("%v, %d requests", err, r.Faults.Count())
 	}
 	if _, err := p.Reencrypt(ctx, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Reencrypt: %v", err)
 	}
 }
 
-func count(t *testing.T, seq func(func(Person, error) bool)) int {
+func count(t *testing.T, seq func(func(table.Entity[Person], error) bool)) int {
 	t.Helper()
 	n := 0
 	for _, err := range seq {
@@ -516,25 +593,26 @@ func TestLostResponseVerified(t *testing.T) {
 	if _, err := p.Insert(ctx, alice()); err != nil {
 		t.Fatal(err)
 	}
-	v, err := p.Get(ctx, "Sales", "001", nil)
+	e, err := p.Get(ctx, "Sales", "001", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	v := e.Value
 	// The entity read carries its whole Meta (the write history the core
 	// verifies with) through decryption.
 	d, err := r.tbl.Get(ctx, "Sales", "001", nil)
-	if err != nil || !reflect.DeepEqual(d.Meta, v.Meta) {
-		t.Fatalf("Meta through decryption: %+v, stored %+v, %v", v.Meta, d.Meta, err)
+	if err != nil || !reflect.DeepEqual(d.Value.Meta, v.Meta) {
+		t.Fatalf("Meta through decryption: %+v, stored %+v, %v", v.Meta, d.Value.Meta, err)
 	}
 	v.Age = 50
-	r.ft.Reset()
-	r.ft.Inject(faults.Fault{Match: func(req *http.Request) bool { return req.Method == http.MethodPatch }, LoseResponse: true})
+	r.Faults.Reset()
+	r.Faults.Inject(faults.Fault{Match: func(req *http.Request) bool { return req.Method == http.MethodPatch }, LoseResponse: true})
 	res, err := p.Update(ctx, v, v.ETag, table.Merge)
-	if err != nil || !res.Verified || r.ft.Count() != 3 {
-		t.Fatalf("lost response of a conditional update: %+v, %v after %d requests (want write, resend, read)", res, err, r.ft.Count())
+	if err != nil || !res.Verified || r.Faults.Count() != 3 {
+		t.Fatalf("lost response of a conditional update: %+v, %v after %d requests (want write, resend, read)", res, err, r.Faults.Count())
 	}
-	if got, err := p.Get(ctx, "Sales", "001", nil); err != nil || got.Age != 50 {
-		t.Fatalf("%d, %v", got.Age, err)
+	if got, err := p.Get(ctx, "Sales", "001", nil); err != nil || got.Value.Age != 50 {
+		t.Fatalf("%d, %v", got.Value.Age, err)
 	}
 }
 
@@ -544,11 +622,8 @@ func TestTableNameCaseInsensitive(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	keys := keysOf(t, "k1", "k1")
-	upper, err := table.New[table.Dynamic](r.env.TableClient(strings.ToUpper(r.tbl.Name()), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	viaUpper, err := encryption.New[Person](upper, r.opts(keys))
+	upper := testrig.NewTable[table.Dynamic](t, r.TableClient(strings.ToUpper(r.tbl.Name()), nil))
+	viaUpper, err := encryption.New[Person](upper, keys, secret, r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,10 +635,10 @@ func TestTableNameCaseInsensitive(t *testing.T) {
 	if _, err := viaUpper.Insert(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := viaUpper.Get(ctx, a.PartitionKey, a.RowKey, nil); err != nil || got.SSN != a.SSN {
+	if got, err := viaUpper.Get(ctx, a.PartitionKey, a.RowKey, nil); err != nil || got.Value.SSN != a.SSN {
 		t.Fatalf("written in lower case, read in upper case: %v", err)
 	}
-	if got, err := people(t, r, keys).Get(ctx, b.PartitionKey, b.RowKey, nil); err != nil || got.SSN != b.SSN {
+	if got, err := people(t, r, keys).Get(ctx, b.PartitionKey, b.RowKey, nil); err != nil || got.Value.SSN != b.SSN {
 		t.Fatalf("written in upper case, read in lower case: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ func TestErrorsCarryNoPlaintext(t *testing.T) {
 		PartitionKey, RowKey string
 		G                    string `table:",guid"`
 	}
-	g, err := encryption.New[guidy](r.tbl, &encryption.Options{Fields: []string{"G"}, Keys: keys})
+	g, err := encryption.New[guidy](r.tbl, keys, []string{"G"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestErrorsCarryNoPlaintext(t *testing.T) {
 	check(t, "insert guid", err, table.ErrInvalidEntity, "G", "SECRET")
 
 	// Decrypting: a value that does not fit the field it is read into.
-	dyn, err := encryption.New[table.Dynamic](r.tbl, &encryption.Options{Fields: []string{"Small"}, Keys: keys, Indexes: []encryption.Index{{Field: "Small"}}, IndexKey: key("i")})
+	dyn, err := encryption.New[table.Dynamic](r.tbl, keys, []string{"Small"}, &encryption.Options{Indexes: []encryption.Index{{Field: "Small"}}, IndexKey: key("i")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,14 +55,14 @@ func TestErrorsCarryNoPlaintext(t *testing.T) {
 		PartitionKey, RowKey string
 		Small                int8
 	}
-	s, err := encryption.New[small](r.tbl, &encryption.Options{Fields: []string{"Small"}, Keys: keys, Indexes: []encryption.Index{{Field: "Small"}}, IndexKey: key("i")})
+	s, err := encryption.New[small](r.tbl, keys, []string{"Small"}, &encryption.Options{Indexes: []encryption.Index{{Field: "Small"}}, IndexKey: key("i")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.Get(ctx, "p", "s", nil)
 	check(t, "get", err, table.ErrInvalidEntity, "Small", "31337")
-	for _, err := range s.Lookup(ctx, "Small", 31337, table.Filter{}) {
-		check(t, "lookup", err, table.ErrInvalidEntity, "Small", "31337")
+	for _, err := range s.Query(ctx, nil) {
+		check(t, "query", err, table.ErrInvalidEntity, "Small", "31337")
 	}
 
 	// A blind value of a value that cannot be stored.
@@ -75,5 +75,31 @@ func TestErrorsCarryNoPlaintext(t *testing.T) {
 	}
 	if got := (&encryption.Error{Op: "get", Err: encryption.ErrDecrypt}).Error(); got != "encryption: get: "+encryption.ErrDecrypt.Error()[len("encryption: "):] {
 		t.Errorf("message %q", got)
+	}
+}
+
+// New needs a table, a KeyProvider and the fields to encrypt; nil Options
+// are the defaults (no blind index, the table's own name bound in).
+func TestNewNilOptions(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	p, err := encryption.New[Person](r.tbl, keysOf(t, "k1", "k1"), []string{"SSN"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := alice()
+	if _, err := p.Insert(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Get(ctx, a.PartitionKey, a.RowKey, nil)
+	if err != nil || got.Value.SSN != a.SSN || got.Value.Email != a.Email {
+		t.Fatalf("%+v, %v", got.Value, err)
+	}
+	stored := r.rawEntity(t, a.PartitionKey, a.RowKey)
+	if stored["SSN@odata.type"] != "Edm.Binary" || stored["Email"] != a.Email {
+		t.Errorf("stored %v", stored["raw"])
+	}
+	if _, err := p.Where("SSN", a.SSN); !errors.Is(err, encryption.ErrInvalid) {
+		t.Errorf("Where without indexes: %v", err)
 	}
 }

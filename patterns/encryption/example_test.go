@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log"
-	"time"
 
 	"github.com/tablekit/tablekit/patterns/encryption"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -31,46 +30,25 @@ func newKey() []byte {
 	return k
 }
 
-// exampleTable creates a table for an example and returns it with a
-// function that deletes it.
-func exampleTable(ctx context.Context, prefix string) (*table.Table[table.Dynamic], func()) {
-	cs, err := tabletest.ConnectionString()
-	if err != nil {
-		log.Fatal(err)
-	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	name := fmt.Sprintf("%s%d", prefix, time.Now().UnixNano())
-	if err := table.CreateTable(ctx, svc, name); err != nil {
-		log.Fatal(err)
-	}
-	tbl, err := table.New[table.Dynamic](svc.NewClient(name))
-	if err != nil {
-		log.Fatal(err)
-	}
-	return tbl, func() {
-		if err := table.DeleteTable(ctx, svc, name); err != nil {
-			log.Print(err)
-		}
-	}
-}
-
 // An encrypted email address, found again by its blind index: the service
 // stores ciphertext and an HMAC, never the address.
 func Example() {
 	ctx := context.Background()
-	tbl, drop := exampleTable(ctx, "staff")
-	defer drop()
+	c, cleanup, err := tabletest.ScratchTable(ctx, "staff")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cleanup()
+	tbl, err := table.New[table.Dynamic](c)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	keys, err := encryption.NewStaticKeys("k1", map[string][]byte{"k1": newKey()})
 	if err != nil {
 		log.Fatal(err)
 	}
-	staff, err := encryption.New[Employee](tbl, &encryption.Options{
-		Fields:   []string{"Email"},
-		Keys:     keys,
+	staff, err := encryption.New[Employee](tbl, keys, []string{"Email"}, &encryption.Options{
 		Indexes:  []encryption.Index{{Field: "Email", Normalize: encryption.TrimLower}},
 		IndexKey: newKey(),
 	})
@@ -85,35 +63,41 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("stored Email: %T of %d bytes\n", stored.Properties["Email"], len(stored.Properties["Email"].([]byte)))
+	email := stored.Value.Properties["Email"]
+	fmt.Printf("stored Email: %T of %d bytes\n", email, len(email.([]byte)))
 
-	for e, err := range staff.Lookup(ctx, "Email", "jo@contoso.com", table.PartitionKey("Sales")) {
+	for e, err := range staff.Find(ctx, "Sales", "Email", "jo@contoso.com") {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println("found:", e.FirstName, e.Email)
+		fmt.Println("found:", e.RowKey, e.Value.FirstName, e.Value.Email)
 	}
 	// Output:
 	// stored Email: []uint8 of 48 bytes
-	// found: Jo Jo@Contoso.com
+	// found: 000223 Jo Jo@Contoso.com
 }
 
 // Key rotation: writes move to key k2 at once, rows under k1 still read,
 // and Reencrypt rewrites them (each with its ETag) so k1 can be retired.
 func ExampleTable_Reencrypt() {
 	ctx := context.Background()
-	tbl, drop := exampleTable(ctx, "rotate")
-	defer drop()
+	c, cleanup, err := tabletest.ScratchTable(ctx, "rotate")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cleanup()
+	tbl, err := table.New[table.Dynamic](c)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	k1, k2 := newKey(), newKey()
-	opts := func(keys encryption.KeyProvider) *encryption.Options {
-		return &encryption.Options{Fields: []string{"Email"}, Keys: keys}
-	}
+	fields := []string{"Email"}
 	before, err := encryption.NewStaticKeys("k1", map[string][]byte{"k1": k1})
 	if err != nil {
 		log.Fatal(err)
 	}
-	old, err := encryption.New[Employee](tbl, opts(before))
+	old, err := encryption.New[Employee](tbl, before, fields, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -127,7 +111,7 @@ func ExampleTable_Reencrypt() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	staff, err := encryption.New[Employee](tbl, opts(rotated))
+	staff, err := encryption.New[Employee](tbl, rotated, fields, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -146,7 +130,7 @@ func ExampleTable_Reencrypt() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	onlyK2, err := encryption.New[Employee](tbl, opts(retired))
+	onlyK2, err := encryption.New[Employee](tbl, retired, fields, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -154,7 +138,7 @@ func ExampleTable_Reencrypt() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(e.Email)
+	fmt.Println(e.Value.Email)
 	// Output:
 	// scanned 3, rewritten 3, done true
 	// 000002@contoso.com

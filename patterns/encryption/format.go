@@ -125,7 +125,7 @@ func seal(aead cipher.AEAD, id string, w binding, v any) ([]byte, error) {
 	}
 	if n := sealedSize(len(id), len(pt)); n > maxBinary {
 		clear(pt)
-		return nil, fmt.Errorf("%w: the encrypted value would be %d bytes, more than an Edm.Binary holds (%d)", table.ErrTooLarge, n, maxBinary)
+		return nil, fmt.Errorf("%w: %w: the encrypted value would be %d bytes, more than an Edm.Binary holds (%d)", ErrInvalid, table.ErrTooLarge, n, maxBinary)
 	}
 	pt = append(pt, 0x80)
 	for len(pt)%padBlock != 0 {

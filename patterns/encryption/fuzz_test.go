@@ -1,11 +1,8 @@
 package encryption
 
 import (
-	"slices"
 	"testing"
 	"time"
-
-	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // FuzzOpen feeds arbitrary stored bytes to the parsers of the stored
@@ -46,37 +43,6 @@ func FuzzOpen(f *testing.F) {
 		}
 		if _, err := appendTyped(nil, v); err != nil {
 			t.Fatalf("opened a %T", v)
-		}
-	})
-}
-
-// FuzzFilterProperties: the properties read from the text of a filter the
-// table package builds are exactly the ones it compares, whatever the
-// values (quotes, keywords, property names inside strings), and no input
-// panics. go test runs the seeds.
-func FuzzFilterProperties(f *testing.F) {
-	for _, s := range []string{"", "x", "it's", "''", "SSN eq 'x'", "Émile", "' or SSN eq '", "X'01'"} {
-		f.Add(s, int64(-5))
-	}
-	f.Fuzz(func(t *testing.T, s string, n int64) {
-		filterProperties(s) // any text: no panic
-		flt := table.And(table.Eq("Name", s), table.Not(table.Or(table.Lt("Åge_2", n), table.Eq("Photo", []byte(s)))),
-			table.Ge("Born", time.Unix(n%1e10, 0)), table.Ne("OK", n > 0), table.Eq("Score", float64(n)/3))
-		if flt.Err() != nil {
-			return
-		}
-		got, ok := filterProperties(flt.String())
-		if !ok {
-			t.Fatalf("%q: unreadable", flt.String())
-		}
-		var props []string
-		for _, name := range got {
-			if !slices.Contains([]string{"and", "or", "not", "eq", "ne", "lt", "ge", "true", "false"}, name) {
-				props = append(props, name)
-			}
-		}
-		if want := []string{"Name", "Åge_2", "Photo", "Born", "OK", "Score"}; !slices.Equal(props, want) {
-			t.Fatalf("%q: properties %q, want %q", flt.String(), props, want)
 		}
 	})
 }

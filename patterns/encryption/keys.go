@@ -40,7 +40,7 @@ type StaticKeys struct {
 // NewStaticKeys returns a StaticKeys holding keys (copied), whose key
 // current encrypts new values. Each key must be 32 bytes and each id 1 to
 // 255 printable ASCII characters (ErrBadKey); current must be one of them
-// (ErrUnknownKey).
+// (ErrUnknownKey). Every such error is also an ErrInvalid.
 func NewStaticKeys(current string, keys map[string][]byte) (*StaticKeys, error) {
 	s := &StaticKeys{current: current, keys: make(map[string][]byte, len(keys))}
 	for id, k := range keys {
@@ -53,7 +53,7 @@ func NewStaticKeys(current string, keys map[string][]byte) (*StaticKeys, error) 
 		s.keys[id] = append([]byte(nil), k...)
 	}
 	if _, ok := s.keys[current]; !ok {
-		return nil, fmt.Errorf("%w: the current key %q is not among the keys", ErrUnknownKey, current)
+		return nil, fmt.Errorf("%w: the current key %q is not among the keys (%w)", ErrInvalid, current, ErrUnknownKey)
 	}
 	return s, nil
 }

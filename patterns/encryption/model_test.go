@@ -42,7 +42,7 @@ func TestModelEncryptedWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb, err := encryption.New[member](r.tbl, &encryption.Options{Fields: []string{"Email", "SSN", "Visits"}, Keys: keys,
+		tb, err := encryption.New[member](r.tbl, keys, []string{"Email", "SSN", "Visits"}, &encryption.Options{
 			Indexes: []encryption.Index{{Field: "Email", Normalize: encryption.TrimLower}}, IndexKey: key("index")})
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +59,7 @@ func TestModelEncryptedWrites(t *testing.T) {
 		email := fmt.Sprintf("User%d@Example.com", rnd.IntN(4)) // shared by several entities
 		ssn := fmt.Sprintf("ssn-%06d-%d", step, rnd.IntN(1000))
 		if rnd.IntN(3) == 0 {
-			r.ft.Inject(faults.Fault{Match: writes, LoseResponse: true})
+			r.Faults.Inject(faults.Fault{Match: writes, LoseResponse: true})
 		}
 		cur, exists := model[rk]
 		next := member{PartitionKey: "p", RowKey: rk, Name: fmt.Sprintf("n%d", step), Email: email, SSN: ssn, Visits: int32(step)}
@@ -88,19 +88,19 @@ func TestModelEncryptedWrites(t *testing.T) {
 			if !exists {
 				return
 			}
-			var got member
+			var got table.Entity[member]
 			if got, err = enc.Get(ctx, "p", rk, nil); err != nil {
 				break
 			}
-			got.SSN, got.Name = ssn, next.Name
-			_, err = enc.Update(ctx, got, got.ETag, table.Merge)
+			got.Value.SSN, got.Value.Name = ssn, next.Name
+			_, err = enc.Update(ctx, got.Value, got.ETag, table.Merge)
 			cur.SSN, cur.Name = ssn, next.Name
 			model[rk] = cur
 		case 4:
 			if !exists {
 				return
 			}
-			_, _, err = enc.Modify(ctx, "p", rk, func(m *member) error { m.Visits++; return nil }, nil)
+			_, err = enc.Modify(ctx, "p", rk, func(m *member) error { m.Visits++; return nil }, nil)
 			cur.Visits++
 			model[rk] = cur
 		case 5:
@@ -126,12 +126,12 @@ func TestModelEncryptedWrites(t *testing.T) {
 				}
 			}
 			n := 0
-			for m, lerr := range enc.Lookup(ctx, "Email", strings.ToUpper(email), table.PartitionKey("p")) {
+			for m, lerr := range enc.Find(ctx, "p", "Email", strings.ToUpper(email)) {
 				if lerr != nil {
 					t.Fatalf("step %d: lookup: %v", step, lerr)
 				}
-				if !strings.EqualFold(m.Email, email) {
-					t.Fatalf("step %d: lookup of %s found %s", step, email, m.Email)
+				if !strings.EqualFold(m.Value.Email, email) {
+					t.Fatalf("step %d: lookup of %s found %s", step, email, m.Value.Email)
 				}
 				n++
 			}
@@ -147,8 +147,8 @@ func TestModelEncryptedWrites(t *testing.T) {
 			switch {
 			case errors.Is(gerr, table.ErrNotFound) && (!exists || !present):
 				delete(model, rk)
-			case gerr == nil && present && sameMember(got, after):
-			case gerr == nil && exists && sameMember(got, before):
+			case gerr == nil && present && sameMember(got.Value, after):
+			case gerr == nil && exists && sameMember(got.Value, before):
 				model[rk] = before
 			default:
 				t.Fatalf("step %d, op %d on %s: unknown outcome, and the entity (%+v, %v) is neither before %+v nor after %+v", step, op, rk, got, gerr, before, after)
@@ -160,7 +160,7 @@ func TestModelEncryptedWrites(t *testing.T) {
 			t.Fatalf("step %d, op %d on %s: %v", step, op, rk, err)
 		}
 		counts[op]++
-		r.ft.Reset()
+		r.Faults.Reset()
 
 		// Every entity reads as the model says; nothing else is there.
 		got, err := table.Collect(enc.Query(ctx, &table.Query{Filter: table.PartitionKey("p")}))

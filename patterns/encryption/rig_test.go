@@ -11,11 +11,10 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/encryption"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
-	"github.com/tablekit/tablekit/retry"
 )
 
 func TestMain(m *testing.M) { tabletest.Main(m) }
@@ -57,44 +56,44 @@ func keysOf(t testing.TB, current string, ids ...string) *encryption.StaticKeys 
 	return k
 }
 
-// fast is the retry policy of the test clients: real retries, short waits.
-var fast = retry.Policy{Default: time.Millisecond, Max: 5 * time.Millisecond, MaxRetries: 5}
-
+// rig is a test's table: a testrig.Rig (its Faults count and fail the
+// requests of tbl), tbl as a Table[Dynamic], and raw, a client of the same
+// table without faults, for reading what is stored.
 type rig struct {
-	env *tabletest.Env
-	raw *aztables.Client // no faults, no counting
+	*testrig.Rig
 	tbl *table.Table[table.Dynamic]
-	ft  *faults.Transport
+	raw *aztables.Client
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	env := tabletest.New(t)
-	r := &rig{env: env, ft: &faults.Transport{}}
-	o := &aztables.ClientOptions{}
-	o.Transport = r.ft
-	fast.ApplyTo(&o.ClientOptions)
-	c := env.Table(o)
-	var err error
-	if r.tbl, err = table.New[table.Dynamic](c); err != nil {
-		t.Fatal(err)
-	}
-	r.raw = env.TableClient(r.tbl.Name(), nil)
-	return r
+	tr := testrig.New(t)
+	c := tr.Table()
+	return &rig{Rig: tr, tbl: testrig.NewTable[table.Dynamic](t, c), raw: tr.Clean(c)}
 }
 
-func (r *rig) opts(keys encryption.KeyProvider) *encryption.Options {
+// opts are the options of Person in most tests (with secret encrypted):
+// Email and SSN indexed.
+func (r *rig) opts() *encryption.Options {
 	return &encryption.Options{
-		Fields:   secret,
-		Keys:     keys,
 		Indexes:  []encryption.Index{{Field: "Email", Normalize: encryption.TrimLower}, {Field: "SSN", Property: "SSNIndex"}},
 		IndexKey: key("index"),
 	}
 }
 
-// optsFor is opts for other fields and indexes.
-func (r *rig) optsFor(fields []string, indexes ...encryption.Index) *encryption.Options {
-	return &encryption.Options{Fields: fields, Keys: keysOfKey("k1"), Indexes: indexes, IndexKey: key("index")}
+// tableFor returns a Table[T] of r's table encrypting fields (with key
+// k1) with these blind indexes.
+func tableFor[T any](t *testing.T, r *rig, fields []string, indexes ...encryption.Index) *encryption.Table[T] {
+	t.Helper()
+	o := &encryption.Options{Indexes: indexes}
+	if len(indexes) > 0 {
+		o.IndexKey = key("index")
+	}
+	p, err := encryption.New[T](r.tbl, keysOfKey("k1"), fields, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func keysOfKey(id string) *encryption.StaticKeys {
@@ -145,7 +144,7 @@ func (r *rig) rawRows(t *testing.T) []string {
 
 func people(t *testing.T, r *rig, keys encryption.KeyProvider) *encryption.Table[Person] {
 	t.Helper()
-	p, err := encryption.New[Person](r.tbl, r.opts(keys))
+	p, err := encryption.New[Person](r.tbl, keys, secret, r.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +173,9 @@ func (r *rig) storedKeyID(t *testing.T, pk, rk, prop string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, ok := d.Properties[prop].([]byte)
+	b, ok := d.Value.Properties[prop].([]byte)
 	if !ok || len(b) < 2 || b[0] != 1 || len(b) < 2+int(b[1]) {
-		t.Fatalf("%s is not an encrypted value: %T", prop, d.Properties[prop])
+		t.Fatalf("%s is not an encrypted value: %T", prop, d.Value.Properties[prop])
 	}
 	return string(b[2 : 2+int(b[1])])
 }

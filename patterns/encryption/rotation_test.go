@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/encryption"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -47,14 +48,14 @@ func TestRotationAndReencrypt(t *testing.T) {
 	}
 	for i := range 7 {
 		v, err := p.Get(ctx, "Sales", fmt.Sprintf("r%02d", i), nil)
-		if err != nil || v.SSN != fmt.Sprintf("ssn-%02d", i) {
-			t.Fatalf("row %d: %+v, %v", i, v.SSN, err)
+		if err != nil || v.Value.SSN != fmt.Sprintf("ssn-%02d", i) {
+			t.Fatalf("row %d: %+v, %v", i, v.Value.SSN, err)
 		}
 	}
 
 	// Stop after the first page (2 rows), deterministically.
 	stop := errors.New("stop")
-	r.ft.Reset()
+	r.Faults.Reset()
 	q := &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 2}
 	prog, err := p.Reencrypt(ctx, &encryption.ReencryptOptions{Query: q, Progress: func(encryption.Progress) error { return stop }})
 	if !errors.Is(err, stop) || prog.Scanned != 2 || prog.Rewritten != 2 || prog.Cursor == "" || prog.Done {
@@ -62,7 +63,7 @@ func TestRotationAndReencrypt(t *testing.T) {
 	}
 	// One page of 2 rows, one merge per row (the next page was fetched ahead).
 	merges := 0
-	for _, req := range r.ft.Requests() {
+	for _, req := range r.Faults.Requests() {
 		if req.Method == http.MethodPatch {
 			merges++
 		}
@@ -90,10 +91,10 @@ func TestRotationAndReencrypt(t *testing.T) {
 		t.Fatalf("%d rows, %v", len(all), err)
 	}
 	// A second run rewrites nothing.
-	r.ft.Reset()
+	r.Faults.Reset()
 	prog, err = p.Reencrypt(ctx, nil)
-	if err != nil || prog.Rewritten != 0 || prog.Scanned != 7 || r.ft.Count() != 1 {
-		t.Fatalf("idempotent run: %+v, %v, %d requests", prog, err, r.ft.Count())
+	if err != nil || prog.Rewritten != 0 || prog.Scanned != 7 || r.Faults.Count() != 1 {
+		t.Fatalf("idempotent run: %+v, %v, %d requests", prog, err, r.Faults.Count())
 	}
 }
 
@@ -125,14 +126,14 @@ func TestReencryptRacesAWriter(t *testing.T) {
 	ctx := context.Background()
 	insertN(t, people(t, r, keysOf(t, "k1", "k1")), 0, 2)
 	p := people(t, r, keysOf(t, "k2", "k1", "k2"))
-	writer := people(t, &rig{tbl: mustDynamic(t, r)}, keysOf(t, "k2", "k1", "k2"))
+	writer := people(t, &rig{tbl: testrig.NewTable[table.Dynamic](t, r.raw)}, keysOf(t, "k2", "k1", "k2")) // without r's faults
 	raced := false
-	r.ft.Inject(faults.Fault{Match: func(req *http.Request) bool {
+	r.Faults.Inject(faults.Fault{Match: func(req *http.Request) bool {
 		if req.Method != http.MethodPatch || !strings.Contains(req.URL.Path, "r01") || raced {
 			return false
 		}
 		raced = true // the concurrent write, before Reencrypt's merge reaches the service
-		if _, _, err := writer.Modify(ctx, "Sales", "r01", func(v *Person) error { v.SSN = "changed"; return nil }, nil); err != nil {
+		if _, err := writer.Modify(ctx, "Sales", "r01", func(v *Person) error { v.SSN = "changed"; return nil }, nil); err != nil {
 			t.Error(err)
 		}
 		return false
@@ -142,7 +143,7 @@ func TestReencryptRacesAWriter(t *testing.T) {
 		t.Fatalf("%+v, %v (raced %v)", prog, err, raced)
 	}
 	statuses := []int{}
-	for _, req := range r.ft.Requests() {
+	for _, req := range r.Faults.Requests() {
 		if req.Method == http.MethodPatch {
 			statuses = append(statuses, req.Status)
 		}
@@ -151,52 +152,42 @@ func TestReencryptRacesAWriter(t *testing.T) {
 		t.Errorf("merge statuses %v, want the second rejected by its ETag", statuses)
 	}
 	v, err := p.Get(ctx, "Sales", "r01", nil)
-	if err != nil || v.SSN != "changed" {
-		t.Fatalf("the concurrent write was lost: %q, %v", v.SSN, err)
+	if err != nil || v.Value.SSN != "changed" {
+		t.Fatalf("the concurrent write was lost: %q, %v", v.Value.SSN, err)
 	}
 	if got := keyIDs(t, r, 2); got != "k2,k2" {
 		t.Fatalf("key ids: %s", got)
 	}
 }
 
-// mustDynamic returns a Table[Dynamic] on r's table without r's faults.
-func mustDynamic(t *testing.T, r *rig) *table.Table[table.Dynamic] {
-	t.Helper()
-	d, err := table.New[table.Dynamic](r.raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // Reencrypt with Indexes recomputes the blind indexes after the index key
-// changed; before, Lookup under the new key finds nothing.
+// changed; before, Find under the new key finds nothing.
 func TestReencryptIndexes(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	keys := keysOf(t, "k1", "k1")
 	insertN(t, people(t, r, keys), 0, 3)
-	o := r.opts(keys)
+	o := r.opts()
 	o.IndexKey = key("index 2")
-	p, err := encryption.New[Person](r.tbl, o)
+	p, err := encryption.New[Person](r.tbl, keys, secret, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := count(t, p.Lookup(ctx, "SSN", "ssn-01", table.Filter{})); n != 0 {
+	if n := count(t, p.Find(ctx, "", "SSN", "ssn-01")); n != 0 {
 		t.Fatalf("found %d under a new index key", n)
 	}
 	prog, err := p.Reencrypt(ctx, &encryption.ReencryptOptions{Indexes: true})
 	if err != nil || prog.Rewritten != 3 {
 		t.Fatalf("%+v, %v", prog, err)
 	}
-	if n := count(t, p.Lookup(ctx, "SSN", "ssn-01", table.Filter{})); n != 1 {
+	if n := count(t, p.Find(ctx, "", "SSN", "ssn-01")); n != 1 {
 		t.Fatalf("found %d after Reencrypt", n)
 	}
 	// The rows are current now: a second run rewrites none.
-	r.ft.Reset()
+	r.Faults.Reset()
 	prog, err = p.Reencrypt(ctx, &encryption.ReencryptOptions{Indexes: true})
-	if err != nil || prog.Rewritten != 0 || prog.Scanned != 3 || r.ft.Count() != 1 {
-		t.Fatalf("second run: %+v, %v, %d requests", prog, err, r.ft.Count())
+	if err != nil || prog.Rewritten != 0 || prog.Scanned != 3 || r.Faults.Count() != 1 {
+		t.Fatalf("second run: %+v, %v, %d requests", prog, err, r.Faults.Count())
 	}
 }
 
@@ -209,9 +200,9 @@ func TestReencryptReadsWholeRows(t *testing.T) {
 	insertN(t, people(t, r, keysOf(t, "k1", "k1")), 0, 3)
 	keys := &counting{KeyProvider: keysOf(t, "k2", "k1", "k2")}
 	p := people(t, r, keys)
-	r.ft.Reset()
-	if _, err := p.Reencrypt(ctx, &encryption.ReencryptOptions{Query: &table.Query{Limit: 1}}); !errors.Is(err, encryption.ErrInvalid) || r.ft.Count() != 0 {
-		t.Fatalf("Limit: %v after %d requests", err, r.ft.Count())
+	r.Faults.Reset()
+	if _, err := p.Reencrypt(ctx, &encryption.ReencryptOptions{Query: &table.Query{Limit: 1}}); !errors.Is(err, encryption.ErrInvalid) || r.Faults.Count() != 0 {
+		t.Fatalf("Limit: %v after %d requests", err, r.Faults.Count())
 	}
 	keys.current.Store(0)
 	prog, err := p.Reencrypt(ctx, &encryption.ReencryptOptions{Query: &table.Query{Select: []string{"Name"}, PageSize: 1}})
@@ -233,8 +224,8 @@ func TestReencryptReadsWholeRows(t *testing.T) {
 	if n := keys.current.Load(); n != 0 {
 		t.Errorf("CurrentKey called %d times for a merge of a plain field", n)
 	}
-	if v, err := p.Get(ctx, "Sales", "r00", nil); err != nil || v.Name != "N" || v.SSN != "ssn-00" {
-		t.Fatalf("%+v, %v", v, err)
+	if v, err := p.Get(ctx, "Sales", "r00", nil); err != nil || v.Value.Name != "N" || v.Value.SSN != "ssn-00" {
+		t.Fatalf("%+v, %v", v.Value, err)
 	}
 }
 
