@@ -114,7 +114,7 @@ func New[T any](tbl *table.Table[T], opts *Options) (*Spread[T], error) {
 	}
 	fields, err := table.FieldsOf[T]()
 	if err != nil {
-		return nil, invalid(err) // not reached: tbl's T passed the same checks
+		return nil, table.MarkInvalid(ErrInvalid, err) // not reached: tbl's T passed the same checks
 	}
 	for _, f := range fields {
 		if f.Role == table.PartitionKeyField {
@@ -225,7 +225,7 @@ func (s *Spread[T]) home(pk, rk string, n int) (string, error) {
 func (s *Spread[T]) place(v *T) (*table.Table[T], string, error) {
 	pk, rk, err := s.tbl.Keys(v)
 	if err != nil {
-		return nil, "", invalid(err)
+		return nil, "", table.MarkInvalid(ErrInvalid, err)
 	}
 	p, err := s.home(pk, rk, s.gens[0])
 	if err != nil {
@@ -276,7 +276,7 @@ func (s *Spread[T]) Insert(ctx context.Context, v T) (Inserted, error) {
 	}
 	res, err := tb.Insert(ctx, v)
 	if err != nil {
-		return Inserted{}, invalid(err)
+		return Inserted{}, table.MarkInvalid(ErrInvalid, err)
 	}
 	return Inserted{Result: res, Partition: p}, nil
 }
@@ -298,7 +298,7 @@ func (s *Spread[T]) Upsert(ctx context.Context, v T) (Inserted, error) {
 	}
 	res, err := tb.Upsert(ctx, v, table.Replace)
 	if err != nil {
-		return Inserted{}, invalid(err)
+		return Inserted{}, table.MarkInvalid(ErrInvalid, err)
 	}
 	return Inserted{Result: res, Partition: p}, nil
 }
@@ -311,11 +311,11 @@ func (s *Spread[T]) Upsert(ctx context.Context, v T) (Inserted, error) {
 func (s *Spread[T]) InsertOp(v T) table.Op {
 	tb, _, err := s.place(&v)
 	if err != nil {
-		return errOp(err)
+		return table.FailedOp(err)
 	}
 	op := tb.InsertOp(v)
 	if err := op.Err(); err != nil {
-		return errOp(invalid(err))
+		return table.FailedOp(table.MarkInvalid(ErrInvalid, err))
 	}
 	return op
 }
@@ -381,13 +381,4 @@ func (s *Spread[T]) Range(ctx context.Context, pk, from, to string) iter.Seq2[En
 			}
 		}
 	}
-}
-
-// invalid makes an error of the table package found before the network
-// (table.ErrInvalid) match ErrInvalid too.
-func invalid(err error) error {
-	if errors.Is(err, table.ErrInvalid) && !errors.Is(err, ErrInvalid) {
-		err = fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return err
 }

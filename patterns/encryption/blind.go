@@ -139,7 +139,7 @@ func (t *Table[T]) Find(ctx context.Context, pk, field string, value any) iter.S
 		}
 		for d, err := range t.tbl.Query(ctx, &table.Query{Filter: f}) {
 			if err != nil {
-				yield(table.Entity[T]{}, invalid(err))
+				yield(table.Entity[T]{}, table.MarkInvalid(ErrInvalid, err))
 				return
 			}
 			if err := t.unseal(ctx, "find", &d); err != nil {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -530,14 +529,14 @@ func (t *Table[T]) write(ctx context.Context, name string, v *T, mode table.Mode
 		return table.Result{}, err
 	}
 	res, err := send(d, m)
-	return res, invalid(err)
+	return res, table.MarkInvalid(ErrInvalid, err)
 }
 
 // Delete removes the entity if etag matches ([table.Table.Delete]:
 // azcore.ETagAny for any version; empty is table.ErrNoETag). One round
 // trip; no key is needed.
 func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
-	return invalid(t.tbl.Delete(ctx, partitionKey, rowKey, etag))
+	return table.MarkInvalid(ErrInvalid, t.tbl.Delete(ctx, partitionKey, rowKey, etag))
 }
 
 // Get reads and decrypts one entity ([table.Table.Get]): one round trip.
@@ -546,7 +545,7 @@ func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *table.GetOptions) (table.Entity[T], error) {
 	e, err := t.tbl.Get(ctx, partitionKey, rowKey, opts)
 	if err != nil {
-		return table.Entity[T]{}, invalid(err)
+		return table.Entity[T]{}, table.MarkInvalid(ErrInvalid, err)
 	}
 	return t.entity(ctx, "get", e.Value)
 }
@@ -588,7 +587,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		if stopped != nil && errors.Is(err, stopped) {
 			return table.Entity[T]{}, err
 		}
-		return table.Entity[T]{}, invalid(err)
+		return table.Entity[T]{}, table.MarkInvalid(ErrInvalid, err)
 	}
 	if m := t.metaOf(&out); m != nil {
 		*m = written.Value.Meta // the version written, ready for a following Update
@@ -630,7 +629,7 @@ func (t *Table[T]) QueryEntities(ctx context.Context, q *table.Query) iter.Seq2[
 			if err == nil {
 				v, err = t.entity(ctx, "query", e.Value)
 			}
-			if !yield(v, invalid(err)) || err != nil {
+			if !yield(v, table.MarkInvalid(ErrInvalid, err)) || err != nil {
 				return
 			}
 		}
@@ -648,7 +647,7 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (table.Page[T]
 	}
 	p, err := t.tbl.QueryPage(ctx, q)
 	if err != nil {
-		return table.Page[T]{}, invalid(err)
+		return table.Page[T]{}, table.MarkInvalid(ErrInvalid, err)
 	}
 	out := table.Page[T]{Items: make([]T, len(p.Items)), Next: p.Next}
 	for i, d := range p.Items {
@@ -685,38 +684,13 @@ func (t *Table[T]) UpdateOp(ctx context.Context, v T, etag azcore.ETag, mode tab
 func (t *Table[T]) op(ctx context.Context, name string, v *T, mode table.Mode, build func(table.Dynamic, table.Mode) table.Op) table.Op {
 	d, m, err := t.encrypt(ctx, name, v, mode)
 	if err != nil {
-		return failedOp(err)
+		return table.FailedOp(err)
 	}
 	op := build(d, m)
 	if op.Err() != nil {
-		return failedOp(invalid(op.Err()))
+		return table.FailedOp(table.MarkInvalid(ErrInvalid, op.Err()))
 	}
 	return op
-}
-
-// failedOp returns an op that carries err: op.Err() returns it, and Submit
-// refuses the op (and its batch) with it before sending anything.
-//
-// Package table has no exported way to build such an op yet, so this sets
-// the op's error by reflection; replace it with the core's constructor
-// once there is one.
-func failedOp(err error) table.Op {
-	var op table.Op
-	f := reflect.ValueOf(&op).Elem().FieldByName("err")
-	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(&err).Elem())
-	return op
-}
-
-// invalid makes an error the core found before the network (a validation
-// error, table.ErrInvalid: an invalid key, no ETag, a limit) match
-// ErrInvalid too. Other errors pass unchanged, and so do this package's
-// own *Error.
-func invalid(err error) error {
-	var e *Error
-	if errors.Is(err, table.ErrInvalid) && !errors.Is(err, ErrInvalid) && !errors.As(err, &e) {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return err
 }
 
 // checkFilter refuses a filter that compares an encrypted field: its

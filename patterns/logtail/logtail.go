@@ -150,7 +150,7 @@ func (l *Log[T]) AppendAt(ctx context.Context, log string, at time.Time, v T) (A
 	rk := l.rowKey(at, seq)
 	res, err := l.tbl.WithKeys(func(*T) (string, string) { return pk, rk }).Insert(ctx, v)
 	if err != nil {
-		return Appended{}, invalid(err)
+		return Appended{}, table.MarkInvalid(ErrInvalid, err)
 	}
 	return Appended{Result: res, Time: at.UTC().Truncate(100), PartitionKey: pk, RowKey: rk}, nil
 }
@@ -340,13 +340,4 @@ func entry[T any](k table.Entity[T]) (Entry[T], error) {
 		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q: %w", k.RowKey, k.PartitionKey, err)
 	}
 	return Entry[T]{Entity: k, Time: t}, nil
-}
-
-// invalid makes an error of the table package found before the network
-// (table.ErrInvalid) match ErrInvalid too.
-func invalid(err error) error {
-	if errors.Is(err, table.ErrInvalid) && !errors.Is(err, ErrInvalid) {
-		err = fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return err
 }

@@ -147,7 +147,7 @@ func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tab
 		return nil, fmt.Errorf("%w: prefix %q and %d digits of period make %d characters, more than a table name's 63", ErrInvalid, prefix, r.digits, n)
 	}
 	if _, err := table.New[T](svc.NewClient(r.Name(time.Unix(0, 0)))); err != nil {
-		return nil, invalid(err)
+		return nil, table.MarkInvalid(ErrInvalid, err)
 	}
 	return r, nil
 }
@@ -332,7 +332,7 @@ func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (table.Result
 	case err == nil:
 		return res, nil
 	case errors.Is(err, table.ErrInvalid):
-		return res, invalid(err) // found before the network
+		return res, table.MarkInvalid(ErrInvalid, err) // found before the network
 	case beingDeleted(err):
 		return res, expired("insert", name, err)
 	case !errors.Is(err, table.ErrTableNotFound) && !(errors.Is(err, table.ErrOutcomeUnknown) && r.missing(ctx, tb, v)):
@@ -399,7 +399,7 @@ func (r *Tables[T]) missing(ctx context.Context, tb *table.Table[T], v T) bool {
 func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, opts *table.BatchOptions) (table.BatchResult, error) {
 	for i, op := range ops {
 		if err := op.Err(); err != nil {
-			return table.BatchResult{}, fmt.Errorf("rotation: submit: op %d: %w", i, invalid(err))
+			return table.BatchResult{}, fmt.Errorf("rotation: submit: op %d: %w", i, table.MarkInvalid(ErrInvalid, err))
 		}
 	}
 	if err := r.Prepare(ctx, at); err != nil {
@@ -455,7 +455,7 @@ func (r *Tables[T]) Range(ctx context.Context, from, to time.Time, q *table.Quer
 		}
 		n := 0
 		for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{Ordered: true, Concurrency: r.conc}) {
-			if !yield(e, invalid(err)) || err != nil {
+			if !yield(e, table.MarkInvalid(ErrInvalid, err)) || err != nil {
 				return
 			}
 			if n++; q.Limit > 0 && n == q.Limit {
@@ -515,14 +515,4 @@ func (r *Tables[T]) Sweep(ctx context.Context, before time.Time) (Swept, error) 
 		}
 	}
 	return out, nil
-}
-
-// invalid makes an error of the table package found before the network
-// (table.ErrInvalid: invalid keys, a value or filter it cannot encode)
-// match ErrInvalid too.
-func invalid(err error) error {
-	if errors.Is(err, table.ErrInvalid) && !errors.Is(err, ErrInvalid) {
-		err = fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return err
 }
