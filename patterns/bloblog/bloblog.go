@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/internal/redact"
+	"github.com/tablekit/tablekit/patterns/table"
 )
 
 const (
@@ -34,10 +35,11 @@ const (
 
 var (
 	// ErrInvalid is the sentinel for a request rejected before the
-	// network: bad Options or WriterOptions, an entry too long for one
-	// append or with a line break in its bytes, a time range the wrong way
-	// round.
-	ErrInvalid = errors.New("bloblog: invalid request")
+	// network: a nil container, bad Options or WriterOptions, an entry
+	// that cannot be encoded, too long for one append or with a line break
+	// in its bytes, a time range the wrong way round. It matches
+	// table.ErrInvalid.
+	ErrInvalid = table.NewErrInvalid("bloblog: invalid request")
 	// ErrClosed: Append after Close.
 	ErrClosed = errors.New("bloblog: writer closed")
 	// ErrCorrupt: a blob under the log's prefix holds a line that is not an
@@ -65,11 +67,13 @@ const (
 	metaLast   = "last"
 )
 
-// Options configures a Log.
+// Options configures a Log. A nil *Options means defaults.
 type Options struct {
 	// Prefix starts every blob name: <Prefix>/YYYY/MM/DD/HH00/<writer
-	// id>-<sequence number>.log. Required: letters, digits, '-', '_', '.'
-	// and '/' between non-empty segments, at most 512 characters.
+	// id>-<sequence number>.log: letters, digits, '-', '_', '.' and '/'
+	// between non-empty segments, at most 512 characters. Default: none,
+	// the log's blobs are named YYYY/MM/DD/HH00/<writer id>-<sequence
+	// number>.log at the container's root (the container is the log's).
 	Prefix string
 	// Concurrency is the most blobs Range reads at once. Default:
 	// DefaultConcurrency.
@@ -96,10 +100,15 @@ type Log[T any] struct {
 	raw     bool  // T is []byte
 }
 
-// New returns a Log in container c. It sends nothing.
+// New returns a Log in container c (required; a nil opts means defaults).
+// It sends nothing. It fails with ErrInvalid for a nil container or bad
+// Options.
 func New[T any](c *container.Client, opts *Options) (*Log[T], error) {
-	if c == nil || opts == nil {
-		return nil, fmt.Errorf("%w: a container and Options with a Prefix are required", ErrInvalid)
+	if c == nil {
+		return nil, fmt.Errorf("%w: a container is required", ErrInvalid)
+	}
+	if opts == nil {
+		opts = &Options{}
 	}
 	if err := checkPrefix(opts.Prefix); err != nil {
 		return nil, err
@@ -122,7 +131,10 @@ func New[T any](c *container.Client, opts *Options) (*Log[T], error) {
 }
 
 func checkPrefix(p string) error {
-	bad := len(p) == 0 || len(p) > 512
+	if p == "" {
+		return nil
+	}
+	bad := len(p) > 512
 	for _, seg := range strings.Split(p, "/") {
 		bad = bad || seg == "" || seg == "." || seg == ".."
 		for _, r := range seg {
@@ -137,7 +149,11 @@ func checkPrefix(p string) error {
 
 // hourPrefix is the name prefix of the blobs of the hour starting at h.
 func (l *Log[T]) hourPrefix(h time.Time) string {
-	return l.prefix + "/" + h.UTC().Format("2006/01/02/1504") + "/"
+	hour := h.UTC().Format("2006/01/02/1504") + "/"
+	if l.prefix == "" {
+		return hour
+	}
+	return l.prefix + "/" + hour
 }
 
 // encode returns v as an entry's text.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,7 +17,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/bloblog"
+	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -30,10 +33,6 @@ type Request struct {
 	Writer int
 	Seq    int
 }
-
-// fast is the retry policy of the fixture's clients: real retries, short
-// waits.
-var fast = retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, MaxRetries: 5}
 
 // clock is a clock the test moves; each reading may also advance it by a
 // step.
@@ -57,29 +56,35 @@ func (c *clock) Set(t time.Time) {
 	c.t = t
 }
 
-// fixture is a container seen through a fault-injecting client (the
-// log's) and through a clean one (the truth).
+// fixture is a container seen through the rig's fault-injecting client
+// (the log's) and through a clean one (the truth).
 type fixture struct {
-	env   *tabletest.Env
-	ft    *faults.Transport
+	r     *testrig.Rig
+	ft    *faults.Transport // the rig's
 	c     *container.Client
 	clean *container.Client
 }
 
-func newFixture(t testing.TB, policy retry.Policy) *fixture {
+// newFixture returns a fixture whose log client has the rig's retry
+// policy, testrig.Fast, or policy if one is given.
+func newFixture(t testing.TB, policy ...retry.Policy) *fixture {
 	t.Helper()
-	env := tabletest.New(t)
-	f := &fixture{env: env, ft: &faults.Transport{}}
-	o := &azblob.ClientOptions{}
-	o.Transport = f.ft
-	policy.ApplyTo(&o.ClientOptions)
-	f.c = env.Container(o)
-	u := strings.TrimSuffix(f.c.URL(), "/")
-	clean, err := container.NewClientFromConnectionString(env.ConnectionString, u[strings.LastIndex(u, "/")+1:], nil)
+	r := testrig.New(t)
+	f := &fixture{r: r, ft: r.Faults}
+	if len(policy) == 0 {
+		f.c = r.Container()
+	} else {
+		o := &azblob.ClientOptions{}
+		o.Transport = r.Faults
+		policy[0].ApplyTo(&o.ClientOptions)
+		f.c = r.Env.Container(o)
+	}
+	clean, err := container.NewClientFromConnectionString(r.ConnectionString, containerName(f.c), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.clean = clean
+	f.ft.Reset()
 	return f
 }
 
@@ -161,7 +166,7 @@ var at1805 = time.Date(2014, 7, 31, 18, 5, 0, 0, time.UTC)
 // flush creates the blob and appends once, Close records the last time.
 func TestNamesAndMetadata(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[Request](t, f)
 	clk := &clock{}
 	w := newWriter(t, l, &bloblog.WriterOptions{ID: "web1", FlushInterval: -1, Now: clk.Now})
@@ -249,7 +254,7 @@ func steps() (chan string, func(string) error) {
 // each tick of the interval, and on Close.
 func TestFlushTriggers(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[Request](t, f)
 	ctx := context.Background()
 	clk := &clock{t: at1805, step: time.Millisecond}
@@ -309,7 +314,7 @@ func TestFlushTriggers(t *testing.T) {
 // turns, recording each full blob's last entry time.
 func TestRoll(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[[]byte](t, f)
 	ctx := context.Background()
 	clk := &clock{t: at1805}
@@ -366,7 +371,7 @@ func TestRoll(t *testing.T) {
 // time order, each writer's in the order it appended them.
 func TestFourWriters(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[Request](t, f)
 	ctx := context.Background()
 	base := time.Date(2024, 1, 1, 10, 59, 59, 980_000_000, time.UTC) // the hour turns after 20,000 µs
@@ -430,7 +435,7 @@ func isCreate(r *http.Request) bool {
 // once, and no flush reports a false failure.
 func TestLostResponses(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[Request](t, f)
 	ctx := context.Background()
 	clk := &clock{t: at1805, step: time.Millisecond}
@@ -510,7 +515,7 @@ func TestLostResponses(t *testing.T) {
 // each creates its blobs only if absent.
 func TestSameID(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[Request](t, f)
 	ctx := context.Background()
 	clk := &clock{t: at1805, step: time.Millisecond}
@@ -546,7 +551,7 @@ func TestSameID(t *testing.T) {
 // stores them.
 func TestCloseLosesNothing(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[Request](t, f)
 	ctx := context.Background()
 	clk := &clock{t: at1805, step: time.Millisecond}
@@ -584,7 +589,7 @@ func TestCloseLosesNothing(t *testing.T) {
 // entry not accepted.
 func TestBackpressure(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[[]byte](t, f)
 	ctx := context.Background()
 	w := newWriter(t, l, &bloblog.WriterOptions{FlushSize: 1 << 10, MaxBuffered: 2 << 10, FlushInterval: -1})
@@ -617,7 +622,7 @@ func TestBackpressure(t *testing.T) {
 // and reads only the blobs whose metadata overlaps it.
 func TestRangeReadsOnlyWhatItNeeds(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[Request](t, f)
 	ctx := context.Background()
 	base := time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -664,7 +669,7 @@ func TestRangeReadsOnlyWhatItNeeds(t *testing.T) {
 // ErrCorrupt, never skipped silently.
 func TestCorruptBlob(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[Request](t, f)
 	ctx := context.Background()
 	for i, content := range []string{"not a log line\n", "2014-07-31T18:05:00.000000000Z {\"Path\":1}\n", "2014-07-31T18:05:00.000000000Z {}"} {
@@ -688,17 +693,22 @@ func TestCorruptBlob(t *testing.T) {
 // Bad input is refused before the network.
 func TestInvalid(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	ctx := context.Background()
 	check := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, bloblog.ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", what, err)
+		for _, want := range []error{bloblog.ErrInvalid, table.ErrInvalid} {
+			if !errors.Is(err, want) {
+				t.Errorf("%s: %v, want %v", what, err, want)
+			}
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: the error's text is not one line: %q", what, err)
 		}
 	}
 	check("nil container", second(bloblog.New[Request](nil, &bloblog.Options{Prefix: "p"})))
-	check("nil options", second(bloblog.New[Request](f.c, nil)))
-	for _, p := range []string{"", "/p", "p/", "a//b", "a b", "a/../b", strings.Repeat("p", 513)} {
+	check("nil container, nil options", second(bloblog.New[Request](nil, nil)))
+	for _, p := range []string{"/p", "p/", "a//b", "a b", "a/../b", "/", strings.Repeat("p", 513)} {
 		check(fmt.Sprintf("Prefix %q", p), second(bloblog.New[Request](f.c, &bloblog.Options{Prefix: p})))
 	}
 	check("Concurrency -1", second(bloblog.New[Request](f.c, &bloblog.Options{Prefix: "p", Concurrency: -1})))
@@ -769,7 +779,7 @@ func second[A, B any](_ A, b B) B { return b }
 // every entry once.
 func TestUncertainAppendThenMore(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[Request](t, f)
 	clk := &clock{t: at1805, step: time.Millisecond}
 	w := newWriter(t, l, &bloblog.WriterOptions{ID: "u", FlushInterval: -1, Now: clk.Now})
@@ -798,5 +808,41 @@ func TestUncertainAppendThenMore(t *testing.T) {
 	}
 	if n := len(f.blobs(t)); n != 1 {
 		t.Fatalf("%d blobs, want 1", n)
+	}
+}
+
+// TestDefaults: New with nil Options keeps the log at the container's
+// root (YYYY/MM/DD/HH00/<writer>-<sequence>.log); a log under a Prefix in
+// the same container and the root log never read each other's blobs.
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	root, err := bloblog.New[Request](f.c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefixed := newLog[Request](t, f)
+	clk := &clock{}
+	clk.Set(at1805)
+	for i, l := range []*bloblog.Log[Request]{root, prefixed} {
+		w := newWriter(t, l, &bloblog.WriterOptions{ID: "web1", Now: clk.Now})
+		if err := w.Append(ctx, Request{Seq: i}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := collect(t, root, at1805, at1805.Add(time.Minute))
+	if len(got) != 1 || got[0].Value.Seq != 0 || got[0].Blob != "2014/07/31/1800/web1-000001.log" {
+		t.Fatalf("the root log reads %+v", got)
+	}
+	got = collect(t, prefixed, at1805, at1805.Add(time.Minute))
+	if len(got) != 1 || got[0].Value.Seq != 1 || got[0].Blob != "logs/web/2014/07/31/1800/web1-000001.log" {
+		t.Fatalf("the prefixed log reads %+v", got)
+	}
+	if names := slices.Sorted(maps.Keys(f.blobs(t))); !slices.Equal(names, []string{"2014/07/31/1800/web1-000001.log", "logs/web/2014/07/31/1800/web1-000001.log"}) {
+		t.Fatalf("blobs %v", names)
 	}
 }

@@ -23,7 +23,11 @@
 //
 // for the hour starting at HH:00 of t's day, e.g.
 // logs/web/2014/07/31/1800/web1-000001.log, as Storage Analytics names
-// queue/2014/07/31/1800/000001.log. Each writer has its own sequence
+// queue/2014/07/31/1800/000001.log. Without a Prefix (a nil *Options
+// means defaults) the names start at the container's root:
+// 2014/07/31/1800/web1-000001.log. A [Log] takes its container as New's
+// positional argument; it writes no table rows, so its reads yield an
+// [Entry] of its own (time, value, blob), not a table.Entity. Each writer has its own sequence
 // space: its blobs carry its ID, and it numbers them from 000001 each
 // hour, moving to the next number before a blob reaches the log's
 // Options.MaxBlobSize (64 MiB by default; a writer's

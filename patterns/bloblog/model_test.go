@@ -22,7 +22,7 @@ import (
 // soak.
 func TestModelBlobLog(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	l := newLog[Request](t, f)
 	ctx := context.Background()
 	base := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)

@@ -50,7 +50,7 @@ func (b *beforeRead) Do(r *http.Request) (*http.Response, error) {
 // Content-Length, and a line longer than one append is ErrTooLarge.
 func TestOversize(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	ctx := context.Background()
 	l, err := bloblog.New[[]byte](f.c, &bloblog.Options{Prefix: "logs/web", MaxBlobSize: 1 << 10})
 	if err != nil {
@@ -87,7 +87,7 @@ func TestOversize(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	gc, err := container.NewClientFromConnectionString(f.env.ConnectionString, containerName(f.c), &container.ClientOptions{ClientOptions: policy.ClientOptions{Transport: grow}})
+	gc, err := container.NewClientFromConnectionString(f.r.ConnectionString, containerName(f.c), &container.ClientOptions{ClientOptions: policy.ClientOptions{Transport: grow}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func sasContainer(t *testing.T, serviceURL, name string) (*container.Client, str
 // reads) without the signature, raw or URL-encoded, in their errors.
 func TestSASSignatureNeverInErrors(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fast)
+	f := newFixture(t)
 	ctx := context.Background()
 	w := newWriter(t, newLog[Request](t, f), &bloblog.WriterOptions{FlushInterval: -1})
 	if err := w.Append(ctx, Request{Path: "/"}); err != nil {

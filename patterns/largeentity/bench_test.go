@@ -111,10 +111,11 @@ func BenchmarkLarge4MiB(b *testing.B) {
 	blobs := env.Container(nil)
 	tbl, _ := table.New[table.Dynamic](tc)
 	type employee struct {
-		Name  string
-		Photo []byte `largeentity:"offload"`
+		PartitionKey, RowKey string
+		Name                 string
+		Photo                []byte `largeentity:"offload"`
 	}
-	s, err := largeentity.New[employee](tbl, &largeentity.Options{Blobs: blobs})
+	s, err := largeentity.New[employee](tbl, blobs, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func BenchmarkLarge4MiB(b *testing.B) {
 	for _, p := range photos {
 		_, _ = rand.Read(p)
 	}
-	res, err := s.Insert(ctx, "le", "e", employee{Name: "Jo", Photo: photos[0]})
+	res, err := s.Insert(ctx, employee{PartitionKey: "le", RowKey: "e", Name: "Jo", Photo: photos[0]})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func BenchmarkLarge4MiB(b *testing.B) {
 	ops := map[string]map[string]func(i int) error{
 		"write": {
 			"large": func(i int) error {
-				res, err := s.Update(ctx, "le", "e", employee{Name: "Jo", Photo: photos[i%2]}, azcore.ETagAny)
+				res, err := s.Update(ctx, employee{PartitionKey: "le", RowKey: "e", Name: "Jo", Photo: photos[i%2]}, azcore.ETagAny)
 				if err == nil {
 					current["large"+"-new"] = res.Blobs[0].Name
 				}

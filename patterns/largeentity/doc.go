@@ -16,19 +16,39 @@
 //
 // # Mapping
 //
-// T is a struct stored as by table.Table[T]. Its chosen fields, []byte,
-// string or `table:",json"` fields tagged `largeentity:"offload"` or
-// named in Options.Fields, go to a blob when their value is larger than
-// Options.Threshold (as the service counts it); fields tagged
-// `largeentity:"always"` go whenever they are not empty. When the entity
-// would still exceed 1 MiB, the largest remaining chosen values go too.
-// An offloaded property P is replaced by the reserved property TkBlobP
-// (PointerPrefix + P) holding {"blob":name,"size":n,"sha256":hex}; T may
-// not have properties starting with PointerPrefix. Reads resolve the
-// pointers of every []byte, string and json field of T, whatever the
-// Options that wrote them, except Prefix: every Store of a table must use
-// the same Prefix (see Trust). A value holds at most MaxValueSize (256
-// MiB, one upload request).
+// A [Store] of T writes to a *table.Table[table.Dynamic] (the table rule
+// of tablekit: a pattern that stores rows of its own making from T, here
+// T's properties with pointers in place of its large values, takes a
+// Table[Dynamic] and T as New's type parameter) and to a blob container;
+// both are New's positional arguments, and a nil *Options means
+// defaults:
+//
+//	staff, err := largeentity.New[Employee](tbl, photos, nil)
+//
+// T is a struct stored as by table.Table[T] (its field model is
+// [table.FieldsOf]). A value's keys are those of T's key fields, or what
+// Options.Keys computes: Insert and Update take the value, and Get,
+// Modify and Delete the keys; reads return a [Entity], the core's
+// [table.Entity] (keys, ETag, value) with the blobs it points at, and
+// writes a [Result], the core's [table.Result] with the blobs. There is
+// no Upsert: Insert, and Update with azcore.ETagAny, are the
+// unconditional writes, and the table's merge modes do not apply to rows
+// whose pointers and values the Store lays out (a merge would keep a
+// pointer beside the inline value that replaced it).
+//
+// T's chosen fields, []byte, string or `table:",json"` fields tagged
+// `largeentity:"offload"` or named in Options.Fields, go to a blob when
+// their value is larger than Options.Threshold (as the service counts
+// it); fields tagged `largeentity:"always"` go whenever they are not
+// empty. When the entity would still exceed 1 MiB, the largest remaining
+// chosen values go too. An offloaded property P is replaced by the
+// reserved property TkBlobP (PointerPrefix + P) holding
+// {"blob":name,"size":n,"sha256":hex}; like every name under
+// table.ReservedPropertyPrefix, T may not use it (nor may its extra map
+// write one). Reads resolve the pointers of every []byte, string and json
+// field of T, whatever the Options that wrote them, except Prefix: every
+// Store of a table must use the same Prefix (see Trust). A value holds at
+// most MaxValueSize (256 MiB, one upload request).
 //
 // Blobs are named <Prefix>/<hash of the keys>/<property>/<random id>: a
 // new name for every value written, so no two writes, concurrent or not,
@@ -40,7 +60,8 @@
 // A write uploads the blobs first, each created only if absent, then
 // writes the entity, so the entity never points at a blob that is missing
 // or half written: a crash in between leaves only unreferenced blobs
-// (orphans). Update and Modify replace the entity conditioned on its ETag
+// (orphans). Update and Modify replace the entity whole (the Store owns
+// its rows' layout, so Update takes no table.Mode) conditioned on its ETag
 // as patterns/table does (or unconditionally with azcore.ETagAny), and
 // since each write points at its own blobs, a concurrent replace can
 // never leave the entity pointing at another writer's half-written value.

@@ -19,43 +19,45 @@ import (
 // then writes the entity; Get reads the entity, then the photo, and checks
 // its SHA-256; a projection without the photo reads the entity only.
 func Example() {
+	ctx := context.Background()
+	c, cleanup, err := tabletest.ScratchTable(ctx, "staff")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cleanup()
+	// A container for the photos, in the same account.
 	cs, err := tabletest.ConnectionString()
 	if err != nil {
 		log.Fatal(err)
 	}
-	ctx := context.Background()
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	name := fmt.Sprintf("staff%d", time.Now().UnixNano())
-	if err := table.CreateTable(ctx, svc, name); err != nil {
-		log.Fatal(err)
-	}
-	defer func() { _ = table.DeleteTable(ctx, svc, name) }()
 	bo := &azblob.ClientOptions{}
 	retry.Default.ApplyTo(&bo.ClientOptions)
-	blobs, err := azblob.NewClientFromConnectionString(cs, bo)
+	svc, err := azblob.NewClientFromConnectionString(cs, bo)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := blobs.CreateContainer(ctx, name, nil); err != nil {
+	name := fmt.Sprintf("photos%d", time.Now().UnixNano())
+	if _, err := svc.CreateContainer(ctx, name, nil); err != nil {
 		log.Fatal(err)
 	}
-	defer func() { _, _ = blobs.DeleteContainer(ctx, name, nil) }()
+	defer func() { _, _ = svc.DeleteContainer(ctx, name, nil) }()
 
 	type Employee struct {
-		table.Meta
+		Department          string `table:",pk"`
+		ID                  string `table:",rk"`
 		FirstName, LastName string
 		Photo               []byte `largeentity:"offload"`
 	}
-	tbl, _ := table.New[table.Dynamic](svc.NewClient(name))
-	staff, err := largeentity.New[Employee](tbl, &largeentity.Options{Blobs: blobs.ServiceClient().NewContainerClient(name)})
+	tbl, err := table.New[table.Dynamic](c)
+	if err != nil {
+		log.Fatal(err)
+	}
+	staff, err := largeentity.New[Employee](tbl, svc.ServiceClient().NewContainerClient(name), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 	jpeg := bytes.Repeat([]byte{0xff, 0xd8, 0xff}, 100_000) // 300 KB
-	res, err := staff.Insert(ctx, "Sales", "000223", Employee{FirstName: "Jun", LastName: "Cao", Photo: jpeg})
+	res, err := staff.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jun", LastName: "Cao", Photo: jpeg})
 	if err != nil {
 		log.Fatal(err)
 	}

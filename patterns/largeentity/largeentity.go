@@ -9,12 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf16"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
@@ -36,8 +34,9 @@ const (
 	// PointerPrefix starts the name of the reserved property that holds
 	// the pointer of an offloaded value: property Photo's blob is named in
 	// property TkBlobPhoto, as JSON {"blob":name,"size":n,"sha256":hex}.
-	// Property names that start with it are refused in T.
-	PointerPrefix = "TkBlob"
+	// It is under table.ReservedPropertyPrefix, which T's property names
+	// may not use.
+	PointerPrefix = table.ReservedPropertyPrefix + "Blob"
 	// Tag is the struct tag that chooses a field to offload:
 	// `largeentity:"offload"` offloads values over Options.Threshold,
 	// `largeentity:"always"` every non-empty value.
@@ -55,13 +54,15 @@ const (
 
 var (
 	// ErrInvalid is the sentinel for a request rejected before the
-	// network: bad Options, a field that cannot be offloaded, a reserved
-	// property name, a value larger than MaxValueSize (also
-	// table.ErrTooLarge), and keys the service would refuse or that this
-	// package cannot take, an empty PartitionKey among them (also
-	// table.ErrInvalidKey). Entities the service would refuse are the
-	// table package's sentinels.
-	ErrInvalid = errors.New("largeentity: invalid request")
+	// network: a nil table or container, bad Options, a field that cannot
+	// be offloaded, a property name under table.ReservedPropertyPrefix, a
+	// T without keys (no key fields, no Options.Keys) on a write, an
+	// entity the table package would refuse (also its sentinel:
+	// table.ErrInvalidEntity, table.ErrTooLarge), a value larger than
+	// MaxValueSize (also table.ErrTooLarge), and keys the service would
+	// refuse or that this package cannot take, an empty PartitionKey
+	// among them (also table.ErrInvalidKey). It matches table.ErrInvalid.
+	ErrInvalid = table.NewErrInvalid("largeentity: invalid request")
 	// ErrCorrupt: an offloaded value could not be read as its entity
 	// describes it: the blob's content does not have the recorded SHA-256
 	// or size, the blob is missing while the entity still points at it,
@@ -82,10 +83,14 @@ var (
 	ErrGraceExceeded = errors.New("largeentity: half the grace period passed between the blob uploads and the entity write; not applied")
 )
 
-// Options configures a Store.
-type Options struct {
-	// Blobs is the container for the offloaded values. Required.
-	Blobs *container.Client
+// Options configures a Store. A nil *Options means defaults.
+type Options[T any] struct {
+	// Keys returns the keys an entity is stored under, as table.WithKeys
+	// does for a table: for a T without key fields, or keys computed
+	// from other fields. Default: T's key fields ([table.KeysOf]). A
+	// Store whose T has neither can read (Get, Range) and Delete, but its
+	// writes fail with ErrInvalid.
+	Keys func(*T) (pk, rk string)
 	// Prefix names the blobs: <Prefix>/<32 hex digits of the entity's
 	// keys' hash>/<property>/<32 random hex digits>. Default: the table's
 	// name. Reads follow only pointers to names of that form
@@ -129,6 +134,8 @@ type Options struct {
 type Store[T any] struct {
 	tbl       *table.Table[table.Dynamic]
 	blobs     *container.Client
+	keys      func(*T) (pk, rk string) // nil: T has no keys to write
+	extra     bool                     // T has an extra map: its names are checked on writes
 	prefix    string
 	chosen    []*field          // the fields offloaded by writes
 	readable  map[string]*field // every []byte, string or json field: what a read can resolve
@@ -171,13 +178,11 @@ type Blob struct {
 	SHA256 string `json:"sha256"`
 }
 
-// Entity is an entity as read.
+// Entity is an entity as read: the core's envelope (keys, ETag, and the
+// value with every offloaded value read back, or only the properties
+// selected) and the blobs it points at.
 type Entity[T any] struct {
-	// Value is the entity with every offloaded value read back (or only
-	// the properties selected).
-	Value T
-	// ETag is the entity's version; pass it to Update or Delete.
-	ETag azcore.ETag
+	table.Entity[T]
 	// Blobs are the offloaded values the entity points at (those read,
 	// when a projection skipped some), by property name order.
 	Blobs []Blob
@@ -201,26 +206,28 @@ type GetOptions struct {
 }
 
 // New returns a Store of entities of type T (a struct) in tbl's table,
-// with their large values in opts.Blobs. It sends nothing. It fails with
-// ErrInvalid for bad Options, a chosen field that is not a []byte, string
-// or `table:",json"` field, or a property named with PointerPrefix, and
-// with the table package's error when T cannot be stored. T's key fields,
-// if any, are ignored on writes (the calls take the keys) and receive the
-// entity's keys on reads; its Meta receives the ETag and Timestamp.
-func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Store[T], error) {
-	if tbl == nil || opts == nil || opts.Blobs == nil {
-		return nil, fmt.Errorf("%w: a table and Options with Blobs are required", ErrInvalid)
+// with their large values in the container blobs; both are required, and
+// a nil opts means defaults. It sends nothing. It fails with ErrInvalid
+// for a nil table or container, bad Options, a chosen field that is not a
+// []byte, string or `table:",json"` field, a property named under
+// table.ReservedPropertyPrefix, or a T the table package cannot store
+// (also that package's error). Writes take an entity's keys from T's key
+// fields, or from Options.Keys; reads fill T's key fields with the
+// entity's keys and its Meta with the ETag and Timestamp.
+func New[T any](tbl *table.Table[table.Dynamic], blobs *container.Client, opts *Options[T]) (*Store[T], error) {
+	if tbl == nil || blobs == nil {
+		return nil, fmt.Errorf("%w: a table and a blob container are required", ErrInvalid)
+	}
+	var o Options[T]
+	if opts != nil {
+		o = *opts
 	}
 	typ := reflect.TypeFor[T]()
 	if typ.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("%w: %v is not a struct type", ErrInvalid, typ)
 	}
-	var zero T
-	if _, err := table.ToDynamic(zero); err != nil {
-		return nil, err
-	}
-	s := &Store[T]{tbl: reserved.Properties(tbl), blobs: opts.Blobs, prefix: opts.Prefix, threshold: opts.Threshold, conc: opts.Concurrency,
-		grace: opts.Grace, retry: retry.Default, now: opts.Now, readable: map[string]*field{}}
+	s := &Store[T]{tbl: reserved.Properties(tbl), blobs: blobs, keys: o.Keys, prefix: o.Prefix, threshold: o.Threshold, conc: o.Concurrency,
+		grace: o.Grace, retry: retry.Default, now: o.Now, readable: map[string]*field{}}
 	if s.prefix == "" {
 		s.prefix = tbl.Name()
 	}
@@ -243,21 +250,14 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Store[T], erro
 	} else if s.grace < 0 {
 		return nil, fmt.Errorf("%w: Grace %v is negative", ErrInvalid, s.grace)
 	}
-	if opts.Retry != nil {
-		s.retry = *opts.Retry
+	if o.Retry != nil {
+		s.retry = *o.Retry
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	named := map[string]bool{}
-	for _, n := range opts.Fields {
-		named[n] = true
-	}
-	if err := s.addFields(typ, nil, named); err != nil {
+	if err := s.addFields(o.Fields); err != nil {
 		return nil, err
-	}
-	for n := range named {
-		return nil, fmt.Errorf("%w: Options.Fields names %q, which %v has no []byte, string or json field for", ErrInvalid, n, typ)
 	}
 	if len(s.chosen) == 0 {
 		return nil, fmt.Errorf("%w: %v has no field to offload: tag one `%s:\"offload\"` or name it in Options.Fields", ErrInvalid, typ, Tag)
@@ -279,97 +279,87 @@ func checkPrefix(p string) error {
 	return nil
 }
 
-// addFields walks T's fields as the table codec names them (the `table`
-// tag's name, else the field's; embedded structs flattened; `table:"-"`
-// skipped), records those a read can resolve, and chooses the tagged and
-// named ones.
-func (s *Store[T]) addFields(t reflect.Type, parent []int, named map[string]bool) error {
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		index := append(slices.Clone(parent), i)
-		tag := sf.Tag.Get("table")
-		name, opts, _ := strings.Cut(tag, ",")
-		if tag == "-" || sf.Type == reflect.TypeFor[table.Meta]() {
-			continue
-		}
-		if sf.Anonymous && sf.Type.Kind() == reflect.Struct && name == "" && sf.Type != reflect.TypeFor[time.Time]() {
-			if err := s.addFields(sf.Type, index, named); err != nil {
-				return err
-			}
-			continue
-		}
-		if !sf.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
-		if strings.HasPrefix(name, PointerPrefix) {
-			return fmt.Errorf("%w: %v.%s: property names starting with %q are reserved", ErrInvalid, t, sf.Name, PointerPrefix)
-		}
-		f := &field{name: name, index: index, typ: sf.Type}
-		switch o := strings.Split(opts, ","); {
-		case slices.Contains(o, "pk"), slices.Contains(o, "rk"), slices.Contains(o, "extra"),
-			name == "PartitionKey", name == "RowKey", name == "Timestamp":
-			f.kind = 0
-		case slices.Contains(o, "json"):
+// addFields reads T's fields as the table codec maps them
+// ([table.FieldsOf]), records the []byte, string and json properties a
+// read can resolve, chooses those tagged or named in Options.Fields, and
+// takes T's keys from its key fields unless Options.Keys gives them.
+func (s *Store[T]) addFields(names []string) error {
+	typ := reflect.TypeFor[T]()
+	fields, err := table.FieldsOf[T]()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	named := map[string]bool{}
+	for _, n := range names {
+		named[n] = true
+	}
+	hasKeys := 0
+	for _, tf := range fields {
+		sf := typ.FieldByIndex(tf.Index)
+		name := tf.Property
+		f := &field{name: name, index: tf.Index, typ: tf.Type}
+		switch {
+		case tf.Role == table.PartitionKeyField, tf.Role == table.RowKeyField:
+			hasKeys++
+			name = tf.Name
+		case tf.Role == table.ExtraField:
+			s.extra = true
+			name = tf.Name
+		case tf.Role != table.PropertyField:
+			name = tf.Name
+		case tf.JSON:
 			f.kind = kJSON
-		case sf.Type.Kind() == reflect.Slice && sf.Type.Elem().Kind() == reflect.Uint8:
+		case tf.Type.Kind() == reflect.Slice && tf.Type.Elem().Kind() == reflect.Uint8:
 			f.kind = kBytes
-		case sf.Type.Kind() == reflect.String && !slices.Contains(o, "guid"):
+		case tf.Type.Kind() == reflect.String && !tf.GUID:
 			f.kind = kString
+		}
+		if tf.Role == table.PropertyField {
+			if err := table.ValidPropertyName(name); err != nil {
+				return fmt.Errorf("%w: %v.%s: %w", ErrInvalid, typ, tf.Name, err)
+			}
 		}
 		mode, tagged := sf.Tag.Lookup(Tag)
 		choose := tagged || named[name]
 		delete(named, name)
 		switch {
 		case tagged && mode != "offload" && mode != "always":
-			return fmt.Errorf("%w: %v.%s: tag %s:%q, want \"offload\" or \"always\"", ErrInvalid, t, sf.Name, Tag, mode)
+			return fmt.Errorf("%w: %v.%s: tag %s:%q, want \"offload\" or \"always\"", ErrInvalid, typ, tf.Name, Tag, mode)
 		case choose && f.kind == 0:
-			return fmt.Errorf("%w: %v.%s: only []byte, string and `table:\",json\"` fields can be offloaded", ErrInvalid, t, sf.Name)
+			return fmt.Errorf("%w: %v.%s: only []byte, string and `table:\",json\"` fields can be offloaded", ErrInvalid, typ, tf.Name)
 		case f.kind == 0:
 			continue
 		case len(PointerPrefix)+len(name) > table.MaxPropertyNameLength:
 			if choose {
-				return fmt.Errorf("%w: %v.%s: property name %q is too long for its pointer property", ErrInvalid, t, sf.Name, name)
+				return fmt.Errorf("%w: %v.%s: property name %q is too long for its pointer property", ErrInvalid, typ, tf.Name, name)
 			}
 			continue
 		}
 		f.always = mode == "always"
 		s.readable[name] = f
 		if choose {
-			if err := checkStored[T](f); err != nil {
-				return err
-			}
 			s.chosen = append(s.chosen, f)
+		}
+	}
+	for n := range named {
+		return fmt.Errorf("%w: Options.Fields names %q, which %v has no []byte, string or json field for", ErrInvalid, n, typ)
+	}
+	if s.keys == nil && hasKeys == 2 {
+		s.keys = func(v *T) (string, string) {
+			pk, rk, _ := table.KeysOf(v) // T has key fields: no error
+			return pk, rk
 		}
 	}
 	return nil
 }
 
-// checkStored checks that the table codec stores f under f.name, as
-// the walk of addFields assumed: a T with only f set converts to a
-// property bag holding it. (A json field's zero value may be omitted, so
-// only []byte and string fields are checked this way.)
-func checkStored[T any](f *field) error {
-	if f.kind == kJSON {
-		return nil
+// keysOf returns the keys v is stored under, checked as checkKeys does.
+func (s *Store[T]) keysOf(op string, v *T) (pk, rk string, err error) {
+	if s.keys == nil {
+		return "", "", fmt.Errorf("largeentity: %s: %w: %w: %v has no PartitionKey and RowKey fields: tag them, or give Options.Keys", op, ErrInvalid, table.ErrInvalidEntity, reflect.TypeFor[T]())
 	}
-	var v T
-	fv := reflect.ValueOf(&v).Elem().FieldByIndex(f.index)
-	if f.kind == kBytes {
-		fv.SetBytes([]byte{1})
-	} else {
-		fv.SetString("x")
-	}
-	d, err := table.ToDynamic(v)
-	if err != nil {
-		return err
-	}
-	if _, ok := d.Properties[f.name]; !ok {
-		return fmt.Errorf("%w: %v: the table codec does not store a property %q", ErrInvalid, reflect.TypeFor[T](), f.name)
-	}
-	return nil
+	pk, rk = s.keys(v)
+	return pk, rk, checkKeys(op, pk, rk)
 }
 
 // pointerProperty is the reserved property holding name's pointer.

@@ -10,21 +10,19 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
-	"github.com/tablekit/tablekit/retry"
 )
 
 func TestMain(m *testing.M) { tabletest.Main(m) }
@@ -40,10 +38,6 @@ type Employee struct {
 	CV         string   `largeentity:"offload"`
 	Skills     []string `table:",json" largeentity:"always"`
 }
-
-// fast is the retry policy of the fixture's clients: real retries, short
-// waits.
-var fast = retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, MaxRetries: 5}
 
 // clock is a clock the test moves.
 type clock struct {
@@ -63,13 +57,14 @@ func (c *clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// fixture is a table and a container seen through fault-injecting clients
-// (the stores') and through clean ones (the truth).
+// fixture is a table and a container seen through the rig's
+// fault-injecting clients (the stores') and through clean ones (the
+// truth).
 type fixture struct {
-	env        *tabletest.Env
-	tft, bft   *faults.Transport
-	tbl        *table.Table[table.Dynamic] // through tft
-	blobs      *container.Client           // through bft
+	r          *testrig.Rig
+	tbl        *table.Table[table.Dynamic] // through r.Faults
+	blobs      *container.Client           // through r.Faults
+	blobHost   string                      // the blob endpoint's host, to tell blob requests from table ones
 	cleanTbl   *table.Table[table.Dynamic]
 	cleanBlobs *container.Client
 	clock      *clock
@@ -77,29 +72,19 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	env := tabletest.New(t)
-	f := &fixture{env: env, tft: &faults.Transport{}, bft: &faults.Transport{}, clock: &clock{t: time.Now()}}
-	to := &aztables.ClientOptions{}
-	to.Transport = f.tft
-	fast.ApplyTo(&to.ClientOptions)
-	name := env.Name()
-	var err error
-	if f.tbl, err = table.New[table.Dynamic](env.CreateTable(name, to)); err != nil {
-		t.Fatal(err)
-	}
-	if f.cleanTbl, err = table.New[table.Dynamic](env.TableClient(name, nil)); err != nil {
-		t.Fatal(err)
-	}
-	f.cleanTbl = reserved.Properties(f.cleanTbl) // plants pointers as another writer would
-	bo := &azblob.ClientOptions{}
-	bo.Transport = f.bft
-	fast.ApplyTo(&bo.ClientOptions)
-	f.blobs = env.Container(bo)
-	cs, err := container.NewClientFromConnectionString(env.ConnectionString, containerName(f.blobs), nil)
+	r := testrig.New(t)
+	c := r.Table()
+	f := &fixture{r: r, tbl: testrig.NewTable[table.Dynamic](t, c), blobs: r.Container(), clock: &clock{t: time.Now()}}
+	f.cleanTbl = reserved.Properties(testrig.NewTable[table.Dynamic](t, r.Clean(c))) // plants pointers as another writer would
+	u, err := url.Parse(f.blobs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.cleanBlobs = cs
+	f.blobHost = u.Host
+	if f.cleanBlobs, err = container.NewClientFromConnectionString(r.ConnectionString, containerName(f.blobs), nil); err != nil {
+		t.Fatal(err)
+	}
+	r.Faults.Reset()
 	return f
 }
 
@@ -108,21 +93,29 @@ func containerName(c *container.Client) string {
 	return u[strings.LastIndex(u, "/")+1:]
 }
 
-func newStore[T any](t testing.TB, f *fixture, opts *largeentity.Options) *largeentity.Store[T] {
+// blob and tbl restrict a fault's match to the blob or the table
+// requests.
+func (f *fixture) blob(m func(*http.Request) bool) func(*http.Request) bool {
+	return func(r *http.Request) bool { return r.URL.Host == f.blobHost && m(r) }
+}
+
+func (f *fixture) table(m func(*http.Request) bool) func(*http.Request) bool {
+	return func(r *http.Request) bool { return r.URL.Host != f.blobHost && m(r) }
+}
+
+func newStore[T any](t testing.TB, f *fixture, opts *largeentity.Options[T]) *largeentity.Store[T] {
 	t.Helper()
-	o := largeentity.Options{}
+	o := largeentity.Options[T]{}
 	if opts != nil {
 		o = *opts
 	}
-	o.Blobs = f.blobs
 	if o.Now == nil {
 		o.Now = f.clock.Now
 	}
 	if o.Retry == nil {
-		p := retry.Policy{Default: time.Millisecond, Max: 20 * time.Millisecond, MaxRetries: 200, FullJitter: true}
-		o.Retry = &p
+		o.Retry = &testrig.Contention
 	}
-	s, err := largeentity.New[T](f.tbl, &o)
+	s, err := largeentity.New(f.tbl, f.blobs, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,15 +123,20 @@ func newStore[T any](t testing.TB, f *fixture, opts *largeentity.Options) *large
 }
 
 // reset forgets the requests recorded so far.
-func (f *fixture) reset() {
-	f.tft.Reset()
-	f.bft.Reset()
-}
+func (f *fixture) reset() { f.r.Faults.Reset() }
 
 // trips checks the table and blob requests since the last reset.
 func (f *fixture) trips(t *testing.T, what string, tables, blobs int) {
 	t.Helper()
-	if nt, nb := f.tft.Count(), f.bft.Count(); nt != tables || nb != blobs {
+	nt, nb := 0, 0
+	for _, r := range f.r.Faults.Requests() {
+		if u, err := url.Parse(r.URL); err == nil && u.Host == f.blobHost {
+			nb++
+		} else {
+			nt++
+		}
+	}
+	if nt != tables || nb != blobs {
 		t.Fatalf("%s: %d table and %d blob requests, want %d and %d", what, nt, nb, tables, blobs)
 	}
 	f.reset()
@@ -228,6 +226,29 @@ func photo(n int, seed uint64) []byte {
 
 func isDelete(r *http.Request) bool { return r.Method == http.MethodDelete }
 
+func isWrite(r *http.Request) bool { return r.Method != http.MethodGet }
+
+// invalid checks that err is a validation error of the package: it
+// matches ErrInvalid, table.ErrInvalid and each of also, and its text is
+// one line.
+func invalid(t *testing.T, what string, err error, also ...error) {
+	t.Helper()
+	for _, want := range append([]error{largeentity.ErrInvalid, table.ErrInvalid}, also...) {
+		if !errors.Is(err, want) {
+			t.Errorf("%s: %v, want %v", what, err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "\n") {
+		t.Errorf("%s: the error's text is not one line: %q", what, err)
+	}
+}
+
+// at returns e with the keys (pk, rk).
+func at(pk, rk string, e Employee) Employee {
+	e.Department, e.ID = pk, rk
+	return e
+}
+
 // TestRoundTripsPerOperation: every operation costs what the package
 // documentation says, asserted at the transports, and returns what was
 // stored.
@@ -239,7 +260,7 @@ func TestRoundTripsPerOperation(t *testing.T) {
 	f.reset()
 
 	e := Employee{Name: "Jo", Photo: photo(300<<10, 1), CV: "short"}
-	res, err := s.Insert(ctx, "Sales", "000223", e)
+	res, err := s.Insert(ctx, at("Sales", "000223", e))
 	if err != nil || res.ETag == "" || len(res.Blobs) != 1 {
 		t.Fatalf("Insert = %+v, %v", res, err)
 	}
@@ -272,12 +293,12 @@ func TestRoundTripsPerOperation(t *testing.T) {
 	f.trips(t, "Get with a projection of the photo", 1, 1)
 
 	e.Photo, e.CV, e.Skills = photo(200<<10, 2), strings.Repeat("é", 20<<10), []string{"go"}
-	res2, err := s.Update(ctx, "Sales", "000223", e, res.ETag)
+	res2, err := s.Update(ctx, at("Sales", "000223", e), res.ETag)
 	if err != nil || len(res2.Blobs) != 3 {
 		t.Fatalf("Update = %+v, %v", res2, err)
 	}
 	f.trips(t, "Update with three offloaded values (a 40 KiB-as-stored CV among them)", 1, 3)
-	if _, err := s.Update(ctx, "Sales", "000223", e, res.ETag); !errors.Is(err, table.ErrPreconditionFailed) {
+	if _, err := s.Update(ctx, at("Sales", "000223", e), res.ETag); !errors.Is(err, table.ErrPreconditionFailed) {
 		t.Fatalf("Update with a stale ETag = %v", err)
 	}
 	f.trips(t, "Update with a stale ETag (its blobs deleted again)", 1, 6)
@@ -316,7 +337,7 @@ func TestRoundTripsPerOperation(t *testing.T) {
 	}
 
 	small := Employee{Name: "Al", Photo: []byte("tiny"), CV: "cv"}
-	if _, err := s.Insert(ctx, "Sales", "000224", small); err != nil {
+	if _, err := s.Insert(ctx, at("Sales", "000224", small)); err != nil {
 		t.Fatal(err)
 	}
 	f.trips(t, "Insert with every value inline", 1, 0)

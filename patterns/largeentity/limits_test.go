@@ -27,43 +27,58 @@ func TestNewRejects(t *testing.T) {
 	type reserved struct {
 		TkBlobPhoto []byte
 	}
+	type reservedTk struct {
+		Photo []byte `largeentity:"offload"`
+		State string `table:"TkState"`
+	}
+	type keyTagged struct {
+		PartitionKey string `largeentity:"offload"`
+		RowKey       string
+		Photo        []byte `largeentity:"offload"`
+	}
+	type unstorable struct {
+		Photo []byte `largeentity:"offload"`
+		C     chan int
+	}
 	type guid struct {
 		ID string `table:",guid" largeentity:"offload"`
 	}
 	check := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, largeentity.ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", what, err)
-		}
+		invalid(t, what, err)
 	}
-	ok := &largeentity.Options{Blobs: f.blobs}
-	check("nil table", second(largeentity.New[Employee](nil, ok)))
-	check("nil options", second(largeentity.New[Employee](f.tbl, nil)))
-	check("no container", second(largeentity.New[Employee](f.tbl, &largeentity.Options{})))
-	check("not a struct", second(largeentity.New[string](f.tbl, ok)))
-	check("bad tag", second(largeentity.New[badTag](f.tbl, ok)))
-	check("int field", second(largeentity.New[badKind](f.tbl, ok)))
-	check("guid string", second(largeentity.New[guid](f.tbl, ok)))
-	check("reserved name", second(largeentity.New[reserved](f.tbl, ok)))
-	check("Fields names a missing field", second(largeentity.New[Employee](f.tbl, &largeentity.Options{Blobs: f.blobs, Fields: []string{"Nope"}})))
+	check("nil table", second(largeentity.New[Employee](nil, f.blobs, nil)))
+	check("nil container", second(largeentity.New[Employee](f.tbl, nil, nil)))
+	check("not a struct", second(largeentity.New[string](f.tbl, f.blobs, nil)))
+	check("bad tag", second(largeentity.New[badTag](f.tbl, f.blobs, nil)))
+	check("int field", second(largeentity.New[badKind](f.tbl, f.blobs, nil)))
+	check("guid string", second(largeentity.New[guid](f.tbl, f.blobs, nil)))
+	check("reserved name", second(largeentity.New[reserved](f.tbl, f.blobs, nil)))
+	check("another reserved name", second(largeentity.New[reservedTk](f.tbl, f.blobs, nil)))
+	check("a key tagged", second(largeentity.New[keyTagged](f.tbl, f.blobs, nil)))
+	check("a type the table package refuses", second(largeentity.New[unstorable](f.tbl, f.blobs, nil)))
+	check("Fields names a missing field", second(largeentity.New(f.tbl, f.blobs, &largeentity.Options[Employee]{Fields: []string{"Nope"}})))
 	type none struct{ Name string }
-	check("no field to offload", second(largeentity.New[none](f.tbl, ok)))
-	check("Fields names an int", second(largeentity.New[badKind](f.tbl, &largeentity.Options{Blobs: f.blobs, Fields: []string{"Age"}})))
+	check("no field to offload", second(largeentity.New[none](f.tbl, f.blobs, nil)))
+	check("Fields names an int", second(largeentity.New(f.tbl, f.blobs, &largeentity.Options[badKind]{Fields: []string{"Age"}})))
 	for _, th := range []int{-1, table.MaxValueSize + 1} {
-		check(fmt.Sprint("Threshold ", th), second(largeentity.New[Employee](f.tbl, &largeentity.Options{Blobs: f.blobs, Threshold: th})))
+		check(fmt.Sprint("Threshold ", th), second(largeentity.New(f.tbl, f.blobs, &largeentity.Options[Employee]{Threshold: th})))
 	}
-	check("Concurrency -1", second(largeentity.New[Employee](f.tbl, &largeentity.Options{Blobs: f.blobs, Concurrency: -1})))
-	check("Grace -1", second(largeentity.New[Employee](f.tbl, &largeentity.Options{Blobs: f.blobs, Grace: -time.Second})))
+	check("Concurrency -1", second(largeentity.New(f.tbl, f.blobs, &largeentity.Options[Employee]{Concurrency: -1})))
+	check("Grace -1", second(largeentity.New(f.tbl, f.blobs, &largeentity.Options[Employee]{Grace: -time.Second})))
 	for _, p := range []string{"a/", "/a", "a//b", "a?b", "a.", "a\x01", strings.Repeat("p", 513)} {
-		check(fmt.Sprintf("Prefix %q", p), second(largeentity.New[Employee](f.tbl, &largeentity.Options{Blobs: f.blobs, Prefix: p})))
+		check(fmt.Sprintf("Prefix %q", p), second(largeentity.New(f.tbl, f.blobs, &largeentity.Options[Employee]{Prefix: p})))
 	}
 	type plain struct {
 		Photo []byte
 	}
-	if _, err := largeentity.New[plain](f.tbl, &largeentity.Options{Blobs: f.blobs, Fields: []string{"Photo"}, Prefix: "photos/v1"}); err != nil {
+	if _, err := largeentity.New(f.tbl, f.blobs, &largeentity.Options[plain]{Fields: []string{"Photo"}, Prefix: "photos/v1"}); err != nil {
 		t.Errorf("a field chosen by Options.Fields: %v", err)
 	}
-	if n := f.tft.Count() + f.bft.Count(); n != 0 {
+	if _, err := largeentity.New[Employee](f.tbl, f.blobs, nil); err != nil {
+		t.Errorf("New with nil Options: %v", err)
+	}
+	if n := f.r.Faults.Count(); n != 0 {
 		t.Fatalf("New sent %d requests", n)
 	}
 }
@@ -77,10 +92,12 @@ func TestLimitsSendNothing(t *testing.T) {
 	s := newStore[Employee](t, f, nil)
 	ctx := context.Background()
 	type anything struct {
-		Data any `table:",json" largeentity:"always"`
+		PartitionKey, RowKey string
+		Data                 any `table:",json" largeentity:"always"`
 	}
 	sa := newStore[anything](t, f, nil)
 	type huge struct {
+		PartitionKey, RowKey                              string
 		A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q string // not offloaded: 17 x 64 KiB > 1 MiB
 		Photo                                             []byte `largeentity:"always"`
 	}
@@ -90,30 +107,20 @@ func TestLimitsSendNothing(t *testing.T) {
 	cancel()
 	f.reset()
 	for what, err := range map[string]error{
-		"empty PartitionKey":  second(s.Insert(ctx, "", "1", Employee{})),
-		"'/' in the RowKey":   second(s.Insert(ctx, "Sales", "a/b", Employee{})),
+		"empty PartitionKey":  second(s.Insert(ctx, at("", "1", Employee{}))),
+		"'/' in the RowKey":   second(s.Insert(ctx, at("Sales", "a/b", Employee{}))),
 		"bad key in Get":      second(s.Get(ctx, "Sales", "a#b", nil)),
 		"bad key in Delete":   s.Delete(ctx, "Sales\x01", "1", azcore.ETagAny),
 		"bad key in Modify":   second(s.Modify(ctx, "", "1", func(*Employee) error { return nil })),
-		"1,025-character key": second(s.Insert(ctx, "Sales", strings.Repeat("k", 1025), Employee{})),
+		"1,025-character key": second(s.Insert(ctx, at("Sales", strings.Repeat("k", 1025), Employee{}))),
 	} {
-		if !errors.Is(err, table.ErrInvalidKey) {
-			t.Errorf("%s: %v, want ErrInvalidKey", what, err)
-		}
+		invalid(t, what, err, table.ErrInvalidKey)
 	}
-	if _, err := s.Update(ctx, "Sales", "1", Employee{}, ""); !errors.Is(err, table.ErrNoETag) {
-		t.Errorf("Update without an ETag: %v", err)
-	}
-	if err := s.Delete(ctx, "Sales", "1", ""); !errors.Is(err, table.ErrNoETag) {
-		t.Errorf("Delete without an ETag: %v", err)
-	}
-	if _, err := sa.Insert(ctx, "Sales", "1", anything{Data: func() {}}); !errors.Is(err, table.ErrInvalidEntity) {
-		t.Errorf("a value JSON cannot encode: %v", err)
-	}
-	if _, err := sh.Insert(ctx, "Sales", "1", huge{A: big, B: big, C: big, D: big, E: big, F: big, G: big, H: big, I: big, J: big, K: big, L: big, M: big, N: big, O: big, P: big, Q: big, Photo: []byte{1}}); !errors.Is(err, table.ErrTooLarge) {
-		t.Errorf("an entity too large without its offloaded values: %v", err)
-	}
-	if _, err := s.Insert(cancelled, "Sales", "1", Employee{Photo: photo(100<<10, 1)}); !errors.Is(err, context.Canceled) {
+	invalid(t, "Update without an ETag", second(s.Update(ctx, at("Sales", "1", Employee{}), "")), table.ErrNoETag)
+	invalid(t, "Delete without an ETag", s.Delete(ctx, "Sales", "1", ""), table.ErrNoETag)
+	invalid(t, "a value JSON cannot encode", second(sa.Insert(ctx, anything{PartitionKey: "Sales", RowKey: "1", Data: func() {}})), table.ErrInvalidEntity)
+	invalid(t, "an entity too large without its offloaded values", second(sh.Insert(ctx, huge{PartitionKey: "Sales", RowKey: "1", A: big, B: big, C: big, D: big, E: big, F: big, G: big, H: big, I: big, J: big, K: big, L: big, M: big, N: big, O: big, P: big, Q: big, Photo: []byte{1}})), table.ErrTooLarge)
+	if _, err := s.Insert(cancelled, at("Sales", "1", Employee{Photo: photo(100<<10, 1)})); !errors.Is(err, context.Canceled) {
 		t.Errorf("Insert with a cancelled context: %v", err)
 	}
 	if _, err := s.Get(cancelled, "Sales", "1", nil); !errors.Is(err, context.Canceled) {
@@ -131,11 +138,9 @@ func TestLimitsSendNothing(t *testing.T) {
 		}
 	}
 	for _, err := range s.Range(ctx, "", "", "", nil) {
-		if !errors.Is(err, table.ErrInvalidKey) {
-			t.Errorf("Range of an empty PartitionKey: %v", err)
-		}
+		invalid(t, "Range of an empty PartitionKey", err, table.ErrInvalidKey)
 	}
-	if n := f.tft.Count() + f.bft.Count(); n != 0 {
+	if n := f.r.Faults.Count(); n != 0 {
 		t.Fatalf("%d requests sent", n)
 	}
 }
@@ -148,7 +153,7 @@ func TestSpillWhenTheEntityWouldBeTooLarge(t *testing.T) {
 	type album struct {
 		P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12, P13, P14, P15, P16, P17 []byte `largeentity:"offload"`
 	}
-	s := newStore[album](t, f, &largeentity.Options{Threshold: table.MaxValueSize})
+	s := newStore(t, f, &largeentity.Options[album]{Threshold: table.MaxValueSize, Keys: func(*album) (string, string) { return "a", "1" }})
 	ctx := context.Background()
 	var a album
 	sizes := []int{60, 60, 60, 61, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 64} // KiB: 18 values, 1,085 KiB in all
@@ -157,7 +162,7 @@ func TestSpillWhenTheEntityWouldBeTooLarge(t *testing.T) {
 		*p = photo(sizes[i]<<10, uint64(i))
 	}
 	f.reset()
-	res, err := s.Insert(ctx, "a", "1", a)
+	res, err := s.Insert(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,10 +196,10 @@ func TestReadsWhatOtherConfigurationsWrote(t *testing.T) {
 		CV    string
 		Other map[string]any `table:",extra"`
 	}
-	r := newStore[plain](t, f, &largeentity.Options{Fields: []string{"CV"}})
+	r := newStore(t, f, &largeentity.Options[plain]{Fields: []string{"CV"}})
 	ctx := context.Background()
 	v := Employee{Name: "Jo", Photo: photo(50<<10, 1), CV: strings.Repeat("c", 20<<10), Skills: []string{"a"}}
-	if _, err := w.Insert(ctx, "Sales", "1", v); err != nil {
+	if _, err := w.Insert(ctx, at("Sales", "1", v)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := r.Get(ctx, "Sales", "1", nil)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -64,10 +63,10 @@ func TestModelLargeEntity(t *testing.T) {
 			crash = []string{"upload", "entity", "delete blobs"}[r.IntN(3)]
 		}
 		if r.IntN(3) == 0 {
-			f.tft.Inject(faults.Fault{Match: func(r *http.Request) bool { return r.Method != http.MethodGet }, LoseResponse: true})
+			f.r.Faults.Inject(faults.Fault{Match: f.table(isWrite), LoseResponse: true})
 		}
 		if r.IntN(3) == 0 {
-			f.bft.Inject(faults.Fault{Match: func(r *http.Request) bool { return r.Method != http.MethodGet }, LoseResponse: true})
+			f.r.Faults.Inject(faults.Fault{Match: f.blob(isWrite), LoseResponse: true})
 		}
 		crashed := func(err error) bool { return errors.Is(err, errCrash) }
 		// unknown settles an outcome the package reported unknown (a lost
@@ -94,7 +93,7 @@ func TestModelLargeEntity(t *testing.T) {
 		case k < 3:
 			op = "insert"
 			v := value(r, step)
-			res, err := s.Insert(ctx, "P", rk, v)
+			res, err := s.Insert(ctx, at("P", rk, v))
 			switch {
 			case unknown(err, &v):
 			case cur != nil && errors.Is(err, table.ErrAlreadyExists):
@@ -115,7 +114,7 @@ func TestModelLargeEntity(t *testing.T) {
 				etag = cur.etag
 			}
 			op = fmt.Sprintf("update (%s)", etag)
-			res, err := s.Update(ctx, "P", rk, v, etag)
+			res, err := s.Update(ctx, at("P", rk, v), etag)
 			switch {
 			case unknown(err, &v):
 			case cur == nil && errors.Is(err, table.ErrNotFound):

@@ -75,7 +75,8 @@ func (s *Store[T]) get(ctx context.Context, op, pk, rk string, sel []string) (En
 	}
 	var last table.Dynamic
 	for i := 0; ; i++ {
-		d, err := s.tbl.Get(ctx, pk, rk, gopts)
+		got, err := s.tbl.Get(ctx, pk, rk, gopts)
+		d := got.Value
 		if err != nil {
 			return Entity[T]{}, d, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
 		}
@@ -170,7 +171,7 @@ func (s *Store[T]) resolve(ctx context.Context, d table.Dynamic) (Entity[T], err
 			return Entity[T]{}, fmt.Errorf("%w: (%q, %q): blob %s of property %s: %v", ErrCorrupt, d.PartitionKey, d.RowKey, ref.Name, ref.Property, err)
 		}
 	}
-	return Entity[T]{Value: v, ETag: d.ETag, Blobs: refs}, nil
+	return Entity[T]{Entity: table.Entity[T]{PartitionKey: d.PartitionKey, RowKey: d.RowKey, ETag: d.ETag, Value: v}, Blobs: refs}, nil
 }
 
 // fetch reads one blob and checks its size and SHA-256 (computed as the

@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
@@ -47,7 +48,7 @@ func TestCrashPoints(t *testing.T) {
 
 	// Insert stopped after its upload: no entity, one orphan.
 	largeentity.SetHook(s, crashAt("entity"))
-	if _, err := s.Insert(ctx, "Sales", "1", v1); !errors.Is(err, errCrash) {
+	if _, err := s.Insert(ctx, at("Sales", "1", v1)); !errors.Is(err, errCrash) {
 		t.Fatalf("Insert = %v", err)
 	}
 	largeentity.SetHook(s, nil)
@@ -59,7 +60,7 @@ func TestCrashPoints(t *testing.T) {
 	}
 	// Insert stopped before its upload: nothing at all.
 	largeentity.SetHook(s, crashAt("upload"))
-	if _, err := s.Insert(ctx, "Sales", "1", v1); !errors.Is(err, errCrash) {
+	if _, err := s.Insert(ctx, at("Sales", "1", v1)); !errors.Is(err, errCrash) {
 		t.Fatalf("Insert = %v", err)
 	}
 	largeentity.SetHook(s, nil)
@@ -68,12 +69,12 @@ func TestCrashPoints(t *testing.T) {
 	}
 
 	// Update stopped after its upload: the old version, whole.
-	res, err := s.Insert(ctx, "Sales", "1", v1)
+	res, err := s.Insert(ctx, at("Sales", "1", v1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	largeentity.SetHook(s, crashAt("entity"))
-	if _, err := s.Update(ctx, "Sales", "1", v2, res.ETag); !errors.Is(err, errCrash) {
+	if _, err := s.Update(ctx, at("Sales", "1", v2), res.ETag); !errors.Is(err, errCrash) {
 		t.Fatalf("Update = %v", err)
 	}
 	largeentity.SetHook(s, nil)
@@ -86,7 +87,7 @@ func TestCrashPoints(t *testing.T) {
 
 	// Delete stopped between the entity and its blobs: the entity gone,
 	// its photo an orphan.
-	if _, err := s.Insert(ctx, "Sales", "2", v2); err != nil {
+	if _, err := s.Insert(ctx, at("Sales", "2", v2)); err != nil {
 		t.Fatal(err)
 	}
 	e2, _ := s.Get(ctx, "Sales", "2", nil)
@@ -136,7 +137,7 @@ func TestCrashPoints(t *testing.T) {
 func TestGraceGuard(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	s := newStore[Employee](t, f, &largeentity.Options{Grace: 10 * time.Minute})
+	s := newStore(t, f, &largeentity.Options[Employee]{Grace: 10 * time.Minute})
 	ctx := context.Background()
 	largeentity.SetHook(s, func(step string) error {
 		if step == "entity" {
@@ -145,7 +146,7 @@ func TestGraceGuard(t *testing.T) {
 		return nil
 	})
 	f.reset()
-	_, err := s.Insert(ctx, "Sales", "1", Employee{Photo: photo(100<<10, 1)})
+	_, err := s.Insert(ctx, at("Sales", "1", Employee{Photo: photo(100<<10, 1)}))
 	if !errors.Is(err, largeentity.ErrGraceExceeded) || errors.Is(err, table.ErrOutcomeUnknown) {
 		t.Fatalf("Insert = %v", err)
 	}
@@ -154,7 +155,7 @@ func TestGraceGuard(t *testing.T) {
 		t.Fatalf("%d blobs left", n)
 	}
 	largeentity.SetHook(s, nil)
-	if _, err := s.Insert(ctx, "Sales", "1", Employee{Photo: photo(100<<10, 1)}); err != nil {
+	if _, err := s.Insert(ctx, at("Sales", "1", Employee{Photo: photo(100<<10, 1)})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -169,17 +170,18 @@ func TestLostResponses(t *testing.T) {
 	f := newFixture(t)
 	s := newStore[Employee](t, f, nil)
 	ctx := context.Background()
-	lose := func(ft *faults.Transport, match func(*http.Request) bool) {
-		ft.Inject(faults.Fault{Match: match, LoseResponse: true})
+	lose := func(match func(*http.Request) bool) {
+		f.r.Faults.Inject(faults.Fault{Match: match, LoseResponse: true})
 	}
-	blobPut := func(r *http.Request) bool { return r.Method == http.MethodPut }
-	tableWrite := func(r *http.Request) bool { return r.Method != http.MethodGet }
+	blobPut := f.blob(func(r *http.Request) bool { return r.Method == http.MethodPut })
+	tableWrite := f.table(isWrite)
+	blobDelete := f.blob(isDelete)
 	v := Employee{Name: "v1", Photo: photo(80<<10, 1), CV: strings.Repeat("x", 40<<10)}
 
-	lose(f.bft, blobPut)
-	lose(f.bft, blobPut)
-	lose(f.tft, tableWrite)
-	res, err := s.Insert(ctx, "Sales", "1", v)
+	lose(blobPut)
+	lose(blobPut)
+	lose(tableWrite)
+	res, err := s.Insert(ctx, at("Sales", "1", v))
 	if err != nil || !res.Verified || len(res.Blobs) != 2 {
 		t.Fatalf("Insert with every response lost = %+v, %v", res, err)
 	}
@@ -192,14 +194,14 @@ func TestLostResponses(t *testing.T) {
 	}
 
 	v.Name, v.Photo = "v2", photo(80<<10, 2)
-	lose(f.bft, blobPut)
-	lose(f.bft, blobPut)
-	lose(f.tft, tableWrite)
-	res, err = s.Update(ctx, "Sales", "1", v, got.ETag)
+	lose(blobPut)
+	lose(blobPut)
+	lose(tableWrite)
+	res, err = s.Update(ctx, at("Sales", "1", v), got.ETag)
 	if err != nil || !res.Verified {
 		t.Fatalf("Update with every response lost = %+v, %v", res, err)
 	}
-	lose(f.tft, tableWrite)
+	lose(tableWrite)
 	m, err := s.Modify(ctx, "Sales", "1", func(e *Employee) error { e.Name += "!"; return nil })
 	if err != nil || m.Value.Name != "v2!" {
 		t.Fatalf("Modify with its response lost = %v", err)
@@ -208,9 +210,9 @@ func TestLostResponses(t *testing.T) {
 		t.Fatalf("orphans %v, want the first version's 2", o)
 	}
 
-	lose(f.tft, tableWrite)
-	lose(f.bft, isDelete)
-	lose(f.bft, isDelete)
+	lose(tableWrite)
+	lose(blobDelete)
+	lose(blobDelete)
 	err = s.Delete(ctx, "Sales", "1", m.ETag)
 	if !errors.Is(err, table.ErrOutcomeUnknown) || !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("Delete with every response lost = %v (want the core's unknown, gone)", err)
@@ -219,7 +221,7 @@ func TestLostResponses(t *testing.T) {
 		t.Fatalf("orphans %v, want the first version's 2: the deleted version's blobs are gone", o)
 	}
 	f.clock.Advance(2 * largeentity.DefaultGrace)
-	lose(f.bft, isDelete)
+	lose(blobDelete)
 	if sr, err := s.Sweep(ctx); err != nil || sr.Deleted != 2 {
 		t.Fatalf("Sweep with a lost response = %+v, %v", sr, err)
 	}
@@ -256,7 +258,7 @@ func TestCorruptBlobs(t *testing.T) {
 		},
 	} {
 		rk := fmt.Sprint(i)
-		res, err := s.Insert(ctx, "Sales", rk, Employee{Name: "n", Photo: photo(64<<10+1, uint64(i))})
+		res, err := s.Insert(ctx, at("Sales", rk, Employee{Name: "n", Photo: photo(64<<10+1, uint64(i))}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -308,12 +310,12 @@ func gatedStore(t *testing.T, f *fixture) (*largeentity.Store[Employee], *gateTr
 	g := &gateTransport{next: http.DefaultClient, arrived: make(chan struct{}), open: make(chan struct{})}
 	bo := &container.ClientOptions{}
 	bo.Transport = g
-	fast.ApplyTo(&bo.ClientOptions)
-	c, err := container.NewClientFromConnectionString(f.env.ConnectionString, containerName(f.blobs), bo)
+	testrig.Fast.ApplyTo(&bo.ClientOptions)
+	c, err := container.NewClientFromConnectionString(f.r.ConnectionString, containerName(f.blobs), bo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := largeentity.New[Employee](f.tbl, &largeentity.Options{Blobs: c, Now: f.clock.Now})
+	s, err := largeentity.New(f.tbl, c, &largeentity.Options[Employee]{Now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +330,7 @@ func TestReadRacingDeleteAndSweep(t *testing.T) {
 	f := newFixture(t)
 	s := newStore[Employee](t, f, nil)
 	ctx := context.Background()
-	res, err := s.Insert(ctx, "Sales", "1", Employee{Name: "v1", Photo: photo(70<<10, 1)})
+	res, err := s.Insert(ctx, at("Sales", "1", Employee{Name: "v1", Photo: photo(70<<10, 1)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +347,7 @@ func TestReadRacingDeleteAndSweep(t *testing.T) {
 	}()
 	<-g.arrived // the reader has the entity, and waits for its blob
 	v2 := Employee{Name: "v2", Photo: photo(70<<10, 2)}
-	if _, err := s.Update(ctx, "Sales", "1", v2, res.ETag); err != nil {
+	if _, err := s.Update(ctx, at("Sales", "1", v2), res.ETag); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(2 * largeentity.DefaultGrace)
@@ -386,7 +388,7 @@ func TestConcurrentReplace(t *testing.T) {
 	img := func(name string) []byte { // 40 KiB whose content names the version
 		return bytes.Repeat([]byte(name+";"), (40<<10)/(len(name)+1)+1)
 	}
-	if _, err := s.Insert(ctx, "Sales", "1", Employee{Name: "start", Photo: img("start")}); err != nil {
+	if _, err := s.Insert(ctx, at("Sales", "1", Employee{Name: "start", Photo: img("start")})); err != nil {
 		t.Fatal(err)
 	}
 	const writers, rounds = 3, 6
@@ -435,7 +437,7 @@ func TestConcurrentReplace(t *testing.T) {
 							return err
 						}
 						e.Value.Name, e.Value.Photo, e.Value.CV = name, img(name), e.Value.CV+name+","
-						_, err = s.Update(ctx, "Sales", "1", e.Value, e.ETag)
+						_, err = s.Update(ctx, at("Sales", "1", e.Value), e.ETag)
 						return err
 					})
 				}
@@ -473,7 +475,7 @@ func TestConcurrentReplace(t *testing.T) {
 
 // retryPolicy retries a read-and-Update loop on conflicts.
 func (f *fixture) retryPolicy() retry.Policy {
-	p := fast
+	p := testrig.Fast
 	p.MaxRetries = 200
 	p.Retryable = retry.RetryOn412
 	return p
@@ -485,18 +487,18 @@ func (f *fixture) retryPolicy() retry.Policy {
 func TestRange(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	s := newStore[Employee](t, f, &largeentity.Options{Concurrency: 3})
+	s := newStore(t, f, &largeentity.Options[Employee]{Concurrency: 3})
 	ctx := context.Background()
 	want := map[string]Employee{}
 	for i := range 12 {
 		rk := fmt.Sprintf("%03d", i)
 		e := Employee{Name: "e" + rk, Photo: photo(10<<10+i*(6<<10), uint64(i))} // from 10 KiB inline to 76 KiB offloaded
-		if _, err := s.Insert(ctx, "Sales", rk, e); err != nil {
+		if _, err := s.Insert(ctx, at("Sales", rk, e)); err != nil {
 			t.Fatal(err)
 		}
 		want[rk] = e
 	}
-	if _, err := s.Insert(ctx, "Other", "000", Employee{Name: "other"}); err != nil {
+	if _, err := s.Insert(ctx, at("Other", "000", Employee{Name: "other"})); err != nil {
 		t.Fatal(err)
 	}
 	offloaded := 0
@@ -506,7 +508,7 @@ func TestRange(t *testing.T) {
 		}
 	}
 	f.reset()
-	peak := watchConcurrency(f.bft)
+	peak := watchConcurrency(f.r.Faults, f.blobHost)
 	var got []string
 	for e, err := range s.Range(ctx, "Sales", "001", "011", nil) {
 		if err != nil {
@@ -547,10 +549,11 @@ func TestRange(t *testing.T) {
 	f.reset()
 }
 
-// watchConcurrency makes ft hold each blob read briefly and returns a
-// function reporting the most reads that were in flight at once.
-func watchConcurrency(ft *faults.Transport) func() int {
-	w := &concurrencyWatch{next: ft.Next}
+// watchConcurrency makes ft hold each blob read (a request to host)
+// briefly and returns a function reporting the most reads that were in
+// flight at once.
+func watchConcurrency(ft *faults.Transport, host string) func() int {
+	w := &concurrencyWatch{next: ft.Next, host: host}
 	if w.next == nil {
 		w.next = http.DefaultClient
 	}
@@ -564,11 +567,15 @@ func watchConcurrency(ft *faults.Transport) func() int {
 
 type concurrencyWatch struct {
 	next           policy.Transporter
+	host           string
 	mu             sync.Mutex
 	inFlight, peak int
 }
 
 func (w *concurrencyWatch) Do(r *http.Request) (*http.Response, error) {
+	if r.URL.Host != w.host {
+		return w.next.Do(r)
+	}
 	w.mu.Lock()
 	w.inFlight++
 	w.peak = max(w.peak, w.inFlight)

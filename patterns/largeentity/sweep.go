@@ -26,8 +26,8 @@ const (
 	metaProperty = "property"
 )
 
-// SweepResult reports what a Sweep found and did.
-type SweepResult struct {
+// Swept reports what a Sweep found and did.
+type Swept struct {
 	// Listed is the number of blobs under Prefix.
 	Listed int
 	// Old is how many of them were older than Grace: the candidates.
@@ -64,8 +64,8 @@ type listed struct{ name, property string }
 // table where most large entities are older than Grace it reads about one
 // entity per large entity. Run it rarely (daily, say), or spread it with
 // several Stores over disjoint Prefixes.
-func (s *Store[T]) Sweep(ctx context.Context) (SweepResult, error) {
-	var res SweepResult
+func (s *Store[T]) Sweep(ctx context.Context) (Swept, error) {
+	var res Swept
 	cutoff := s.now().Add(-s.grace)
 	groups := func(yield func(sweepGroup, error) bool) {
 		var g sweepGroup
@@ -151,7 +151,7 @@ func (s *Store[T]) sweepGroup(ctx context.Context, g sweepGroup) (int, error) {
 			sel = append(sel, p)
 		}
 	}
-	d, err := s.tbl.Get(ctx, g.pk, g.rk, &table.GetOptions{Select: sel})
+	got, err := s.tbl.Get(ctx, g.pk, g.rk, &table.GetOptions{Select: sel})
 	if err != nil && (!errors.Is(err, table.ErrNotFound) || errors.Is(err, table.ErrOutcomeUnknown)) {
 		return 0, fmt.Errorf("largeentity: sweep: reading (%q, %q): %w", g.pk, g.rk, err)
 	}
@@ -160,7 +160,7 @@ func (s *Store[T]) sweepGroup(ctx context.Context, g sweepGroup) (int, error) {
 	// names derive from its keys), so no pointer, whoever wrote it, can
 	// make Sweep delete another entity's blob.
 	referenced := map[string]bool{}
-	for name, val := range d.Properties {
+	for name, val := range got.Value.Properties {
 		if _, ok := strings.CutPrefix(name, PointerPrefix); ok {
 			var b Blob
 			if str, _ := val.(string); json.Unmarshal([]byte(str), &b) == nil {

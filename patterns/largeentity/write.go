@@ -41,11 +41,15 @@ var zeroHash = strings.Repeat("0", 2*sha256.Size)
 
 // plan decides which of v's chosen values go to blobs (every value of an
 // "always" field, those over the threshold, then the largest others while
-// the entity would exceed the service's limits) and checks the entity as
-// a write would, all before the network.
-func (s *Store[T]) plan(op, pk, rk string, v T) (plan, error) {
-	if err := checkKeys(op, pk, rk); err != nil {
+// the entity would exceed the service's limits) and checks the keys and
+// the entity as a write would, all before the network.
+func (s *Store[T]) plan(op string, v T) (plan, error) {
+	pk, rk, err := s.keysOf(op, &v)
+	if err != nil {
 		return plan{}, err
+	}
+	invalid := func(err error) error {
+		return fmt.Errorf("largeentity: %s (%q, %q): %w: %w", op, pk, rk, ErrInvalid, err)
 	}
 	rv := reflect.ValueOf(&v).Elem() // v is the caller's copy: fields can be cleared
 	type candidate struct {
@@ -57,13 +61,13 @@ func (s *Store[T]) plan(op, pk, rk string, v T) (plan, error) {
 	for _, f := range s.chosen {
 		b, size, ok, err := f.content(rv)
 		if err != nil {
-			return plan{}, fmt.Errorf("largeentity: %s (%q, %q): property %s: %w: %v", op, pk, rk, f.name, table.ErrInvalidEntity, err)
+			return plan{}, invalid(fmt.Errorf("property %s: %w: %v", f.name, table.ErrInvalidEntity, err))
 		}
 		if !ok {
 			continue
 		}
 		if len(b) > MaxValueSize {
-			return plan{}, fmt.Errorf("largeentity: %s (%q, %q): property %s: %w: %w: %d bytes, more than MaxValueSize (%d)", op, pk, rk, f.name, ErrInvalid, table.ErrTooLarge, len(b), MaxValueSize)
+			return plan{}, invalid(fmt.Errorf("property %s: %w: %d bytes, more than MaxValueSize (%d)", f.name, table.ErrTooLarge, len(b), MaxValueSize))
 		}
 		o := &offload{f: f, content: b}
 		if f.always || size > s.threshold {
@@ -73,7 +77,7 @@ func (s *Store[T]) plan(op, pk, rk string, v T) (plan, error) {
 		}
 	}
 	slices.SortStableFunc(inline, func(a, b candidate) int { return b.inline - a.inline })
-	for {
+	for checked := false; ; checked = true {
 		for _, o := range p.offloads {
 			fv := rv.FieldByIndex(o.f.index)
 			fv.Set(reflect.Zero(fv.Type()))
@@ -83,7 +87,17 @@ func (s *Store[T]) plan(op, pk, rk string, v T) (plan, error) {
 		}
 		d, err := table.ToDynamic(v)
 		if err != nil {
-			return plan{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+			return plan{}, invalid(err)
+		}
+		if s.extra && !checked {
+			// T's extra map may hold any name; its fields' names were
+			// checked by New. The table is a view that writes reserved
+			// names: only this Store's pointers may have one.
+			for name := range d.Properties {
+				if err := table.ValidPropertyName(name); err != nil {
+					return plan{}, invalid(err)
+				}
+			}
 		}
 		d.PartitionKey, d.RowKey = pk, rk
 		for _, o := range p.offloads {
@@ -96,7 +110,7 @@ func (s *Store[T]) plan(op, pk, rk string, v T) (plan, error) {
 			return p, nil
 		}
 		if !errors.Is(err, table.ErrTooLarge) || len(inline) == 0 {
-			return plan{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+			return plan{}, invalid(err)
 		}
 		p.offloads = append(p.offloads, inline[0].o)
 		inline = inline[1:]
@@ -226,35 +240,38 @@ func (s *Store[T]) deleteBlobs(ctx context.Context, os []*offload) {
 	}
 }
 
-// Insert stores v as a new entity with keys (pk, rk): its offloaded
-// values first, each in a new blob (in parallel, Concurrency at a time),
-// then the entity pointing at them. 2 round trips for one offloaded value
-// (1 + one per value; 1 when every value is inline). table.ErrAlreadyExists
-// when the entity exists (its blobs are then deleted). Lost responses are
-// settled: a blob create resent after one answers 409 (applied), the
-// entity insert is verified by the table package, so an Insert is never
-// applied twice nor reported failed when it was applied.
-func (s *Store[T]) Insert(ctx context.Context, pk, rk string, v T) (Result, error) {
-	p, err := s.plan("insert", pk, rk, v)
+// Insert stores v as a new entity, under the keys of its key fields (or
+// Options.Keys): its offloaded values first, each in a new blob (in
+// parallel, Concurrency at a time), then the entity pointing at them. 2
+// round trips for one offloaded value (1 + one per value; 1 when every
+// value is inline). table.ErrAlreadyExists when the entity exists (its
+// blobs are then deleted). Lost responses are settled: a blob create
+// resent after one answers 409 (applied), the entity insert is verified
+// by the table package, so an Insert is never applied twice nor reported
+// failed when it was applied.
+func (s *Store[T]) Insert(ctx context.Context, v T) (Result, error) {
+	p, err := s.plan("insert", v)
 	if err != nil {
 		return Result{}, err
 	}
 	return s.write(ctx, "insert", p, "", nil)
 }
 
-// Update replaces the whole entity with v if its ETag still matches etag
-// (table.ErrPreconditionFailed otherwise), or whatever version is stored
-// with azcore.ETagAny; an empty etag is table.ErrNoETag. Every offloaded
-// value goes to a new blob first, then the entity is replaced: 1 round
-// trip plus one per offloaded value. The blobs of the replaced version
-// are left for Sweep (a reader of that version may still be fetching
-// them). table.ErrNotFound when the entity does not exist. A lost response
-// is settled as for table.Table.Update.
-func (s *Store[T]) Update(ctx context.Context, pk, rk string, v T, etag azcore.ETag) (Result, error) {
+// Update replaces the whole entity with v (stored under v's keys) if its
+// ETag still matches etag (table.ErrPreconditionFailed otherwise), or
+// whatever version is stored with azcore.ETagAny; an empty etag is
+// table.ErrNoETag. It writes v whole (the Store owns the layout of its
+// rows: pointers beside properties), so it takes no table.Mode. Every
+// offloaded value goes to a new blob first, then the entity is replaced:
+// 1 round trip plus one per offloaded value. The blobs of the replaced
+// version are left for Sweep (a reader of that version may still be
+// fetching them). table.ErrNotFound when the entity does not exist. A
+// lost response is settled as for [table.Table.Update].
+func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, error) {
 	if etag == "" {
-		return Result{}, fmt.Errorf("largeentity: update (%q, %q): %w", pk, rk, table.ErrNoETag)
+		return Result{}, fmt.Errorf("largeentity: update: %w: %w", ErrInvalid, table.ErrNoETag)
 	}
-	p, err := s.plan("update", pk, rk, v)
+	p, err := s.plan("update", v)
 	if err != nil {
 		return Result{}, err
 	}
@@ -265,15 +282,23 @@ func (s *Store[T]) Update(ctx context.Context, pk, rk string, v T, etag azcore.E
 // and its offloaded values (Get), calls fn with the value, and replaces
 // the entity conditioned on the ETag read, again (reading afresh) when
 // another writer came first, per Options.Retry; fn must be safe to call
-// several times. A value whose content fn left unchanged keeps its blob
-// (no upload); changed ones go to new blobs. Round trips: Get's, then one
-// per changed offloaded value, then 1; the same again per conflict. An
-// error from fn ends Modify with that error and writes nothing. A lost
-// response is settled from the entity's write history, so fn's change is
-// never applied twice; when it cannot be settled Modify returns
-// table.ErrOutcomeUnknown and does not call fn again.
+// several times, and must not change the keys (ErrInvalid and
+// table.ErrInvalidKey, nothing written). A value whose content fn left
+// unchanged keeps its blob (no upload); changed ones go to new blobs.
+// Round trips: Get's, then one per changed offloaded value, then 1; the
+// same again per conflict. It returns the entity as written, with the
+// ETag of the write. An error from fn ends Modify with that error and
+// writes nothing. A lost response is settled from the entity's write
+// history, so fn's change is never applied twice; when it cannot be
+// settled Modify returns table.ErrOutcomeUnknown and does not call fn
+// again.
 func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error) (Entity[T], error) {
 	if err := checkKeys("modify", pk, rk); err != nil {
+		return Entity[T]{}, err
+	}
+	if s.keys == nil {
+		var zero T
+		_, _, err := s.keysOf("modify", &zero)
 		return Entity[T]{}, err
 	}
 	var out Entity[T]
@@ -289,9 +314,12 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		if err := fn(&e.Value); err != nil {
 			return retry.Stop(err)
 		}
-		pl, err := s.plan("modify", pk, rk, e.Value)
+		pl, err := s.plan("modify", e.Value)
 		if err != nil {
 			return err
+		}
+		if pl.d.PartitionKey != pk || pl.d.RowKey != rk {
+			return fmt.Errorf("largeentity: modify (%q, %q): %w: %w: fn changed the keys to (%q, %q)", pk, rk, ErrInvalid, table.ErrInvalidKey, pl.d.PartitionKey, pl.d.RowKey)
 		}
 		pl.d.Meta = d.Meta // the version read, with its write history: a lost response is settled exactly
 		cur := map[string]Blob{}
@@ -302,7 +330,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		if err != nil {
 			return err
 		}
-		out = Entity[T]{Value: e.Value, ETag: res.ETag, Blobs: res.Blobs}
+		out = Entity[T]{Entity: table.Entity[T]{PartitionKey: pk, RowKey: rk, ETag: res.ETag, Value: e.Value}, Blobs: res.Blobs}
 		return nil
 	})
 	if err != nil {
@@ -333,14 +361,15 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 		return err
 	}
 	if etag == "" {
-		return fmt.Errorf("largeentity: delete (%q, %q): %w", pk, rk, table.ErrNoETag)
+		return fmt.Errorf("largeentity: delete (%q, %q): %w: %w", pk, rk, ErrInvalid, table.ErrNoETag)
 	}
 	p := s.retry
 	p.Retryable = func(err error) bool {
 		return etag == azcore.ETagAny && errors.Is(err, table.ErrPreconditionFailed) && !errors.Is(err, table.ErrOutcomeUnknown)
 	}
 	return p.Do(ctx, func(ctx context.Context) error {
-		d, err := s.tbl.Get(ctx, pk, rk, &table.GetOptions{Select: s.pointerProperties()})
+		got, err := s.tbl.Get(ctx, pk, rk, &table.GetOptions{Select: s.pointerProperties()})
+		d := got.Value
 		if err != nil {
 			return fmt.Errorf("largeentity: delete (%q, %q): %w", pk, rk, err)
 		}

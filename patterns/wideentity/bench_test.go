@@ -145,13 +145,13 @@ func BenchmarkWide2000(b *testing.B) {
 	env := tabletest.New(b)
 	c := env.Table(nil)
 	tbl, _ := table.New[table.Dynamic](c)
-	wide, err := wideentity.New[table.Dynamic](tbl, &wideentity.Options{Parts: 10})
+	wide, err := wideentity.New(tbl, &wideentity.Options[table.Dynamic]{Parts: 10})
 	if err != nil {
 		b.Fatal(err)
 	}
 	raw := rawSplit{c}
 	ctx := context.Background()
-	if _, err := wide.Insert(ctx, "wide", "e", benchBag(0)); err != nil {
+	if _, err := wide.Insert(ctx, at("wide", "e", benchBag(0))); err != nil {
 		b.Fatal(err)
 	}
 	if err := raw.write(ctx, "raw", "e", benchValues(0)); err != nil {
@@ -160,7 +160,7 @@ func BenchmarkWide2000(b *testing.B) {
 	ops := map[string]struct{ wide, raw func(i int) error }{
 		"write": {
 			func(i int) error {
-				_, err := wide.Update(ctx, "wide", "e", benchBag(int64(i)), azcore.ETagAny)
+				_, err := wide.Update(ctx, at("wide", "e", benchBag(int64(i))), azcore.ETagAny, table.Replace)
 				return err
 			},
 			func(i int) error { return raw.write(ctx, "raw", "e", benchValues(int64(i))) },
@@ -184,7 +184,7 @@ func BenchmarkWide2000(b *testing.B) {
 		"merge": {
 			func(i int) error {
 				name := fmt.Sprintf("P%04d", i%benchProps)
-				_, err := wide.UpdateFields(ctx, "wide", "e", table.Dynamic{Properties: map[string]any{name: int64(-i)}}, azcore.ETagAny, name)
+				_, err := wide.Update(ctx, at("wide", "e", table.Dynamic{Properties: map[string]any{name: int64(-i)}}), azcore.ETagAny, table.Fields(name))
 				return err
 			},
 			func(i int) error { return raw.merge(ctx, "raw", "e", fmt.Sprintf("P%04d", i%benchProps), int64(-i)) },

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/modelcheck"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/wideentity"
@@ -56,7 +57,7 @@ func TestConcurrentWholeEntityWriters(t *testing.T) {
 		d.Properties["N"] = n
 		return d
 	}
-	if _, err := s.Insert(ctx, "hot", "e", entity(0, 0)); err != nil {
+	if _, err := s.Insert(ctx, at("hot", "e", entity(0, 0))); err != nil {
 		t.Fatal(err)
 	}
 	each := modelcheck.Steps(8, 60)
@@ -71,18 +72,18 @@ func TestConcurrentWholeEntityWriters(t *testing.T) {
 				var err error
 				if w <= 4 {
 					_, err = s.Modify(ctx, "hot", "e", func(d *table.Dynamic) error {
-						*d = entity(w, d.Properties["N"].(int64)+1)
+						*d = at("hot", "e", entity(w, d.Properties["N"].(int64)+1))
 						return nil
 					})
 				} else {
-					p := fast
+					p := testrig.Contention
 					p.Retryable = retry.RetryOn412
 					err = p.Do(ctx, func(ctx context.Context) error {
 						e, err := s.Get(ctx, "hot", "e")
 						if err != nil {
 							return err
 						}
-						_, err = s.Update(ctx, "hot", "e", entity(w, e.Value.Properties["N"].(int64)+1), e.ETag)
+						_, err = s.Update(ctx, at("hot", "e", entity(w, e.Value.Properties["N"].(int64)+1)), e.ETag, table.Replace)
 						return err
 					})
 				}
@@ -150,9 +151,9 @@ func namesInTwoParts(parts int) (string, string) {
 // TestReadsAcrossPages: read in pages of 2 rows, an entity of 6 rows takes
 // 3 pages and a header read (4 round trips). While a writer rewrites it
 // whole, and then while another sets two properties of different parts at
-// once with UpdateFields, every read returns one version: all P properties
+// once with Fields update, every read returns one version: all P properties
 // equal, and the two properties equal. Version checks catch the whole
-// rewrites between pages; the header read catches the UpdateFields, which
+// rewrites between pages; the header read catches the Fields update, which
 // change no version.
 func TestReadsAcrossPages(t *testing.T) {
 	t.Parallel()
@@ -171,7 +172,7 @@ func TestReadsAcrossPages(t *testing.T) {
 		d.Properties[a], d.Properties[b] = v, v
 		return d
 	}
-	if _, err := s.Insert(ctx, "p", "e", entity(0)); err != nil {
+	if _, err := s.Insert(ctx, at("p", "e", entity(0))); err != nil {
 		t.Fatal(err)
 	}
 	f.ft.Reset()
@@ -181,16 +182,16 @@ func TestReadsAcrossPages(t *testing.T) {
 	each := modelcheck.Steps(40, 300)
 	writers := map[string]func(i int) error{
 		"whole rewrites": func(i int) error {
-			_, err := s.Update(ctx, "p", "e", entity(int64(i+1)), azcore.ETagAny)
+			_, err := s.Update(ctx, at("p", "e", entity(int64(i+1))), azcore.ETagAny, table.Replace)
 			return err
 		},
-		"UpdateFields": func(i int) error {
+		"Fields update": func(i int) error {
 			v := table.Dynamic{Properties: map[string]any{a: int64(-i), b: int64(-i)}}
-			_, err := s.UpdateFields(ctx, "p", "e", v, azcore.ETagAny, a, b)
+			_, err := s.Update(ctx, at("p", "e", v), azcore.ETagAny, table.Fields(a, b))
 			return err
 		},
 	}
-	for _, phase := range []string{"whole rewrites", "UpdateFields"} {
+	for _, phase := range []string{"whole rewrites", "Fields update"} {
 		write := writers[phase]
 		var done atomic.Bool
 		var reads atomic.Int64
@@ -217,7 +218,7 @@ func TestReadsAcrossPages(t *testing.T) {
 						}
 					}
 					if e.Value.Properties[a] != e.Value.Properties[b] {
-						errs <- fmt.Errorf("half an UpdateFields: %s = %v, %s = %v", a, e.Value.Properties[a], b, e.Value.Properties[b])
+						errs <- fmt.Errorf("half a Fields update: %s = %v, %s = %v", a, e.Value.Properties[a], b, e.Value.Properties[b])
 						return
 					}
 					reads.Add(1)

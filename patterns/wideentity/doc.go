@@ -13,6 +13,27 @@
 // bound (the log tail, or blobs: the large entity pattern), and not beyond
 // one transaction (see Limits).
 //
+// # API
+//
+// A [Store] of T writes to a *table.Table[table.Dynamic] (the table rule
+// of tablekit: a pattern that stores rows of its own making from T, here
+// a header and part rows, takes a Table[Dynamic] and T as New's type
+// parameter); a nil *Options means defaults (DefaultParts parts):
+//
+//	counts, err := wideentity.New[table.Dynamic](tbl, nil)
+//
+// T is a struct (it may have more than 252 fields) or table.Dynamic for a
+// property bag. A value's logical keys are those of T's key fields
+// (Dynamic's PartitionKey and RowKey), or what Options.Keys computes:
+// Insert and Update take the value; Get, Modify and Delete the keys.
+// Update takes the core's table.Mode: table.Replace writes the whole
+// entity, table.Fields(names...) and table.Merge merge properties into
+// their part rows. Reads return an [Entity], the core's [table.Entity]
+// (logical keys, the header's ETag, the value) with the number of part
+// rows; writes return a [table.Result]. There is no Upsert: a write that
+// does not know whether the entity exists cannot know its layout, whose
+// rows a whole-entity write replaces in the same transaction.
+//
 // # Rows
 //
 // Entity (pk, rk) is a header row and Options.Parts part rows in partition
@@ -34,18 +55,21 @@
 // same row and a single-property update needs no read. Every part row
 // exists (some may be empty), and each row carries VersionProperty, the
 // identity of the whole-entity write that wrote it. These reserved names
-// (VersionProperty, PartsProperty and table.WriteProperty) are refused in
-// user data (ErrInvalid) and are never decoded into T; the RowKey parts
+// (VersionProperty, PartsProperty and table.WriteProperty), like every
+// name under table.ReservedPropertyPrefix, are refused in user data
+// (ErrInvalid, table.ErrInvalidEntity) and are never decoded into T; the
+// RowKey parts
 // "h" and "p" mark the rows of a wide entity. Keep wide entities apart from
 // other entities of the same partition and RowKey prefix.
 //
 // # Consistency
 //
-// Every write is one entity group transaction, atomic: Insert, Update and
-// Modify write the header and every part row; Delete removes them all;
-// UpdateFields merges into the part rows holding the named properties and
-// into the header. Every write changes the header's ETag, which is the
-// ETag of the whole entity: Update, UpdateFields and Delete take it for
+// Every write is one entity group transaction, atomic: Insert, Update with
+// table.Replace and Modify write the header and every part row; Delete
+// removes them all; Update with table.Fields or table.Merge (a merge)
+// merges into the part rows holding its properties and into the header.
+// Every write changes the header's ETag, which is the ETag of the whole
+// entity: Update and Delete take it for
 // optimistic concurrency (or azcore.ETagAny), and a write conditioned on an
 // older ETag fails with table.ErrPreconditionFailed, whatever changed.
 //
@@ -54,9 +78,10 @@
 // transaction applies whole or not at all, so no row of another version, and
 // no row of an old layout, can survive it (no orphans).
 //
-// UpdateFields without an ETag (azcore.ETagAny) is the guide's "a single
+// A merge without an ETag (azcore.ETagAny) is the guide's "a single
 // merge suffices to change one day": one transaction, no read, merging
-// only the named properties. Concurrent UpdateFields of different
+// only the named properties (table.Fields) or those the value holds
+// (table.Merge). Concurrent merges of different
 // properties never lose each other's changes; of the same property, the
 // last one wins. It cannot duplicate a property in two rows, since no write
 // moves a property to another part: its part depends only on its name and
@@ -78,7 +103,7 @@
 // 100) fit one page of 1,000, but the service may end a page early (a page
 // gets at most 5 s of work) and continue it with a continuation token: such
 // a read of several pages is not atomic, so Get then reads the header again
-// after the last page and, if its ETag changed (any write, UpdateFields
+// after the last page and, if its ETag changed (any write, merges
 // included, came in between), reads again. So Get returns one version of
 // the entity with that version's ETag: by the service's snapshot within a
 // page, by the versions against whole-entity writes, and by the header's
@@ -90,13 +115,13 @@
 //	                          service splits it into pages; again if a
 //	                          write came between the pages
 //	Insert                    1 (one transaction of Parts+1 inserts)
-//	Update, with an ETag      1 (one transaction: Parts+1 replaces)
-//	  or azcore.ETagAny       1 (the layout is known, no read)
-//	UpdateFields              1 (a merge per part touched + the header's)
+//	Update, Replace, with an  1 (one transaction: Parts+1 replaces)
+//	  ETag or azcore.ETagAny     (the layout is known, no read)
+//	Update, Fields or Merge   1 (a merge per part touched + the header's)
 //	Delete                    1 (Parts+1 deletes)
 //	Modify                    2 (Get + Update), +2 per conflict
-//	ErrNotFound of Update,    2 (the transaction, then a header read
-//	UpdateFields, Delete         telling "missing" from "another layout")
+//	ErrNotFound of Update     2 (the transaction, then a header read
+//	  or Delete                  telling "missing" from "another layout")
 //	an entity of another      3 (transaction, header read, transaction
 //	layout                       for the stored layout)
 //	a lost response           +1 read to settle it (table.Submit)
@@ -125,10 +150,10 @@
 //     rows in one transaction: old + new + 1 operations, at most 100.
 //
 // Every limit is checked before the network: a write that would break one
-// sends nothing and fails with table.ErrTooLarge (sizes and counts),
-// ErrInvalid and table.ErrInvalidKey (both match, for keys),
-// table.ErrInvalidEntity (property names and values, as for any entity)
-// or ErrInvalid (reserved names).
+// sends nothing and fails with ErrInvalid (which matches table.ErrInvalid)
+// and the sentinel naming what was wrong: table.ErrTooLarge (sizes and
+// counts), table.ErrInvalidKey (keys), table.ErrInvalidEntity (property
+// names, reserved ones among them, and values, as for any entity).
 //
 // # Write outcomes
 //
@@ -182,7 +207,7 @@
 // transaction applies nothing and answers 404), reads the header, and
 // redoes the write for the stored layout: a whole-entity write then moves
 // the entity to the Store's layout, deleting the old part rows in the same
-// transaction; UpdateFields and Delete act on the stored layout. Such a
+// transaction; a merge and Delete act on the stored layout. Such a
 // write costs two more round trips; keep Parts fixed for a table. (Should
 // the first transaction's response be lost as well, the table package may
 // settle it by making the header's ETag stale, a fence: a conditional

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -17,35 +16,30 @@ import (
 // rows, written in one transaction, read with one range query; one day is
 // changed with one merge, without reading.
 func Example() {
-	cs, err := tabletest.ConnectionString()
-	if err != nil {
-		log.Fatal(err)
-	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
 	ctx := context.Background()
-	name := fmt.Sprintf("days%d", time.Now().UnixNano())
-	if err := table.CreateTable(ctx, svc, name); err != nil {
-		log.Fatal(err)
-	}
-	defer func() { _ = table.DeleteTable(ctx, svc, name) }()
-
-	tbl, _ := table.New[table.Dynamic](svc.NewClient(name))
-	counts, err := wideentity.New[table.Dynamic](tbl, &wideentity.Options{Parts: 2})
+	c, cleanup, err := tabletest.ScratchTable(ctx, "days")
 	if err != nil {
 		log.Fatal(err)
 	}
-	year := table.Dynamic{Properties: map[string]any{}}
+	defer cleanup()
+
+	tbl, err := table.New[table.Dynamic](c)
+	if err != nil {
+		log.Fatal(err)
+	}
+	counts, err := wideentity.New(tbl, &wideentity.Options[table.Dynamic]{Parts: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	year := table.Dynamic{PartitionKey: "user42", RowKey: "2023", Properties: map[string]any{}}
 	for day := 1; day <= 365; day++ {
 		year.Properties[fmt.Sprintf("D%03d", day)] = int64(day % 7)
 	}
-	if _, err := counts.Insert(ctx, "user42", "2023", year); err != nil {
+	if _, err := counts.Insert(ctx, year); err != nil {
 		log.Fatal(err)
 	}
-	feb1 := table.Dynamic{Properties: map[string]any{"D032": int64(40)}}
-	if _, err := counts.UpdateFields(ctx, "user42", "2023", feb1, azcore.ETagAny, "D032"); err != nil {
+	feb1 := table.Dynamic{PartitionKey: "user42", RowKey: "2023", Properties: map[string]any{"D032": int64(40)}}
+	if _, err := counts.Update(ctx, feb1, azcore.ETagAny, table.Fields("D032")); err != nil {
 		log.Fatal(err)
 	}
 	got, err := counts.Get(ctx, "user42", "2023")
@@ -63,33 +57,30 @@ func Example() {
 // whole entity with one range query and writes it back in one transaction
 // conditioned on the version read, again if another writer came first.
 func ExampleStore_Modify() {
-	cs, err := tabletest.ConnectionString()
-	if err != nil {
-		log.Fatal(err)
-	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
 	ctx := context.Background()
-	name := fmt.Sprintf("weeks%d", time.Now().UnixNano())
-	if err := table.CreateTable(ctx, svc, name); err != nil {
+	c, cleanup, err := tabletest.ScratchTable(ctx, "weeks")
+	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() { _ = table.DeleteTable(ctx, svc, name) }()
+	defer cleanup()
 
 	// Week is small for the example; a struct of more than 252 fields is
 	// stored the same way.
 	type Week struct {
+		User                              string `table:",pk"`
+		Week                              string `table:",rk"`
 		Mon, Tue, Wed, Thu, Fri, Sat, Sun int64
 		Note                              string
 	}
-	tbl, _ := table.New[table.Dynamic](svc.NewClient(name))
-	weeks, err := wideentity.New[Week](tbl, &wideentity.Options{Parts: 2})
+	tbl, err := table.New[table.Dynamic](c)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := weeks.Insert(ctx, "user42", "2024-W31", Week{Mon: 3, Note: "holiday"}); err != nil {
+	weeks, err := wideentity.New[Week](tbl, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := weeks.Insert(ctx, Week{User: "user42", Week: "2024-W31", Mon: 3, Note: "holiday"}); err != nil {
 		log.Fatal(err)
 	}
 	e, err := weeks.Modify(ctx, "user42", "2024-W31", func(w *Week) error {
@@ -100,6 +91,6 @@ func ExampleStore_Modify() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(e.Value.Mon, e.Value.Tue, e.Value.Note)
-	// Output: 4 5 holiday
+	fmt.Println(e.Value.Mon, e.Value.Tue, e.Value.Note, "in", e.Parts, "part rows")
+	// Output: 4 5 holiday in 8 part rows
 }

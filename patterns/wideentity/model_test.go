@@ -17,7 +17,8 @@ import (
 	"github.com/tablekit/tablekit/patterns/wideentity"
 )
 
-// TestModelWideEntity applies random writes through two Stores (Parts 2
+// TestModelWideEntity applies random writes (Insert, Update with Replace,
+// Fields and Merge, Delete, Modify) through two Stores (Parts 2
 // and 5, so entities change layout) to four logical RowKeys that share
 // prefixes, with conditions current, stale or ETagAny, losing a third of
 // the responses, and checks after every step that each entity reads as
@@ -107,7 +108,7 @@ func TestModelWideEntity(t *testing.T) {
 		case 0:
 			p := props()
 			what = fmt.Sprintf("Insert(%q, %d properties, Parts %d)", rk, len(p), parts[which])
-			res, err = s.Insert(ctx, "m", rk, bagOf(p))
+			res, err = s.Insert(ctx, at("m", rk, bagOf(p)))
 			next, nextExists = entity{props: p, parts: parts[which]}, true
 			if exists {
 				want = table.ErrAlreadyExists
@@ -115,7 +116,7 @@ func TestModelWideEntity(t *testing.T) {
 		case 1:
 			p := props()
 			what = fmt.Sprintf("Update(%q, %d properties, Parts %d, %s ETag)", rk, len(p), parts[which], condition)
-			res, err = s.Update(ctx, "m", rk, bagOf(p), etag)
+			res, err = s.Update(ctx, at("m", rk, bagOf(p)), etag, table.Replace)
 			next = entity{props: p, parts: parts[which]}
 			conditional()
 		case 2:
@@ -124,8 +125,12 @@ func TestModelWideEntity(t *testing.T) {
 				p[fmt.Sprintf("P%04d", r.IntN(900))] = -int64(step)
 			}
 			names := slices.Sorted(maps.Keys(p))
-			what = fmt.Sprintf("UpdateFields(%q, %v, Parts %d, %s ETag)", rk, names, parts[which], condition)
-			res, err = s.UpdateFields(ctx, "m", rk, bagOf(p), etag, names...)
+			mode := table.Fields(names...)
+			if r.IntN(2) == 0 {
+				mode = table.Merge // the same here: every property of the value
+			}
+			what = fmt.Sprintf("Update(%q, %v, Parts %d, %s ETag, %v)", rk, names, parts[which], condition, mode)
+			res, err = s.Update(ctx, at("m", rk, bagOf(p)), etag, mode)
 			if exists {
 				next = entity{props: maps.Clone(old.props), parts: old.parts}
 				maps.Copy(next.props, p)

@@ -43,37 +43,37 @@ func TestLostResponses(t *testing.T) {
 	}
 
 	lose()
-	res, err := s.Insert(ctx, "p", "r", bag(300, 0))
+	res, err := s.Insert(ctx, at("p", "r", bag(300, 0)))
 	if err != nil || !res.Verified {
 		t.Fatalf("Insert = %+v, %v", res, err)
 	}
 	etag := expect("Insert", 4, map[string]any{"P0299": int64(299)})
 
 	lose()
-	if res, err = s.Update(ctx, "p", "r", bag(300, 1000), etag); err != nil || !res.Verified {
+	if res, err = s.Update(ctx, at("p", "r", bag(300, 1000)), etag, table.Replace); err != nil || !res.Verified {
 		t.Fatalf("Update = %+v, %v", res, err)
 	}
 	expect("Update", 4, map[string]any{"P0299": int64(1299)})
 
 	lose()
-	if _, err = s.Update(ctx, "p", "r", bag(200, 2000), azcore.ETagAny); err != nil {
+	if _, err = s.Update(ctx, at("p", "r", bag(200, 2000)), azcore.ETagAny, table.Replace); err != nil {
 		t.Fatalf("Update with ETagAny: %v", err)
 	}
 	etag = expect("Update with ETagAny", 4, map[string]any{"P0199": int64(2199), "P0299": nil})
 
 	lose()
 	one := table.Dynamic{Properties: map[string]any{"P0005": int64(-5), "P0150": int64(-150)}}
-	if res, err = s.UpdateFields(ctx, "p", "r", one, etag, "P0005", "P0150"); err != nil || !res.Verified {
-		t.Fatalf("UpdateFields = %+v, %v", res, err)
+	if res, err = s.Update(ctx, at("p", "r", one), etag, table.Fields("P0005", "P0150")); err != nil || !res.Verified {
+		t.Fatalf("Fields update = %+v, %v", res, err)
 	}
-	expect("UpdateFields", 4, map[string]any{"P0005": int64(-5), "P0150": int64(-150), "P0006": int64(2006)})
+	expect("Fields update", 4, map[string]any{"P0005": int64(-5), "P0150": int64(-150), "P0006": int64(2006)})
 
 	lose()
 	one.Properties["P0005"] = int64(-55)
-	if _, err = s.UpdateFields(ctx, "p", "r", one, azcore.ETagAny, "P0005"); err != nil {
-		t.Fatalf("UpdateFields with ETagAny: %v", err)
+	if _, err = s.Update(ctx, at("p", "r", one), azcore.ETagAny, table.Fields("P0005")); err != nil {
+		t.Fatalf("a Fields update with ETagAny: %v", err)
 	}
-	expect("UpdateFields with ETagAny", 4, map[string]any{"P0005": int64(-55)})
+	expect("a Fields update with ETagAny", 4, map[string]any{"P0005": int64(-55)})
 
 	lose()
 	calls := 0
@@ -90,7 +90,7 @@ func TestLostResponses(t *testing.T) {
 	// read, and the response of the second transaction is lost.
 	var batches atomic.Int32
 	f.ft.Inject(faults.Fault{Match: func(r *http.Request) bool { return isBatch(r) && batches.Add(1) == 2 }, LoseResponse: true})
-	if res, err = s2.Update(ctx, "p", "r", bag(50, 3000), etag); err != nil || !res.Verified {
+	if res, err = s2.Update(ctx, at("p", "r", bag(50, 3000)), etag, table.Replace); err != nil || !res.Verified {
 		t.Fatalf("Update into another layout = %+v, %v", res, err)
 	}
 	etag = expect("Update into another layout", 2, map[string]any{"P0049": int64(3049), "P0050": nil})
@@ -113,7 +113,7 @@ func TestCrashPoints(t *testing.T) {
 	s := newStore[table.Dynamic](t, f, 4)
 	s2 := newStore[table.Dynamic](t, f, 2)
 	ctx := context.Background()
-	if _, err := s.Insert(ctx, "p", "r", bag(300, 0)); err != nil {
+	if _, err := s.Insert(ctx, at("p", "r", bag(300, 0))); err != nil {
 		t.Fatal(err)
 	}
 	whole := func(what string, parts int, base int64) {
@@ -140,7 +140,7 @@ func TestCrashPoints(t *testing.T) {
 		}
 		return false
 	}, Err: context.Canceled})
-	_, err := s.Modify(cctx, "p", "r", func(d *table.Dynamic) error { *d = bag(300, 5000); return nil })
+	_, err := s.Modify(cctx, "p", "r", func(d *table.Dynamic) error { *d = at("p", "r", bag(300, 5000)); return nil })
 	if err == nil {
 		t.Fatal("Modify succeeded after its context ended")
 	}
@@ -151,7 +151,7 @@ func TestCrashPoints(t *testing.T) {
 	e, _ := s.Get(ctx, "p", "r")
 	cctx, cancel = context.WithCancel(ctx)
 	f.ft.Inject(faults.Fault{Match: isBatch, LoseResponse: true, AfterServer: cancel})
-	if _, err := s.Update(cctx, "p", "r", bag(300, 7000), e.ETag); !errors.Is(err, table.ErrOutcomeUnknown) {
+	if _, err := s.Update(cctx, at("p", "r", bag(300, 7000)), e.ETag, table.Replace); !errors.Is(err, table.ErrOutcomeUnknown) {
 		t.Fatalf("Update stopped after commit = %v", err)
 	}
 	whole("stopped after commit", 4, 7000)
@@ -168,7 +168,7 @@ func TestCrashPoints(t *testing.T) {
 		}
 		return false
 	}, Err: context.Canceled})
-	if _, err := s2.Update(cctx, "p", "r", bag(300, 9000), e.ETag); err == nil {
+	if _, err := s2.Update(cctx, at("p", "r", bag(300, 9000)), e.ETag, table.Replace); err == nil {
 		t.Fatal("Update succeeded after its context ended")
 	}
 	whole("stopped in a layout change", 4, 7000)
@@ -210,10 +210,10 @@ func TestVerifiedWritesReturnETag(t *testing.T) {
 	lose := func() { f.ft.Inject(faults.Fault{Match: isBatch, LoseResponse: true}) }
 
 	lose()
-	res, err := s.Insert(ctx, "p", "r", bag(300, 0))
+	res, err := s.Insert(ctx, at("p", "r", bag(300, 0)))
 	etag := check("Insert", res, err)
 
-	res, err = s.Update(ctx, "p", "r", bag(300, 100), etag)
+	res, err = s.Update(ctx, at("p", "r", bag(300, 100)), etag, table.Replace)
 	if err != nil {
 		t.Fatalf("Update with the ETag of a verified Insert: %v", err)
 	}
@@ -223,12 +223,12 @@ func TestVerifiedWritesReturnETag(t *testing.T) {
 	// transaction for the stored layout, whose response is lost.
 	var batches atomic.Int32
 	f.ft.Inject(faults.Fault{Match: func(r *http.Request) bool { return isBatch(r) && batches.Add(1) == 2 }, LoseResponse: true})
-	res, err = s2.Update(ctx, "p", "r", bag(300, 200), etag)
+	res, err = s2.Update(ctx, at("p", "r", bag(300, 200)), etag, table.Replace)
 	etag = check("Update into another layout", res, err)
 
 	lose()
-	res, err = s2.UpdateFields(ctx, "p", "r", bag(1, -1), etag, "P0000")
-	check("UpdateFields", res, err) // Modify reads the ETag itself
+	res, err = s2.Update(ctx, at("p", "r", bag(1, -1)), etag, table.Fields("P0000"))
+	check("Fields update", res, err) // Modify reads the ETag itself
 
 	lose()
 	e, err := s.Modify(ctx, "p", "r", func(d *table.Dynamic) error { d.Properties["P0001"] = int64(-1); return nil })

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -31,16 +32,23 @@ const (
 	// PartsProperty is the reserved property of the header row: the
 	// number of part rows.
 	PartsProperty = "TkWideParts"
+	// DefaultParts is Options.Parts's default: 8 part rows hold as many
+	// bytes as one transaction carries (4 MiB of text at 2 bytes a
+	// character) and about 2,000 properties (8 × 251, less headroom).
+	DefaultParts = 8
 )
 
 var (
-	// ErrInvalid is the sentinel for a request rejected before the network
-	// for a reason of this package: bad Options, a property named like a
-	// reserved one (VersionProperty, PartsProperty, table.WriteProperty),
-	// an UpdateFields name the value does not hold, an invalid key (which
-	// also matches table.ErrInvalidKey). Limits are table.ErrTooLarge,
-	// values the table package's sentinels.
-	ErrInvalid = errors.New("wideentity: invalid request")
+	// ErrInvalid is the sentinel for every request rejected before the
+	// network: bad Options, a mode Update does not take, a property name
+	// under table.ReservedPropertyPrefix or otherwise invalid
+	// (table.ValidPropertyName; also table.ErrInvalidEntity), a
+	// table.Fields name the value does not hold, a write of a T without
+	// keys, an invalid key (also table.ErrInvalidKey), a missing ETag
+	// (also table.ErrNoETag), a value or limit the table package refuses
+	// (also its sentinel: table.ErrTooLarge, table.ErrInvalidEntity). It
+	// matches table.ErrInvalid.
+	ErrInvalid = table.NewErrInvalid("wideentity: invalid request")
 	// ErrInconsistent: the rows in an entity's key range do not form one
 	// version of a wide entity even after re-reading (see Options.Retry):
 	// writers kept changing it during reads of several pages, or other
@@ -48,15 +56,22 @@ var (
 	ErrInconsistent = errors.New("wideentity: the rows read do not form one version of a wide entity")
 )
 
-// Options configures a Store.
-type Options struct {
+// Options configures a Store. A nil *Options means defaults.
+type Options[T any] struct {
 	// Parts is the number of part rows each entity is stored in, 1 to
-	// MaxParts; required. A property's part is keys.Bucket(name, Parts),
-	// so each part holds about 1/Parts of the properties: allow headroom
-	// (the guide's 365 daily counts fit Parts 2; 2,000 properties Parts
-	// 10). Keep it fixed for a table; see the package documentation for
-	// what a change costs.
+	// MaxParts. Default: DefaultParts. A property's part is
+	// keys.Bucket(name, Parts), so each part holds about 1/Parts of the
+	// properties: allow headroom (the guide's 365 daily counts fit Parts
+	// 2; 2,000 properties Parts 10). Keep it fixed for a table; see the
+	// package documentation for what a change costs.
 	Parts int
+	// Keys returns the logical keys an entity is stored under, as
+	// table.WithKeys does for a table: for a T without key fields, or
+	// keys computed from other fields. Default: T's key fields
+	// ([table.KeysOf]; table.Dynamic's PartitionKey and RowKey). A Store
+	// whose T has neither can Get and Delete, but its writes fail with
+	// ErrInvalid.
+	Keys func(*T) (pk, rk string)
 	// Retry is the policy for Modify's conflicts and for the re-reads of a
 	// read that saw rows of two versions. Default: retry.Default.
 	Retry *retry.Policy
@@ -69,33 +84,52 @@ type Options struct {
 // table.Dynamic for a property bag. It is safe for concurrent use.
 type Store[T any] struct {
 	tbl      *table.Table[table.Dynamic]
+	keys     func(*T) (pk, rk string) // nil: T has no keys to write
 	parts    int
 	retry    retry.Policy
 	bag      bool // T is table.Dynamic
 	pageSize int  // rows per page of a read; 0 for the service's maximum (tests set it)
 }
 
-// New returns a Store of entities of type T in tbl's table. It fails with
-// ErrInvalid when opts has no valid Parts, and with the error a write
-// would return when T cannot be stored: table.ErrInvalidEntity for a field
-// type or name the codec refuses, ErrInvalid for a reserved name,
-// table.ErrTooLarge when the fields always stored overflow a part. T's key
-// fields, if any, are ignored on writes (the calls take the keys) and
-// receive the logical keys on reads; its Meta receives the header's ETag
-// and Timestamp.
-func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Store[T], error) {
-	if tbl == nil || opts == nil {
-		return nil, fmt.Errorf("%w: a table and Options with Parts are required", ErrInvalid)
+// New returns a Store of entities of type T in tbl's table (required; a
+// nil opts means defaults). It sends nothing. It fails with ErrInvalid for
+// a nil table, a Parts outside 1..MaxParts, or a T that cannot be stored
+// (also the table package's error: table.ErrInvalidEntity for a field
+// type or name the codec refuses or a name under
+// table.ReservedPropertyPrefix, table.ErrTooLarge when the fields always
+// stored overflow a part). Writes take an entity's logical keys from T's
+// key fields, or from Options.Keys; reads fill T's key fields with them
+// and its Meta with the header's ETag and Timestamp.
+func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], error) {
+	if tbl == nil {
+		return nil, fmt.Errorf("%w: a table is required", ErrInvalid)
 	}
-	if opts.Parts < 1 || opts.Parts > MaxParts {
-		return nil, fmt.Errorf("%w: Parts %d outside 1..%d", ErrInvalid, opts.Parts, MaxParts)
+	var o Options[T]
+	if opts != nil {
+		o = *opts
 	}
-	s := &Store[T]{tbl: reserved.Properties(tbl), parts: opts.Parts, retry: retry.Default}
-	if opts.Retry != nil {
-		s.retry = *opts.Retry
+	switch {
+	case o.Parts == 0:
+		o.Parts = DefaultParts
+	case o.Parts < 1 || o.Parts > MaxParts:
+		return nil, fmt.Errorf("%w: Parts %d outside 1..%d", ErrInvalid, o.Parts, MaxParts)
+	}
+	s := &Store[T]{tbl: reserved.Properties(tbl), keys: o.Keys, parts: o.Parts, retry: retry.Default}
+	if o.Retry != nil {
+		s.retry = *o.Retry
 	}
 	var zero T
 	_, s.bag = any(zero).(table.Dynamic)
+	fields, err := table.FieldsOf[T]()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if s.keys == nil && slices.ContainsFunc(fields, func(f table.Field) bool { return f.Role == table.PartitionKeyField }) {
+		s.keys = func(v *T) (string, string) {
+			pk, rk, _ := table.KeysOf(v) // T has key fields: no error
+			return pk, rk
+		}
+	}
 	// Splitting the zero T checks its type and, since a struct's fields
 	// other than pointers, times, []byte and omitempty ones are stored even
 	// when zero, their names and how they spread over the parts, as every
@@ -106,14 +140,11 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options) (*Store[T], erro
 	return s, nil
 }
 
-// Entity is a wide entity as read.
+// Entity is a wide entity as read: the core's envelope (the logical keys,
+// the header row's ETag, which every write changes and Update and Delete
+// take, and the value) and the number of part rows it is stored in.
 type Entity[T any] struct {
-	// Value is the entity.
-	Value T
-	// ETag is the header row's ETag: the version of the whole entity,
-	// which every write changes. Pass it to Update, UpdateFields or
-	// Delete.
-	ETag azcore.ETag
+	table.Entity[T]
 	// Parts is the number of part rows it is stored in.
 	Parts int
 }
@@ -139,8 +170,13 @@ func partOf(name string, parts int) int {
 	return k
 }
 
-func reservedName(name string) bool {
-	return name == VersionProperty || name == PartsProperty || name == table.WriteProperty
+// keysOf returns the logical keys v is written under, checked.
+func (s *Store[T]) keysOf(op string, v *T) (pk, rk string, err error) {
+	if s.keys == nil {
+		return "", "", fmt.Errorf("%w: %s: %w: %v has no PartitionKey and RowKey fields: tag them, or give Options.Keys", ErrInvalid, op, table.ErrInvalidEntity, reflect.TypeFor[T]())
+	}
+	pk, rk = s.keys(v)
+	return pk, rk, checkKeys(op, pk, rk)
 }
 
 // checkKeys validates the keys before the network: the PartitionKey as
@@ -178,7 +214,7 @@ func (s *Store[T]) properties(v T) (map[string]any, error) {
 func (s *Store[T]) split(where string, v T, parts int) ([]map[string]any, error) {
 	props, err := s.properties(v)
 	if err != nil {
-		return nil, fmt.Errorf("wideentity: %s: %w", where, err)
+		return nil, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
 	}
 	out := make([]map[string]any, parts)
 	for k := range out {
@@ -188,15 +224,17 @@ func (s *Store[T]) split(where string, v T, parts int) ([]map[string]any, error)
 		if val == nil {
 			continue // as a Dynamic writes it: no property
 		}
-		if reservedName(name) {
-			return nil, fmt.Errorf("%w: %s: property name %q is reserved", ErrInvalid, where, name)
+		if err := table.ValidPropertyName(name); err != nil {
+			// The table is a view that writes reserved names: only this
+			// Store's own may have one.
+			return nil, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
 		}
 		out[partOf(name, parts)][name] = val
 	}
 	for k, p := range out {
 		if len(p) > MaxPartProperties {
-			return nil, fmt.Errorf("wideentity: %s: %w: part %d of %d would hold %d properties, more than %d (MaxPartProperties): use more Parts",
-				where, table.ErrTooLarge, k, parts, len(p), MaxPartProperties)
+			return nil, fmt.Errorf("wideentity: %s: %w: %w: part %d of %d would hold %d properties, more than %d (MaxPartProperties): use more Parts",
+				where, ErrInvalid, table.ErrTooLarge, k, parts, len(p), MaxPartProperties)
 		}
 	}
 	return out, nil
@@ -251,16 +289,16 @@ func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored)
 func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op) (table.Result, error) {
 	for _, o := range ops {
 		if err := o.Err(); err != nil {
-			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w", op, pk, rk, o.RowKey(), err)
+			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, o.RowKey(), ErrInvalid, err)
 		}
 	}
 	if len(ops) > table.MaxBatchOps {
-		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %d operations, more than one transaction holds (%d): a change of Parts needs the old and the new part rows in one transaction",
-			op, pk, rk, table.ErrTooLarge, len(ops), table.MaxBatchOps)
+		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %w: %d operations, more than one transaction holds (%d): a change of Parts needs the old and the new part rows in one transaction",
+			op, pk, rk, ErrInvalid, table.ErrTooLarge, len(ops), table.MaxBatchOps)
 	}
 	if size := table.EstimateBatchSize(ops); size > table.MaxBatchSize {
-		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: the transaction would be up to %d bytes, more than the service's %d (table.MaxBatchSize)",
-			op, pk, rk, table.ErrTooLarge, size, table.MaxBatchSize)
+		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %w: the transaction would be up to %d bytes, more than the service's %d (table.MaxBatchSize)",
+			op, pk, rk, ErrInvalid, table.ErrTooLarge, size, table.MaxBatchSize)
 	}
 	res, err := s.tbl.Submit(ctx, table.Atomic(ops...), nil)
 	if err != nil {
@@ -302,7 +340,8 @@ func (s *Store[T]) write(ctx context.Context, op, pk, rk string, etag azcore.ETa
 
 // head reads the header row: the stored layout and ETag.
 func (s *Store[T]) head(ctx context.Context, pk, rk string) (stored, error) {
-	h, err := s.tbl.Get(ctx, pk, headerKey(rk), nil)
+	got, err := s.tbl.Get(ctx, pk, headerKey(rk), nil)
+	h := got.Value
 	if errors.Is(err, table.ErrNotFound) && !errors.Is(err, table.ErrOutcomeUnknown) {
 		return stored{}, nil
 	}
@@ -324,12 +363,14 @@ func partsOf(h table.Dynamic) (int, error) {
 	return int(n), nil
 }
 
-// Insert stores v as a new wide entity: one transaction of Parts+1 inserts,
-// one round trip. ErrAlreadyExists when the entity exists (in any layout).
-// A lost response is settled by the table package's verification (the
-// insert is reported applied, Verified, never written twice).
-func (s *Store[T]) Insert(ctx context.Context, pk, rk string, v T) (table.Result, error) {
-	if err := checkKeys("insert", pk, rk); err != nil {
+// Insert stores v as a new wide entity, under the logical keys of its key
+// fields (or Options.Keys): one transaction of Parts+1 inserts, one round
+// trip. ErrAlreadyExists when the entity exists (in any layout). A lost
+// response is settled by the table package's verification (the insert is
+// reported applied, Verified, never written twice).
+func (s *Store[T]) Insert(ctx context.Context, v T) (table.Result, error) {
+	pk, rk, err := s.keysOf("insert", &v)
+	if err != nil {
 		return table.Result{}, err
 	}
 	parts, err := s.split(fmt.Sprintf("insert (%q, %q)", pk, rk), v, s.parts)
@@ -339,77 +380,89 @@ func (s *Store[T]) Insert(ctx context.Context, pk, rk string, v T) (table.Result
 	return s.submit(ctx, "insert", pk, rk, s.replaceOps(pk, rk, parts, stored{}))
 }
 
-// Update replaces the whole entity with v, in one transaction: every part
-// row replaced and the header replaced if its ETag still matches etag (the
-// ETag of Get), else nothing (ErrPreconditionFailed). azcore.ETagAny
-// replaces whatever version is stored; an empty etag is table.ErrNoETag.
-// One round trip. ErrNotFound when the entity does not exist (after one
-// more read, which tells a missing entity from one stored with another
-// Parts: that one is rewritten in the configured layout, two round trips
-// more). A lost response is settled by the table package's verification:
-// with an ETag the update is never applied twice and never reported failed
-// when it was applied; with ETagAny the resend rewrites the same values.
-func (s *Store[T]) Update(ctx context.Context, pk, rk string, v T, etag azcore.ETag) (table.Result, error) {
-	if err := checkKeys("update", pk, rk); err != nil {
-		return table.Result{}, err
-	}
-	if etag == "" {
-		return table.Result{}, fmt.Errorf("wideentity: update (%q, %q): %w", pk, rk, table.ErrNoETag)
-	}
-	parts, err := s.split(fmt.Sprintf("update (%q, %q)", pk, rk), v, s.parts)
+// Update writes v into the stored entity with v's logical keys, in one
+// transaction, one round trip, as mode says:
+//
+//   - table.Replace makes the entity exactly v: every part row replaced,
+//     whatever properties it held.
+//   - table.Fields(names...) writes the named properties of v and leaves
+//     the others: a merge into each part row holding one of them (and an
+//     empty merge of the header), no read. Every name must be a property
+//     v holds (a nil pointer, a zero time or an absent bag entry cannot be
+//     merged: Replace the entity to remove a property). With
+//     azcore.ETagAny this is the guide's "a single merge suffices to
+//     change one day".
+//   - table.Merge is table.Fields of every property v holds: those a
+//     merge of a table.Table[T] sends (so not nil pointers, zero times or
+//     omitempty zeros), each merged into its part row; stored properties
+//     v does not hold are kept.
+//
+// etag is the header's ETag (Get's): the write applies only if the entity
+// has not changed since (table.ErrPreconditionFailed otherwise), and a
+// lost response is settled exactly. azcore.ETagAny writes whatever
+// version is stored: a Replace's resend then rewrites the same values; a
+// merge does not depend on the version, cannot lose a concurrent change
+// of other properties, and concurrent merges of one property are last
+// writer wins. An empty etag is table.ErrNoETag. Every mode changes the
+// header's ETag, so a write conditioned on an older ETag fails instead of
+// overwriting it; and since a property's part depends only on its name
+// and Parts, no write ever moves it to another row. A merge adds new
+// properties to their part rows, whose 252 properties and 1 MiB the
+// service checks (the client does not know what a row holds; the
+// emulator checks neither). ErrNotFound when the entity does not exist
+// (after one more read, which tells a missing entity from one stored with
+// another Parts: that one is written in its stored layout by a merge, and
+// moved to the configured layout by a Replace, two round trips more).
+func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Result, error) {
+	pk, rk, err := s.keysOf("update", &v)
 	if err != nil {
 		return table.Result{}, err
 	}
-	return s.write(ctx, "update", pk, rk, etag, func(cur stored) ([]table.Op, error) {
-		return s.replaceOps(pk, rk, parts, cur), nil
-	})
-}
-
-// UpdateFields writes the named properties of v into the stored entity
-// and leaves the others as they are: one transaction of a merge into each
-// part row holding one of them and an empty merge of the header, one round
-// trip, no read. Every name must be a property v holds (a nil pointer, a
-// zero time or an absent bag entry cannot be merged: Update the whole
-// entity to remove a property). A new property adds to its part row, whose
-// 252 properties and 1 MiB the service checks for the merge (the client
-// does not know what the row holds; the emulator checks neither).
-//
-// With etag azcore.ETagAny it does not depend on the version stored: it
-// cannot lose a concurrent change of other properties, concurrent
-// UpdateFields of one property are last writer wins, and its resend after a
-// lost response writes the same values. With the ETag of Get it applies
-// only if the entity has not changed since (ErrPreconditionFailed), and a
-// lost response is settled exactly. Either way it changes the header's
-// ETag, so a whole-entity write conditioned on an older ETag fails instead
-// of overwriting it; and since a property's part depends only on its name
-// and Parts, a concurrent whole-entity write can never have moved it to
-// another row. ErrNotFound when the entity does not exist.
-func (s *Store[T]) UpdateFields(ctx context.Context, pk, rk string, v T, etag azcore.ETag, names ...string) (table.Result, error) {
-	if err := checkKeys("update fields", pk, rk); err != nil {
-		return table.Result{}, err
-	}
+	where := fmt.Sprintf("update (%q, %q)", pk, rk)
 	if etag == "" {
-		return table.Result{}, fmt.Errorf("wideentity: update fields (%q, %q): %w", pk, rk, table.ErrNoETag)
+		return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, table.ErrNoETag)
 	}
-	if len(names) == 0 {
-		return table.Result{}, fmt.Errorf("%w: update fields (%q, %q): no property named", ErrInvalid, pk, rk)
+	names := mode.FieldNames()
+	switch {
+	case names != nil:
+		if len(names) == 0 {
+			return table.Result{}, fmt.Errorf("%w: %s: table.Fields names no property", ErrInvalid, where)
+		}
+	case reflect.DeepEqual(mode, table.Merge):
+	case reflect.DeepEqual(mode, table.Replace):
+		parts, err := s.split(where, v, s.parts)
+		if err != nil {
+			return table.Result{}, err
+		}
+		return s.write(ctx, "update", pk, rk, etag, func(cur stored) ([]table.Op, error) {
+			return s.replaceOps(pk, rk, parts, cur), nil
+		})
+	default:
+		return table.Result{}, fmt.Errorf("%w: %s: mode %v: want table.Replace, table.Merge or table.Fields", ErrInvalid, where, mode)
 	}
 	props, err := s.properties(v)
 	if err != nil {
-		return table.Result{}, fmt.Errorf("wideentity: update fields (%q, %q): %w", pk, rk, err)
+		return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
+	}
+	if names == nil { // Merge: every property v holds
+		for name, val := range props {
+			if val != nil {
+				names = append(names, name)
+			}
+		}
 	}
 	merge := make(map[string]any, len(names))
 	for _, name := range names {
 		val := props[name]
-		switch {
-		case reservedName(name):
-			return table.Result{}, fmt.Errorf("%w: update fields (%q, %q): property name %q is reserved", ErrInvalid, pk, rk, name)
-		case val == nil:
-			return table.Result{}, fmt.Errorf("%w: update fields (%q, %q): v holds no property %q", ErrInvalid, pk, rk, name)
+		if err := table.ValidPropertyName(name); err != nil {
+			return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
+		}
+		if val == nil {
+			return table.Result{}, fmt.Errorf("%w: %s: v holds no property %q", ErrInvalid, where, name)
 		}
 		merge[name] = val
 	}
-	return s.write(ctx, "update fields", pk, rk, etag, func(cur stored) ([]table.Op, error) {
+	return s.write(ctx, "update", pk, rk, etag, func(cur stored) ([]table.Op, error) {
 		byPart := map[int]map[string]any{}
 		for name, val := range merge {
 			k := partOf(name, cur.parts)
@@ -442,7 +495,7 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 		return err
 	}
 	if etag == "" {
-		return fmt.Errorf("wideentity: delete (%q, %q): %w", pk, rk, table.ErrNoETag)
+		return fmt.Errorf("wideentity: delete (%q, %q): %w: %w", pk, rk, ErrInvalid, table.ErrNoETag)
 	}
 	_, err := s.write(ctx, "delete", pk, rk, etag, func(cur stored) ([]table.Op, error) {
 		ops := []table.Op{table.DeleteOp(pk, headerKey(rk), cur.etag)}
@@ -548,7 +601,7 @@ func (s *Store[T]) read(ctx context.Context, pk, rk string) (Entity[T], stored, 
 	} else if e.Value, err = table.FromDynamic[T](d); err != nil {
 		return e, stored{}, fmt.Errorf("wideentity: get (%q, %q): %w", pk, rk, err)
 	}
-	e.ETag, e.Parts = h.ETag, n
+	e.PartitionKey, e.RowKey, e.ETag, e.Parts = pk, rk, h.ETag, n
 	return e, stored{parts: n, etag: h.ETag, header: h}, nil
 }
 
@@ -556,14 +609,21 @@ func (s *Store[T]) read(ctx context.Context, pk, rk string) (Entity[T], stored, 
 // (one range query), calls fn with its value, and replaces it conditioned
 // on the header's ETag read (one transaction); when another writer came
 // first it reads and calls fn again, per Options.Retry (fn must be safe to
-// call several times). Two round trips, two more per conflict. It returns
-// the entity as written: Value as fn left it (its Meta, if T has one, still
-// names the version read) and ETag the version written. An error from fn ends Modify with that error and
-// writes nothing. A lost response is settled exactly from the header's
-// write history, so fn's change is never applied twice; when that cannot
-// be settled Modify returns ErrOutcomeUnknown and does not call fn again.
+// call several times, and must not change the keys: ErrInvalid and
+// table.ErrInvalidKey, nothing written). Two round trips, two more per
+// conflict. It returns the entity as written: Value as fn left it (its
+// Meta, if T has one, still names the version read) and ETag the version
+// written. An error from fn ends Modify with that error and writes
+// nothing. A lost response is settled exactly from the header's write
+// history, so fn's change is never applied twice; when that cannot be
+// settled Modify returns ErrOutcomeUnknown and does not call fn again.
 func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error) (Entity[T], error) {
 	if err := checkKeys("modify", pk, rk); err != nil {
+		return Entity[T]{}, err
+	}
+	if s.keys == nil {
+		var zero T
+		_, _, err := s.keysOf("modify", &zero)
 		return Entity[T]{}, err
 	}
 	var out Entity[T]
@@ -579,6 +639,9 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		if err := fn(&e.Value); err != nil {
 			return retry.Stop(err)
 		}
+		if k1, k2 := s.keys(&e.Value); k1 != pk || k2 != rk {
+			return fmt.Errorf("%w: modify (%q, %q): %w: fn changed the keys to (%q, %q)", ErrInvalid, pk, rk, table.ErrInvalidKey, k1, k2)
+		}
 		parts, err := s.split(fmt.Sprintf("modify (%q, %q)", pk, rk), e.Value, s.parts)
 		if err != nil {
 			return err
@@ -587,7 +650,8 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		if err != nil {
 			return err
 		}
-		out = Entity[T]{Value: e.Value, ETag: res.ETag, Parts: s.parts}
+		e.ETag, e.Parts = res.ETag, s.parts
+		out = e
 		return nil
 	})
 	if err != nil {
