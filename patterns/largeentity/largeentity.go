@@ -134,8 +134,9 @@ type Options[T any] struct {
 type Store[T any] struct {
 	tbl       *table.Table[table.Dynamic]
 	blobs     *container.Client
-	keys      func(*T) (pk, rk string) // nil: T has no keys to write
-	extra     bool                     // T has an extra map: its names are checked on writes
+	keys      func(*T) (pk, rk string) // table.KeyFunc; nil: keysErr
+	keysErr   error
+	extra     bool // T has an extra map: its names are checked on writes
 	prefix    string
 	chosen    []*field          // the fields offloaded by writes
 	readable  map[string]*field // every []byte, string or json field: what a read can resolve
@@ -226,8 +227,9 @@ func New[T any](tbl *table.Table[table.Dynamic], blobs *container.Client, opts *
 	if typ.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("%w: %v is not a struct type", ErrInvalid, typ)
 	}
-	s := &Store[T]{tbl: reserved.Properties(tbl), blobs: blobs, keys: o.Keys, prefix: o.Prefix, threshold: o.Threshold, conc: o.Concurrency,
+	s := &Store[T]{tbl: reserved.Properties(tbl), blobs: blobs, prefix: o.Prefix, threshold: o.Threshold, conc: o.Concurrency,
 		grace: o.Grace, retry: retry.Default, now: o.Now, readable: map[string]*field{}}
+	s.keys, s.keysErr = table.KeyFunc(o.Keys)
 	if s.prefix == "" {
 		s.prefix = tbl.Name()
 	}
@@ -293,15 +295,11 @@ func (s *Store[T]) addFields(names []string) error {
 	for _, n := range names {
 		named[n] = true
 	}
-	hasKeys := 0
 	for _, tf := range fields {
 		sf := typ.FieldByIndex(tf.Index)
 		name := tf.Property
 		f := &field{name: name, index: tf.Index, typ: tf.Type}
 		switch {
-		case tf.Role == table.PartitionKeyField, tf.Role == table.RowKeyField:
-			hasKeys++
-			name = tf.Name
 		case tf.Role == table.ExtraField:
 			s.extra = true
 			name = tf.Name
@@ -344,19 +342,13 @@ func (s *Store[T]) addFields(names []string) error {
 	for n := range named {
 		return fmt.Errorf("%w: Options.Fields names %q, which %v has no []byte, string or json field for", ErrInvalid, n, typ)
 	}
-	if s.keys == nil && hasKeys == 2 {
-		s.keys = func(v *T) (string, string) {
-			pk, rk, _ := table.KeysOf(v) // T has key fields: no error
-			return pk, rk
-		}
-	}
 	return nil
 }
 
 // keysOf returns the keys v is stored under, checked as checkKeys does.
 func (s *Store[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 	if s.keys == nil {
-		return "", "", fmt.Errorf("largeentity: %s: %w: %w: %v has no PartitionKey and RowKey fields: tag them, or give Options.Keys", op, ErrInvalid, table.ErrInvalidEntity, reflect.TypeFor[T]())
+		return "", "", fmt.Errorf("largeentity: %s: %w", op, table.MarkInvalid(ErrInvalid, s.keysErr))
 	}
 	pk, rk = s.keys(v)
 	return pk, rk, checkKeys(op, pk, rk)

@@ -106,6 +106,28 @@ func KeysOf[T any](v *T) (pk, rk string, err error) {
 	return e.FieldByIndex(c.pk).String(), e.FieldByIndex(c.rk).String(), nil
 }
 
+// KeyFunc returns the function that gives a T's keys, for packages that
+// take a T and store it their own way: fn when it is not nil (a package's
+// Options.Keys, as WithKeys for a Table), else one that reads T's key
+// fields. For a T with neither it returns nil and an ErrInvalidEntity to
+// report when such a T is written.
+func KeyFunc[T any](fn func(*T) (pk, rk string)) (func(*T) (pk, rk string), error) {
+	if fn != nil {
+		return fn, nil
+	}
+	c, err := codecFor(reflect.TypeFor[T]())
+	if err != nil {
+		return nil, err
+	}
+	if c.pk == nil || c.rk == nil {
+		return nil, fmt.Errorf("%w: %v has no PartitionKey and RowKey fields: tag them, or give a key function", ErrInvalidEntity, c.typ)
+	}
+	return func(v *T) (string, string) {
+		e := reflect.ValueOf(v).Elem()
+		return e.FieldByIndex(c.pk).String(), e.FieldByIndex(c.rk).String()
+	}, nil
+}
+
 // Keys returns the keys t stores v under: from T's key fields, or from
 // the function given to WithKeys or NewWithKeys. The keys are not checked;
 // a write checks them.

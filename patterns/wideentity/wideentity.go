@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -84,7 +83,8 @@ type Options[T any] struct {
 // table.Dynamic for a property bag. It is safe for concurrent use.
 type Store[T any] struct {
 	tbl      *table.Table[table.Dynamic]
-	keys     func(*T) (pk, rk string) // nil: T has no keys to write
+	keys     func(*T) (pk, rk string) // table.KeyFunc; nil: keysErr
+	keysErr  error
 	parts    int
 	retry    retry.Policy
 	bag      bool // T is table.Dynamic
@@ -114,21 +114,15 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	case o.Parts < 1 || o.Parts > MaxParts:
 		return nil, fmt.Errorf("%w: Parts %d outside 1..%d", ErrInvalid, o.Parts, MaxParts)
 	}
-	s := &Store[T]{tbl: reserved.Properties(tbl), keys: o.Keys, parts: o.Parts, retry: retry.Default}
+	s := &Store[T]{tbl: reserved.Properties(tbl), parts: o.Parts, retry: retry.Default}
+	s.keys, s.keysErr = table.KeyFunc(o.Keys)
 	if o.Retry != nil {
 		s.retry = *o.Retry
 	}
 	var zero T
 	_, s.bag = any(zero).(table.Dynamic)
-	fields, err := table.FieldsOf[T]()
-	if err != nil {
+	if _, err := table.FieldsOf[T](); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	if s.keys == nil && slices.ContainsFunc(fields, func(f table.Field) bool { return f.Role == table.PartitionKeyField }) {
-		s.keys = func(v *T) (string, string) {
-			pk, rk, _ := table.KeysOf(v) // T has key fields: no error
-			return pk, rk
-		}
 	}
 	// Splitting the zero T checks its type and, since a struct's fields
 	// other than pointers, times, []byte and omitempty ones are stored even
@@ -173,7 +167,7 @@ func partOf(name string, parts int) int {
 // keysOf returns the logical keys v is written under, checked.
 func (s *Store[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 	if s.keys == nil {
-		return "", "", fmt.Errorf("%w: %s: %w: %v has no PartitionKey and RowKey fields: tag them, or give Options.Keys", ErrInvalid, op, table.ErrInvalidEntity, reflect.TypeFor[T]())
+		return "", "", fmt.Errorf("wideentity: %s: %w", op, table.MarkInvalid(ErrInvalid, s.keysErr))
 	}
 	pk, rk = s.keys(v)
 	return pk, rk, checkKeys(op, pk, rk)
