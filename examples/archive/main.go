@@ -49,10 +49,11 @@ type archiver struct {
 // Current table) so that a duplicate or late delivery is harmless:
 //
 //   - not in Current: already moved (or never there); nothing to do;
-//   - in Current: write it whole to Archive (insert or replace: doing it
-//     twice is doing it once), then delete it from Current if it has not
-//     changed since it was read (If-Match). If it changed, the delete fails,
-//     the intent is retried, and the retry copies the newer version.
+//   - in Current: write it whole to Archive (Upsert with table.Replace:
+//     doing it twice is doing it once), then delete it from Current if it
+//     has not changed since it was read (DeleteIfExists, If-Match: gone is
+//     success). If it changed, the delete fails, the intent is retried, and
+//     the retry copies the newer version.
 func (a *archiver) handle(ctx context.Context, in eventual.Intent[ArchiveEmployee]) error {
 	p := in.Payload
 	e, err := a.current.Get(ctx, p.Department, p.ID, nil)
@@ -63,12 +64,12 @@ func (a *archiver) handle(ctx context.Context, in eventual.Intent[ArchiveEmploye
 	if err != nil {
 		return err
 	}
-	a.say("worker: intent %s (delivery %d): read %s/%s (%s) from Current", short(in.ID), in.DequeueCount, p.Department, p.ID, e.Name)
-	if _, err := eventual.Put(ctx, a.archive, e); err != nil {
+	a.say("worker: intent %s (delivery %d): read %s/%s (%s) from Current", short(in.ID), in.DequeueCount, p.Department, p.ID, e.Value.Name)
+	if _, err := a.archive.Upsert(ctx, e.Value, table.Replace); err != nil {
 		return err
 	}
 	a.say("worker: inserted or replaced it in Archive")
-	if err := eventual.DeleteIfExists(ctx, a.current, p.Department, p.ID, e.ETag); err != nil {
+	if err := a.current.DeleteIfExists(ctx, p.Department, p.ID, e.ETag); err != nil {
 		return err
 	}
 	a.say("worker: deleted it from Current (If-Match the version copied)")
@@ -93,11 +94,17 @@ func run(ctx context.Context) error {
 	defer cancel()
 	say := func(format string, args ...any) { fmt.Printf("   "+format+"\n", args...) }
 	fmt.Println("archive: an eventually consistent transaction across two tables (guide pattern 3)")
-	cs, err := tabletest.ConnectionString()
-	if err != nil {
-		return err
+	var tables [2]*table.Table[Employee] // Current, Archive
+	for i, prefix := range []string{"current", "archive"} {
+		c, drop, err := tabletest.ScratchTable(ctx, prefix)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		tables[i], _ = table.New[Employee](c)
 	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
+	current, archive := tables[0], tables[1]
+	cs, err := tabletest.ConnectionString()
 	if err != nil {
 		return err
 	}
@@ -107,24 +114,17 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	suffix := time.Now().UnixNano()
-	names := map[string]string{"current": fmt.Sprint("current", suffix), "archive": fmt.Sprint("archive", suffix)}
-	queueName, poisonName := fmt.Sprint("archive-", suffix), fmt.Sprint("archive-", suffix, "-poison")
-	for _, n := range names {
-		if err := table.CreateTable(ctx, svc, n); err != nil {
-			return err
-		}
-		defer table.DeleteTable(context.WithoutCancel(ctx), svc, n) //nolint:errcheck // cleanup
-	}
+	queueName := fmt.Sprint("archive-", time.Now().UnixNano())
+	poisonName := queueName + "-poison"
 	for _, n := range []string{queueName, poisonName} {
 		if _, err := qsvc.CreateQueue(ctx, n, nil); err != nil {
 			return err
 		}
 		defer qsvc.DeleteQueue(context.WithoutCancel(ctx), n, nil) //nolint:errcheck // cleanup
 	}
-	current, _ := table.New[Employee](svc.NewClient(names["current"]))
-	archive, _ := table.New[Employee](svc.NewClient(names["archive"]))
-	q, err := eventual.New(qsvc.NewQueueClient(queueName), &eventual.Options{Poison: qsvc.NewQueueClient(poisonName)})
+	// No primary write is committed with the intent (Enqueue alone), so
+	// the Queue needs no Options.
+	q, err := eventual.New(qsvc.NewQueueClient(queueName), qsvc.NewQueueClient(poisonName), nil)
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func run(ctx context.Context) error {
 	if err != nil || !errors.Is(inCurrent, table.ErrNotFound) {
 		return fmt.Errorf("employee 456 was not moved: archive %v, current %v", err, inCurrent)
 	}
-	say("Current: no employee 456; Archive: %s, %s", moved.Name, moved.Title)
+	say("Current: no employee 456; Archive: %s, %s", moved.Value.Name, moved.Value.Title)
 	say("queue empty, the worker stopped gracefully")
 	return nil
 }

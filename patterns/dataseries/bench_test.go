@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/dataseries"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
@@ -18,8 +19,8 @@ import (
 func BenchmarkAdd(b *testing.B) {
 	for _, writers := range []int{1, 8} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			tbl, _ := table.New[table.Dynamic](tabletest.New(b).Table(nil))
-			s, _ := dataseries.New[int64](tbl, &dataseries.Options{Slots: dataseries.Hours(), Retry: &fast})
+			tbl := testrig.NewTable[table.Dynamic](b, tabletest.New(b).Table(nil))
+			s, _ := dataseries.New[int64](tbl, dataseries.Hours(), &dataseries.Options{Retry: &testrig.Contention})
 			ctx := context.Background()
 			if _, _, err := s.Add(ctx, "p", "r", "H00", 0); err != nil {
 				b.Fatal(err)
@@ -41,8 +42,8 @@ func BenchmarkAdd(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "adds/s")
-			if v, err := s.Get(ctx, "p", "r"); err != nil || v.Slots["H01"] != int64(b.N) {
-				b.Fatalf("stored %d, want %d (%v)", v.Slots["H01"], b.N, err)
+			if v, err := s.Get(ctx, "p", "r"); err != nil || v.Value["H01"] != int64(b.N) {
+				b.Fatalf("stored %d, want %d (%v)", v.Value["H01"], b.N, err)
 			}
 		})
 	}

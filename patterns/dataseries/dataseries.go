@@ -17,19 +17,17 @@ import (
 const MaxSlots = table.MaxProperties - 1
 
 // ErrInvalid is the sentinel for a request rejected before the network: a
-// slot the series does not have, too many slots, bad slot names, invalid
-// keys (which also match table.ErrInvalidKey).
-var ErrInvalid = errors.New("dataseries: invalid request")
+// slot the series does not have, too many slots, bad slot names, a SetAll
+// without an ETag (also [table.ErrNoETag]), invalid keys (also
+// [table.ErrInvalidKey]). It also matches [table.ErrInvalid].
+var ErrInvalid = table.NewErrInvalid("dataseries: invalid request")
 
 // Value is the type of a series' slots: whole numbers (Edm.Int64) or
 // doubles (Edm.Double).
 type Value interface{ ~int64 | ~float64 }
 
-// Options configures a Series.
+// Options configures a Series. A nil *Options means defaults.
 type Options struct {
-	// Slots names the series' slots, as properties of the entity (the
-	// guide's 24 hourly counts: Hours()). Required; at most MaxSlots.
-	Slots []string
 	// Retry is the policy for Add's read-modify-write when another writer
 	// changed the series in between. Default: retry.Default.
 	Retry *retry.Policy
@@ -55,18 +53,26 @@ type Series[V Value] struct {
 	retry *retry.Policy
 }
 
-// New returns a Series over tbl with the slots of opts.
-func New[V Value](tbl *table.Table[table.Dynamic], opts *Options) (*Series[V], error) {
-	if tbl == nil || opts == nil || len(opts.Slots) == 0 {
+// New returns a Series of the named slots (the entity's properties: the
+// guide's 24 hourly counts are [Hours]) over tbl. The slots are required,
+// 1 to [MaxSlots] valid property names ([table.ValidPropertyName]); opts
+// may be nil (defaults). The series' rows are of its own making (a
+// property per slot), so it takes a [table.Table] of [table.Dynamic] and
+// the slots' type V explicitly.
+func New[V Value](tbl *table.Table[table.Dynamic], slots []string, opts *Options) (*Series[V], error) {
+	if tbl == nil || len(slots) == 0 {
 		return nil, fmt.Errorf("%w: a table and at least one slot are required", ErrInvalid)
 	}
-	if len(opts.Slots) > MaxSlots {
-		return nil, fmt.Errorf("%w: %d slots, more than one entity holds (%d); a longer series needs several entities (the wide entity pattern)", ErrInvalid, len(opts.Slots), MaxSlots)
+	if len(slots) > MaxSlots {
+		return nil, fmt.Errorf("%w: %d slots, more than one entity holds (%d); a longer series needs several entities (the wide entity pattern)", ErrInvalid, len(slots), MaxSlots)
 	}
-	s := &Series[V]{tbl: tbl, slots: slices.Clone(opts.Slots), has: map[string]bool{}, retry: opts.Retry}
+	s := &Series[V]{tbl: tbl, slots: slices.Clone(slots), has: map[string]bool{}}
+	if opts != nil {
+		s.retry = opts.Retry
+	}
 	for _, name := range s.slots {
-		if err := table.Eq(name, 0).Err(); err != nil || name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == table.WriteProperty {
-			return nil, fmt.Errorf("%w: slot name %q is not a property name", ErrInvalid, name)
+		if err := table.ValidPropertyName(name); err != nil {
+			return nil, fmt.Errorf("%w: slot name %q: %w", ErrInvalid, name, err)
 		}
 		if s.has[name] {
 			return nil, fmt.Errorf("%w: slot %q named twice", ErrInvalid, name)
@@ -76,30 +82,26 @@ func New[V Value](tbl *table.Table[table.Dynamic], opts *Options) (*Series[V], e
 	return s, nil
 }
 
-// Values is a series as read: every slot's value (zero when never set) and
-// the entity's ETag.
-type Values[V Value] struct {
-	Slots map[string]V
-	ETag  azcore.ETag
-}
-
-// Get reads the whole series: one point query. A series never written
-// reads as all zeros with an empty ETag.
-func (s *Series[V]) Get(ctx context.Context, partitionKey, rowKey string) (Values[V], error) {
+// Get reads the whole series: one point query. The result is the series'
+// envelope: its keys, its ETag and every slot's value in Value (zero when
+// never set). A series never written reads as all zeros with an empty
+// ETag (it is never ErrNotFound: Set and Add create it).
+func (s *Series[V]) Get(ctx context.Context, partitionKey, rowKey string) (table.Entity[map[string]V], error) {
+	out := table.Entity[map[string]V]{PartitionKey: partitionKey, RowKey: rowKey, Value: s.zeros()}
 	d, err := s.tbl.Get(ctx, partitionKey, rowKey, &table.GetOptions{Select: s.slots})
 	if errors.Is(err, table.ErrNotFound) {
-		return Values[V]{Slots: s.zeros()}, nil
+		return out, nil
 	}
 	if err != nil {
-		return Values[V]{}, keyErr(err)
+		return table.Entity[map[string]V]{}, invalid(err)
 	}
-	out := Values[V]{Slots: s.zeros(), ETag: d.ETag}
+	out.ETag = d.ETag
 	for _, name := range s.slots {
-		v, err := valueOf[V](d.Properties[name])
+		v, err := valueOf[V](d.Value.Properties[name])
 		if err != nil {
-			return Values[V]{}, fmt.Errorf("dataseries: slot %s of (%q, %q): %w", name, partitionKey, rowKey, err)
+			return table.Entity[map[string]V]{}, fmt.Errorf("dataseries: slot %s of (%q, %q): %w", name, partitionKey, rowKey, err)
 		}
-		out.Slots[name] = v
+		out.Value[name] = v
 	}
 	return out, nil
 }
@@ -148,70 +150,82 @@ func (s *Series[V]) Set(ctx context.Context, partitionKey, rowKey, slot string, 
 	}
 	d := table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: map[string]any{slot: store(v)}}
 	res, err := s.tbl.Upsert(ctx, d, table.Fields(slot))
-	return res, keyErr(err)
+	return res, invalid(err)
 }
 
 // SetAll replaces every slot at once (slots missing from values become
-// zero): one upsert. With etag (the ETag of a Get) the replace happens only
-// if nobody wrote the series since (ErrPreconditionFailed otherwise); an
-// empty etag writes unconditionally. A replace starts the entity's write
-// history afresh, so an Add whose response was lost just before it may end
-// in ErrOutcomeUnknown instead of being settled (it is never applied
-// twice).
+// zero): one round trip. etag is the ETag of a Get: the replace happens
+// only if nobody wrote the series since (ErrPreconditionFailed otherwise,
+// ErrNotFound if it was never written or was deleted); azcore.ETagAny
+// replaces whatever is there, creating the series if needed (an upsert),
+// and is the only way to write a series that has no ETag yet. An empty
+// etag is ErrInvalid and [table.ErrNoETag], nothing sent. A replace starts
+// the entity's write history afresh, so an Add whose response was lost
+// just before it may end in ErrOutcomeUnknown instead of being settled
+// (it is never applied twice).
 func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, values map[string]V, etag azcore.ETag) (table.Result, error) {
-	props := map[string]any{}
 	for name := range values {
 		if !s.has[name] {
 			return table.Result{}, fmt.Errorf("%w: no slot %q", ErrInvalid, name)
 		}
 	}
+	if etag == "" {
+		return table.Result{}, fmt.Errorf("%w: SetAll: %w", ErrInvalid, table.ErrNoETag)
+	}
+	props := map[string]any{}
 	for _, name := range s.slots {
 		props[name] = store(values[name])
 	}
 	d := table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: props}
 	var res table.Result
 	var err error
-	if etag == "" {
+	if etag == azcore.ETagAny {
 		res, err = s.tbl.Upsert(ctx, d, table.Replace)
 	} else {
 		res, err = s.tbl.Update(ctx, d, etag, table.Replace)
 	}
-	return res, keyErr(err)
+	return res, invalid(err)
 }
 
-// Add adds delta to one slot and returns the slot's new value: a
-// read-modify-write (table.Modify: a read, then a merge of that slot
-// conditioned on the ETag read; two round trips, two more per conflict)
-// that loses no concurrent update and, when a response is lost, never
-// adds twice (it returns table.ErrOutcomeUnknown when that cannot be
-// settled). A series never written is first created empty (two more round
-// trips). Under heavy contention with lost responses, more than
-// table.HistoryLength writes may come between a lost write and its
-// verifying read: that Add then reports ErrOutcomeUnknown rather than
-// guess.
+// Add adds delta to one slot and returns the slot's new value, and the
+// write's ETag in the Result: a read-modify-write ([table.Table.Modify]:
+// a read, then a merge of that slot conditioned on the ETag read; two
+// round trips, two more per conflict) that loses no concurrent update and,
+// when a response is lost, never adds twice (it returns
+// table.ErrOutcomeUnknown when that cannot be settled). A series never
+// written is first created empty (two more round trips). Under heavy
+// contention with lost responses, more than table.HistoryLength writes may
+// come between a lost write and its verifying read: that Add then reports
+// ErrOutcomeUnknown rather than guess.
 func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, delta V) (V, table.Result, error) {
 	if !s.has[slot] {
 		return 0, table.Result{}, fmt.Errorf("%w: no slot %q", ErrInvalid, slot)
 	}
 	for created := false; ; created = true {
 		var newV V
-		_, res, err := s.tbl.Modify(ctx, partitionKey, rowKey, func(d *table.Dynamic) error {
+		var refused error // fn's own error, which ends Modify
+		e, err := s.tbl.Modify(ctx, partitionKey, rowKey, func(d *table.Dynamic) error {
 			cur, err := valueOf[V](d.Properties[slot])
 			if err != nil {
-				return err
+				refused = fmt.Errorf("dataseries: slot %s of (%q, %q): %w", slot, partitionKey, rowKey, err)
+				return refused
 			}
 			newV = cur + delta
 			if !isFloat[V]() && (delta > 0 && newV < cur || delta < 0 && newV > cur) {
-				return fmt.Errorf("%w: adding %v to %v overflows int64", ErrInvalid, delta, cur)
+				refused = fmt.Errorf("%w: adding %v to %v overflows int64", ErrInvalid, delta, cur)
+				return refused
 			}
 			d.Properties = map[string]any{slot: store(newV)}
 			return nil
 		}, &table.ModifyOptions{Mode: table.Fields(slot), Retry: s.retry})
-		if err == nil {
-			return newV, res, nil
+		switch {
+		case err == nil:
+			return newV, table.Result{ETag: e.ETag}, nil
+		case refused != nil && errors.Is(err, refused):
+			return 0, table.Result{}, refused
 		}
 		if !errors.Is(err, table.ErrNotFound) || created {
-			return 0, table.Result{}, keyErr(err)
+			return 0, table.Result{}, invalid(err)
 		}
 		// The first write of the series: create it empty, then add. The
 		// insert starts the entity's write history, which settles later
@@ -235,10 +249,10 @@ func store[V Value](v V) any {
 	return int64(v)
 }
 
-// keyErr makes a key error of the table package (keys checked before the
-// network) match ErrInvalid too.
-func keyErr(err error) error {
-	if errors.Is(err, table.ErrInvalidKey) && !errors.Is(err, ErrInvalid) {
+// invalid makes an error the core found before the network (an invalid
+// key, a value too large) match ErrInvalid too.
+func invalid(err error) error {
+	if errors.Is(err, table.ErrInvalid) && !errors.Is(err, ErrInvalid) {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return err

@@ -10,6 +10,20 @@
 // (MaxSlots, 251: a longer series needs several entities, the wide entity
 // pattern), and not for append-only time series (see patterns/logtail).
 //
+// # Using it
+//
+// [New] takes a [table.Table] of [table.Dynamic] (the series' rows are of
+// the package's own making: one property per slot) and the slot names, both
+// required, and optional [Options] (nil: defaults); the slots' type is its
+// explicit type parameter:
+//
+//	counts, err := dataseries.New[int64](tbl, dataseries.Hours(), nil)
+//
+// [Series.Get] returns the series as a [table.Entity] whose Value maps
+// every slot to its value: the keys, the ETag and the slots, the core's
+// read envelope. [Series.Set] and [Series.SetAll] return the core's
+// [table.Result].
+//
 // # Consistency
 //
 // Each slot is a property of one entity, so every operation is strongly
@@ -19,8 +33,10 @@
 // (table.Modify): concurrent Adds to the same or different slots lose no
 // update, and a lost response is settled by reading the entity's write
 // history, so an Add is never applied twice (ErrOutcomeUnknown when it
-// cannot be settled). SetAll replaces the whole series, optionally
-// conditioned on the ETag of a Get.
+// cannot be settled). SetAll replaces the whole series, conditioned on
+// the ETag of a Get, or unconditionally with azcore.ETagAny (the only way
+// to write a series that has no ETag yet); an empty ETag is refused
+// ([table.ErrNoETag]).
 //
 // # Cost in round trips
 //
@@ -37,7 +53,8 @@
 // otherwise, never a value). A writer with a SAS scoped to other
 // partitions cannot read or change it; one scoped to its partition can
 // set any slot to any value, as it can any entity there. Invalid keys are
-// ErrInvalid and table.ErrInvalidKey, nothing sent.
+// ErrInvalid and [table.ErrInvalidKey], nothing sent; every error found
+// before the network matches ErrInvalid and [table.ErrInvalid].
 //
 // # Types
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"time"
 
 	"github.com/tablekit/tablekit/patterns/dataseries"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -14,23 +13,18 @@ import (
 // The guide's hourly message counts: one entity per day, one property per
 // hour.
 func Example() {
-	cs, err := tabletest.ConnectionString()
-	if err != nil {
-		log.Fatal(err)
-	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
 	ctx := context.Background()
-	name := fmt.Sprintf("counts%d", time.Now().UnixNano())
-	if err := table.CreateTable(ctx, svc, name); err != nil {
+	c, cleanup, err := tabletest.ScratchTable(ctx, "counts")
+	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() { _ = table.DeleteTable(ctx, svc, name) }()
+	defer cleanup()
 
-	tbl, _ := table.New[table.Dynamic](svc.NewClient(name))
-	counts, err := dataseries.New[int64](tbl, &dataseries.Options{Slots: dataseries.Hours()})
+	tbl, err := table.New[table.Dynamic](c)
+	if err != nil {
+		log.Fatal(err)
+	}
+	counts, err := dataseries.New[int64](tbl, dataseries.Hours(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -46,6 +40,6 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(day.Slots["H09"], day.Slots["H18"], day.Slots["H23"])
+	fmt.Println(day.Value["H09"], day.Value["H18"], day.Value["H23"])
 	// Output: 12 3 0
 }

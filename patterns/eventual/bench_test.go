@@ -42,7 +42,7 @@ func BenchmarkWorker(b *testing.B) {
 				queue, poison := env.Queue(qo), env.Queue(qo)
 				tc := env.Table(table.ClientOptions())
 				tb, _ := table.New[table.Dynamic](tc)
-				q, err := eventual.New(queue, &eventual.Options{Poison: poison})
+				q, err := eventual.New(queue, poison, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

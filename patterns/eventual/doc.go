@@ -5,9 +5,11 @@
 // when every step succeeded. The queue redelivers whatever a crash or an
 // error interrupted, so the change completes.
 //
-// Every cross-partition pattern of tablekit stands on it: the
-// inter-partition secondary index, index entities in another partition or
-// a blob, large entities, archiving.
+// tablekit's cross-partition patterns stand on it: the inter-partition
+// secondary index (patterns/secondaryindex) and index entities in another
+// partition, another table or a blob (patterns/indexentity);
+// examples/archive uses it alone, for the guide's archiving flow. (Large
+// entities need no queue: patterns/largeentity explains why.)
 //
 // # When to use it
 //
@@ -19,14 +21,27 @@
 // tables, or in neither index). Not for work that cannot be made
 // idempotent.
 //
+// # Setting up
+//
+// [New] takes the queue of intents and a poison queue, both required (a
+// worker cannot run without somewhere to put what it gives up on, and a
+// queue client cannot make a client of another queue), and optional
+// [Options]: a blob container for large payloads, the tables Commit may
+// write to, the commit window; New(q, poison, nil) is a Queue for Enqueue
+// alone. Tables are given as their *aztables.Client: the package stores
+// no entity type of its own, only its commit records (reserved rows)
+// beside the primaries, and Commit takes operations made by any
+// [table.Table] of that client. [NewWorker] takes the Queue, optional
+// [WorkerOptions] (nil: defaults) and one handler per kind.
+//
 // # Starting a flow
 //
-// A Kind ties a name to a payload type; Kind.New makes a Draft intent with
-// a fresh ID (the idempotency key) and its creation time. Then either:
+// A [Kind] ties a name to a payload type; [Kind.New] makes a [Draft] intent
+// with a fresh ID (the idempotency key) and its creation time. Then either:
 //
-//   - Queue.Enqueue puts it on the queue (1 round trip), for flows that
+//   - [Queue.Enqueue] puts it on the queue (1 round trip), for flows that
 //     start with no primary write: the guide's "archive employee 456".
-//   - Queue.Commit writes a primary change and starts the intent with it,
+//   - [Queue.Commit] writes a primary change and starts the intent with it,
 //     all or nothing: reserve (the message is enqueued invisible for the
 //     commit window), commit (the primary's operations plus a commit record
 //     in one entity group transaction), release (the message is made
@@ -57,14 +72,17 @@
 //
 // # Handlers and the guarantee
 //
-// A Worker dequeues up to 32 messages at a time, runs each intent's handler
-// (Kind.Handle) with bounded concurrency, renews the message's lease while
-// the handler runs, and deletes the message only after the handler
-// returned nil. Handlers must be idempotent and should reconcile from the
+// A [Worker] dequeues up to 32 messages at a time, runs each intent's
+// handler ([Kind.Handle]) with bounded concurrency, renews the message's
+// lease while the handler runs, and deletes the message only after the
+// handler returned nil. Handlers must be idempotent and should reconcile from the
 // source of truth (design rule 3): read the current primary, compute what
-// the other side should hold, fix what differs. The steps Put (insert or
-// replace), DeleteIfExists (gone is success) and InsertIfAbsent (a lost
-// response settled by the write history) help. Then:
+// the other side should hold, fix what differs. The core's idempotent
+// steps help: [table.Table.Upsert] with [table.Replace] (insert or
+// replace: the same value written twice is the same entity),
+// [table.Table.DeleteIfExists] (gone is success) and
+// [table.Table.InsertIfAbsent] (a lost response settled by the write
+// history). Then:
 //
 //   - Delivery is at least once: after a crash, an expired lease or a lost
 //     response an intent may run again, possibly after a newer intent for

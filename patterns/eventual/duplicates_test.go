@@ -47,9 +47,9 @@ func TestDuplicateClaimCheckMessages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.qft.Inject(faults.Fault{Match: func(q *http.Request) bool {
+			r.Faults.Inject(faults.Fault{Match: r.onQueue(func(q *http.Request) bool {
 				return q.Method == http.MethodPost && strings.HasSuffix(q.URL.Path, "/messages")
-			}, LoseResponse: true})
+			}), LoseResponse: true})
 			big := k.New(indexOrder{Customer: "c1", ID: "o1", Email: strings.Repeat("x", 100<<10)})
 			var blob string
 			if path == "Enqueue" {
@@ -68,7 +68,7 @@ func TestDuplicateClaimCheckMessages(t *testing.T) {
 			if _, msgs := r.leftovers(t); msgs != 2 {
 				t.Fatalf("%d messages on the queue, want the intent's and its duplicate", msgs)
 			}
-			c.bft.Reset()
+			r.Faults.Reset()
 			stop := start(t, w)
 			drain(t, w)
 			stop()
@@ -76,7 +76,7 @@ func TestDuplicateClaimCheckMessages(t *testing.T) {
 			// claim check; the Commit's is dropped by its commit record
 			// before reading it, and the intent's first delivery failed.
 			var methods []string
-			for _, q := range c.bft.Requests() {
+			for _, q := range r.requests(r.isBlob) {
 				methods = append(methods, q.Method)
 			}
 			if want := map[string]string{"Enqueue": "[GET PUT GET]", "Commit": "[GET GET PUT]"}[path]; fmt.Sprint(methods) != want {
@@ -96,7 +96,7 @@ func TestDuplicateClaimCheckMessages(t *testing.T) {
 			if size, ok := c.blobs(t)[blob]; !ok || size != 0 {
 				t.Fatalf("claim check %s: %d bytes (present %v), want it emptied", blob, size, ok)
 			}
-			if n, err := c.q.Sweep(ctx, "", time.Hour); n != 0 || err != nil {
+			if n, err := c.q.Sweep(ctx, "", time.Hour); n != (eventual.Swept{}) || err != nil {
 				t.Fatalf("Sweep of what is older than an hour: %d, %v", n, err)
 			}
 			props, err := c.admin.NewBlobClient(blob).GetProperties(ctx, nil)
@@ -105,8 +105,8 @@ func TestDuplicateClaimCheckMessages(t *testing.T) {
 			}
 			// Wall-clock age is what Sweep selects on.
 			time.Sleep(time.Until(props.LastModified.Add(2100 * time.Millisecond)))
-			if _, err := c.q.Sweep(ctx, "", 2*time.Second); err != nil {
-				t.Fatal(err)
+			if n, err := c.q.Sweep(ctx, "", 2*time.Second); n != (eventual.Swept{ClaimChecks: 1}) || err != nil {
+				t.Fatalf("Sweep: %+v, %v; want the emptied claim check", n, err)
 			}
 			if left := c.blobs(t); len(left) != 0 {
 				t.Errorf("blobs left after Sweep: %v", left)
@@ -149,7 +149,7 @@ func TestCrashAfterEmptyingAClaimCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.crashAt("emptied", 1)
+			r.crash.At("emptied", 1)
 			stop := start(t, w)
 			drain(t, w) // the crashed delivery's message reappears after its lease
 			stop()

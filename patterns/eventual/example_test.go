@@ -44,12 +44,12 @@ func ExampleQueue_Commit() {
 	handler := indexEmail.Handle(func(ctx context.Context, in eventual.Intent[Customer]) error {
 		c, err := customers.Get(ctx, in.Payload.Region, in.Payload.ID, nil)
 		if errors.Is(err, table.ErrNotFound) { // deleted: no index row
-			return eventual.DeleteIfExists(ctx, index, in.Payload.Email, in.Payload.Region, azcore.ETagAny)
+			return index.DeleteIfExists(ctx, in.Payload.Email, in.Payload.Region, azcore.ETagAny)
 		}
 		if err != nil {
 			return err
 		}
-		_, err = eventual.Put(ctx, index, EmailIndex{Email: c.Email, Region: c.Region, ID: c.ID})
+		_, err = index.Upsert(ctx, EmailIndex{Email: c.Value.Email, Region: c.Value.Region, ID: c.Value.ID}, table.Replace)
 		return err
 	})
 
@@ -75,7 +75,7 @@ func ExampleQueue_Commit() {
 		log.Fatal(err)
 	}
 	row, err := index.Get(ctx, "ana@contoso.com", "emea", nil)
-	fmt.Println("index:", row.Email, "->", row.Region+"/"+row.ID, err)
+	fmt.Println("index:", row.Value.Email, "->", row.Value.Region+"/"+row.Value.ID, err)
 	// Output:
 	// committed and released: true
 	// index: ana@contoso.com -> emea/c42 <nil>
@@ -85,11 +85,15 @@ func ExampleQueue_Commit() {
 // account in AZURE_STORAGE_CONNECTION_STRING) and returns the typed
 // tables, a Queue over them, and a function that deletes them.
 func exampleSetup(ctx context.Context) (*table.Table[Customer], *table.Table[EmailIndex], *eventual.Queue, func()) {
-	cs, err := tabletest.ConnectionString()
+	cc, dropCustomers, err := tabletest.ScratchTable(ctx, "customers")
 	if err != nil {
 		log.Fatal(err)
 	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
+	ic, dropIndex, err := tabletest.ScratchTable(ctx, "byemail")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cs, err := tabletest.ConnectionString()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -99,32 +103,24 @@ func exampleSetup(ctx context.Context) (*table.Table[Customer], *table.Table[Ema
 	if err != nil {
 		log.Fatal(err)
 	}
-	n := time.Now().UnixNano()
-	tables := []string{fmt.Sprint("customers", n), fmt.Sprint("byemail", n)}
-	queues := []string{fmt.Sprint("intents-", n), fmt.Sprint("poison-", n)}
-	for _, name := range tables {
-		if err := table.CreateTable(ctx, svc, name); err != nil {
+	name := fmt.Sprint("intents-", time.Now().UnixNano())
+	queues := []string{name, name + "-poison"}
+	for _, n := range queues {
+		if _, err := qsvc.CreateQueue(ctx, n, nil); err != nil {
 			log.Fatal(err)
 		}
 	}
-	for _, name := range queues {
-		if _, err := qsvc.CreateQueue(ctx, name, nil); err != nil {
-			log.Fatal(err)
-		}
-	}
-	cc := svc.NewClient(tables[0])
 	customers, _ := table.New[Customer](cc)
-	index, _ := table.New[EmailIndex](svc.NewClient(tables[1]))
-	q, err := eventual.New(qsvc.NewQueueClient(queues[0]), &eventual.Options{Poison: qsvc.NewQueueClient(queues[1]), Tables: []*aztables.Client{cc}})
+	index, _ := table.New[EmailIndex](ic)
+	q, err := eventual.New(qsvc.NewQueueClient(queues[0]), qsvc.NewQueueClient(queues[1]), &eventual.Options{Tables: []*aztables.Client{cc}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	return customers, index, q, func() {
-		for _, name := range tables {
-			_ = table.DeleteTable(ctx, svc, name)
-		}
-		for _, name := range queues {
-			_, _ = qsvc.DeleteQueue(ctx, name, nil)
+		dropCustomers()
+		dropIndex()
+		for _, n := range queues {
+			_, _ = qsvc.DeleteQueue(ctx, n, nil)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/modelcheck"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -43,10 +44,9 @@ func TestModelIntents(t *testing.T) {
 		id, cust, marker string
 	}
 	var unsettled []open
-	markers, err := table.New[order](r.orders.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
+	markers := testrig.NewTable[order](t, r.orders.Client())
+	const crashP = 0.03 // per step boundary
+	var crashRnd func() float64
 	check := func(t *testing.T) {
 		for _, w := range ws {
 			drain(t, w)
@@ -61,14 +61,9 @@ func TestModelIntents(t *testing.T) {
 			}
 		}
 		unsettled = nil
-		r.mu.Lock()
-		p := r.crashP
-		r.crashP = 0 // checkSettled's own worker does not crash
-		r.mu.Unlock()
+		r.crash.Random(0, nil) // checkSettled's own worker does not crash
 		r.checkSettled(t, committed, uncommitted)
-		r.mu.Lock()
-		r.crashP = p
-		r.mu.Unlock()
+		r.crash.Random(crashP, crashRnd)
 		committed, uncommitted = nil, nil
 	}
 	steps, every := modelcheck.Steps(80, 10000), modelcheck.Steps(40, 250)
@@ -76,28 +71,24 @@ func TestModelIntents(t *testing.T) {
 	defer func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		t.Logf("outcomes: commits %d applied, %d not applied, %d settled after a crash or unknown outcome; %d handler runs; crashes injected: %v", stats[0], stats[1], stats[2], len(r.runs), r.crashed)
+		t.Logf("outcomes: commits %d applied, %d not applied, %d settled after a crash or unknown outcome; %d handler runs; crashes injected: %v", stats[0], stats[1], stats[2], len(r.runs), r.crash.Injected())
 	}()
 	modelcheck.Run(t, 80, 10000, func(t *testing.T, rnd *rand.Rand, i int) {
-		if i == 0 { // the hook's own generator: workers call it concurrently
-			crashes := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
-			r.mu.Lock()
-			r.rnd, r.crashP = crashes.Float64, 0.03
-			r.mu.Unlock()
+		if i == 0 { // the hook's own generator: workers call it concurrently (under the Crashes' lock)
+			crashRnd = rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64())).Float64
+			r.crash.Random(crashP, crashRnd)
 		}
 		if rnd.IntN(4) == 0 {
 			lost := faults.Fault{LoseResponse: true}
 			switch rnd.IntN(3) {
 			case 0:
-				lost.Match = func(q *http.Request) bool { return q.Method != http.MethodGet }
-				r.qft.Inject(lost)
+				lost.Match = r.onQueue(func(q *http.Request) bool { return q.Method != http.MethodGet })
 			case 1:
-				lost.Match = func(q *http.Request) bool { return q.Method != http.MethodGet }
-				r.tft.Inject(lost)
+				lost.Match = r.onTable(func(q *http.Request) bool { return q.Method != http.MethodGet })
 			default:
-				lost.Match = func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "/$batch") }
-				r.tft.Inject(lost)
+				lost.Match = r.onTable(func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "/$batch") })
 			}
+			r.Faults.Inject(lost)
 		}
 		cust, id := fmt.Sprint("c", rnd.IntN(3)), fmt.Sprint("o", rnd.IntN(5))
 		email := id + "@x" // fixed per order, so the index key is too
@@ -108,7 +99,7 @@ func TestModelIntents(t *testing.T) {
 		case 0: // delete the order
 			ops = []table.Op{r.orders.DeleteOp(cust, id, "*")}
 		case 1: // a duplicate, stale delivery
-			if _, err := r.q.Enqueue(ctx, d); err != nil && !errors.Is(err, errCrash) && !errors.Is(err, eventual.ErrOutcomeUnknown) {
+			if _, err := r.q.Enqueue(ctx, d); err != nil && !errors.Is(err, testrig.ErrCrash) && !errors.Is(err, eventual.ErrOutcomeUnknown) {
 				t.Fatalf("step %d: Enqueue: %v", i, err)
 			}
 			return
@@ -124,7 +115,7 @@ func TestModelIntents(t *testing.T) {
 		case errors.Is(err, table.ErrNotFound) || errors.Is(err, eventual.ErrCommitWindow):
 			uncommitted = append(uncommitted, d.ID()) // deleting a missing order
 			stats[1]++
-		case errors.Is(err, errCrash) || errors.Is(err, eventual.ErrOutcomeUnknown) || errors.Is(err, table.ErrNotApplied):
+		case errors.Is(err, testrig.ErrCrash) || errors.Is(err, eventual.ErrOutcomeUnknown) || errors.Is(err, table.ErrNotApplied):
 			unsettled = append(unsettled, open{d.ID(), cust, marker})
 			stats[2]++
 		default:

@@ -4,18 +4,17 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/internal/redact"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -57,6 +56,11 @@ func (q *Queue) Pending(ctx context.Context, opts *PendingOptions) iter.Seq2[Pen
 	}
 	return func(yield func(PendingIntent, error) bool) {
 		tables, err := q.tablesNamed(o.Table)
+		if err == nil && o.PartitionKey != "" {
+			if kerr := keys.Validate(o.PartitionKey); kerr != nil {
+				err = fmt.Errorf("%w: PendingOptions.PartitionKey: %w", ErrInvalid, kerr)
+			}
+		}
 		if err != nil {
 			yield(PendingIntent{}, err)
 			return
@@ -65,7 +69,7 @@ func (q *Queue) Pending(ctx context.Context, opts *PendingOptions) iter.Seq2[Pen
 		for _, rt := range tables {
 			for rec, err := range rt.Query(ctx, recordQuery(o.PartitionKey, table.Ne("State", stateAborted))) {
 				if err != nil {
-					yield(PendingIntent{}, err)
+					yield(PendingIntent{}, fmt.Errorf("eventual: reading the commit records of table %s: %w", rt.Name(), err))
 					return
 				}
 				if o.OlderThan > 0 && !rec.Created.Before(cutoff) {
@@ -78,6 +82,14 @@ func (q *Queue) Pending(ctx context.Context, opts *PendingOptions) iter.Seq2[Pen
 			}
 		}
 	}
+}
+
+// Swept reports what Sweep deleted.
+type Swept struct {
+	// Records is the number of aborted commit records deleted.
+	Records int
+	// ClaimChecks is the number of emptied claim checks deleted.
+	ClaimChecks int
 }
 
 // Sweep deletes the aborted commit records older than olderThan (at least
@@ -96,46 +108,46 @@ func (q *Queue) Pending(ctx context.Context, opts *PendingOptions) iter.Seq2[Pen
 // later than that finds its claim check gone and is poisoned; choose
 // olderThan longer than messages wait in the queue.
 //
-// It returns how many records and claim checks it deleted. Cost: a
+// It reports what it deleted, also when it fails part way. Cost: a
 // filtered scan of the tables plus one batch per 100 records of a
 // partition; with claim checks, a listing per 5,000 blobs under intents/
 // plus one delete per emptied claim check.
-func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Duration) (int, error) {
+func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Duration) (Swept, error) {
+	var out Swept
 	if olderThan < q.window+q.sweepMargin {
-		return 0, fmt.Errorf("%w: Sweep's olderThan %v is shorter than the commit window %v plus %v", ErrInvalid, olderThan, q.window, q.sweepMargin)
+		return out, fmt.Errorf("%w: Sweep's olderThan %v is shorter than the commit window %v plus %v", ErrInvalid, olderThan, q.window, q.sweepMargin)
 	}
 	tables, err := q.tablesNamed(tableName)
 	if err != nil {
-		return 0, err
+		return out, err
 	}
-	n := 0
 	for _, rt := range tables {
 		var ops []table.Op
 		f := table.And(table.Eq("State", stateAborted), table.Lt("Timestamp", time.Now().Add(-olderThan)))
 		for rec, err := range rt.Query(ctx, recordQuery("", f)) {
 			if err != nil {
-				return n, err
+				return out, fmt.Errorf("eventual: sweeping table %s: %w", rt.Name(), err)
 			}
 			ops = append(ops, rt.DeleteOp(rec.PartitionKey, rec.RowKey, rec.ETag))
 		}
 		res, err := rt.Submit(ctx, ops, &table.BatchOptions{ContinueOnError: true})
 		for _, r := range res.Ops {
 			if r.Applied {
-				n++
+				out.Records++
 			}
 		}
 		if err != nil {
-			return n, fmt.Errorf("eventual: sweeping table %s: %w", rt.Name(), err)
+			return out, fmt.Errorf("eventual: sweeping table %s: %w", rt.Name(), err)
 		}
 	}
 	if tableName == "" && q.blobs != nil {
-		m, err := q.sweepClaimChecks(ctx, olderThan)
-		n += m
+		n, err := q.sweepClaimChecks(ctx, olderThan)
+		out.ClaimChecks = n
 		if err != nil {
-			return n, err
+			return out, err
 		}
 	}
-	return n, nil
+	return out, nil
 }
 
 // sweepClaimChecks deletes the emptied claim checks last written more than
@@ -248,40 +260,4 @@ func (q *Queue) Poisoned(ctx context.Context, max int) ([]PoisonedIntent, error)
 		out = append(out, pi)
 	}
 	return out, nil
-}
-
-// The idempotent steps of design rule 4, for handlers: each may run again
-// after a crash or a duplicate delivery and leaves the same state.
-
-// Put writes v whole, whether or not it exists (insert or replace): the
-// same v written twice is the same entity. 1 round trip.
-func Put[T any](ctx context.Context, tb *table.Table[T], v T) (table.Result, error) {
-	return tb.Upsert(ctx, v, table.Replace)
-}
-
-// DeleteIfExists deletes an entity, conditioned on etag (azcore.ETagAny
-// for any version); an entity already gone is success, including when a
-// retried delete finds it gone after its first attempt's response was
-// lost. 1 round trip.
-func DeleteIfExists[T any](ctx context.Context, tb *table.Table[T], pk, rk string, etag azcore.ETag) error {
-	err := tb.Delete(ctx, pk, rk, etag)
-	if isNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-// InsertIfAbsent inserts v unless an entity with its keys exists, and
-// reports whether this call inserted it. A lost response is settled by the
-// core's write history (table.Insert): a retried insert that finds its own
-// earlier attempt applied reports true, not a conflict. 1 round trip.
-func InsertIfAbsent[T any](ctx context.Context, tb *table.Table[T], v T) (bool, error) {
-	_, err := tb.Insert(ctx, v)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, table.ErrAlreadyExists):
-		return false, nil
-	}
-	return false, err
 }

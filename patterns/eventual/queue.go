@@ -23,8 +23,10 @@ import (
 // ErrInvalid is the sentinel for a request rejected before anything is
 // sent: a bad kind name or configuration, a payload json cannot encode or
 // too large with no blob container configured, a Commit whose operations do
-// not fit one transaction.
-var ErrInvalid = errors.New("eventual: invalid request")
+// not fit one transaction (an invalid operation's error, such as a key
+// error matching [table.ErrInvalidKey], is wrapped in it). It also matches
+// [table.ErrInvalid].
+var ErrInvalid = table.NewErrInvalid("eventual: invalid request")
 
 // ErrCommitWindow is Commit's error when its primary batch was not sent
 // (or was refused) because the intent's reservation had ended: the commit
@@ -51,11 +53,9 @@ const (
 	statePoisoned  = "poisoned"  // the intent's message went to the poison queue
 )
 
-// Options configures a Queue.
+// Options configures a Queue. A nil *Options means defaults: no claim
+// checks, no tables for Commit (Enqueue only), DefaultCommitWindow.
 type Options struct {
-	// Poison is the queue where the worker moves an intent that failed
-	// MaxDeliveries times, or cannot be read. Required.
-	Poison *azqueue.QueueClient
 	// Blobs is the container for payloads too large for a message (claim
 	// checks, up to MaxPayloadSize): such a payload is uploaded as a blob
 	// named intents/<id>/<32 hex digits unique to the upload> (with
@@ -67,6 +67,7 @@ type Options struct {
 	// Tables are the tables Commit writes primaries to: the commit records
 	// live there, beside the primaries. Commit refuses other clients; a
 	// worker needs every table its queue's intents were committed to.
+	// Default (none): Commit refuses every table, Enqueue works.
 	Tables []*aztables.Client
 	// CommitWindow is how long Commit's reserved message stays invisible
 	// while the primary batch is written; Commit does not send the batch
@@ -93,26 +94,37 @@ type Queue struct {
 	hook func(step string) error // tests: a crash at a step boundary
 }
 
-// New returns a Queue over q with opts. It sends nothing.
-func New(q *azqueue.QueueClient, opts *Options) (*Queue, error) {
-	if q == nil || opts == nil || opts.Poison == nil {
-		return nil, fmt.Errorf("%w: a queue and Options.Poison are required", ErrInvalid)
+// New returns a Queue over q, whose worker moves the intents it gives up
+// on to poison (another queue: a worker cannot run without one, and a
+// queue client cannot make a client of another queue, so it is not an
+// option). Both are required; opts may be nil (defaults). It sends
+// nothing.
+func New(q, poison *azqueue.QueueClient, opts *Options) (*Queue, error) {
+	if q == nil || poison == nil {
+		return nil, fmt.Errorf("%w: a queue and a poison queue are required", ErrInvalid)
 	}
-	if opts.Poison.URL() == q.URL() {
+	if poison.URL() == q.URL() {
 		return nil, fmt.Errorf("%w: the poison queue must not be the queue itself", ErrInvalid)
 	}
-	w := opts.CommitWindow
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	w := o.CommitWindow
 	switch {
 	case w == 0:
 		w = DefaultCommitWindow
 	case w < time.Second || w%time.Second != 0 || w > 7*24*time.Hour:
 		return nil, fmt.Errorf("%w: CommitWindow %v must be whole seconds from 1 s to 7 days", ErrInvalid, w)
 	}
-	qu := &Queue{q: q, poison: opts.Poison, blobs: opts.Blobs, records: map[*aztables.Client]*table.Table[record]{}, byName: map[string]*table.Table[record]{}, window: w, sweepMargin: time.Minute}
-	for _, c := range opts.Tables {
+	qu := &Queue{q: q, poison: poison, blobs: o.Blobs, records: map[*aztables.Client]*table.Table[record]{}, byName: map[string]*table.Table[record]{}, window: w, sweepMargin: time.Minute}
+	for _, c := range o.Tables {
+		if c == nil {
+			return nil, fmt.Errorf("%w: a nil table client in Options.Tables", ErrInvalid)
+		}
 		rt, err := table.New[record](c)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		rt = reserved.Table(rt) // commit records are reserved rows
 		if _, dup := qu.byName[rt.Name()]; dup || rt.Name() == "" {
@@ -158,7 +170,8 @@ func (q *Queue) step(name string) error {
 	return nil
 }
 
-// Enqueued reports an intent put on the queue.
+// Enqueued reports an intent put on the queue (a message, not a table
+// row, so not a [table.Result]).
 type Enqueued struct {
 	ID        string // the intent's id
 	MessageID string // the queue message's id
@@ -223,7 +236,9 @@ func (q *Queue) prepare(ctx context.Context, d *Draft) (text, blobName string, e
 	return text, blobName, err
 }
 
-// CommitResult reports a Commit.
+// CommitResult reports a Commit. It is not a [table.Result]: a Commit
+// writes a batch of rows (reported per operation in Batch, the core's
+// [table.BatchResult]) and enqueues messages, not one row.
 type CommitResult struct {
 	// Batch is the primary batch's result: its ops (yours, then one commit
 	// record per intent) with their ETags.
@@ -376,7 +391,7 @@ func (q *Queue) settleFailure(ctx context.Context, rt *table.Table[record], pk s
 	rec, err := rt.Get(ctx, pk, recordKey(d.env.ID), nil)
 	switch {
 	case errors.Is(err, table.ErrNotFound):
-		return batchErr
+		return fmt.Errorf("eventual: the primary batch failed, nothing committed: %w", batchErr)
 	case err != nil:
 		// Undecided: the worker settles it when the window ends.
 		return &leftToWorker{fmt.Errorf("eventual: the primary batch failed and reading intent %s's commit record failed too (%v), so a worker settles it when the commit window ends (the intents run if and only if the batch applied): %w", d.env.ID, redact.Error(err), batchErr)}
@@ -410,7 +425,7 @@ func (q *Queue) checkCommit(c *aztables.Client, ops []table.Op, intents []Draft)
 	rows := map[string]bool{}
 	for i, o := range ops {
 		if err := o.Err(); err != nil {
-			return nil, "", fmt.Errorf("op %d: %w", i, err)
+			return nil, "", fmt.Errorf("%w: op %d: %w", ErrInvalid, i, err)
 		}
 		if o.PartitionKey() != pk {
 			return nil, "", fmt.Errorf("%w: op %d is in partition %q, op 0 in %q: one transaction holds one partition", ErrInvalid, i, o.PartitionKey(), pk)

@@ -24,6 +24,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	queuesas "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
@@ -109,9 +110,9 @@ func TestNoSignatureLeaks(t *testing.T) {
 }
 
 func testNoSignatureLeaks(t *testing.T, tablekitPolicy bool) {
-	env := tabletest.New(t)
+	r := testrig.New(t)
 	ctx := context.Background()
-	adminQ, adminP, adminC := env.Queue(nil), env.Queue(nil), env.Container(nil)
+	adminQ, adminP, adminC := r.CleanQueue(), r.CleanQueue(), r.Env.Container(nil)
 	qURL, qSig := sasQueue(t, adminQ)
 	pURL, pSig := sasQueue(t, adminP)
 	cURL, cSig := sasContainer(t, adminC)
@@ -124,11 +125,11 @@ func testNoSignatureLeaks(t *testing.T, tablekitPolicy bool) {
 		}
 		return false
 	}
-	ft := &faults.Transport{}
+	ft := r.Faults
 	attempts := 3
 	co := clientOptions(ft, tablekitPolicy)
 	if tablekitPolicy {
-		attempts = 1 + fast.MaxRetries
+		attempts = 1 + testrig.Fast.MaxRetries
 	}
 	queue, err := azqueue.NewQueueClientWithNoCredential(qURL, &azqueue.ClientOptions{ClientOptions: co})
 	if err != nil {
@@ -142,12 +143,9 @@ func testNoSignatureLeaks(t *testing.T, tablekitPolicy bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := env.Table(nil)
-	orders, err := table.New[order](tc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := eventual.New(queue, &eventual.Options{Poison: poison, Blobs: blobs, Tables: []*aztables.Client{tc}, CommitWindow: 2 * time.Second})
+	tc := r.Env.Table(nil)
+	orders := testrig.NewTable[order](t, tc)
+	q, err := eventual.New(queue, poison, &eventual.Options{Blobs: blobs, Tables: []*aztables.Client{tc}, CommitWindow: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,10 +293,7 @@ func testNoSignatureLeaks(t *testing.T, tablekitPolicy bool) {
 	if err != nil || leaks(string(raw)) {
 		t.Errorf("the poison queue holds a signature: %s (%v)", raw, err)
 	}
-	dyn, err := table.New[table.Dynamic](tc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dyn := testrig.NewTable[table.Dynamic](t, tc)
 	recs, err := table.Collect(dyn.Query(ctx, &table.Query{IncludeReserved: true}))
 	if err != nil {
 		t.Fatal(err)
@@ -322,11 +317,11 @@ func testNoSignatureLeaks(t *testing.T, tablekitPolicy bool) {
 }
 
 // clientOptions returns client options with transport ft and either tablekit's
-// retry policy (fast) or azcore's own retries, shortened.
+// retry policy (testrig.Fast) or azcore's own retries, shortened.
 func clientOptions(ft *faults.Transport, tablekitPolicy bool) policy.ClientOptions {
 	o := policy.ClientOptions{Transport: ft}
 	if tablekitPolicy {
-		fast.ApplyTo(&o)
+		testrig.Fast.ApplyTo(&o)
 	} else {
 		o.Retry = policy.RetryOptions{MaxRetries: 2, RetryDelay: time.Millisecond, MaxRetryDelay: time.Millisecond}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -74,9 +75,9 @@ func TestCommitCrashPoints(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, nil)
 			ctx := context.Background()
-			r.crashAt(c.step, 1)
+			r.crash.At(c.step, 1)
 			d, _, err := r.commitOrder(ctx, "c1", "o1", "a@x", 10)
-			if !errors.Is(err, errCrash) {
+			if !errors.Is(err, testrig.ErrCrash) {
 				t.Fatalf("Commit with a crash before %s: %v", c.step, err)
 			}
 			_, err = r.orders.Get(ctx, "c1", "o1", nil)
@@ -99,10 +100,10 @@ func TestRuledOutCommitCannotApplyLate(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil)
 	ctx := context.Background()
-	r.crashAt("commit", 1)
+	r.crash.At("commit", 1)
 	d := indexKind.New(indexOrder{"c1", "o1", "a@x"})
 	ops := []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1", Email: "a@x", Total: 10})}
-	if _, err := r.q.Commit(ctx, r.orders.Client(), ops, d); !errors.Is(err, errCrash) {
+	if _, err := r.q.Commit(ctx, r.orders.Client(), ops, d); !errors.Is(err, testrig.ErrCrash) {
 		t.Fatal(err)
 	}
 	r.checkSettled(t, nil, []string{d.ID()}) // the worker ruled it out
@@ -121,20 +122,19 @@ func TestRuledOutCommitCannotApplyLate(t *testing.T) {
 	if _, err := r.q.Sweep(ctx, "", time.Millisecond); !errors.Is(err, eventual.ErrInvalid) {
 		t.Fatalf("Sweep younger than the window: %v, want ErrInvalid", err)
 	}
-	dyn, _ := table.New[table.Dynamic](r.orders.Client())
-	dyn = reserved.Table(dyn)
+	dyn := reserved.Table(testrig.NewTable[table.Dynamic](t, r.orders.Client()))
 	rec, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil)
-	if err != nil || rec.Properties["State"] != "aborted" {
+	if err != nil || rec.Value.Properties["State"] != "aborted" {
 		t.Fatalf("the aborted record: %+v, %v", rec, err)
 	}
-	if n, err := r.q.Sweep(ctx, "", time.Hour); n != 0 || err != nil {
-		t.Fatalf("Sweep of records older than an hour: %d, %v", n, err)
+	if n, err := r.q.Sweep(ctx, "", time.Hour); n != (eventual.Swept{}) || err != nil {
+		t.Fatalf("Sweep of records older than an hour: %+v, %v", n, err)
 	}
 	// Wall-clock age is what Sweep selects on: wait until the record is
 	// older than the window.
-	time.Sleep(time.Until(rec.Timestamp.Add(2100 * time.Millisecond)))
-	if n, err := r.q.Sweep(ctx, "", 2*time.Second); n != 1 || err != nil {
-		t.Fatalf("Sweep: %d, %v; want the 1 aborted record", n, err)
+	time.Sleep(time.Until(rec.Value.Timestamp.Add(2100 * time.Millisecond)))
+	if n, err := r.q.Sweep(ctx, "", 2*time.Second); n != (eventual.Swept{Records: 1}) || err != nil {
+		t.Fatalf("Sweep: %+v, %v; want the 1 aborted record", n, err)
 	}
 	if _, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("the aborted record after Sweep: %v", err)
@@ -153,15 +153,14 @@ func TestWorkerCrashPoints(t *testing.T) {
 			var d eventual.Draft
 			var err error
 			if step == "abort" { // only an unreleased intent is checked
-				r.crashAt("release", 1)
+				r.crash.At("release", 1)
 				d, _, err = r.commitOrder(ctx, "c1", "o1", "a@x", 10)
-				if !errors.Is(err, errCrash) {
+				if !errors.Is(err, testrig.ErrCrash) {
 					t.Fatal(err)
 				}
 				// And its record is missing: the worker will write an
 				// aborted one, and crashes before.
-				dyn, _ := table.New[table.Dynamic](r.orders.Client())
-				dyn = reserved.Table(dyn)
+				dyn := reserved.Table(testrig.NewTable[table.Dynamic](t, r.orders.Client()))
 				if err := dyn.Delete(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), "*"); err != nil {
 					t.Fatal(err)
 				}
@@ -171,7 +170,7 @@ func TestWorkerCrashPoints(t *testing.T) {
 			} else if d, _, err = r.commitOrder(ctx, "c1", "o1", "a@x", 10); err != nil {
 				t.Fatal(err)
 			}
-			r.crashAt(step, 1)
+			r.crash.At(step, 1)
 			w := r.worker(t, nil)
 			stop := start(t, w)
 			drain(t, w) // the crashed delivery's message reappears after its lease
@@ -183,8 +182,8 @@ func TestWorkerCrashPoints(t *testing.T) {
 			r.checkSettled(t, []string{d.ID()}, nil)
 			// Once its record is removed, a released intent is done: its
 			// message is dropped, not run again.
-			if r.seen[step] < 2 && step != "unrecorded" && step != "delete" {
-				t.Errorf("step %s passed %d times, want a retry after the crash", step, r.seen[step])
+			if n := r.crash.Passes(step); n < 2 && step != "unrecorded" && step != "delete" {
+				t.Errorf("step %s passed %d times, want a retry after the crash", step, n)
 			}
 		})
 	}
@@ -215,8 +214,14 @@ func TestLostResponses(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, nil)
 			ctx := context.Background()
-			r.qft.Inject(c.qf...)
-			r.tft.Inject(c.tf...)
+			for _, f := range c.qf {
+				f.Match = r.onQueue(f.Match)
+				r.Faults.Inject(f)
+			}
+			for _, f := range c.tf {
+				f.Match = r.onTable(f.Match)
+				r.Faults.Inject(f)
+			}
 			d, res, err := r.commitOrder(ctx, "c1", "o1", "a@x", 10)
 			if err != nil {
 				t.Fatalf("Commit: %v", err)
@@ -444,7 +449,7 @@ func TestLimitsSendNothing(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil)
 	ctx := context.Background()
-	other, _ := table.New[order](r.env.Table(nil))
+	other := testrig.NewTable[order](t, r.Env.Table(nil))
 	var many []table.Op
 	for i := range 100 {
 		many = append(many, r.orders.InsertOp(order{Customer: "c", ID: fmt.Sprint(i)}))
@@ -476,13 +481,16 @@ func TestLimitsSendNothing(t *testing.T) {
 			return err
 		},
 	} {
-		r.qft.Reset()
-		r.tft.Reset()
-		if err := call(); !errors.Is(err, eventual.ErrInvalid) {
+		r.Faults.Reset()
+		err := call()
+		if !errors.Is(err, eventual.ErrInvalid) || !errors.Is(err, table.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
-		if q, tb := r.qft.Count(), r.tft.Count(); q+tb != 0 {
-			t.Errorf("%s: %d requests sent", name, q+tb)
+		if err != nil && (!strings.HasPrefix(err.Error(), "eventual: ") || strings.Contains(err.Error(), "\n")) {
+			t.Errorf("%s: the error is not one line of this package: %q", name, err)
+		}
+		if n := r.Faults.Count(); n != 0 {
+			t.Errorf("%s: %d requests sent", name, n)
 		}
 	}
 }
@@ -508,15 +516,15 @@ func TestClaimCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.bft.Reset()
+	r.Faults.Reset()
 	e, err := c.q.Enqueue(ctx, big.New(payload))
 	if err != nil || e.Blob == "" {
 		t.Fatalf("Enqueue: %+v, %v", e, err)
 	}
-	if n := c.bft.Count(); n != 1 {
+	if n := len(r.requests(r.isBlob)); n != 1 {
 		t.Errorf("Enqueue: %d blob round trips, want 1", n)
 	}
-	c.bft.Reset()
+	r.Faults.Reset()
 	stop := start(t, w)
 	drain(t, w)
 	stop()
@@ -524,7 +532,7 @@ func TestClaimCheck(t *testing.T) {
 		t.Fatalf("the handler got %d bytes, want the %d sent", len(got), len(payload))
 	}
 	var methods []string
-	for _, q := range c.bft.Requests() {
+	for _, q := range r.requests(r.isBlob) {
 		methods = append(methods, q.Method)
 	}
 	if fmt.Sprint(methods) != "[GET PUT]" {

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -55,14 +56,14 @@ func TestPoisonKeepsAbortedRecords(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil)
 	ctx := context.Background()
-	r.crashAt("commit", 1)
+	r.crash.At("commit", 1)
 	d, _, err := r.commitOrder(ctx, "c1", "o1", "a@x", 1)
-	if !errors.Is(err, errCrash) {
+	if !errors.Is(err, testrig.ErrCrash) {
 		t.Fatal(err)
 	}
 	// The worker rules it out, but cannot delete its message.
 	for range 6 {
-		r.qft.Inject(faults.Fault{Match: func(q *http.Request) bool { return q.Method == http.MethodDelete }, Status: 503})
+		r.Faults.Inject(faults.Fault{Match: r.onQueue(func(q *http.Request) bool { return q.Method == http.MethodDelete }), Status: 503})
 	}
 	opts := workerOptions()
 	opts.MaxDeliveries = 1
@@ -82,11 +83,10 @@ func TestPoisonKeepsAbortedRecords(t *testing.T) {
 	if dropped.Load() == 0 || poisoned.Load() != 1 {
 		t.Fatalf("%d failed drops, %d poisoned; want the drop to fail, then a poisoning", dropped.Load(), poisoned.Load())
 	}
-	dyn, _ := table.New[table.Dynamic](r.orders.Client())
-	dyn = reserved.Table(dyn)
+	dyn := reserved.Table(testrig.NewTable[table.Dynamic](t, r.orders.Client()))
 	rec, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil)
-	if err != nil || rec.Properties["State"] != "aborted" {
-		t.Fatalf("the record: %+v, %v; want it still aborted", rec.Properties, err)
+	if err != nil || rec.Value.Properties["State"] != "aborted" {
+		t.Fatalf("the record: %+v, %v; want it still aborted", rec.Value.Properties, err)
 	}
 	if p, err := table.Collect(r.q.Pending(ctx, nil)); err != nil || len(p) != 0 {
 		t.Fatalf("Pending: %+v, %v", p, err)
@@ -110,8 +110,8 @@ func TestDraftReuse(t *testing.T) {
 	if !errors.Is(err, eventual.ErrInvalid) || !strings.Contains(err.Error(), "committed before") {
 		t.Fatalf("committing a Draft twice: %v", err)
 	}
-	if o, _ := r.orders.Get(ctx, "c1", "o1", nil); o.Total != 1 {
-		t.Fatalf("the second Commit applied: total %d", o.Total)
+	if o, _ := r.orders.Get(ctx, "c1", "o1", nil); o.Value.Total != 1 {
+		t.Fatalf("the second Commit applied: total %d", o.Value.Total)
 	}
 	// A Commit that fails (the order to update does not exist), then the
 	// same Draft enqueued alone: it runs.
@@ -130,8 +130,8 @@ func TestDraftReuse(t *testing.T) {
 func TestCommitWithClaimCheck(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil)
-	blobs := r.env.Container(nil)
-	q, err := eventual.New(r.queue, &eventual.Options{Poison: r.poison, Blobs: blobs, Tables: []*aztables.Client{r.orders.Client()}, CommitWindow: 2 * time.Second})
+	blobs := r.Env.Container(nil)
+	q, err := eventual.New(r.queue, r.poison, &eventual.Options{Blobs: blobs, Tables: []*aztables.Client{r.orders.Client()}, CommitWindow: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,23 +170,18 @@ func TestCommitWithClaimCheck(t *testing.T) {
 func TestCommitWithAPlainClient(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil)
-	ft := &faults.Transport{}
-	o := &aztables.ClientOptions{}
-	o.Transport = ft
+	o := &aztables.ClientOptions{} // azcore's retry policy, not tablekit's
+	o.Transport = r.Faults
 	o.Retry.RetryDelay, o.Retry.MaxRetryDelay = time.Millisecond, time.Millisecond
-	svc, err := aztables.NewServiceClientFromConnectionString(r.env.ConnectionString, o)
+	plain := r.TableClient(r.orders.Name(), o)
+	orders := testrig.NewTable[order](t, plain)
+	q, err := eventual.New(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{plain}, CommitWindow: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := svc.NewClient(r.orders.Name())
-	orders, _ := table.New[order](plain)
-	q, err := eventual.New(r.queue, &eventual.Options{Poison: r.poison, Tables: []*aztables.Client{plain}, CommitWindow: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventual.SetHook(q, r.hook)
+	eventual.SetHook(q, r.crash.Hook)
 	ctx := context.Background()
-	ft.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "$batch") }, LoseResponse: true})
+	r.Faults.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "$batch") }, LoseResponse: true})
 	d := indexKind.New(indexOrder{"c1", "o1", "a@x"})
 	res, err := q.Commit(ctx, plain, []table.Op{orders.InsertOp(order{Customer: "c1", ID: "o1", Email: "a@x", Total: 5})}, d)
 	if err != nil || !res.Released || !res.Batch.Ops[0].Verified {

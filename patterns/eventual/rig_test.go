@@ -3,17 +3,20 @@ package eventual_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
@@ -46,83 +49,106 @@ type indexOrder struct {
 
 var indexKind = eventual.NewKind[indexOrder]("index-order")
 
-// rig is a queue, a poison queue, an orders table and an index table on
-// Azurite, with fault-injecting transports between the clients and it.
+// rig is the package's test fixture on testrig's: a queue (through the
+// rig's fault-injecting transport), a clean poison queue, an orders table
+// and an index table, the Queue over them with testrig crash points, and
+// the reconciling handler of the index.
 type rig struct {
-	env      *tabletest.Env
-	q        *eventual.Queue
-	queue    *azqueue.QueueClient
-	poison   *azqueue.QueueClient
-	qft, tft *faults.Transport
-	orders   *table.Table[order]
-	index    *table.Table[byEmail]
+	*testrig.Rig
+	q      *eventual.Queue
+	queue  *azqueue.QueueClient
+	poison *azqueue.QueueClient
+	orders *table.Table[order]
+	index  *table.Table[byEmail]
+	crash  testrig.Crashes
+	// queueHost and blobHost are the hosts of the queue and blob services.
+	queueHost, blobHost string
+	// blobBytes counts the bytes read from blob responses.
+	blobBytes atomic.Int64
 
-	mu      sync.Mutex
-	crash   map[string]int // step -> crash at its n-th pass (1-based)
-	seen    map[string]int
-	runs    map[string]int // intent id -> handler runs
-	crashed map[string]int // step -> crashes injected
-	crashP  float64        // random crashes: probability per step (model test)
-	rnd     func() float64
+	mu   sync.Mutex
+	runs map[string]int // intent id -> handler runs
 }
-
-// fast is the retry policy of the rig's clients: real retries, short waits.
-var fast = retry.Policy{Default: time.Millisecond, Max: 5 * time.Millisecond, MaxRetries: 5}
 
 func newRig(t *testing.T, opts *eventual.Options) *rig {
 	t.Helper()
-	env := tabletest.New(t)
-	r := &rig{env: env, qft: &faults.Transport{}, tft: &faults.Transport{}, crash: map[string]int{}, seen: map[string]int{}, runs: map[string]int{}, crashed: map[string]int{}}
-	qo := &azqueue.ClientOptions{}
-	qo.Transport = r.qft
-	fast.ApplyTo(&qo.ClientOptions)
-	r.queue, r.poison = env.Queue(qo), env.Queue(nil)
-	to := &aztables.ClientOptions{}
-	to.Transport = r.tft
-	fast.ApplyTo(&to.ClientOptions)
-	oc, ic := env.Table(to), env.Table(to)
+	r := &rig{Rig: testrig.New(t), runs: map[string]int{}}
+	r.Faults.Next = blobCounter{r}
+	r.queue, r.poison = r.Queue(), r.CleanQueue()
+	r.queueHost, r.blobHost = hostOf(r.queue.URL()), hostOf(r.BlobService(nil).URL())
+	r.orders = testrig.NewTable[order](t, r.Table())
+	r.index = testrig.NewTable[byEmail](t, r.Table())
+	o := eventual.Options{CommitWindow: 2 * time.Second} // short, yet long enough on a loaded 2-core machine
+	if opts != nil && opts.CommitWindow != 0 {
+		o.CommitWindow = opts.CommitWindow
+	}
+	o.Tables = append(o.Tables, r.orders.Client())
 	var err error
-	if r.orders, err = table.New[order](oc); err != nil {
+	if r.q, err = eventual.New(r.queue, r.poison, &o); err != nil {
 		t.Fatal(err)
 	}
-	if r.index, err = table.New[byEmail](ic); err != nil {
-		t.Fatal(err)
-	}
-	var o eventual.Options
-	if opts != nil {
-		o = *opts
-	}
-	o.Poison, o.Tables = r.poison, []*aztables.Client{oc}
-	if o.CommitWindow == 0 {
-		o.CommitWindow = 2 * time.Second // short, yet long enough on a loaded 2-core machine
-	}
-	if r.q, err = eventual.New(r.queue, &o); err != nil {
-		t.Fatal(err)
-	}
-	eventual.SetHook(r.q, r.hook)
-	r.qft.Reset()
-	r.tft.Reset()
+	eventual.SetHook(r.q, r.crash.Hook)
+	r.Faults.Reset()
 	return r
 }
 
-var errCrash = errors.New("crash")
+// blobCounter forwards to the service and counts the bytes of blob
+// responses as they are read.
+type blobCounter struct{ r *rig }
 
-// crashAt makes the n-th pass through step crash.
-func (r *rig) crashAt(step string, n int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.crash[step] = r.seen[step] + n
+func (c blobCounter) Do(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultClient.Do(req)
+	if resp != nil && c.r.isBlob(req.URL.String()) {
+		resp.Body = &countedBody{resp.Body, &c.r.blobBytes}
+	}
+	return resp, err
 }
 
-func (r *rig) hook(step string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.seen[step]++
-	if r.crash[step] == r.seen[step] || r.crashP > 0 && r.rnd() < r.crashP {
-		r.crashed[step]++
-		return errCrash
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// hostOf is the host (and port) of u.
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
 	}
-	return nil
+	return p.Host
+}
+
+// isQueue, isBlob and isTable tell the services' requests apart (the rig
+// has one transport for all): the emulator serves each on its own port, an
+// account on its own host.
+func (r *rig) isQueue(u string) bool { return hostOf(u) == r.queueHost }
+func (r *rig) isBlob(u string) bool  { return hostOf(u) == r.blobHost }
+func (r *rig) isTable(u string) bool { return !r.isQueue(u) && !r.isBlob(u) }
+
+// onQueue and onTable restrict a fault's match to one service.
+func (r *rig) onQueue(match func(*http.Request) bool) func(*http.Request) bool {
+	return func(q *http.Request) bool { return r.isQueue(q.URL.String()) && (match == nil || match(q)) }
+}
+
+func (r *rig) onTable(match func(*http.Request) bool) func(*http.Request) bool {
+	return func(q *http.Request) bool { return r.isTable(q.URL.String()) && (match == nil || match(q)) }
+}
+
+// requests returns the recorded requests to one service.
+func (r *rig) requests(on func(string) bool) []faults.Request {
+	var out []faults.Request
+	for _, q := range r.Faults.Requests() {
+		if on(q.URL) {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // handle reconciles an order's index row from the order (design rule 3):
@@ -136,11 +162,11 @@ func (r *rig) handle(ctx context.Context, in eventual.Intent[indexOrder]) error 
 	o, err := r.orders.Get(ctx, p.Customer, p.ID, nil)
 	switch {
 	case errors.Is(err, table.ErrNotFound):
-		return eventual.DeleteIfExists(ctx, r.index, p.Email, p.Customer+"_"+p.ID, azcore.ETagAny)
+		return r.index.DeleteIfExists(ctx, p.Email, p.Customer+"_"+p.ID, azcore.ETagAny)
 	case err != nil:
 		return err
 	}
-	_, err = eventual.Put(ctx, r.index, byEmail{Email: o.Email, Order: o.Customer + "_" + o.ID, Total: o.Total})
+	_, err = r.index.Upsert(ctx, byEmail{Email: o.Value.Email, Order: o.Value.Customer + "_" + o.Value.ID, Total: o.Value.Total}, table.Replace)
 	return err
 }
 
@@ -165,30 +191,13 @@ func (r *rig) worker(t *testing.T, opts *eventual.WorkerOptions) *eventual.Worke
 // returned nil.
 func start(t *testing.T, w *eventual.Worker) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return testrig.Start(t, w.Run)
 }
 
-// drain waits for w to empty the queue, at most 60 s.
+// drain waits for w to empty the queue, at most a minute.
 func drain(t *testing.T, w *eventual.Worker) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := w.Drain(ctx); err != nil {
-		t.Fatalf("Drain: %v", err)
-	}
+	testrig.Drain(t, w.Drain)
 }
 
 // indexRows returns the index: order key -> total.
@@ -226,10 +235,7 @@ func (r *rig) wantIndex(t *testing.T) map[string]int64 {
 func (r *rig) leftovers(t *testing.T) (records int, messages int32) {
 	t.Helper()
 	ctx := context.Background()
-	dyn, err := table.New[table.Dynamic](r.orders.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dyn := testrig.NewTable[table.Dynamic](t, r.orders.Client())
 	rows, err := table.Collect(dyn.Query(ctx, &table.Query{Filter: table.RowKeyRange(table.ReservedPrefix, table.ReservedPrefix+"\x7f"), IncludeReserved: true}))
 	if err != nil {
 		t.Fatal(err)
@@ -266,5 +272,3 @@ func (r *rig) runsOf(id string) int {
 	defer r.mu.Unlock()
 	return r.runs[id]
 }
-
-var _ = azblob.Client{}

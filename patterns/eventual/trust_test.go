@@ -16,12 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -45,56 +44,25 @@ func forge(t *testing.T, fields map[string]any) string {
 	return base64.StdEncoding.EncodeToString(raw)
 }
 
-// counter counts the bytes read from response bodies: a transport between
-// the faults transport and Azurite.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) Do(req *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultClient.Do(req)
-	if resp != nil {
-		resp.Body = &countedBody{resp.Body, &c.n}
-	}
-	return resp, err
-}
-
-type countedBody struct {
-	io.ReadCloser
-	n *atomic.Int64
-}
-
-func (b *countedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n.Add(int64(n))
-	return n, err
-}
-
-var _ policy.Transporter = (*counter)(nil)
-
 // claimChecks is a Queue over the rig's queues with a blob container for
-// claim checks, reached through a recording transport (bft, over a byte
-// counter); admin is a client of the same container without either.
+// claim checks, reached through the rig's transport; admin is a client of
+// the same container without it.
 type claimChecks struct {
 	q     *eventual.Queue
 	admin *container.Client
-	bft   *faults.Transport
-	read  *counter
 }
 
 func (r *rig) claimChecks(t *testing.T, window time.Duration) *claimChecks {
 	t.Helper()
-	c := &claimChecks{read: &counter{}}
-	c.bft = &faults.Transport{Next: c.read}
-	o := &azblob.ClientOptions{}
-	o.Transport = c.bft
-	fast.ApplyTo(&o.ClientOptions)
-	blobs := r.env.Container(o)
-	c.admin = r.env.BlobService(nil).ServiceClient().NewContainerClient(path.Base(blobs.URL()))
+	c := &claimChecks{}
+	blobs := r.Container()
+	c.admin = r.BlobService(nil).ServiceClient().NewContainerClient(path.Base(blobs.URL()))
 	var err error
-	c.q, err = eventual.New(r.queue, &eventual.Options{Poison: r.poison, Blobs: blobs, Tables: []*aztables.Client{r.orders.Client()}, CommitWindow: window})
+	c.q, err = eventual.New(r.queue, r.poison, &eventual.Options{Blobs: blobs, Tables: []*aztables.Client{r.orders.Client()}, CommitWindow: window})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventual.SetHook(c.q, r.hook)
+	eventual.SetHook(c.q, r.crash.Hook)
 	return c
 }
 
@@ -214,12 +182,12 @@ func TestForgedClaimChecksArePoisoned(t *testing.T) {
 	if _, err := r.queue.EnqueueMessage(ctx, text, nil); err != nil {
 		t.Fatal(err)
 	}
-	c.bft.Reset()
+	r.Faults.Reset()
 	stop := start(t, w)
 	drain(t, w)
 	stop()
-	if n := c.bft.Count(); n != 0 {
-		t.Errorf("the worker sent %d blob requests, want none: %+v", n, c.bft.Requests())
+	if reqs := r.requests(r.isBlob); len(reqs) != 0 {
+		t.Errorf("the worker sent %d blob requests, want none: %+v", len(reqs), reqs)
 	}
 	if runs.Load() != 0 {
 		t.Errorf("the handler ran %d times on forged claim checks", runs.Load())
@@ -249,16 +217,12 @@ func TestForgedCommitReferences(t *testing.T) {
 	ctx := context.Background()
 	// A committed intent whose message stays invisible (its release
 	// crashed) while the forged messages are handled.
-	r.crashAt("release", 1)
+	r.crash.At("release", 1)
 	d, _, err := r.commitOrder(ctx, "c1", "o1", "a@x", 1)
-	if !errors.Is(err, errCrash) {
+	if !errors.Is(err, testrig.ErrCrash) {
 		t.Fatalf("Commit: %v", err)
 	}
-	dyn, err := table.New[table.Dynamic](r.orders.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn = reserved.Table(dyn)
+	dyn := reserved.Table(testrig.NewTable[table.Dynamic](t, r.orders.Client()))
 	recKey := func(id string) string { return table.ReservedPrefix + "intent~" + id }
 	before, err := dyn.Get(ctx, "c1", recKey(d.ID()), nil)
 	if err != nil {
@@ -307,12 +271,12 @@ func TestForgedCommitReferences(t *testing.T) {
 		// aborted record, which a Commit of that id would have met too.
 		enqueue(map[string]any{"id": fresh, "c": ref(orders, "victim")}),
 	}
-	r.tft.Reset()
+	r.Faults.Reset()
 	events := settled(t, worker, ids)
 	// The aborted record, claimed by a forged released message.
 	aborted, err := dyn.Get(ctx, "victim", recKey(fresh), nil)
-	if err != nil || aborted.Properties["State"] != "aborted" {
-		t.Fatalf("the aborted record of the fresh id: %+v, %v", aborted.Properties, err)
+	if err != nil || aborted.Value.Properties["State"] != "aborted" {
+		t.Fatalf("the aborted record of the fresh id: %+v, %v", aborted.Value.Properties, err)
 	}
 	events = append(events, settled(t, worker, []string{enqueue(map[string]any{"id": fresh, "c": ref(orders, "victim"), "r": true})})...)
 	if len(ran) != 0 {
@@ -320,13 +284,13 @@ func TestForgedCommitReferences(t *testing.T) {
 	}
 	after, err := dyn.Get(ctx, "c1", recKey(d.ID()), nil)
 	if err != nil || after.ETag != before.ETag {
-		t.Errorf("the pending intent's record: %+v, %v; want it untouched", after.Properties, err)
+		t.Errorf("the pending intent's record: %+v, %v; want it untouched", after.Value.Properties, err)
 	}
 	if again, err := dyn.Get(ctx, "victim", recKey(fresh), nil); err != nil || again.ETag != aborted.ETag {
-		t.Errorf("the aborted record: %+v, %v; want it untouched", again.Properties, err)
+		t.Errorf("the aborted record: %+v, %v; want it untouched", again.Value.Properties, err)
 	}
 	// The worker's table writes: the one aborted record, nothing else.
-	for _, q := range r.tft.Requests() {
+	for _, q := range r.requests(r.isTable) {
 		if q.Method != http.MethodGet && !(q.Method == http.MethodPost && strings.Contains(string(q.Body), recKey(fresh))) {
 			t.Errorf("the worker wrote %s %s %s", q.Method, q.URL, q.Body)
 		}
@@ -356,10 +320,10 @@ func TestForgedCommitClaimChecks(t *testing.T) {
 	ctx := context.Background()
 	k := eventual.NewKind[string]("big")
 	payload := strings.Repeat("y", 100<<10)
-	r.crashAt("release", 1) // the message stays invisible for the window
+	r.crash.At("release", 1) // the message stays invisible for the window
 	d := k.New(payload)
 	res, err := c.q.Commit(ctx, r.orders.Client(), []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1"})}, d)
-	if !errors.Is(err, errCrash) {
+	if !errors.Is(err, testrig.ErrCrash) {
 		t.Fatalf("Commit: %v", err)
 	}
 	blob := res.Intents[0].Blob
@@ -396,9 +360,9 @@ func TestForgedCommitClaimChecks(t *testing.T) {
 		}
 		ids = append(ids, *resp.Messages[0].MessageID)
 	}
-	c.bft.Reset()
+	r.Faults.Reset()
 	settled(t, worker, ids)
-	if n := c.bft.Count(); n != 0 || runs.Load() != 0 {
+	if n := len(r.requests(r.isBlob)); n != 0 || runs.Load() != 0 {
 		t.Fatalf("forged messages: %d blob requests, %d runs; want none", n, runs.Load())
 	}
 	// The intent's own message, when the window ends.
@@ -443,11 +407,11 @@ func TestOversizeClaimCheckIsPoisoned(t *testing.T) {
 	if _, err := r.queue.EnqueueMessage(ctx, forge(t, map[string]any{"v": 1, "id": id, "k": k.Name(), "t": time.Now(), "b": name}), nil); err != nil {
 		t.Fatal(err)
 	}
-	c.read.n.Store(0)
+	r.blobBytes.Store(0)
 	stop := start(t, w)
 	drain(t, w)
 	stop()
-	if n := c.read.n.Load(); n > 64<<10 {
+	if n := r.blobBytes.Load(); n > 64<<10 {
 		t.Errorf("the worker read %d bytes of blob responses", n)
 	}
 	if runs.Load() != 0 {
@@ -460,13 +424,12 @@ func TestOversizeClaimCheckIsPoisoned(t *testing.T) {
 	if got := c.blobs(t)[name]; got != int64(len(huge)) {
 		t.Errorf("the oversize blob is %d bytes now, want it left as it was", got)
 	}
-	c.bft.Reset()
-	r.qft.Reset()
+	r.Faults.Reset()
 	_, err = c.q.Enqueue(ctx, k.New(strings.Repeat("x", maxPayload-1)))
 	if !errors.Is(err, eventual.ErrInvalid) || !errors.Is(err, table.ErrTooLarge) {
 		t.Errorf("Enqueue of a payload too large for a claim check: %v", err)
 	}
-	if n := c.bft.Count() + r.qft.Count(); n != 0 {
+	if n := r.Faults.Count(); n != 0 {
 		t.Errorf("%d requests sent", n)
 	}
 }
@@ -483,9 +446,9 @@ func TestCommitLeftToTheWorkerError(t *testing.T) {
 	// The batch fails (the order exists), and so does every attempt to
 	// read the commit record.
 	for range 10 {
-		r.tft.Inject(faults.Fault{Match: func(q *http.Request) bool {
+		r.Faults.Inject(faults.Fault{Match: r.onTable(func(q *http.Request) bool {
 			return q.Method == http.MethodGet && strings.Contains(q.URL.Path, "intent~")
-		}, Status: 503})
+		}), Status: 503})
 	}
 	d := indexKind.New(indexOrder{"c1", "o1", "a@x"})
 	_, err := r.q.Commit(ctx, r.orders.Client(), []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1"})}, d)
