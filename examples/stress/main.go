@@ -115,10 +115,12 @@ func (c config) check() error {
 
 // reading is the test entity: about 200 bytes, like a device's reading.
 type reading struct {
-	Device  string
-	Value   float64
-	At      time.Time
-	Payload string
+	Partition string `table:",pk"` // the logical partition under test
+	ID        string `table:",rk"`
+	Device    string
+	Value     float64
+	At        time.Time
+	Payload   string
 }
 
 // budget counts a phase's requests (every attempt, retries included) and
@@ -302,8 +304,10 @@ func phase(ctx context.Context, c config, out io.Writer, name string, n int, set
 	var ops []table.Op
 	for i := range preloaded {
 		preloaded[i] = keys.Join("pre", keys.Pad(uint64(i), 6))
-		op, err := loader.InsertOp(pk, preloaded[i], newReading(i))
-		if err != nil {
+		r := newReading(i)
+		r.Partition, r.ID = pk, preloaded[i]
+		op := loader.InsertOp(r)
+		if err := op.Err(); err != nil {
 			return res, err
 		}
 		ops = append(ops, op)
@@ -349,7 +353,9 @@ func phase(ctx context.Context, c config, out io.Writer, name string, n int, set
 					_, err = spread.Get(pctx, pk, preloaded[rnd.IntN(len(preloaded))])
 				} else {
 					// Ever-increasing RowKeys: the append pattern.
-					_, err = spread.Insert(pctx, pk, keys.Join(keys.Pad(uint64(time.Now().UnixNano()), 19), keys.Pad(uint64(w), 4), keys.Pad(uint64(k), 9)), newReading(int(k)))
+					r := newReading(int(k))
+					r.Partition, r.ID = pk, keys.Join(keys.Pad(uint64(time.Now().UnixNano()), 19), keys.Pad(uint64(w), 4), keys.Pad(uint64(k), 9))
+					_, err = spread.Insert(pctx, r)
 				}
 				d := time.Since(t0)
 				if pctx.Err() != nil {
