@@ -9,9 +9,13 @@ package redact
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 )
 
 // Placeholder replaces each redacted value.
@@ -46,8 +50,11 @@ func mentionsSig(s string) bool {
 // Error redacts the URL of every *url.Error in err's chain, in place (the
 // http client makes a new *url.Error for each request, so nobody else holds
 // it). If err's text still holds a signature (a wrapper formatted it before
-// this call), the result wraps err with a redacted text. errors.Is and
-// errors.As see the same chain as before.
+// this call), or spans several lines (azcore's *ResponseError dumps the
+// request, the response and its body), the result wraps err with a
+// redacted text of one line: for a *ResponseError, its request's method
+// and URL (without the query), its status and its error code. errors.Is and errors.As see the
+// same chain as before.
 func Error(err error) error {
 	for e := err; e != nil; {
 		var ue *url.Error
@@ -57,10 +64,32 @@ func Error(err error) error {
 		ue.URL = URL(ue.URL)
 		e = ue.Err
 	}
-	if err != nil && mentionsSig(err.Error()) {
-		return &redacted{err}
+	if err == nil {
+		return nil
 	}
-	return err
+	text := err.Error()
+	if !mentionsSig(text) && !strings.Contains(text, "\n") {
+		return err
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		text = strings.Replace(text, re.Error(), responseLine(re), 1)
+	}
+	return &redacted{err: err, text: Text(strings.Join(strings.Fields(text), " "))}
+}
+
+// responseLine is a *ResponseError in one line.
+func responseLine(re *azcore.ResponseError) string {
+	line := fmt.Sprintf("%d %s", re.StatusCode, re.ErrorCode)
+	if re.ErrorCode == "" {
+		line = fmt.Sprintf("%d %s", re.StatusCode, http.StatusText(re.StatusCode))
+	}
+	if r := re.RawResponse; r != nil && r.Request != nil {
+		u := *r.Request.URL
+		u.RawQuery = "" // as azcore's own text: no signature, no filter
+		line = r.Request.Method + " " + u.String() + ": " + line
+	}
+	return line
 }
 
 // secret matches the value of a signature parameter, raw (sig=...) or
@@ -79,8 +108,11 @@ func Text(s string) string {
 	return secret.ReplaceAllString(s, "${1}"+Placeholder)
 }
 
-// redacted is an error whose text has its signatures removed.
-type redacted struct{ err error }
+// redacted is an error with a text of one line without signatures.
+type redacted struct {
+	err  error
+	text string
+}
 
-func (r *redacted) Error() string { return Text(r.err.Error()) }
+func (r *redacted) Error() string { return r.text }
 func (r *redacted) Unwrap() error { return r.err }

@@ -3,10 +3,15 @@ package redact_test
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
 	"github.com/tablekit/tablekit/internal/redact"
 )
@@ -58,5 +63,23 @@ func TestText(t *testing.T) {
 	err := redact.Error(errors.New("wrapped sig%3Dc2VjcmV0 here"))
 	if strings.Contains(err.Error(), "c2VjcmV0") {
 		t.Fatalf("Error left a URL-encoded signature: %v", err)
+	}
+}
+
+// azcore's *ResponseError text spans many lines and quotes the request URL:
+// Error makes it one line, without the signature, and keeps the chain.
+func TestErrorOneLine(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodGet, "https://a.blob.core.windows.net/c/b?sv=1&sig=c2VjcmV0&se=x", nil)
+	resp := &http.Response{StatusCode: 403, Header: http.Header{"X-Ms-Error-Code": {"AuthorizationFailure"}}, Request: req,
+		Body: io.NopCloser(strings.NewReader("<Error><Code>AuthorizationFailure</Code>\n<Message>no</Message></Error>"))}
+	re := runtime.NewResponseError(resp)
+	err := redact.Error(fmt.Errorf("reading: %w", re))
+	text := err.Error()
+	var got *azcore.ResponseError
+	if strings.Contains(text, "\n") || strings.Contains(text, "c2VjcmV0") || !strings.Contains(text, "403 AuthorizationFailure") || !errors.As(err, &got) || got.StatusCode != 403 {
+		t.Fatalf("Error = %q", text)
+	}
+	if direct := redact.Error(re).Error(); direct != "GET https://a.blob.core.windows.net/c/b: 403 AuthorizationFailure" {
+		t.Fatalf("a bare ResponseError = %q", direct)
 	}
 }
