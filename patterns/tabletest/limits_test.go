@@ -89,3 +89,25 @@ func TestScratchTable(t *testing.T) {
 		t.Fatal("the table outlived its cleanup")
 	}
 }
+
+// ScratchQueue and ScratchContainer make fresh, usable resources.
+func TestScratchQueueAndContainer(t *testing.T) {
+	tabletest.New(t)
+	ctx := context.Background()
+	q, cleanQ, err := tabletest.ScratchQueue(ctx, "scratch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanQ()
+	if _, err := q.EnqueueMessage(ctx, "hi", nil); err != nil {
+		t.Fatal(err)
+	}
+	c, cleanC, err := tabletest.ScratchContainer(ctx, "scratch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanC()
+	if _, err := c.NewBlockBlobClient("b").UploadBuffer(ctx, []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+}

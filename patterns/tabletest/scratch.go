@@ -10,6 +10,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -51,4 +54,48 @@ func ScratchService() (*aztables.ServiceClient, error) {
 	o := &aztables.ClientOptions{}
 	retry.Default.ApplyTo(&o.ClientOptions)
 	return aztables.NewServiceClientFromConnectionString(cs, o)
+}
+
+// ScratchQueue creates a queue with a fresh name that starts with prefix
+// (lower-case letters and digits) in the account ConnectionString names,
+// and returns a client of it and a function that deletes it: the set-up of
+// a runnable example that needs a queue.
+func ScratchQueue(ctx context.Context, prefix string) (q *azqueue.QueueClient, cleanup func(), err error) {
+	cs, err := ConnectionString()
+	if err != nil {
+		return nil, nil, err
+	}
+	o := &azqueue.ClientOptions{}
+	retry.Default.ApplyTo(&o.ClientOptions)
+	svc, err := azqueue.NewServiceClientFromConnectionString(cs, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	q = svc.NewQueueClient(fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1e12, scratchSeq.Add(1)))
+	if _, err := q.Create(ctx, nil); err != nil {
+		return nil, nil, fmt.Errorf("tabletest: creating a queue: %w", err)
+	}
+	return q, func() { _, _ = q.Delete(context.WithoutCancel(ctx), nil) }, nil
+}
+
+// ScratchContainer creates a blob container with a fresh name that starts
+// with prefix (lower-case letters and digits) in the account
+// ConnectionString names, and returns a client of it and a function that
+// deletes it: the set-up of a runnable example that needs blobs.
+func ScratchContainer(ctx context.Context, prefix string) (c *container.Client, cleanup func(), err error) {
+	cs, err := ConnectionString()
+	if err != nil {
+		return nil, nil, err
+	}
+	o := &azblob.ClientOptions{}
+	retry.Default.ApplyTo(&o.ClientOptions)
+	svc, err := azblob.NewClientFromConnectionString(cs, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	c = svc.ServiceClient().NewContainerClient(fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1e12, scratchSeq.Add(1)))
+	if _, err := c.Create(ctx, nil); err != nil {
+		return nil, nil, fmt.Errorf("tabletest: creating a container: %w", err)
+	}
+	return c, func() { _, _ = c.Delete(context.WithoutCancel(ctx), nil) }, nil
 }
