@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/modelcheck"
 	"github.com/tablekit/tablekit/patterns/eventual"
@@ -41,7 +42,7 @@ func TestModelIndexes(t *testing.T) {
 	steps, every := modelcheck.Steps(60, 10000), 10
 	modelcheck.Run(t, 60, 10000, func(t *testing.T, rnd *rand.Rand, i int) {
 		if rnd.IntN(4) == 0 {
-			r.ft.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "$batch") }, LoseResponse: true})
+			r.Faults.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "$batch") }, LoseResponse: true})
 		}
 		id := fmt.Sprintf("%06d", rnd.IntN(6))
 		e := Employee{Department: "Sales", ID: id, FirstName: fmt.Sprint("F", rnd.IntN(3)), LastName: fmt.Sprint("L", rnd.IntN(3)),
@@ -57,7 +58,7 @@ func TestModelIndexes(t *testing.T) {
 			_, err = s.Modify(ctx, "Sales", id, func(v *Employee) error { *v = e; return nil })
 		default:
 			write, what = false, "Delete"
-			err = s.Delete(ctx, "Sales", id)
+			err = s.Delete(ctx, "Sales", id, azcore.ETagAny)
 		}
 		dup := write && emailOwner(e.Email, id)
 		switch {
