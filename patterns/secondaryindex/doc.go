@@ -24,8 +24,9 @@
 //		},
 //	})
 //	_, err = employees.Insert(ctx, jo)
-//	e, err := employees.Lookup(ctx, "Sales", "email", []string{"jonesj@contoso.com"}, nil)
-//	_, err = employees.Update(ctx, changed, e.ETag) // e read from the primary (Get, or Fetch)
+//	e, err := employees.Lookup(ctx, "Sales", "email", []string{"jonesj@contoso.com"}, &secondaryindex.LookupOptions{Fetch: true})
+//	e.Value.LastName = "Smith"
+//	_, err = employees.Update(ctx, e.Value, e.ETag) // the primary's ETag (Get, or a lookup with Fetch)
 //
 // # Rows
 //
