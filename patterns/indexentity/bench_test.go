@@ -17,9 +17,8 @@ import (
 // BenchmarkLookup finds the employees of one last name in a partition of
 // n employees three ways, alternating which goes first:
 //
-//   - ids: Lookup, one point read of the index entity (the ids only);
-//   - index: LookupEntities, that read and a point read per match, 8 at a
-//     time;
+//   - ids: FindIDs, one point read of the index entity (the ids only);
+//   - index: Find, that read and a point read per match, 8 at a time;
 //   - scan: the query without an index, PartitionKey eq 'Sales' and
 //     LastName eq '...' (a partition scan), read whole.
 //
@@ -37,7 +36,7 @@ func BenchmarkLookup(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			idx, err := indexentity.New(employees, &indexentity.Options[Employee]{Name: "LastName", Value: lastName})
+			idx, err := indexentity.New(employees, "LastName", lastName, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -75,8 +74,8 @@ func BenchmarkLookup(b *testing.B) {
 				scan := &table.Query{Filter: table.And(table.PartitionKey("Sales"), table.Eq("LastName", last))}
 				want := len(lists[last])
 				sides = append(sides,
-					side{last + "-ids", func() (int, error) { ids, err := idx.Lookup(ctx, "Sales", last); return len(ids), err }, want},
-					side{last + "-index", func() (int, error) { es, err := idx.LookupEntities(ctx, "Sales", last); return len(es), err }, want},
+					side{last + "-ids", func() (int, error) { ids, err := idx.FindIDs(ctx, "Sales", last); return len(ids), err }, want},
+					side{last + "-index", func() (int, error) { es, err := table.Collect(idx.Find(ctx, "Sales", last)); return len(es), err }, want},
 					side{last + "-scan", func() (int, error) { es, err := table.Collect(employees.Query(ctx, scan)); return len(es), err }, want})
 			}
 			for _, side := range sides { // warm the connections and the emulator, unmeasured
@@ -135,7 +134,7 @@ func BenchmarkContention(b *testing.B) {
 				p := indexentity.DefaultRetry
 				p.FullJitter = jitter == "full"
 				p.MaxRetries = 1000 // measure the rate; the default gives up after 10
-				idx, err := indexentity.New(employees, &indexentity.Options[Employee]{Name: "LastName", Value: lastName, Retry: &p})
+				idx, err := indexentity.New(employees, "LastName", lastName, &indexentity.Options{Retry: &p})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -165,7 +164,7 @@ func BenchmarkContention(b *testing.B) {
 				wg.Wait()
 				elapsed := time.Since(start)
 				b.StopTimer()
-				ids, err := idx.Lookup(ctx, "Sales", "Jones")
+				ids, err := idx.FindIDs(ctx, "Sales", "Jones")
 				if err != nil || len(ids) != b.N+1 {
 					b.Fatalf("the list holds %d ids, want %d (%v)", len(ids), b.N+1, err)
 				}
@@ -196,7 +195,7 @@ func BenchmarkContentionBurst(b *testing.B) {
 				p := indexentity.DefaultRetry
 				p.FullJitter = jitter == "full"
 				p.MaxRetries = 1000
-				idx, err := indexentity.New(employees, &indexentity.Options[Employee]{Name: "LastName", Value: lastName, Retry: &p})
+				idx, err := indexentity.New(employees, "LastName", lastName, &indexentity.Options{Retry: &p})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -11,17 +11,19 @@
 //	a blob (option 1)           Blobs (+ Queue)     eventual      all partitions,
 //	                                                              lists of any size
 //
-// An Index is declared over a table.Table[T] with the indexed value as a
-// function of T (Options.Value). Its writes, Insert, Update and Delete,
-// change an entity and keep the lists; Lookup returns the ids of a value,
-// LookupEntities the entities, read in parallel in the list's order.
+// An Index is declared over the [table.Table] that stores the entities as
+// they are (a *table.Table[T]: their keys are T's, or the table's
+// WithKeys), with a name and the indexed value as a function of T, both
+// required and so parameters of New; nil Options is the same-partition
+// store. Its writes, Insert, Update and Delete, change an entity and keep
+// the lists; FindIDs returns the ids of a value, Find the entities (each a
+// [table.Entity], with its ETag), read in parallel in the list's order.
 //
-//	byName, err := indexentity.New(employees, &indexentity.Options[Employee]{
-//		Name:  "LastName",
-//		Value: func(e *Employee) string { return e.LastName },
-//	})
+//	byName, err := indexentity.New(employees, "LastName", func(e *Employee) string { return e.LastName }, nil)
 //	_, err = byName.Insert(ctx, Employee{Department: "Sales", ID: "000223", LastName: "Jones"})
-//	joneses, err := byName.LookupEntities(ctx, "Sales", "Jones")
+//	for e, err := range byName.Find(ctx, "Sales", "Jones") {
+//		...
+//	}
 //
 // # When each store fits
 //
@@ -69,11 +71,11 @@
 // table.ErrInvalidKey): an empty PartitionKey, keys under
 // table.ReservedPrefix (an entity there could take the place of an index
 // entity), a value whose index key (or blob name) would pass 1,024
-// characters; Options (ErrInvalid). One index entity holds at
-// most 1 MiB as the service counts it (strings at 2 bytes a character),
-// less the room kept for the core's write history (table.WriteProperty, so
-// that lost responses stay verifiable): 74,853 ids of 6 characters, 8,589
-// of 60. In the same-partition store, a write whose list would pass that is
+// characters; New's name, value function and Options (ErrInvalid). One
+// index entity holds at most 1 MiB as the service counts it (strings at 2
+// bytes a character), less the room kept for the core's write history
+// (table.WriteProperty, so that lost responses stay verifiable): 74,853
+// ids of 6 characters, 8,589 of 60. In the same-partition store, a write whose list would pass that is
 // refused after the read and before its transaction, with
 // table.ErrTooLarge naming the blob store; in another partition or table,
 // the worker's pass fails with that error and the intent ends in the poison
@@ -119,9 +121,8 @@
 // leaves the lists as the entity is. Stale ids are found without scans: a
 // value's list can only hold an entity's id wrongly if the entity had that
 // value, and every write that moved it away named it in its intent. Until
-// the worker ran, a lookup may miss new ids and return stale ones;
-// LookupEntities reads every entity and returns only those that have the
-// value. Every write of an indexed entity must go through the Index (as
+// the worker ran, a lookup may miss new ids and return stale ones; Find
+// reads every entity and returns only those that have the value. Every write of an indexed entity must go through the Index (as
 // with any index).
 //
 // # Trust
@@ -136,7 +137,7 @@
 // name any partition of the entities' table (the lists are
 // organisation-wide), and a lookup given a PartitionKey returns only that
 // partition's ids. Anything else is ErrCorrupt, never ids.
-// LookupEntities returns only entities that have the value when read. The
+// Find returns only entities that have the value when read. The
 // handler refuses an intent naming keys the Index does not write, before
 // reading anything; otherwise it reconciles from the entity as stored, so
 // a forged intent can only make lists agree with the entities.
@@ -147,7 +148,7 @@
 // ErrCorrupt), never another partition's list. The eventual stores keep
 // lists in partitions of their own or in blobs, which such a writer cannot
 // reach; a writer of those (the index table or the container) can hide ids
-// or add ids of any partition, which LookupEntities follows only to
+// or add ids of any partition, which Find follows only to
 // entities that have the value. Errors of the blob client are redacted:
 // they never carry a SAS signature.
 //
@@ -158,8 +159,9 @@
 // is lost is resent by the retry policy, and the core settles the resend's
 // 409, 412 or 404 by reading the write history of the entity or an index
 // entity (every index entity keeps room for it), so such writes are
-// reported applied (Result.Verified), never failed, and no id is added
-// twice. Unknown outcomes are never retried by the ETag loop. One case
+// reported applied (Result.Verified; a Delete returns no error), never
+// failed, and no id is added twice. Unknown outcomes are never retried by
+// the ETag loop. One case
 // cannot be settled, in the same-partition store: a transaction of deletes
 // only (the entity and its emptied index entity) whose response is lost
 // leaves nothing to read;
@@ -177,15 +179,15 @@
 //	  Update, renamed                 4 (entity read, 2 index reads in parallel,
 //	                                  transaction), +4 per conflict
 //	  Delete                          3 (entity read, index read, transaction)
-//	  Lookup                          1 (a point read of the index entity)
-//	  LookupEntities                  1 + 1 per id (point reads, Concurrency at a time)
+//	  FindIDs                         1 (a point read of the index entity)
+//	  Find                            1 + 1 per id (point reads, Concurrency at a time)
 //	another partition or a blob
 //	  Insert                          3 (eventual.Queue.Commit: reserve, transaction, release)
 //	  Update, renamed                 4 (entity read + Commit)
 //	  Update, value unchanged         2 (entity read + replace; no intent)
 //	  Delete                          4 (entity read + Commit)
-//	  Lookup                          1 (index entity read or blob download)
-//	  LookupEntities                  1 + 1 per id
+//	  FindIDs                         1 (index entity read or blob download)
+//	  Find                            1 + 1 per id
 //	  worker, per intent              2 entity reads + 1 list read per value named
 //	                                  + 1 write per list changed, + the worker's
 //	                                  own (message delete, commit record removal)

@@ -57,7 +57,8 @@ func (x *Index[T]) reconcile(ctx context.Context, c change) error {
 	p := x.retry
 	p.Retryable = func(err error) bool { return errors.Is(err, errMoved) }
 	return p.Do(ctx, func(ctx context.Context) error {
-		cur, err := x.ent.Get(ctx, c.PartitionKey, c.RowKey, nil)
+		e, err := x.ent.Get(ctx, c.PartitionKey, c.RowKey, nil)
+		cur := e.Value
 		exists := err == nil
 		if err != nil && !errors.Is(err, table.ErrNotFound) {
 			return err

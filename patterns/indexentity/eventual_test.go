@@ -6,13 +6,13 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/indexentity"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -25,28 +25,15 @@ func (r *rig) runWorker(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	stop := testrig.Start(t, w.Run)
 	drain(t, w)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-}
-
-// lists is the transport of the lists' store.
-func (r *rig) lists() *faults.Transport {
-	if r.blob {
-		return r.bft
-	}
-	return r.ixft
+	stop()
 }
 
 // entityReads counts the reads of entity rk since the last reset.
 func (r *rig) entityReads(rk string) int {
 	n := 0
-	for _, q := range r.tft.Requests() {
+	for _, q := range r.requests(entities) {
 		if q.Method == http.MethodGet && strings.Contains(q.URL, "RowKey='"+rk+"'") {
 			n++
 		}
@@ -54,13 +41,22 @@ func (r *rig) entityReads(rk string) int {
 	return n
 }
 
-// writes counts the requests of a transport that are not reads.
-func writes(ft *faults.Transport) int {
+// writes counts the requests that are not reads.
+func writes(qs []faults.Request) int {
 	n := 0
-	for _, q := range ft.Requests() {
+	for _, q := range qs {
 		if q.Method != http.MethodGet && q.Method != http.MethodHead {
 			n++
 		}
+	}
+	return n
+}
+
+func notGet(q *http.Request) bool { return q.Method != http.MethodGet }
+
+func total(m map[string]int) (n int) {
+	for _, v := range m {
+		n += v
 	}
 	return n
 }
@@ -77,21 +73,21 @@ func TestEventualRoundTrips(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, store)
 			ctx := context.Background()
-			write := func(what string, tables, queue int) {
+			write := func(what string, tables, queued int) {
 				t.Helper()
-				if n, m, l := r.tft.Count(), r.qft.Count(), r.lists().Count(); n != tables || m != queue || l != 0 {
-					t.Fatalf("%s: %d table, %d queue and %d list round trips, want %d, %d and 0", what, n, m, l, tables, queue)
+				if n, m, l := len(r.requests(entities)), len(r.requests(queue)), len(r.requests(lists)); n != tables || m != queued || l != 0 {
+					t.Fatalf("%s: %d table, %d queue and %d list round trips, want %d, %d and 0", what, n, m, l, tables, queued)
 				}
-				r.reset()
+				r.Faults.Reset()
 			}
 			handled := func(what, rk string, listReads, listWrites int) {
 				t.Helper()
 				r.runWorker(t)
-				l := r.lists()
-				if n, w := l.Count(), writes(l); r.entityReads(rk) != 2 || n-w != listReads || w != listWrites {
+				l := r.requests(lists)
+				if n, w := len(l), writes(l); r.entityReads(rk) != 2 || n-w != listReads || w != listWrites {
 					t.Fatalf("%s: the handler read the entity %d times and made %d list reads and %d list writes, want 2, %d and %d", what, r.entityReads(rk), n-w, w, listReads, listWrites)
 				}
-				r.reset()
+				r.Faults.Reset()
 				r.check(t)
 			}
 			ana := emp("Sales", 1, "Jones")
@@ -100,28 +96,28 @@ func TestEventualRoundTrips(t *testing.T) {
 				t.Fatalf("Insert: %+v, %v", res, err)
 			}
 			write("Insert", 1, 2)
-			if ids, err := r.idx.Lookup(ctx, "", "Jones"); err != nil || len(ids) != 0 {
-				t.Fatalf("Lookup before the worker ran: %v, %v (the list follows eventually)", ids, err)
+			if ids, err := r.idx.FindIDs(ctx, "", "Jones"); err != nil || len(ids) != 0 {
+				t.Fatalf("FindIDs before the worker ran: %v, %v (the list follows eventually)", ids, err)
 			}
-			r.reset()
+			r.Faults.Reset()
 			handled("Insert", ana.ID, 1, 1)
 
-			ids, err := r.idx.Lookup(ctx, "", "Jones")
+			ids, err := r.idx.FindIDs(ctx, "", "Jones")
 			if want := []indexentity.ID{{"Sales", ana.ID}}; err != nil || !slices.Equal(ids, want) {
-				t.Fatalf("Lookup = %v, %v; want %v", ids, err, want)
+				t.Fatalf("FindIDs = %v, %v; want %v", ids, err, want)
 			}
-			if n := r.lists().Count(); n != 1 {
-				t.Fatalf("Lookup: %d round trips", n)
+			if n := r.Faults.Count(); n != 1 || len(r.requests(lists)) != 1 {
+				t.Fatalf("FindIDs: %d round trips", n)
 			}
-			r.reset()
-			got, err := r.idx.LookupEntities(ctx, "Sales", "Jones")
-			if err != nil || len(got) != 1 || got[0].FirstName != ana.FirstName {
-				t.Fatalf("LookupEntities = %+v, %v", got, err)
+			r.Faults.Reset()
+			got, err := table.Collect(r.idx.Find(ctx, "Sales", "Jones"))
+			if err != nil || len(got) != 1 || got[0].Value.FirstName != ana.FirstName || got[0].ETag == "" {
+				t.Fatalf("Find = %+v, %v", got, err)
 			}
-			if n, m := r.lists().Count(), r.tft.Count(); n != 1 || m != 1 {
-				t.Fatalf("LookupEntities of 1: %d list and %d table round trips, want 1 and 1", n, m)
+			if n, m := len(r.requests(lists)), len(r.requests(entities)); n != 1 || m != 1 || r.Faults.Count() != 2 {
+				t.Fatalf("Find of 1: %d list and %d table round trips, want 1 and 1", n, m)
 			}
-			r.reset()
+			r.Faults.Reset()
 
 			ana.Age++
 			if res, err := r.idx.Update(ctx, ana, azcore.ETagAny); err != nil || res.Intent != "" {
@@ -134,7 +130,7 @@ func TestEventualRoundTrips(t *testing.T) {
 			}
 			write("Update, renamed", 2, 2)
 			handled("rename", ana.ID, 2, 2) // Jones emptied (deleted), Smith created
-			if _, err := r.idx.Delete(ctx, "Sales", ana.ID, azcore.ETagAny); err != nil {
+			if err := r.idx.Delete(ctx, "Sales", ana.ID, azcore.ETagAny); err != nil {
 				t.Fatal(err)
 			}
 			write("Delete", 2, 2)
@@ -142,7 +138,7 @@ func TestEventualRoundTrips(t *testing.T) {
 			if err := indexentity.Enqueue(ctx, r.idx, "Sales", ana.ID, "Jones", "Smith"); err != nil {
 				t.Fatal(err)
 			}
-			r.reset()
+			r.Faults.Reset()
 			handled("a late duplicate", ana.ID, 2, 0)
 			if lists := r.stored(t); len(lists) != 0 {
 				t.Fatalf("lists left: %v", lists)
@@ -234,25 +230,25 @@ func TestBlobListOf100000(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.runWorker(t)
-	r.reset()
-	ids, err := r.idx.Lookup(ctx, "", "Jones")
+	r.Faults.Reset()
+	ids, err := r.idx.FindIDs(ctx, "", "Jones")
 	if err != nil || len(ids) != n+1 || !slices.Contains(ids, indexentity.ID{PartitionKey: "Sales", RowKey: ana.ID}) {
-		t.Fatalf("Lookup: %d ids, %v; want %d with ana's", len(ids), err, n+1)
+		t.Fatalf("FindIDs: %d ids, %v; want %d with ana's", len(ids), err, n+1)
 	}
-	if c := r.bft.Count(); c != 1 {
-		t.Fatalf("Lookup of 100,001 ids: %d round trips", c)
+	if c := r.Faults.Count(); c != 1 || len(r.requests(lists)) != 1 {
+		t.Fatalf("FindIDs of 100,001 ids: %d round trips", c)
 	}
-	if ids, err := r.idx.Lookup(ctx, "D07", "Jones"); err != nil || len(ids) != n/50 {
-		t.Fatalf("Lookup in partition D07: %d ids, %v", len(ids), err)
+	if ids, err := r.idx.FindIDs(ctx, "D07", "Jones"); err != nil || len(ids) != n/50 {
+		t.Fatalf("FindIDs in partition D07: %d ids, %v", len(ids), err)
 	}
-	if got, err := r.idx.LookupEntities(ctx, "Sales", "Jones"); err != nil || len(got) != 1 {
-		t.Fatalf("LookupEntities in Sales: %v, %v", got, err)
+	if got, err := table.Collect(r.idx.Find(ctx, "Sales", "Jones")); err != nil || len(got) != 1 {
+		t.Fatalf("Find in Sales: %v, %v", got, err)
 	}
-	if _, err := r.idx.Delete(ctx, "Sales", ana.ID, azcore.ETagAny); err != nil {
+	if err := r.idx.Delete(ctx, "Sales", ana.ID, azcore.ETagAny); err != nil {
 		t.Fatal(err)
 	}
 	r.runWorker(t)
-	if ids, err := r.idx.Lookup(ctx, "", "Jones"); err != nil || len(ids) != n {
+	if ids, err := r.idx.FindIDs(ctx, "", "Jones"); err != nil || len(ids) != n {
 		t.Fatalf("after the delete: %d ids, %v", len(ids), err)
 	}
 }
@@ -295,52 +291,34 @@ func TestEventualCrashes(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, store)
 			ctx := context.Background()
-			var mu sync.Mutex
-			crashAt := map[string]int{}
-			indexentity.SetHook(r.idx, func(step string) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if crashAt[step] > 0 {
-					crashAt[step]--
-					return errCrash
-				}
-				return nil
-			})
-			crash := func(step string, n int) {
-				mu.Lock()
-				crashAt[step] = n
-				mu.Unlock()
-			}
-			w := r.start(t, nil) // after SetHook: the handlers read the hook
+			w := r.start(t, nil)
 			post := func(q *http.Request) bool { return q.Method == http.MethodPost }
 			put := func(q *http.Request) bool { return q.Method == http.MethodPut }
-			list := func(q *http.Request) bool { return q.Method != http.MethodGet }
 			del := func(q *http.Request) bool { return q.Method == http.MethodDelete }
 			for i, c := range []struct {
 				name  string
 				setup func()
 			}{
-				{"the reserve fails", func() { r.qft.Inject(faults.Fault{Match: post, Status: 403}) }},
-				{"the transaction fails", func() { r.tft.Inject(faults.Fault{Match: isBatch, Status: 403}) }},
-				{"the transaction's response is lost", func() { r.tft.Inject(faults.Fault{Match: isBatch, LoseResponse: true}) }},
+				{"the reserve fails", func() { r.Faults.Inject(faults.Fault{Match: r.on(queue, post), Status: 403}) }},
+				{"the transaction fails", func() { r.Faults.Inject(faults.Fault{Match: r.on(entities, isBatch), Status: 403}) }},
+				{"the transaction's response is lost", func() { r.Faults.Inject(faults.Fault{Match: r.on(entities, isBatch), LoseResponse: true}) }},
 				{"the transaction fails, its reserved message stays", func() {
-					r.tft.Inject(faults.Fault{Match: isBatch, Status: 403})
-					for range 1 + clientRetry.MaxRetries { // every attempt of the cancel
-						r.qft.Inject(faults.Fault{Match: del, Status: 500})
+					r.Faults.Inject(faults.Fault{Match: r.on(entities, isBatch), Status: 403})
+					for range 1 + testrig.Fast.MaxRetries { // every attempt of the cancel
+						r.Faults.Inject(faults.Fault{Match: r.on(queue, del), Status: 500})
 					}
 				}},
-				{"the release fails", func() { r.qft.Inject(faults.Fault{Match: put, Status: 403}) }},
-				{"the handler stops before its first list", func() { crash("ensure", 1) }},
-				{"the handler stops before its second list", func() { crash("ensure", 2) }},
-				{"the handler stops before its second read", func() { crash("verify", 1) }},
-				{"the handler stops before a blob write", func() { crash("blob", 1) }},
-				{"a list write's response is lost", func() {
-					r.ixft.Inject(faults.Fault{Match: list, LoseResponse: true})
-					r.bft.Inject(faults.Fault{Match: list, LoseResponse: true})
-				}},
+				{"the release fails", func() { r.Faults.Inject(faults.Fault{Match: r.on(queue, put), Status: 403}) }},
+				{"the handler stops before its first list", func() { r.crashes.At("ensure", 1) }},
+				{"the handler stops before its second list", func() { r.crashes.At("ensure", 2) }},
+				{"the handler stops before its second read", func() { r.crashes.At("verify", 1) }},
+				{"the handler stops before a blob write", func() { r.crashes.At("blob", 1) }},
+				{"a list write's response is lost", func() { r.Faults.Inject(faults.Fault{Match: r.on(lists, notGet), LoseResponse: true}) }},
 			} {
-				// Each case renames an employee (two lists), inserts one and
-				// deletes one.
+				// Each case inserts an employee and renames it (two lists),
+				// and every third deletes it once its lists were written
+				// (so that the case's fault meets a list write).
+				crashed := total(r.crashes.Injected())
 				c.setup()
 				e := emp("Sales", i, []string{"Jones", "Smith"}[i%2])
 				_, err := r.idx.Insert(ctx, e)
@@ -348,14 +326,22 @@ func TestEventualCrashes(t *testing.T) {
 				if err == nil {
 					_, err = r.idx.Update(ctx, e, azcore.ETagAny)
 				}
-				if err == nil && i%3 == 0 {
-					_, err = r.idx.Delete(ctx, "Sales", e.ID, azcore.ETagAny)
-				}
-				msg, _, _ := strings.Cut(fmt.Sprint(err), "\n")
-				t.Logf("%s: %s", c.name, msg)
 				drain(t, w)
-				r.reset()
+				if err == nil && i%3 == 0 {
+					err = r.idx.Delete(ctx, "Sales", e.ID, azcore.ETagAny)
+					drain(t, w)
+				}
+				msg, _, _ := strings.Cut(fmt.Sprint(err), "\n") // package eventual's errors may quote azcore's dumps
+				t.Logf("%s: %s", c.name, msg)
+				faulted := slices.ContainsFunc(r.Faults.Requests(), func(q faults.Request) bool { return q.Injected })
+				if !faulted && total(r.crashes.Injected()) == crashed && (store == blobStore || !strings.Contains(c.name, "blob")) {
+					t.Fatalf("%s: nothing was injected", c.name)
+				}
+				r.Faults.Reset()
 				r.check(t)
+			}
+			if got := r.crashes.Injected(); got["ensure"] != 2 || got["verify"] != 1 || store == blobStore && got["blob"] != 1 {
+				t.Fatalf("crashes injected: %v", got)
 			}
 			if lists := r.stored(t); len(lists["Jones"])+len(lists["Smith"]) == 0 {
 				t.Fatal("no list was written")
@@ -372,16 +358,13 @@ func TestLongestName(t *testing.T) {
 	r := newRig(t, blobStore)
 	ctx := context.Background()
 	name := "t" + strings.Repeat("x", 62)
-	tc := r.env.CreateTable(name, nil)
-	employees, err := table.New[Employee](tc)
+	tc := r.CreateTable(name, nil)
+	employees := testrig.NewTable[Employee](t, tc)
+	q, err := eventual.New(r.queue, &eventual.Options{Poison: r.CleanQueue(), Tables: []*aztables.Client{tc}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := eventual.New(r.queue, &eventual.Options{Poison: r.env.Queue(nil), Tables: []*aztables.Client{tc}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := indexentity.New(employees, &indexentity.Options[Employee]{Name: strings.Repeat("N", 48), Value: lastName, Blobs: r.env.Container(nil), Queue: q})
+	idx, err := indexentity.New(employees, strings.Repeat("N", 48), lastName, &indexentity.Options{Blobs: r.Container(), Queue: q})
 	if err != nil {
 		t.Fatal(err)
 	}

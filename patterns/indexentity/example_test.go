@@ -23,25 +23,17 @@ import (
 // entities in one transaction over three entities.
 func Example() {
 	ctx := context.Background()
-	cs, err := tabletest.ConnectionString()
+	c, cleanup, err := tabletest.ScratchTable(ctx, "staff")
 	if err != nil {
 		log.Fatal(err)
 	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
+	defer cleanup()
+	employees, err := table.New[Employee](c)
 	if err != nil {
 		log.Fatal(err)
 	}
-	name := fmt.Sprintf("staff%d", time.Now().UnixNano())
-	if err := table.CreateTable(ctx, svc, name); err != nil {
-		log.Fatal(err)
-	}
-	defer func() { _ = table.DeleteTable(ctx, svc, name) }()
-	employees, _ := table.New[Employee](svc.NewClient(name))
 
-	byName, err := indexentity.New(employees, &indexentity.Options[Employee]{
-		Name:  "LastName",
-		Value: func(e *Employee) string { return e.LastName },
-	})
+	byName, err := indexentity.New(employees, "LastName", func(e *Employee) string { return e.LastName }, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -54,20 +46,22 @@ func Example() {
 			log.Fatal(err)
 		}
 	}
-	joneses, err := byName.LookupEntities(ctx, "Sales", "Jones")
-	if err != nil {
-		log.Fatal(err)
-	}
-	for _, e := range joneses {
-		fmt.Println("Jones:", e.ID, e.FirstName)
+	var ana table.Entity[Employee]
+	for e, err := range byName.Find(ctx, "Sales", "Jones") {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("Jones:", e.RowKey, e.Value.FirstName)
+		if e.Value.FirstName == "Ana" {
+			ana = e
+		}
 	}
 
-	ana := joneses[0]
-	ana.LastName = "Smith"
-	if _, err := byName.Update(ctx, ana, ana.ETag); err != nil {
+	ana.Value.LastName = "Smith"
+	if _, err := byName.Update(ctx, ana.Value, ana.ETag); err != nil {
 		log.Fatal(err)
 	}
-	ids, _ := byName.Lookup(ctx, "Sales", "Smith")
+	ids, _ := byName.FindIDs(ctx, "Sales", "Smith")
 	fmt.Println("Smiths:", ids)
 	// Output:
 	// Jones: 000123 Ana
@@ -77,15 +71,16 @@ func Example() {
 
 // The blob store: one list per value across every department, kept
 // eventually by a worker from intents committed with each write. The lists
-// follow once the worker has run; Lookup with no partition is the guide's
+// follow once the worker has run; FindIDs with no partition is the guide's
 // organisation-wide lookup.
 func Example_blob() {
 	ctx := context.Background()
-	cs, err := tabletest.ConnectionString()
+	tc, cleanup, err := tabletest.ScratchTable(ctx, "staff")
 	if err != nil {
 		log.Fatal(err)
 	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
+	defer cleanup()
+	cs, err := tabletest.ConnectionString()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -101,11 +96,7 @@ func Example_blob() {
 		log.Fatal(err)
 	}
 	n := time.Now().UnixNano()
-	name, queue, poison, lists := fmt.Sprint("staff", n), fmt.Sprint("intents-", n), fmt.Sprint("poison-", n), fmt.Sprint("lists-", n)
-	if err := table.CreateTable(ctx, svc, name); err != nil {
-		log.Fatal(err)
-	}
-	defer func() { _ = table.DeleteTable(ctx, svc, name) }()
+	queue, poison, lists := fmt.Sprint("intents-", n), fmt.Sprint("poison-", n), fmt.Sprint("lists-", n)
 	for _, q := range []string{queue, poison} {
 		if _, err := qsvc.CreateQueue(ctx, q, nil); err != nil {
 			log.Fatal(err)
@@ -117,15 +108,15 @@ func Example_blob() {
 	}
 	defer func() { _, _ = bsvc.DeleteContainer(ctx, lists, nil) }()
 
-	tc := svc.NewClient(name)
-	employees, _ := table.New[Employee](tc)
+	employees, err := table.New[Employee](tc)
+	if err != nil {
+		log.Fatal(err)
+	}
 	q, err := eventual.New(qsvc.NewQueueClient(queue), &eventual.Options{Poison: qsvc.NewQueueClient(poison), Tables: []*aztables.Client{tc}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	byName, err := indexentity.New(employees, &indexentity.Options[Employee]{
-		Name:  "LastName",
-		Value: func(e *Employee) string { return e.LastName },
+	byName, err := indexentity.New(employees, "LastName", func(e *Employee) string { return e.LastName }, &indexentity.Options{
 		Blobs: bsvc.ServiceClient().NewContainerClient(lists),
 		Queue: q,
 	})
@@ -141,7 +132,7 @@ func Example_blob() {
 			log.Fatal(err)
 		}
 	}
-	if _, err := byName.Delete(ctx, "Sales", "000155", azcore.ETagAny); err != nil {
+	if err := byName.Delete(ctx, "Sales", "000155", azcore.ETagAny); err != nil {
 		log.Fatal(err)
 	}
 
@@ -160,11 +151,11 @@ func Example_blob() {
 		log.Fatal(err)
 	}
 
-	all, _ := byName.Lookup(ctx, "", "Jones")
+	all, _ := byName.FindIDs(ctx, "", "Jones")
 	fmt.Println("every Jones:", all)
-	sales, _ := byName.Lookup(ctx, "Sales", "Jones")
+	sales, _ := byName.FindIDs(ctx, "Sales", "Jones")
 	fmt.Println("Joneses in Sales:", sales)
-	smiths, _ := byName.Lookup(ctx, "", "Smith")
+	smiths, _ := byName.FindIDs(ctx, "", "Smith")
 	fmt.Println("Smiths:", len(smiths))
 	// Output:
 	// every Jones: [{Marketing 000108} {Sales 000123}]

@@ -2,22 +2,20 @@ package indexentity_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/indexentity"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
-	"github.com/tablekit/tablekit/retry"
 )
 
 func TestMain(m *testing.M) { tabletest.Main(m) }
@@ -34,58 +32,39 @@ type Employee struct {
 
 func lastName(e *Employee) string { return e.LastName }
 
-// fast is the ETag loops' policy in tests: full jitter, short waits, many
-// retries (16 writers on one list conflict often).
-var fast = retry.Policy{Default: time.Millisecond, Max: 10 * time.Millisecond, MaxRetries: 500, FullJitter: true}
-
-// clientRetry is the clients' pipeline policy: real resends, short waits.
-var clientRetry = retry.Policy{Default: time.Millisecond, Max: 2 * time.Millisecond, MaxRetries: 5}
-
-// fixture is a table of employees seen through a fault-injecting client
-// (the index) and through a clean one (the truth).
+// fixture is a table of employees seen through the rig's fault-injecting
+// client (the index) and through a clean one (the truth).
 type fixture struct {
-	env       *tabletest.Env
-	ft        *faults.Transport
-	employees *table.Table[Employee] // through ft
+	*testrig.Rig
+	employees *table.Table[Employee] // through r.Faults
 	clean     *table.Table[table.Dynamic]
 	idx       *indexentity.Index[Employee]
 }
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	env := tabletest.New(t)
-	ft := &faults.Transport{}
-	o := &aztables.ClientOptions{}
-	o.Transport = ft
-	clientRetry.ApplyTo(&o.ClientOptions)
-	name := env.Name()
-	employees, err := table.New[Employee](env.CreateTable(name, o))
-	if err != nil {
+	r := testrig.New(t)
+	c := r.Table()
+	f := &fixture{Rig: r, employees: testrig.NewTable[Employee](t, c), clean: reserved.Table(testrig.NewTable[table.Dynamic](t, r.Clean(c)))}
+	var err error
+	if f.idx, err = indexentity.New(f.employees, "LastName", lastName, &indexentity.Options{Retry: &testrig.Contention}); err != nil {
 		t.Fatal(err)
 	}
-	clean, err := table.New[table.Dynamic](env.TableClient(name, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := indexentity.New(employees, &indexentity.Options[Employee]{Name: "LastName", Value: lastName, Retry: &fast})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ft.Reset()
-	return &fixture{env: env, ft: ft, employees: employees, clean: reserved.Table(clean), idx: idx}
+	r.Faults.Reset()
+	return f
 }
 
 // trips checks the round trips since the last call.
 func (f *fixture) trips(t testing.TB, what string, want int) {
 	t.Helper()
-	if n := f.ft.Count(); n != want {
+	if n := f.Faults.Count(); n != want {
 		var got []string
-		for _, r := range f.ft.Requests() {
+		for _, r := range f.Faults.Requests() {
 			got = append(got, r.Method+" "+r.URL)
 		}
 		t.Fatalf("%s: %d round trips, want %d:\n%s", what, n, want, strings.Join(got, "\n"))
 	}
-	f.ft.Reset()
+	f.Faults.Reset()
 }
 
 func isBatch(r *http.Request) bool {
@@ -175,4 +154,20 @@ func (f *fixture) check(t testing.TB, pk string) {
 
 func emp(dept string, id int, last string) Employee {
 	return Employee{Department: dept, ID: keys.Pad(uint64(id), 6), FirstName: "F" + keys.Pad(uint64(id), 6), LastName: last, Age: int32(20 + id%40)}
+}
+
+// find collects the values of x.Find's entities, each checked to carry
+// the ETag read.
+func find(ctx context.Context, x *indexentity.Index[Employee], pk, value string) ([]Employee, error) {
+	var out []Employee
+	for e, err := range x.Find(ctx, pk, value) {
+		if err != nil {
+			return nil, err
+		}
+		if e.ETag == "" || e.ETag != e.Value.ETag || e.PartitionKey != e.Value.Department || e.RowKey != e.Value.ID {
+			return nil, fmt.Errorf("Find yielded %+v: keys or ETag wrong", e)
+		}
+		out = append(out, e.Value)
+	}
+	return out, nil
 }

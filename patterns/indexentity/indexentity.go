@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -19,15 +20,18 @@ import (
 
 var (
 	// ErrInvalid is the sentinel for a request rejected before the
-	// network for a reason of this package: bad Options, a Lookup of the
-	// same-partition store without a PartitionKey, and keys this package
-	// cannot take (also table.ErrInvalidKey): keys the service would
-	// refuse, an empty PartitionKey, keys under table.ReservedPrefix (the
-	// rows patterns keep, index entities among them), a value whose index
-	// key or blob name would be too long. Values the service would refuse
-	// are the table package's other sentinels; a list too large for an
-	// index entity, or for MaxBlobSize, is table.ErrTooLarge.
-	ErrInvalid = errors.New("indexentity: invalid request")
+	// network for a reason of this package: a bad name, value function or
+	// Options, a lookup of the same-partition store without a
+	// PartitionKey, a missing ETag (also [table.ErrNoETag]), and keys this
+	// package cannot take (also [table.ErrInvalidKey]): keys the service
+	// would refuse, an empty PartitionKey, keys under
+	// [table.ReservedPrefix] (the rows patterns keep, index entities among
+	// them), a value whose index key or blob name would be too long. It
+	// matches [table.ErrInvalid]. Values the service would refuse are the
+	// table package's other sentinels (which match table.ErrInvalid too);
+	// a list too large for an index entity, or for MaxBlobSize, is
+	// [table.ErrTooLarge].
+	ErrInvalid = table.NewErrInvalid("indexentity: invalid request")
 	// ErrCorrupt: a list read back is not one this Index writes: an index
 	// entity or blob holding an id that is not the id of an entity this
 	// Index accepts (see the package documentation's Trust), a list
@@ -53,21 +57,12 @@ const MaxBlobSize = 256 << 20
 // never decode into an application's T.
 const KeyPrefix = table.ReservedPrefix + "ix"
 
-// Options configures an Index. Where the lists live is chosen by Table and
-// Blobs: neither for the same-partition store (strong), Table for index
-// entities in another partition or table (eventual), Blobs for one blob
-// per value (eventual).
-type Options[T any] struct {
-	// Name names the index, for its keys, blobs and intents ("LastName").
-	// Required: 1 to 48 ASCII letters, digits, '_' or '-' (so that the
-	// intents' kind name, "indexentity:" + table name + ":" + Name, fits
-	// eventual's 128 characters). Keep it fixed: another name is another
-	// index.
-	Name string
-	// Value returns the indexed value of an entity (e.LastName). Required.
-	// It must depend only on the entity's stored properties, be
-	// deterministic, and be safe for concurrent use.
-	Value func(*T) string
+// Options configures an Index. A nil *Options means defaults: the
+// same-partition store. Where the lists live is chosen by Table and Blobs:
+// neither for the same-partition store (strong), Table for index entities
+// in another partition or table (eventual), Blobs for one blob per value
+// (eventual).
+type Options struct {
 	// Table, when set, keeps the index entities in this table, one
 	// partition per value, outside the entities' partitions (the guide's
 	// option 3: eventually consistent, organisation-wide lookups). It may be
@@ -87,8 +82,7 @@ type Options[T any] struct {
 	// the write) and of the worker's reconciling passes. Its Retryable is
 	// ignored. Default: DefaultRetry.
 	Retry *retry.Policy
-	// Concurrency is the most point reads LookupEntities has in flight.
-	// Default: 8.
+	// Concurrency is the most point reads Find has in flight. Default: 8.
 	Concurrency int
 }
 
@@ -114,7 +108,7 @@ const (
 )
 
 // Index is the guide's index entities pattern over a table of entities of
-// type T: for each value of Options.Value, the list of the ids of the
+// type T: for each value of its value function, the list of the ids of the
 // entities that have it. It is safe for concurrent use.
 type Index[T any] struct {
 	tbl   *table.Table[T]
@@ -138,17 +132,13 @@ type ID struct {
 	PartitionKey, RowKey string
 }
 
-// Result reports a write.
+// Result reports a write: the core's [table.Result] (the entity's new
+// ETag, Verified) and what the Index adds.
 type Result struct {
-	// ETag is the entity's new ETag; empty after a Delete, and when
-	// Verified and the entity was written again since.
-	ETag azcore.ETag
-	// Verified reports that the transaction's response was lost and a
-	// read proved it applied (see package table).
-	Verified bool
+	table.Result
 	// Conflicts counts the times the write started again because another
 	// writer changed what it had read (a 412 or 409 on a list, or on the
-	// entity of an Update or Delete with azcore.ETagAny).
+	// entity of an Update with azcore.ETagAny).
 	Conflicts int
 	// Intent is the id of the intent that brings the lists of an eventual
 	// store in line with the write; empty for the same-partition store and
@@ -156,15 +146,29 @@ type Result struct {
 	Intent string
 }
 
-// New returns an Index over tbl's entities with opts. It sends nothing.
-func New[T any](tbl *table.Table[T], opts *Options[T]) (*Index[T], error) {
-	if tbl == nil || opts == nil || opts.Value == nil {
-		return nil, fmt.Errorf("%w: a table and Options with Name and Value are required", ErrInvalid)
+// New returns an Index over the entities of tbl, which stores them as they
+// are (the Index keeps its lists beside them): name names the index, for
+// its keys, blobs and intents ("LastName"), and value returns the indexed
+// value of an entity (e.LastName). Both are required, so they are
+// parameters. A nil opts means defaults: the same-partition store. It
+// sends nothing.
+//
+// name is 1 to 48 ASCII letters, digits, '_' or '-' (so that the intents'
+// kind name, "indexentity:" + table name + ":" + name, fits eventual's 128
+// characters); keep it fixed: another name is another index. value must
+// depend only on the entity's stored properties, be deterministic, and be
+// safe for concurrent use.
+func New[T any](tbl *table.Table[T], name string, value func(*T) string, opts *Options) (*Index[T], error) {
+	if tbl == nil || value == nil {
+		return nil, fmt.Errorf("%w: a table and a value function are required", ErrInvalid)
 	}
-	if err := validName(opts.Name); err != nil {
+	if err := validName(name); err != nil {
 		return nil, err
 	}
-	x := &Index[T]{tbl: tbl, blobs: opts.Blobs, q: opts.Queue, name: opts.Name, value: opts.Value, retry: DefaultRetry, conc: opts.Concurrency, maxBlob: MaxBlobSize}
+	if opts == nil {
+		opts = &Options{}
+	}
+	x := &Index[T]{tbl: tbl, blobs: opts.Blobs, q: opts.Queue, name: name, value: value, retry: DefaultRetry, conc: opts.Concurrency, maxBlob: MaxBlobSize}
 	if opts.Retry != nil {
 		x.retry = *opts.Retry
 	}
@@ -199,7 +203,7 @@ func New[T any](tbl *table.Table[T], opts *Options[T]) (*Index[T], error) {
 		if opts.Queue == nil {
 			return nil, fmt.Errorf("%w: the eventual stores (Table, Blobs) need Options.Queue", ErrInvalid)
 		}
-		x.kind = eventual.NewKind[change]("indexentity:" + tbl.Name() + ":" + opts.Name)
+		x.kind = eventual.NewKind[change]("indexentity:" + tbl.Name() + ":" + name)
 	}
 	return x, nil
 }
@@ -209,11 +213,11 @@ func New[T any](tbl *table.Table[T], opts *Options[T]) (*Index[T], error) {
 // "indexentity:", 63 for a table name, 1 for ':').
 func validName(name string) error {
 	if name == "" || len(name) > 48 {
-		return fmt.Errorf("%w: index Name %q must be 1 to 48 characters", ErrInvalid, name)
+		return fmt.Errorf("%w: index name %q must be 1 to 48 characters", ErrInvalid, name)
 	}
 	for _, c := range []byte(name) {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: index Name %q may hold only ASCII letters, digits, '_' and '-'", ErrInvalid, name)
+			return fmt.Errorf("%w: index name %q may hold only ASCII letters, digits, '_' and '-'", ErrInvalid, name)
 		}
 	}
 	return nil
@@ -338,13 +342,14 @@ type list struct {
 // readList reads the index entity (lpk, lrk): 1 round trip. A missing one
 // is an empty list.
 func (x *Index[T]) readList(ctx context.Context, lpk, lrk string) (list, error) {
-	d, err := x.ix.Get(ctx, lpk, lrk, nil)
+	e, err := x.ix.Get(ctx, lpk, lrk, nil)
 	if errors.Is(err, table.ErrNotFound) {
 		return list{d: table.Dynamic{PartitionKey: lpk, RowKey: lrk}}, nil
 	}
 	if err != nil {
 		return list{}, err
 	}
+	d := e.Value
 	ids, err := listOf(d.Properties)
 	if err == nil {
 		err = x.checkIDs(lpk, ids)
@@ -380,21 +385,21 @@ func (x *Index[T]) listOp(l list, value string) (op table.Op, ok bool, err error
 	return op, true, op.Err()
 }
 
-// Lookup returns the ids of the entities whose value is value, in a stable
-// order (sorted by their keys as the list stores them): 1 round trip (a
-// point read of the index entity, or a blob download). The same-partition
-// store keeps one list per partition, so partitionKey is required there;
-// the eventual stores keep one list per value across the table, and
-// partitionKey "" returns all of it (the guide's organisation-wide lookup),
-// any other only that partition's ids.
+// FindIDs returns the ids of the entities whose value is value, in a
+// stable order (sorted by their keys as the list stores them): 1 round
+// trip (a point read of the index entity, or a blob download). The
+// same-partition store keeps one list per partition, so partitionKey is
+// required there; the eventual stores keep one list per value across the
+// table, and partitionKey "" returns all of it (the guide's
+// organisation-wide lookup), any other only that partition's ids.
 //
 // The same-partition store's list is exact. An eventual store's list may
 // lag the entities: a write's ids appear or go when its intent has run,
 // so it may hold the ids of entities that no longer have the value, and
-// miss recent ones. LookupEntities checks each entity it reads. A list
-// holding anything but ids this Index writes is ErrCorrupt (see the
-// package documentation's Trust).
-func (x *Index[T]) Lookup(ctx context.Context, partitionKey, value string) ([]ID, error) {
+// miss recent ones. Find checks each entity it reads. A list holding
+// anything but ids this Index writes is ErrCorrupt (see the package
+// documentation's Trust).
+func (x *Index[T]) FindIDs(ctx context.Context, partitionKey, value string) ([]ID, error) {
 	var ids []string
 	var err error
 	if partitionKey != "" {
@@ -405,7 +410,7 @@ func (x *Index[T]) Lookup(ctx context.Context, partitionKey, value string) ([]ID
 	switch x.store {
 	case samePartition:
 		if partitionKey == "" {
-			return nil, fmt.Errorf("%w: the same-partition store keeps one list per partition: Lookup needs the PartitionKey", ErrInvalid)
+			return nil, fmt.Errorf("%w: the same-partition store keeps one list per partition: a lookup needs the PartitionKey", ErrInvalid)
 		}
 		fallthrough
 	case otherTable:
@@ -437,41 +442,44 @@ func (x *Index[T]) Lookup(ctx context.Context, partitionKey, value string) ([]ID
 	return out, nil
 }
 
-// LookupEntities returns the entities whose value is value: Lookup, then a
-// point read of each id, at most Options.Concurrency at a time, in Lookup's
-// order. Each entity returned had the value when it was read: ids whose
-// entity is gone, or has another value now (an eventual store's lag, or a
-// write between the lookup and the read), are left out. 1 round trip plus
-// 1 per id.
-func (x *Index[T]) LookupEntities(ctx context.Context, partitionKey, value string) ([]T, error) {
-	ids, err := x.Lookup(ctx, partitionKey, value)
-	if err != nil {
-		return nil, err
-	}
-	// nil for an id whose entity is gone or has another value now.
-	read := func(ctx context.Context, id ID) (*T, error) {
-		v, err := x.tbl.Get(ctx, id.PartitionKey, id.RowKey, nil)
-		switch {
-		case errors.Is(err, table.ErrNotFound):
-			return nil, nil
-		case err != nil:
-			return nil, err
-		case x.value(&v) != value:
-			return nil, nil
-		}
-		return &v, nil
-	}
-	out := make([]T, 0, len(ids))
-	for v, err := range prefetch.Map(ctx, prefetch.Slice(ids), x.conc, read) {
+// Find returns the entities whose value is value: FindIDs, then a point
+// read of each id, at most Options.Concurrency at a time, yielded in
+// FindIDs's order, each with the ETag read. Each entity yielded had the
+// value when it was read: ids whose entity is gone, or has another value
+// now (an eventual store's lag, or a write between the lookup and the
+// read), are left out. A failed read ends the sequence with its error. 1
+// round trip plus 1 per id.
+func (x *Index[T]) Find(ctx context.Context, partitionKey, value string) iter.Seq2[table.Entity[T], error] {
+	return func(yield func(table.Entity[T], error) bool) {
+		ids, err := x.FindIDs(ctx, partitionKey, value)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("indexentity: lookup of %.40q: %w", value, ctx.Err())
-			}
-			return nil, err
+			yield(table.Entity[T]{}, err)
+			return
 		}
-		if v != nil {
-			out = append(out, *v)
+		// nil for an id whose entity is gone or has another value now.
+		read := func(ctx context.Context, id ID) (*table.Entity[T], error) {
+			e, err := x.tbl.Get(ctx, id.PartitionKey, id.RowKey, nil)
+			switch {
+			case errors.Is(err, table.ErrNotFound):
+				return nil, nil
+			case err != nil:
+				return nil, err
+			case x.value(&e.Value) != value:
+				return nil, nil
+			}
+			return &e, nil
+		}
+		for e, err := range prefetch.Map(ctx, prefetch.Slice(ids), x.conc, read) {
+			if err != nil {
+				if ctx.Err() != nil {
+					err = fmt.Errorf("indexentity: lookup of %.40q: %w", value, ctx.Err())
+				}
+				yield(table.Entity[T]{}, err)
+				return
+			}
+			if e != nil && !yield(*e, nil) {
+				return
+			}
 		}
 	}
-	return out, nil
 }

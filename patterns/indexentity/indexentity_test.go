@@ -35,20 +35,20 @@ func TestRoundTrips(t *testing.T) {
 	}
 	f.check(t, "Sales")
 
-	ids, err := f.idx.Lookup(ctx, "Sales", "Jones")
+	ids, err := f.idx.FindIDs(ctx, "Sales", "Jones")
 	if want := []indexentity.ID{{"Sales", ana.ID}, {"Sales", jo.ID}}; err != nil || !slices.Equal(ids, want) {
-		t.Fatalf("Lookup = %v, %v; want %v", ids, err, want)
+		t.Fatalf("FindIDs = %v, %v; want %v", ids, err, want)
 	}
-	f.trips(t, "Lookup", 1)
-	got, err := f.idx.LookupEntities(ctx, "Sales", "Jones")
+	f.trips(t, "FindIDs", 1)
+	got, err := find(ctx, f.idx, "Sales", "Jones")
 	if err != nil || len(got) != 2 || got[0].FirstName != ana.FirstName || got[1].FirstName != jo.FirstName {
-		t.Fatalf("LookupEntities = %+v, %v", got, err)
+		t.Fatalf("Find = %+v, %v", got, err)
 	}
-	f.trips(t, "LookupEntities of 2", 3)
-	if ids, err := f.idx.Lookup(ctx, "Sales", "Nobody"); err != nil || len(ids) != 0 {
-		t.Fatalf("Lookup of a value nobody has = %v, %v", ids, err)
+	f.trips(t, "Find of 2", 3)
+	if ids, err := f.idx.FindIDs(ctx, "Sales", "Nobody"); err != nil || len(ids) != 0 {
+		t.Fatalf("FindIDs of a value nobody has = %v, %v", ids, err)
 	}
-	f.trips(t, "Lookup of nobody", 1)
+	f.trips(t, "FindIDs of nobody", 1)
 
 	// The index entities are reserved rows: a typed query of the partition
 	// returns the employees only.
@@ -56,7 +56,7 @@ func TestRoundTrips(t *testing.T) {
 	if err != nil || len(all) != 3 {
 		t.Fatalf("typed query of the partition: %d entities, %v", len(all), err)
 	}
-	f.ft.Reset()
+	f.Faults.Reset()
 
 	// An update that keeps the value: the read and one replace.
 	jo.Age = 30
@@ -69,20 +69,20 @@ func TestRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.ft.Reset()
-	cur.LastName = "Smith"
-	if _, err := f.idx.Update(ctx, cur, cur.ETag); err != nil {
+	f.Faults.Reset()
+	cur.Value.LastName = "Smith"
+	if _, err := f.idx.Update(ctx, cur.Value, cur.ETag); err != nil {
 		t.Fatal(err)
 	}
 	f.trips(t, "Update, renamed", 4)
 	f.check(t, "Sales")
-	if _, err := f.idx.Update(ctx, cur, cur.ETag); !errors.Is(err, table.ErrPreconditionFailed) {
+	if _, err := f.idx.Update(ctx, cur.Value, cur.ETag); !errors.Is(err, table.ErrPreconditionFailed) {
 		t.Fatalf("Update with a stale ETag: %v", err)
 	}
 	f.trips(t, "Update with a stale ETag", 1)
 
 	// Delete the last Jones: the index entity goes with him.
-	if _, err := f.idx.Delete(ctx, "Sales", jo.ID, azcore.ETagAny); err != nil {
+	if err := f.idx.Delete(ctx, "Sales", jo.ID, azcore.ETagAny); err != nil {
 		t.Fatal(err)
 	}
 	f.trips(t, "Delete", 3)
@@ -90,7 +90,7 @@ func TestRoundTrips(t *testing.T) {
 	if lists := f.storedLists(t, "Sales"); len(lists) != 1 || len(lists["Smith"]) != 2 {
 		t.Fatalf("lists after the last Jones left: %v", lists)
 	}
-	if _, err := f.idx.Delete(ctx, "Sales", jo.ID, azcore.ETagAny); !errors.Is(err, table.ErrNotFound) {
+	if err := f.idx.Delete(ctx, "Sales", jo.ID, azcore.ETagAny); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("Delete of a missing employee: %v", err)
 	}
 	if _, err := f.idx.Update(ctx, jo, azcore.ETagAny); !errors.Is(err, table.ErrNotFound) {
@@ -103,59 +103,66 @@ func TestRoundTrips(t *testing.T) {
 }
 
 // TestValidation: bad options and bad input are refused before the
-// network with a sentinel; nothing is sent.
+// network with ErrInvalid (which matches table.ErrInvalid; key errors
+// table.ErrInvalidKey too, a missing ETag table.ErrNoETag), in one line
+// naming the package; nothing is sent. nil Options is the same-partition
+// store.
 func TestValidation(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	opts := func(mod func(*indexentity.Options[Employee])) *indexentity.Options[Employee] {
-		o := &indexentity.Options[Employee]{Name: "LastName", Value: lastName}
-		mod(o)
-		return o
-	}
 	q := &eventual.Queue{}
-	for name, o := range map[string]*indexentity.Options[Employee]{
-		"no options":    nil,
-		"no Value":      opts(func(o *indexentity.Options[Employee]) { o.Value = nil }),
-		"no Name":       opts(func(o *indexentity.Options[Employee]) { o.Name = "" }),
-		"Name with !":   opts(func(o *indexentity.Options[Employee]) { o.Name = "Last!Name" }),
-		"Name too long": opts(func(o *indexentity.Options[Employee]) { o.Name = strings.Repeat("n", 49) }),
-		"Table and Blobs": opts(func(o *indexentity.Options[Employee]) {
-			o.Table, o.Blobs, o.Queue = f.employees.Client(), f.env.Container(nil), q
-		}),
-		"Table, no Queue": opts(func(o *indexentity.Options[Employee]) { o.Table = f.employees.Client() }),
-		"Queue, no store": opts(func(o *indexentity.Options[Employee]) { o.Queue = q }),
-		"Concurrency < 0": opts(func(o *indexentity.Options[Employee]) { o.Concurrency = -1 }),
-		"Blobs, no Queue": opts(func(o *indexentity.Options[Employee]) { o.Blobs = f.env.Container(nil) }),
+	news := map[string]error{
+		"no table":      second(indexentity.New[Employee](nil, "LastName", lastName, nil)),
+		"no value":      second(indexentity.New(f.employees, "LastName", nil, nil)),
+		"no name":       second(indexentity.New(f.employees, "", lastName, nil)),
+		"name with !":   second(indexentity.New(f.employees, "Last!Name", lastName, nil)),
+		"name too long": second(indexentity.New(f.employees, strings.Repeat("n", 49), lastName, nil)),
+	}
+	for name, o := range map[string]*indexentity.Options{
+		"Table and Blobs": {Table: f.employees.Client(), Blobs: f.Container(), Queue: q},
+		"Table, no Queue": {Table: f.employees.Client()},
+		"Queue, no store": {Queue: q},
+		"Concurrency < 0": {Concurrency: -1},
+		"Blobs, no Queue": {Blobs: f.Container()},
 	} {
-		if _, err := indexentity.New(f.employees, o); !errors.Is(err, indexentity.ErrInvalid) {
-			t.Errorf("New with %s: %v, want ErrInvalid", name, err)
-		}
+		news[name] = second(indexentity.New(f.employees, "LastName", lastName, o))
 	}
-	if _, err := indexentity.New[Employee](nil, opts(func(*indexentity.Options[Employee]) {})); !errors.Is(err, indexentity.ErrInvalid) {
-		t.Errorf("New without a table: %v", err)
-	}
-	f.ft.Reset()
+	f.Faults.Reset()
 
 	long := strings.Repeat("j", keys.MaxKeyLength)
-	for name, err := range map[string]error{
-		"Insert, RowKey with /":  second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "a/b", LastName: "Jones"})),
-		"Insert, value too long": second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "1", LastName: long})),
-		"Update, no ETag":        second(f.idx.Update(ctx, emp("Sales", 1, "Jones"), "")),
-		"Update, value too long": second(f.idx.Update(ctx, Employee{Department: "Sales", ID: "1", LastName: long}, azcore.ETagAny)),
-		"Delete, no ETag":        second(f.idx.Delete(ctx, "Sales", "1", "")),
-		"Delete, bad key":        second(f.idx.Delete(ctx, "Sales", "a#b", azcore.ETagAny)),
-		"Delete, no partition":   second(f.idx.Delete(ctx, "", "1", azcore.ETagAny)),
-		"Lookup, no partition":   second(f.idx.Lookup(ctx, "", "Jones")),
-		"Lookup, value too long": second(f.idx.Lookup(ctx, "Sales", long)),
-		"LookupEntities, bad pk": second(f.idx.LookupEntities(ctx, "a?b", "Jones")),
-	} {
-		var sentinel bool
-		for _, s := range []error{indexentity.ErrInvalid, table.ErrInvalidKey, table.ErrNoETag} {
-			sentinel = sentinel || errors.Is(err, s)
+	key := []error{indexentity.ErrInvalid, table.ErrInvalid, table.ErrInvalidKey}
+	plain := []error{indexentity.ErrInvalid, table.ErrInvalid}
+	noETag := []error{indexentity.ErrInvalid, table.ErrInvalid, table.ErrNoETag}
+	cases := map[string]struct {
+		err  error
+		want []error
+	}{
+		"Insert, RowKey with /":   {second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "a/b", LastName: "Jones"})), key},
+		"Insert, value too long":  {second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "1", LastName: long})), key},
+		"Update, no ETag":         {second(f.idx.Update(ctx, emp("Sales", 1, "Jones"), "")), noETag},
+		"Update, value too long":  {second(f.idx.Update(ctx, Employee{Department: "Sales", ID: "1", LastName: long}, azcore.ETagAny)), key},
+		"Delete, no ETag":         {f.idx.Delete(ctx, "Sales", "1", ""), noETag},
+		"Delete, bad key":         {f.idx.Delete(ctx, "Sales", "a#b", azcore.ETagAny), key},
+		"Delete, no partition":    {f.idx.Delete(ctx, "", "1", azcore.ETagAny), key},
+		"FindIDs, no partition":   {second(f.idx.FindIDs(ctx, "", "Jones")), plain},
+		"FindIDs, value too long": {second(f.idx.FindIDs(ctx, "Sales", long)), key},
+		"Find, bad pk":            {second(find(ctx, f.idx, "a?b", "Jones")), key},
+	}
+	for name, err := range news {
+		cases["New, "+name] = struct {
+			err  error
+			want []error
+		}{err, plain}
+	}
+	for name, c := range cases {
+		for _, w := range c.want {
+			if !errors.Is(c.err, w) {
+				t.Errorf("%s: %v, want %v", name, c.err, w)
+			}
 		}
-		if !sentinel {
-			t.Errorf("%s: %v, want a sentinel", name, err)
+		if c.err != nil && (strings.Contains(c.err.Error(), "\n") || !strings.HasPrefix(c.err.Error(), "indexentity: ")) {
+			t.Errorf("%s: %q is not one line starting with the package's name", name, c.err)
 		}
 	}
 	cancelled, cancel := context.WithCancel(ctx)
@@ -163,13 +170,33 @@ func TestValidation(t *testing.T) {
 	if _, err := f.idx.Insert(cancelled, emp("Sales", 1, "Jones")); !errors.Is(err, context.Canceled) {
 		t.Errorf("Insert with a cancelled context: %v", err)
 	}
-	if _, err := f.idx.LookupEntities(cancelled, "Sales", "Jones"); !errors.Is(err, context.Canceled) {
-		t.Errorf("LookupEntities with a cancelled context: %v", err)
+	if _, err := find(cancelled, f.idx, "Sales", "Jones"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Find with a cancelled context: %v", err)
 	}
 	f.trips(t, "invalid requests", 0)
 }
 
 func second[V any](_ V, err error) error { return err }
+
+// New with nil Options is the same-partition store, with the defaults.
+func TestNewWithNilOptions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	x, err := indexentity.New(f.employees, "LastName", lastName, nil)
+	if err != nil || x.Name() != "LastName" {
+		t.Fatalf("New with nil Options: %v", err)
+	}
+	ana := emp("Sales", 1, "Jones")
+	if _, err := x.Insert(ctx, ana); err != nil {
+		t.Fatal(err)
+	}
+	f.trips(t, "Insert (same partition)", 2)
+	if ids, err := x.FindIDs(ctx, "Sales", "Jones"); err != nil || !slices.Equal(ids, []indexentity.ID{{PartitionKey: "Sales", RowKey: ana.ID}}) {
+		t.Fatalf("FindIDs: %v, %v", ids, err)
+	}
+	f.check(t, "Sales")
+}
 
 // fill returns the most ids of width characters (RowKeys in partition pk,
 // after the id 0...0) that value Jones's index entity holds, found by
@@ -220,14 +247,14 @@ func TestListLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(row.Properties); n < 16 {
+	if n := len(row.Value.Properties); n < 16 {
 		t.Fatalf("a full list in %d properties, want 16 or more (64 KiB each)", n)
 	}
-	ids, err := f.idx.Lookup(ctx, "Sales", "Jones")
+	ids, err := f.idx.FindIDs(ctx, "Sales", "Jones")
 	if err != nil || len(ids) != lo {
-		t.Fatalf("Lookup of the full list: %d ids, %v; want %d", len(ids), err, lo)
+		t.Fatalf("FindIDs of the full list: %d ids, %v; want %d", len(ids), err, lo)
 	}
-	f.ft.Reset()
+	f.Faults.Reset()
 	_, err = f.idx.Insert(ctx, bo)
 	if !errors.Is(err, table.ErrTooLarge) || !strings.Contains(err.Error(), "Options.Blobs") {
 		t.Fatalf("Insert into a full list: %v, want ErrTooLarge naming the blob store", err)
@@ -237,10 +264,10 @@ func TestListLimits(t *testing.T) {
 		t.Fatalf("the refused employee was written: %v", err)
 	}
 	// A removal from the full list is a write of a smaller entity.
-	if _, err := f.idx.Delete(ctx, "Sales", ana.ID, azcore.ETagAny); err != nil {
+	if err := f.idx.Delete(ctx, "Sales", ana.ID, azcore.ETagAny); err != nil {
 		t.Fatal(err)
 	}
-	if ids, err := f.idx.Lookup(ctx, "Sales", "Jones"); err != nil || len(ids) != lo-1 || slices.Contains(ids, indexentity.ID{PartitionKey: "Sales", RowKey: ana.ID}) {
+	if ids, err := f.idx.FindIDs(ctx, "Sales", "Jones"); err != nil || len(ids) != lo-1 || slices.Contains(ids, indexentity.ID{PartitionKey: "Sales", RowKey: ana.ID}) {
 		t.Fatalf("after the delete: %d ids, %v", len(ids), err)
 	}
 	if _, err := f.idx.Insert(ctx, bo); err != nil {
@@ -258,7 +285,7 @@ func TestCrashBeforeTransaction(t *testing.T) {
 	if _, err := f.idx.Insert(ctx, ana); err != nil {
 		t.Fatal(err)
 	}
-	f.ft.Reset()
+	f.Faults.Reset()
 	crash := errors.New("crash")
 	indexentity.SetHook(f.idx, func(step string) error {
 		if step == "transaction" {
@@ -271,13 +298,13 @@ func TestCrashBeforeTransaction(t *testing.T) {
 	for name, err := range map[string]error{
 		"Insert": second(f.idx.Insert(ctx, emp("Sales", 2, "Jones"))),
 		"Update": second(f.idx.Update(ctx, renamed, azcore.ETagAny)),
-		"Delete": second(f.idx.Delete(ctx, "Sales", ana.ID, azcore.ETagAny)),
+		"Delete": f.idx.Delete(ctx, "Sales", ana.ID, azcore.ETagAny),
 	} {
 		if !errors.Is(err, crash) {
 			t.Errorf("%s: %v, want the crash", name, err)
 		}
 	}
-	for _, r := range f.ft.Requests() {
+	for _, r := range f.Faults.Requests() {
 		if r.Method != "GET" {
 			t.Fatalf("a write was sent: %s %s", r.Method, r.URL)
 		}
@@ -310,8 +337,8 @@ func TestOddValues(t *testing.T) {
 	for i, v := range values {
 		want := []indexentity.ID{{PartitionKey: "Sales", RowKey: emp("Sales", i, "").ID}}
 		for name, idx := range map[string]*indexentity.Index[Employee]{"same partition": f.idx, "blob": r.idx} {
-			if ids, err := idx.Lookup(ctx, "Sales", v); err != nil || !slices.Equal(ids, want) {
-				t.Errorf("%s: Lookup(%q) = %v, %v; want %v", name, v, ids, err, want)
+			if ids, err := idx.FindIDs(ctx, "Sales", v); err != nil || !slices.Equal(ids, want) {
+				t.Errorf("%s: FindIDs(%q) = %v, %v; want %v", name, v, ids, err, want)
 			}
 		}
 	}
@@ -319,9 +346,9 @@ func TestOddValues(t *testing.T) {
 	r.check(t)
 }
 
-// LookupEntities leaves out an id whose entity is gone or has another
+// Find leaves out an id whose entity is gone or has another
 // value now, and a read that fails ends it with the error.
-func TestLookupEntitiesDropsWhatChanged(t *testing.T) {
+func TestFindDropsWhatChanged(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
@@ -339,16 +366,16 @@ func TestLookupEntitiesDropsWhatChanged(t *testing.T) {
 	if err := f.employees.Delete(ctx, ben.Department, ben.ID, "*"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := f.idx.LookupEntities(ctx, "Sales", "Jones")
+	got, err := find(ctx, f.idx, "Sales", "Jones")
 	if err != nil || len(got) != 1 || got[0].ID != ana.ID {
-		t.Fatalf("LookupEntities = %+v, %v; want only Ana", got, err)
+		t.Fatalf("Find = %+v, %v; want only Ana", got, err)
 	}
 	for range 6 { // more than the client's retries
-		f.ft.Inject(faults.Fault{Match: func(q *http.Request) bool {
+		f.Faults.Inject(faults.Fault{Match: func(q *http.Request) bool {
 			return q.Method == http.MethodGet && strings.Contains(q.URL.Path, "RowKey='"+ana.ID+"'")
 		}, Status: 500})
 	}
-	if got, err := f.idx.LookupEntities(ctx, "Sales", "Jones"); err == nil {
-		t.Fatalf("LookupEntities with a read failing: %+v, want its error", got)
+	if got, err := find(ctx, f.idx, "Sales", "Jones"); err == nil {
+		t.Fatalf("Find with a read failing: %+v, want its error", got)
 	}
 }

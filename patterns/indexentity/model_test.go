@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/modelcheck"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/indexentity"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -28,15 +28,15 @@ type state struct {
 // read returns employee id's stored state, through a clean client.
 func read(t testing.TB, clean *table.Table[table.Dynamic], pk, id string) state {
 	t.Helper()
-	d, err := clean.Get(context.Background(), pk, id, nil)
+	e, err := clean.Get(context.Background(), pk, id, nil)
 	if errors.Is(err, table.ErrNotFound) {
 		return state{}
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, _ := d.Properties["LastName"].(string)
-	return state{present: true, last: last, etag: d.ETag}
+	last, _ := e.Value.Properties["LastName"].(string)
+	return state{present: true, last: last, etag: e.ETag}
 }
 
 // op is one random write of a model test: it returns what the entity
@@ -67,8 +67,7 @@ func randomOp(rnd *rand.Rand, idx *indexentity.Index[Employee], pk, id string) (
 		}
 	case 1:
 		return "delete", func(ctx context.Context, before state) (state, error) {
-			_, err := idx.Delete(ctx, pk, id, etagOf(before))
-			return state{}, err
+			return state{}, idx.Delete(ctx, pk, id, etagOf(before))
 		}
 	}
 	return "update to " + last, func(ctx context.Context, before state) (state, error) {
@@ -99,7 +98,7 @@ func settle(t testing.TB, step int, what string, before, want, now state, err er
 	if !same(now, before) || now.etag != before.etag {
 		t.Fatalf("step %d: %s reported not applied (%v), but the entity changed from %+v to %+v", step, what, err, before, now)
 	}
-	for _, s := range []error{table.ErrAlreadyExists, table.ErrNotFound, table.ErrPreconditionFailed, errCrash, eventual.ErrCommitWindow} {
+	for _, s := range []error{table.ErrAlreadyExists, table.ErrNotFound, table.ErrPreconditionFailed, testrig.ErrCrash, eventual.ErrCommitWindow} {
 		if errors.Is(err, s) {
 			return "not applied"
 		}
@@ -122,7 +121,7 @@ func TestModelSamePartition(t *testing.T) {
 	crash := false
 	indexentity.SetHook(f.idx, func(step string) error {
 		if crash {
-			return errCrash
+			return testrig.ErrCrash
 		}
 		return nil
 	})
@@ -133,12 +132,12 @@ func TestModelSamePartition(t *testing.T) {
 		what, write := randomOp(rnd, f.idx, "Sales", id)
 		crash = rnd.IntN(10) == 0
 		if rnd.IntN(3) == 0 {
-			f.ft.Inject(faults.Fault{Match: isBatch, LoseResponse: true})
+			f.Faults.Inject(faults.Fault{Match: isBatch, LoseResponse: true})
 		}
 		before := read(t, f.clean, "Sales", id)
 		want, err := write(ctx, before)
 		outcomes[settle(t, i, what, before, want, read(t, f.clean, "Sales", id), err)]++
-		f.ft.Reset()
+		f.Faults.Reset()
 		f.check(t, "Sales")
 	})
 }
@@ -159,23 +158,17 @@ func TestModelEventual(t *testing.T) {
 			r := newRig(t, store)
 			ctx := context.Background()
 			ws := []*eventual.Worker{r.start(t, nil), r.start(t, nil)}
+			var crashes func() float64 // the crashes' own generator, seeded by the model's
 			outcomes := map[string]int{}
-			defer func() {
-				r.mu.Lock()
-				defer r.mu.Unlock()
-				t.Logf("outcomes: %v; crashes injected: %v", outcomes, r.crashes)
-			}()
+			defer func() { t.Logf("outcomes: %v; crashes injected: %v", outcomes, r.crashes.Injected()) }()
 			steps, every := modelcheck.Steps(30, 10000), modelcheck.Steps(15, 250)
 			modelcheck.Run(t, 30, 10000, func(t *testing.T, rnd *rand.Rand, i int) {
 				if i == 0 {
-					crashes := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
-					r.mu.Lock()
-					r.rnd, r.crashP = crashes.Float64, 0.03
-					r.mu.Unlock()
+					crashes = rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64())).Float64
+					r.crashes.Random(0.03, crashes)
 				}
 				if rnd.IntN(4) == 0 {
-					lost := faults.Fault{LoseResponse: true, Match: func(q *http.Request) bool { return q.Method != http.MethodGet }}
-					[]*faults.Transport{r.tft, r.qft, r.lists()}[rnd.IntN(3)].Inject(lost)
+					r.Faults.Inject(faults.Fault{LoseResponse: true, Match: r.on([]int{entities, queue, lists}[rnd.IntN(3)], notGet)})
 				}
 				pk := []string{"Sales", "Marketing"}[rnd.IntN(2)]
 				id := fmt.Sprintf("%06d", rnd.IntN(4))
@@ -190,18 +183,13 @@ func TestModelEventual(t *testing.T) {
 				want, err := write(ctx, before)
 				outcomes[settle(t, i, what, before, want, read(t, r.clean, pk, id), err)]++
 				if (i+1)%every == 0 || i == steps-1 {
-					r.mu.Lock()
-					p := r.crashP
-					r.crashP = 0
-					r.mu.Unlock()
+					r.crashes.Random(0, nil)
 					for _, w := range ws {
 						drain(t, w)
 					}
-					r.reset()
+					r.Faults.Reset()
 					r.check(t)
-					r.mu.Lock()
-					r.crashP = p
-					r.mu.Unlock()
+					r.crashes.Random(0.03, crashes)
 				}
 			})
 		})

@@ -1,50 +1,48 @@
 package indexentity_test
 
 import (
+	"bytes"
 	"context"
-	"errors"
 	"io"
 	"maps"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/indexentity"
 	"github.com/tablekit/tablekit/patterns/table"
-	"github.com/tablekit/tablekit/patterns/tabletest"
 	"github.com/tablekit/tablekit/retry"
 )
 
-// rig is an eventual store on Azurite: an employees table, the lists (in
-// an index table, in the employees' own table, or in a blob container), a
-// queue and its poison queue, each client behind its own fault-injecting
-// transport, and clean clients for the truth.
+// rig is an eventual store on the test rig: an employees table, the lists
+// (in an index table, in the employees' own table, or in a blob
+// container), a queue and its poison queue, the employees, the lists and
+// the queue behind the rig's fault-injecting transport (which tells their
+// requests apart: kindOf), and clean clients for the truth.
 type rig struct {
-	env                 *tabletest.Env
-	tft, ixft, qft, bft *faults.Transport
-	employees           *table.Table[Employee]
-	clean               *table.Table[table.Dynamic] // the employees, without faults
-	ixClean             *table.Table[table.Dynamic] // the index table, without faults
-	blobs               *container.Client           // without faults
-	q                   *eventual.Queue
-	queue               *azqueue.QueueClient
-	idx                 *indexentity.Index[Employee]
-	blob                bool
+	*testrig.Rig
+	employees *table.Table[Employee]
+	clean     *table.Table[table.Dynamic] // the employees, without faults
+	ixClean   *table.Table[table.Dynamic] // the index table, without faults
+	blobs     *container.Client           // without faults
+	q         *eventual.Queue
+	queue     *azqueue.QueueClient
+	idx       *indexentity.Index[Employee]
+	blob      bool
+	crashes   testrig.Crashes // the handler's steps (SetHook)
 
-	mu      sync.Mutex
-	crashP  float64 // random crashes: probability per step
-	rnd     func() float64
-	crashes map[string]int
+	queueHost, blobHost string
 }
 
 // The stores of rig: index entities in a table of their own, index
@@ -59,58 +57,35 @@ var storeNames = map[int]string{ownTable: "table", sameTable: "partition", blobS
 
 func newRig(t testing.TB, store int) *rig {
 	t.Helper()
-	env := tabletest.New(t)
-	r := &rig{env: env, tft: &faults.Transport{}, ixft: &faults.Transport{}, qft: &faults.Transport{}, bft: &faults.Transport{}, crashes: map[string]int{}}
-	to := &aztables.ClientOptions{}
-	to.Transport = r.tft
-	clientRetry.ApplyTo(&to.ClientOptions)
-	name := env.Name()
-	ec := env.CreateTable(name, to)
+	r := &rig{Rig: testrig.New(t)}
+	ec := r.Table()
+	r.employees = testrig.NewTable[Employee](t, ec)
+	r.clean = reserved.Table(testrig.NewTable[table.Dynamic](t, r.Clean(ec)))
+	r.queue = r.Queue()
+	r.queueHost = host(r.queue.URL())
 	var err error
-	if r.employees, err = table.New[Employee](ec); err != nil {
+	if r.q, err = eventual.New(r.queue, &eventual.Options{Poison: r.CleanQueue(), Tables: []*aztables.Client{ec}, CommitWindow: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if r.clean, err = table.New[table.Dynamic](env.TableClient(name, nil)); err != nil {
-		t.Fatal(err)
-	}
-	r.clean = reserved.Table(r.clean)
-	qo := &azqueue.ClientOptions{}
-	qo.Transport = r.qft
-	clientRetry.ApplyTo(&qo.ClientOptions)
-	r.queue = env.Queue(qo)
-	if r.q, err = eventual.New(r.queue, &eventual.Options{Poison: env.Queue(nil), Tables: []*aztables.Client{ec}, CommitWindow: 2 * time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	opts := &indexentity.Options[Employee]{Name: "LastName", Value: lastName, Queue: r.q, Retry: &fast}
+	opts := &indexentity.Options{Queue: r.q, Retry: &testrig.Contention}
 	switch store {
 	case ownTable:
-		io := &aztables.ClientOptions{}
-		io.Transport = r.ixft
-		clientRetry.ApplyTo(&io.ClientOptions)
-		ixName := env.Name()
-		opts.Table = env.CreateTable(ixName, io)
-		if r.ixClean, err = table.New[table.Dynamic](env.TableClient(ixName, nil)); err != nil {
-			t.Fatal(err)
-		}
+		opts.Table = r.Table()
+		r.ixClean = reserved.Table(testrig.NewTable[table.Dynamic](t, r.Clean(opts.Table)))
 	case sameTable:
-		io := &aztables.ClientOptions{}
-		io.Transport = r.ixft
-		clientRetry.ApplyTo(&io.ClientOptions)
-		opts.Table = env.TableClient(name, io)
+		opts.Table = ec
 		r.ixClean = r.clean
 	case blobStore:
-		bo := &azblob.ClientOptions{}
-		bo.Transport = r.bft
-		clientRetry.ApplyTo(&bo.ClientOptions)
-		opts.Blobs = env.Container(bo)
-		r.blobs = env.BlobService(nil).ServiceClient().NewContainerClient(containerName(opts.Blobs.URL()))
+		opts.Blobs = r.Container()
+		r.blobHost = host(opts.Blobs.URL())
+		r.blobs = r.BlobService(nil).ServiceClient().NewContainerClient(containerName(opts.Blobs.URL()))
 		r.blob = true
 	}
-	if r.idx, err = indexentity.New(r.employees, opts); err != nil {
+	if r.idx, err = indexentity.New(r.employees, "LastName", lastName, opts); err != nil {
 		t.Fatal(err)
 	}
-	indexentity.SetHook(r.idx, r.hook)
-	r.reset()
+	indexentity.SetHook(r.idx, r.crashes.Hook)
+	r.Faults.Reset()
 	return r
 }
 
@@ -119,22 +94,60 @@ func containerName(url string) string {
 	return url[strings.LastIndex(url, "/")+1:]
 }
 
-func (r *rig) reset() {
-	for _, ft := range []*faults.Transport{r.tft, r.ixft, r.qft, r.bft} {
-		ft.Reset()
+func host(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		panic(err)
+	}
+	return u.Host
+}
+
+// What a request of the rig is for.
+const (
+	entities = iota // the employees' table (entities and commit records)
+	lists           // index entities or list blobs
+	queue           // the intents' queue
+)
+
+// kindOf tells what a request is for: its service (by host), and among
+// table requests, those naming an index entity's keys (KeyPrefix, in the
+// URL or a transaction's body).
+func (r *rig) kindOf(rawURL string, body []byte) int {
+	h := host(rawURL)
+	switch {
+	case h == r.queueHost:
+		return queue
+	case r.blob && h == r.blobHost:
+		return lists
+	case strings.Contains(rawURL, indexentity.KeyPrefix) || bytes.Contains(body, []byte(indexentity.KeyPrefix)):
+		return lists
+	}
+	return entities
+}
+
+// on returns a fault Match for the requests of kind k that match (nil:
+// all of them).
+func (r *rig) on(k int, match func(*http.Request) bool) func(*http.Request) bool {
+	return func(q *http.Request) bool {
+		var body []byte
+		if q.GetBody != nil {
+			if rc, err := q.GetBody(); err == nil {
+				body, _ = io.ReadAll(rc)
+			}
+		}
+		return r.kindOf(q.URL.String(), body) == k && (match == nil || match(q))
 	}
 }
 
-var errCrash = errors.New("crash")
-
-func (r *rig) hook(step string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.crashP > 0 && r.rnd() < r.crashP {
-		r.crashes[step]++
-		return errCrash
+// requests returns the requests of kind k since the last reset.
+func (r *rig) requests(k int) []faults.Request {
+	var out []faults.Request
+	for _, q := range r.Faults.Requests() {
+		if r.kindOf(q.URL, q.Body) == k {
+			out = append(out, q)
+		}
 	}
-	return nil
+	return out
 }
 
 // workerOptions are quick: 2 s leases, short idle waits, immediate retries,
@@ -153,29 +166,14 @@ func (r *rig) start(t testing.TB, opts *eventual.WorkerOptions) *eventual.Worker
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	var once sync.Once
-	t.Cleanup(func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		})
-	})
+	testrig.Start(t, w.Run)
 	return w
 }
 
-// drain waits for w to empty the queue, at most 60 s.
+// drain waits for w to empty the queue.
 func drain(t testing.TB, w *eventual.Worker) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := w.Drain(ctx); err != nil {
-		t.Fatalf("Drain: %v", err)
-	}
+	testrig.Drain(t, w.Drain)
 }
 
 // stored returns the lists as stored (value -> ids), read without faults,

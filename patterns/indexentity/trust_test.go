@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/indexentity"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -37,20 +38,20 @@ func TestKeyErrors(t *testing.T) {
 	ixKey := keys.Join(indexentity.KeyPrefix, "LastName", "Smith")
 	long := strings.Repeat("j", keys.MaxKeyLength)
 	for name, err := range map[string]error{
-		"Insert, RowKey with /":                second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "a/b", LastName: "Jones"})),
-		"Insert, empty PartitionKey":           second(f.idx.Insert(ctx, Employee{ID: "1", LastName: "Jones"})),
-		"Insert, an index entity's RowKey":     second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: ixKey, LastName: "Jones"})),
-		"Insert, a reserved PartitionKey":      second(f.idx.Insert(ctx, Employee{Department: table.ReservedPrefix + "x", ID: "1", LastName: "Jones"})),
-		"Insert, value too long":               second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "1", LastName: long})),
-		"Update, an index entity's RowKey":     second(f.idx.Update(ctx, Employee{Department: "Sales", ID: ixKey, LastName: "Smith"}, azcore.ETagAny)),
-		"Update, RowKey with #":                second(f.idx.Update(ctx, Employee{Department: "Sales", ID: "a#b", LastName: "Smith"}, azcore.ETagAny)),
-		"Update, value too long":               second(f.idx.Update(ctx, Employee{Department: "Sales", ID: "1", LastName: long}, azcore.ETagAny)),
-		"Delete, an index entity's RowKey":     second(f.idx.Delete(ctx, "Sales", ixKey, azcore.ETagAny)),
-		"Delete, bad key":                      second(f.idx.Delete(ctx, "Sales", "a#b", azcore.ETagAny)),
-		"Delete, no partition":                 second(f.idx.Delete(ctx, "", "1", azcore.ETagAny)),
-		"Lookup, value too long":               second(f.idx.Lookup(ctx, "Sales", long)),
-		"Lookup, PartitionKey with ?":          second(f.idx.Lookup(ctx, "a?b", "Jones")),
-		"LookupEntities, PartitionKey with \\": second(f.idx.LookupEntities(ctx, `a\b`, "Jones")),
+		"Insert, RowKey with /":            second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "a/b", LastName: "Jones"})),
+		"Insert, empty PartitionKey":       second(f.idx.Insert(ctx, Employee{ID: "1", LastName: "Jones"})),
+		"Insert, an index entity's RowKey": second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: ixKey, LastName: "Jones"})),
+		"Insert, a reserved PartitionKey":  second(f.idx.Insert(ctx, Employee{Department: table.ReservedPrefix + "x", ID: "1", LastName: "Jones"})),
+		"Insert, value too long":           second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "1", LastName: long})),
+		"Update, an index entity's RowKey": second(f.idx.Update(ctx, Employee{Department: "Sales", ID: ixKey, LastName: "Smith"}, azcore.ETagAny)),
+		"Update, RowKey with #":            second(f.idx.Update(ctx, Employee{Department: "Sales", ID: "a#b", LastName: "Smith"}, azcore.ETagAny)),
+		"Update, value too long":           second(f.idx.Update(ctx, Employee{Department: "Sales", ID: "1", LastName: long}, azcore.ETagAny)),
+		"Delete, an index entity's RowKey": f.idx.Delete(ctx, "Sales", ixKey, azcore.ETagAny),
+		"Delete, bad key":                  f.idx.Delete(ctx, "Sales", "a#b", azcore.ETagAny),
+		"Delete, no partition":             f.idx.Delete(ctx, "", "1", azcore.ETagAny),
+		"FindIDs, value too long":          second(f.idx.FindIDs(ctx, "Sales", long)),
+		"FindIDs, PartitionKey with ?":     second(f.idx.FindIDs(ctx, "a?b", "Jones")),
+		"Find, PartitionKey with \\":       second(find(ctx, f.idx, `a\b`, "Jones")),
 	} {
 		if !errors.Is(err, indexentity.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
 			t.Errorf("%s: %v, want ErrInvalid and table.ErrInvalidKey", name, err)
@@ -84,11 +85,11 @@ func TestPlantedListsRefused(t *testing.T) {
 			if _, err := f.clean.Upsert(ctx, plant, table.Replace); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := f.idx.Lookup(ctx, "Sales", "Jones"); !errors.Is(err, indexentity.ErrCorrupt) {
-				t.Errorf("Lookup of the list %v = %v, %v; want ErrCorrupt", ids, got, err)
+			if got, err := f.idx.FindIDs(ctx, "Sales", "Jones"); !errors.Is(err, indexentity.ErrCorrupt) {
+				t.Errorf("FindIDs of the list %v = %v, %v; want ErrCorrupt", ids, got, err)
 			}
-			if got, err := f.idx.LookupEntities(ctx, "Sales", "Jones"); !errors.Is(err, indexentity.ErrCorrupt) {
-				t.Errorf("LookupEntities of the list %v = %v, %v; want ErrCorrupt", ids, got, err)
+			if got, err := find(ctx, f.idx, "Sales", "Jones"); !errors.Is(err, indexentity.ErrCorrupt) {
+				t.Errorf("Find of the list %v = %v, %v; want ErrCorrupt", ids, got, err)
 			}
 			if _, err := f.idx.Insert(ctx, emp("Sales", 2, "Jones")); !errors.Is(err, indexentity.ErrCorrupt) {
 				t.Errorf("Insert into the list %v: %v, want ErrCorrupt", ids, err)
@@ -125,11 +126,11 @@ func TestPlantedListsRefused(t *testing.T) {
 			// Another partition's entity: returned only by an
 			// organisation-wide lookup, and only if it has the value.
 			plant(keys.Join("HR", "007"), keys.Join("Sales", "001"))
-			if got, err := r.idx.LookupEntities(ctx, "Sales", "Jones"); err != nil || len(got) != 1 || got[0].Department != "Sales" {
-				t.Errorf("LookupEntities in Sales = %+v, %v; want Sales/001 only", got, err)
+			if got, err := find(ctx, r.idx, "Sales", "Jones"); err != nil || len(got) != 1 || got[0].Department != "Sales" {
+				t.Errorf("Find in Sales = %+v, %v; want Sales/001 only", got, err)
 			}
-			if got, err := r.idx.LookupEntities(ctx, "", "Jones"); err != nil || len(got) != 1 || got[0].Department != "Sales" {
-				t.Errorf("LookupEntities organisation-wide = %+v, %v; want Sales/001 only (HR/007 is a Smith)", got, err)
+			if got, err := find(ctx, r.idx, "", "Jones"); err != nil || len(got) != 1 || got[0].Department != "Sales" {
+				t.Errorf("Find organisation-wide = %+v, %v; want Sales/001 only (HR/007 is a Smith)", got, err)
 			}
 			for _, bad := range []string{
 				keys.Join(reservedID, indexentity.KeyPrefix), // the index entity of Smith
@@ -140,20 +141,20 @@ func TestPlantedListsRefused(t *testing.T) {
 				keys.Join("Sales", "1", "2"), // three
 			} {
 				plant(keys.Join("Sales", "001"), bad)
-				if got, err := r.idx.Lookup(ctx, "", "Jones"); !errors.Is(err, indexentity.ErrCorrupt) {
-					t.Errorf("Lookup of a list holding %q = %v, %v; want ErrCorrupt", bad, got, err)
+				if got, err := r.idx.FindIDs(ctx, "", "Jones"); !errors.Is(err, indexentity.ErrCorrupt) {
+					t.Errorf("FindIDs of a list holding %q = %v, %v; want ErrCorrupt", bad, got, err)
 				}
-				if got, err := r.idx.LookupEntities(ctx, "Sales", "Jones"); !errors.Is(err, indexentity.ErrCorrupt) {
-					t.Errorf("LookupEntities of a list holding %q = %v, %v; want ErrCorrupt", bad, got, err)
+				if got, err := find(ctx, r.idx, "Sales", "Jones"); !errors.Is(err, indexentity.ErrCorrupt) {
+					t.Errorf("Find of a list holding %q = %v, %v; want ErrCorrupt", bad, got, err)
 				}
 			}
 			// A forged intent naming a reserved row reads and writes nothing.
-			r.reset()
+			r.Faults.Reset()
 			err := indexentity.Reconcile(ctx, r.idx, reservedID, indexentity.KeyPrefix, "Jones")
 			if !errors.Is(err, indexentity.ErrCorrupt) {
 				t.Errorf("an intent naming an index entity: %v, want ErrCorrupt", err)
 			}
-			if n := r.tft.Count() + r.ixft.Count() + r.bft.Count(); n != 0 {
+			if n := r.Faults.Count(); n != 0 {
 				t.Errorf("an intent naming an index entity sent %d requests", n)
 			}
 		})
@@ -185,29 +186,29 @@ func TestBlobSizeCapped(t *testing.T) {
 			t.Errorf("%s: %v, want ErrCorrupt and table.ErrTooLarge", what, err)
 		}
 	}
-	_, err := r.idx.Lookup(ctx, "", "Jones")
-	tooLarge("Lookup of a 2.8 KiB blob", err)
+	_, err := r.idx.FindIDs(ctx, "", "Jones")
+	tooLarge("FindIDs of a 2.8 KiB blob", err)
 	// The same blob sent without a Content-Length (chunked).
-	r.bft.Inject(faults.Fault{Match: func(q *http.Request) bool { return q.Method == http.MethodGet }, Respond: func(q *http.Request) *http.Response {
+	r.Faults.Inject(faults.Fault{Match: r.on(lists, func(q *http.Request) bool { return q.Method == http.MethodGet }), Respond: func(q *http.Request) *http.Response {
 		h := http.Header{}
 		h.Set("ETag", `"0x1"`)
 		h.Set("Content-Type", "application/octet-stream")
 		return &http.Response{StatusCode: http.StatusOK, Header: h, ContentLength: -1, Body: io.NopCloser(bytes.NewReader(text)), Request: q}
 	}})
-	_, err = r.idx.Lookup(ctx, "", "Jones")
-	tooLarge("Lookup of a 2.8 KiB blob without a Content-Length", err)
+	_, err = r.idx.FindIDs(ctx, "", "Jones")
+	tooLarge("FindIDs of a 2.8 KiB blob without a Content-Length", err)
 
 	// A list that would pass 1 KiB is never uploaded.
 	var seed []indexentity.ID
 	for i := range 40 {
 		seed = append(seed, indexentity.ID{PartitionKey: "Sales", RowKey: keys.Pad(uint64(i), 20)})
 	}
-	r.reset()
+	r.Faults.Reset()
 	err = indexentity.SeedList(ctx, r.idx, "", "Smith", seed)
 	if !errors.Is(err, table.ErrTooLarge) {
 		t.Errorf("writing a 1.1 KiB list: %v, want table.ErrTooLarge", err)
 	}
-	for _, q := range r.bft.Requests() {
+	for _, q := range r.requests(lists) {
 		if q.Method != http.MethodGet {
 			t.Errorf("a list too large was sent: %s %s", q.Method, q.URL)
 		}
@@ -246,7 +247,7 @@ func sasContainer(t *testing.T, serviceURL, name string) (*container.Client, str
 
 // TestSASSignatureNeverInErrors: the blob store over a plain SDK container
 // client authorised by a SAS: every operation that reads or writes a blob
-// (Lookup, LookupEntities, the handler's pass) fails, through a refused
+// (FindIDs, Find, the handler's pass) fails, through a refused
 // connection (whose *url.Error quotes the request URL), an error status on
 // every request, or on the writes only, without the signature, raw or
 // URL-encoded, in its error.
@@ -275,15 +276,15 @@ func TestSASSignatureNeverInErrors(t *testing.T) {
 		if mode == "writes refused" {
 			ft.Next = refuseWrites{}
 		}
-		x, err := indexentity.New(r.employees, &indexentity.Options[Employee]{Name: "LastName", Value: lastName, Queue: r.q, Blobs: c, Retry: &fast})
+		x, err := indexentity.New(r.employees, "LastName", lastName, &indexentity.Options{Queue: r.q, Blobs: c, Retry: &testrig.Contention})
 		if err != nil {
 			t.Fatal(err)
 		}
 		leaks := func(s string) bool { return strings.Contains(s, sig) || strings.Contains(s, url.QueryEscape(sig)) }
 		ops := map[string]func() error{
-			"Lookup":         func() error { _, err := x.Lookup(ctx, "", "Jones"); return err },
-			"LookupEntities": func() error { _, err := x.LookupEntities(ctx, "Sales", "Jones"); return err },
-			"handler":        func() error { return indexentity.Reconcile(ctx, x, "Sales", "001", "Jones") },
+			"FindIDs": func() error { _, err := x.FindIDs(ctx, "", "Jones"); return err },
+			"Find":    func() error { _, err := find(ctx, x, "Sales", "Jones"); return err },
+			"handler": func() error { return indexentity.Reconcile(ctx, x, "Sales", "001", "Jones") },
 		}
 		if strings.HasPrefix(mode, "writes") {
 			ops = map[string]func() error{"handler": ops["handler"]}

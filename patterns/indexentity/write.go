@@ -143,11 +143,12 @@ func (x *Index[T]) submit(ctx context.Context, ops []table.Op, etag azcore.ETag)
 	if err = settle(err, etag); err != nil {
 		return Result{}, err
 	}
-	return Result{ETag: res.Ops[entityOp].ETag, Verified: res.Ops[entityOp].Verified}, nil
+	return Result{Result: table.Result{ETag: res.Ops[entityOp].ETag, Verified: res.Ops[entityOp].Verified}}, nil
 }
 
-// Insert adds v and puts its id in the list of its value; ErrAlreadyExists
-// when an entity with its keys exists.
+// Insert adds v (its keys are the table's for it: T's key fields, or the
+// table's WithKeys) and puts its id in the list of its value;
+// [table.ErrAlreadyExists] when an entity with its keys exists.
 //
 // Same-partition store: the guide's procedure. (1) Read the index entity of
 // v's value and its ETag; (2) one transaction inserts v and inserts the
@@ -183,13 +184,14 @@ func (x *Index[T]) Insert(ctx context.Context, v T) (Result, error) {
 	})
 }
 
-// Update replaces the entity with v (table.Replace, so that its value is
-// exactly Value(v)) if its ETag matches etag (or whatever version exists,
-// with azcore.ETagAny), and moves its id to the list of its new value when
-// the value changed: the guide's rename (Jones -> Smith). It reads the
-// entity first, to learn the value it has: ErrNotFound when it does not
-// exist, ErrPreconditionFailed when etag is not its ETag. An empty etag is
-// table.ErrNoETag.
+// Update replaces the entity with v (whole, as table.Replace does, so that
+// its value is exactly the value function's of v) if its ETag matches
+// etag (or whatever version exists, with azcore.ETagAny), and moves its id
+// to the list of its new value when the value changed: the guide's rename
+// (Jones -> Smith). It reads the entity first, to learn the value it has:
+// [table.ErrNotFound] when it does not exist,
+// [table.ErrPreconditionFailed] when etag is not its ETag. An empty etag
+// is [table.ErrNoETag] (and ErrInvalid).
 //
 // Same-partition store: when the value is unchanged, one transaction
 // replaces the entity If-Match the ETag read (2 round trips). Otherwise the
@@ -208,7 +210,7 @@ func (x *Index[T]) Insert(ctx context.Context, v T) (Result, error) {
 // replaced.
 func (x *Index[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, error) {
 	if etag == "" {
-		return Result{}, fmt.Errorf("indexentity: update: %w", table.ErrNoETag)
+		return Result{}, fmt.Errorf("%w: update: %w", ErrInvalid, table.ErrNoETag)
 	}
 	e, err := x.prepare(v)
 	if err != nil {
@@ -239,8 +241,10 @@ func (x *Index[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, e
 // Delete removes the entity (partitionKey, rowKey) if its ETag matches
 // etag (or whatever version exists, with azcore.ETagAny) and takes its id
 // out of the list of its value, deleting the index entity when the list is
-// then empty. It reads the entity first, to learn its value: ErrNotFound
-// when it does not exist, ErrPreconditionFailed when etag is not its ETag.
+// then empty. It reads the entity first, to learn its value:
+// [table.ErrNotFound] when it does not exist, [table.ErrPreconditionFailed]
+// when etag is not its ETag. An empty etag is [table.ErrNoETag] (and
+// ErrInvalid).
 //
 // Same-partition store: the entity read, the index entity read, and one
 // transaction deleting the entity and updating (or deleting) the index
@@ -250,19 +254,19 @@ func (x *Index[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, e
 //
 // When the transaction's response is lost and the index entity is
 // deleted with the entity, nothing is left to read: like table.Delete,
-// Delete then reports ErrOutcomeUnknown (which also matches
+// Delete then reports [table.ErrOutcomeUnknown] (which also matches
 // table.ErrNotFound); the entity and its id are gone together or neither.
-func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) (Result, error) {
+func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
 	if etag == "" {
-		return Result{}, fmt.Errorf("indexentity: delete: %w", table.ErrNoETag)
+		return fmt.Errorf("%w: delete: %w", ErrInvalid, table.ErrNoETag)
 	}
 	if err := table.DeleteOp(partitionKey, rowKey, etag).Err(); err != nil {
-		return Result{}, keyErr(err) // the keys, checked before the network
+		return keyErr(err) // the keys, checked before the network
 	}
 	if err := checkKeys(partitionKey, rowKey); err != nil {
-		return Result{}, fmt.Errorf("indexentity: delete: %w", err)
+		return fmt.Errorf("indexentity: delete: %w", err)
 	}
-	return x.loop(ctx, "delete", func(ctx context.Context) (Result, error) {
+	_, err := x.loop(ctx, "delete", func(ctx context.Context) (Result, error) {
 		cur, old, err := x.current(ctx, "delete", partitionKey, rowKey, etag)
 		if err != nil {
 			return Result{}, err
@@ -290,12 +294,14 @@ func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 		}
 		return x.submit(ctx, ops, etag)
 	})
+	return err
 }
 
 // current reads the entity (pk, rk) as a property bag, checks it against
 // the caller's etag and returns it with its value.
 func (x *Index[T]) current(ctx context.Context, op, pk, rk string, etag azcore.ETag) (table.Dynamic, string, error) {
-	cur, err := x.ent.Get(ctx, pk, rk, nil)
+	e, err := x.ent.Get(ctx, pk, rk, nil)
+	cur := e.Value
 	if err != nil {
 		return cur, "", err
 	}

@@ -160,7 +160,7 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 			return d, plan, err
 		}
 		d.Entities++
-		f := &fix{pk: e.PartitionKey, id: e.ID, etag: e.ETag}
+		f := &fix{pk: e.PartitionKey, id: e.RowKey, etag: e.ETag}
 		fixes = append(fixes, f)
 		for name, r := range enc.copies {
 			ix := s.byName[name]

@@ -6,12 +6,34 @@
 // copies (pattern 5, the index table article's fully, partially and not
 // denormalized indexes) and compound keys (pattern 6).
 //
+// # Use
+//
+// A Store keeps entities of a type T (a struct with PartitionKey and RowKey
+// fields) in rows of its own making: New takes the table as a
+// [table.Table] of [table.Dynamic] and T as its type parameter,
+// New[T](tbl, opts); nil opts is a Store of primaries only (Primary "id",
+// no index). Writes take the value (Insert, Update) or its keys (Get,
+// Modify, Delete): an entity's keys are T's, and its RowKey is its id.
+// Reads return an [Entity], a [table.Entity] (the entity's keys, the
+// primary's ETag, the value) that also says whether it came from a copy.
+//
+//	employees, err := secondaryindex.New(tbl, &secondaryindex.Options[Employee]{
+//		Primary: "empid",
+//		Indexes: []secondaryindex.Index[Employee]{
+//			{Name: "email", Unique: true, Key: func(e *Employee) []string { return []string{e.Email} }},
+//		},
+//	})
+//	_, err = employees.Insert(ctx, jo)
+//	e, err := employees.Lookup(ctx, "Sales", "email", []string{"jonesj@contoso.com"}, &secondaryindex.LookupOptions{Fetch: true})
+//	e.Value.LastName = "Smith"
+//	_, err = employees.Update(ctx, e.Value, e.ETag) // the primary's ETag (Get, or a lookup with Fetch)
+//
 // # Rows
 //
-// A Store keeps entities of a type T. Every row is self-describing, as in
-// the guide's "empid_000223" and "email_jonesj@contoso.com". For an
-// entity with PartitionKey pk and id (its RowKey field), Primary "empid"
-// and an index "email" with value parts v...:
+// Every row is self-describing, as in the guide's "empid_000223" and
+// "email_jonesj@contoso.com". For an entity with PartitionKey pk and id
+// (its RowKey field), Primary "empid" and an index "email" with value
+// parts v...:
 //
 //	row                          PartitionKey         RowKey
 //	primary                      pk                   keys.Join("empid", id)
@@ -70,13 +92,17 @@
 // Insert, Update, Modify and Delete write the primary and its
 // SamePartition copies in one transaction: all or nothing, and a unique
 // index refuses a value another entity has (ErrDuplicate, nothing
-// written). Update and Delete are conditioned on the ETag of the entity as
-// read, so a concurrent writer is never overwritten; Modify and Delete
-// re-read and retry on a conflict (Options.Retry). A lost response is
-// settled by patterns/table's verification: never reported failed when it
-// applied, never applied twice. An index copy found missing during an
-// update (drift) is skipped and the write goes on; Check and Rebuild find
-// and repair drift.
+// written). Update, Modify and Delete read the primary first, to learn the
+// copies of the version stored, and write conditioned on the ETag read,
+// so a concurrent writer is never overwritten: Update and Delete given an
+// ETag fail with [table.ErrPreconditionFailed] when the entity has another
+// (before writing, or when it changed between the read and the write);
+// given azcore.ETagAny, and in Modify, a change in between sends them back
+// to the read (Options.Retry). A lost response is settled by
+// patterns/table's verification: never reported failed when it applied,
+// never applied twice. An index copy found missing during an update
+// (drift) is skipped and the write goes on; Check and Rebuild find and
+// repair drift.
 //
 // The worker of OtherPartition indexes reads the primary, writes the
 // copies it calls for, deletes the copies its earlier versions had (the
@@ -121,10 +147,9 @@
 //
 //	Insert                1 (SamePartition only); 3 with OtherPartition
 //	                      indexes (eventual.Queue.Commit)
-//	Update(prev, next)    1; 3 with OtherPartition indexes
-//	DeleteEntity(prev)    1; 3 with OtherPartition indexes
-//	Modify, Delete        2 (read + write), +2 per conflict; 4 with
-//	                      OtherPartition indexes
+//	Update, Modify,       2 (primary read + transaction), +2 per conflict
+//	  Delete              with azcore.ETagAny and in Modify; 4 with
+//	                      OtherPartition indexes (read + Commit)
 //	Get                   1
 //	Lookup (unique)       1, +1 to fetch the primary (KeysOnly, or Fetch)
 //	Find, Range           1 per page of copies (of every partition sharing
@@ -136,4 +161,21 @@
 //	                      the fixes (one transaction per entity)
 //	worker, per intent    2 reads of the primary, + 1 write per copy
 //	                      (+1 read for a unique index), + 2 per stale copy
+//
+// # Crash points
+//
+// A write is one transaction (with OtherPartition indexes, one
+// eventual.Queue.Commit: its intent runs if and only if the transaction
+// applied), so a process that stops at any point of Insert, Update, Modify
+// or Delete leaves the primary and its SamePartition copies together:
+//
+//	stopped                          state
+//	before or after the read         unchanged
+//	transaction sent, answer lost    primary and copies changed together, or
+//	                                 not at all (ErrOutcomeUnknown only when
+//	                                 patterns/table cannot settle it)
+//
+// The worker of OtherPartition indexes (its steps: read, put, delete,
+// reread) may stop anywhere: the intent is delivered again and every step
+// is idempotent, so the copies converge on the primary.
 package secondaryindex

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"time"
 
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -15,21 +14,16 @@ import (
 // found by id, by email (unique) and by last name (non-unique, keys only),
 // each lookup one query, every write one transaction.
 func Example() {
-	cs, err := tabletest.ConnectionString()
-	if err != nil {
-		log.Fatal(err)
-	}
-	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
 	ctx := context.Background()
-	name := fmt.Sprintf("employees%d", time.Now().UnixNano())
-	if err := table.CreateTable(ctx, svc, name); err != nil {
+	c, cleanup, err := tabletest.ScratchTable(ctx, "employees")
+	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() { _ = table.DeleteTable(ctx, svc, name) }()
-	tbl, _ := table.New[table.Dynamic](svc.NewClient(name))
+	defer cleanup()
+	tbl, err := table.New[table.Dynamic](c)
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	employees, err := secondaryindex.New(tbl, &secondaryindex.Options[Employee]{
 		Primary: "empid",
@@ -54,13 +48,13 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("by email:", jo.ID, jo.Value.FirstName, jo.Value.LastName)
+	fmt.Println("by email:", jo.RowKey, jo.Value.FirstName, jo.Value.LastName)
 
 	for e, err := range employees.Find(ctx, "Sales", "name", []string{"Jones"}, nil) {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println("named Jones:", e.ID, e.Value.FirstName)
+		fmt.Println("named Jones:", e.RowKey, e.Value.FirstName)
 	}
 
 	// Changing an indexed value moves its copy in the same transaction.

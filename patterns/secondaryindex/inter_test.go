@@ -27,9 +27,9 @@ func TestInterPartition(t *testing.T) {
 	ctx := context.Background()
 	s := r.store
 	w := r.worker(t)
-	r.ft.Reset()
-	if _, err := s.Insert(ctx, jo()); err != nil || r.ft.Count() != 1 {
-		t.Fatalf("Insert: %v, %d table round trips (the batch with the commit record), want 1", err, r.ft.Count())
+	r.Faults.Reset()
+	if _, err := s.Insert(ctx, jo()); err != nil || r.Faults.Count() != 1 {
+		t.Fatalf("Insert: %v, %d table round trips (the batch with the commit record), want 1", err, r.Faults.Count())
 	}
 	drain(t, w)
 	e, err := s.Lookup(ctx, "Sales", "email2", []string{"jonesj@contoso.com"}, nil)
@@ -67,7 +67,7 @@ func TestInterPartition(t *testing.T) {
 	if _, err := s.Lookup(ctx, "Sales", "email2", []string{"jonesj@contoso.com"}, nil); !errors.Is(err, secondaryindex.ErrNotFound) {
 		t.Fatalf("the old email's copy: %v", err)
 	}
-	if err := s.Delete(ctx, "Sales", "000223"); err != nil {
+	if err := s.Delete(ctx, "Sales", "000223", azcore.ETagAny); err != nil {
 		t.Fatal(err)
 	}
 	drain(t, w)
@@ -100,7 +100,7 @@ func TestInterPartitionCrashesAndLostResponses(t *testing.T) {
 			})
 			if step == "lost" {
 				for range 3 {
-					r.ft.Inject(faults.Fault{Match: func(q *http.Request) bool {
+					r.Faults.Inject(faults.Fault{Match: func(q *http.Request) bool {
 						return q.Method != http.MethodGet && !strings.HasSuffix(q.URL.Path, "$batch")
 					}, LoseResponse: true})
 				}
@@ -244,7 +244,7 @@ func TestInterPartitionUniqueSwap(t *testing.T) {
 	w := r.worker(t) // now the three intents run, several at once
 	drain(t, w)
 	r.clean(t, "")
-	if e, err := s.Lookup(ctx, "Sales", "email2", []string{"e0@contoso.com"}, nil); err != nil || e.ID != "00000C" {
+	if e, err := s.Lookup(ctx, "Sales", "email2", []string{"e0@contoso.com"}, nil); err != nil || e.RowKey != "00000C" {
 		t.Fatalf("e0 after the swap: %+v, %v", e, err)
 	}
 }
@@ -271,15 +271,15 @@ func TestOrgWideIndexKeepsEveryPartition(t *testing.T) {
 	find := func(pk string) string {
 		t.Helper()
 		var got []string
-		r.ft.Reset()
+		r.Faults.Reset()
 		for e, err := range s.Find(ctx, pk, "age", []string{"029"}, nil) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, e.PartitionKey+"/"+e.ID+"/"+e.Value.LastName)
+			got = append(got, e.PartitionKey+"/"+e.RowKey+"/"+e.Value.LastName)
 		}
-		if r.ft.Count() != 1 {
-			t.Errorf("Find %q: %d round trips, want 1", pk, r.ft.Count())
+		if r.Faults.Count() != 1 {
+			t.Errorf("Find %q: %d round trips, want 1", pk, r.Faults.Count())
 		}
 		return strings.Join(got, " ")
 	}

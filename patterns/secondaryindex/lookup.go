@@ -52,7 +52,7 @@ func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string,
 	if err != nil {
 		return Entity[T]{}, err
 	}
-	e, err := s.decodeCopy(ix, d)
+	e, err := s.decodeCopy(ix, d.Value)
 	switch {
 	case err != nil:
 		return Entity[T]{}, err
@@ -61,7 +61,7 @@ func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string,
 	case !s.fetches(ix, opts):
 		return e, nil
 	}
-	return s.Get(ctx, e.PartitionKey, e.ID)
+	return s.Get(ctx, e.PartitionKey, e.RowKey)
 }
 
 // inScope reports whether e, read from a copy, is an entity of partition
@@ -132,12 +132,12 @@ func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []strin
 		// The primaries, read ahead in parallel and yielded in index order;
 		// nil for one deleted since its copy was read (left out).
 		fetch := func(ctx context.Context, c Entity[T]) (*Entity[T], error) {
-			e, err := s.Get(ctx, c.PartitionKey, c.ID)
+			e, err := s.Get(ctx, c.PartitionKey, c.RowKey)
 			switch {
 			case errors.Is(err, table.ErrNotFound):
 				return nil, nil
 			case err != nil:
-				return nil, fmt.Errorf("secondaryindex: fetching %q/%q: %w", c.PartitionKey, c.ID, err)
+				return nil, fmt.Errorf("secondaryindex: fetching %q/%q: %w", c.PartitionKey, c.RowKey, err)
 			}
 			return &e, nil
 		}
@@ -168,7 +168,7 @@ func (s *Store[T]) bounds(ix *Index[T], pk string, from, to []string) (cpk, lo, 
 	_, hi = keys.PrefixRange(append([]string{ix.Name}, to...)...)
 	for _, k := range []string{cpk, lo} {
 		if err := keys.Validate(k); err != nil {
-			return "", "", "", fmt.Errorf("%w: index %q: %v", ErrInvalid, ix.Name, err)
+			return "", "", "", fmt.Errorf("%w: index %q: %w", ErrInvalid, ix.Name, err)
 		}
 	}
 	return cpk, lo, hi, nil
@@ -186,7 +186,7 @@ func (s *Store[T]) Verify(ctx context.Context, index string, e Entity[T]) (Entit
 	if err != nil {
 		return Entity[T]{}, false, err
 	}
-	cur, err := s.Get(ctx, e.PartitionKey, e.ID)
+	cur, err := s.Get(ctx, e.PartitionKey, e.RowKey)
 	if err != nil {
 		if errors.Is(err, table.ErrNotFound) {
 			return Entity[T]{}, false, nil

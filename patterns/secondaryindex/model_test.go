@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/modelcheck"
 	"github.com/tablekit/tablekit/patterns/eventual"
@@ -16,9 +17,14 @@ import (
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
-// TestModelIndexes runs random inserts, updates that change indexed values
-// (often to a value another entity has), and deletes, with a quarter of
-// the batch responses lost, against a model: after every operation the
+// staleETag is the ETag of no version.
+const staleETag = azcore.ETag(`W/"datetime'2000-01-01T00%3A00%3A00Z'"`)
+
+// TestModelIndexes runs random inserts, updates (Modify, and Update with
+// azcore.ETagAny, the current ETag or a stale one) that change indexed
+// values (often to a value another entity has), and deletes, with a
+// quarter of the batch responses lost, against a model: after every
+// operation the
 // entities equal the model and the SamePartition indexes match them
 // exactly; every 10 operations, after the worker drained the queue, the
 // OtherPartition indexes do too. 60 operations in make test, 10,000 in
@@ -41,26 +47,46 @@ func TestModelIndexes(t *testing.T) {
 	steps, every := modelcheck.Steps(60, 10000), 10
 	modelcheck.Run(t, 60, 10000, func(t *testing.T, rnd *rand.Rand, i int) {
 		if rnd.IntN(4) == 0 {
-			r.ft.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "$batch") }, LoseResponse: true})
+			r.Faults.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "$batch") }, LoseResponse: true})
 		}
 		id := fmt.Sprintf("%06d", rnd.IntN(6))
 		e := Employee{Department: "Sales", ID: id, FirstName: fmt.Sprint("F", rnd.IntN(3)), LastName: fmt.Sprint("L", rnd.IntN(3)),
 			Email: fmt.Sprintf("e%d@contoso.com", rnd.IntN(8)), Age: int64(20 + rnd.IntN(5))}
 		_, exists := model[id]
 		var err error
-		write, what := true, "Insert"
-		switch op := rnd.IntN(3); {
+		write, what, stale := true, "Insert", false
+		switch op := rnd.IntN(4); {
 		case op == 0 && !exists:
 			_, err = s.Insert(ctx, e)
 		case op == 0 || op == 1 && exists:
 			what = "Modify"
 			_, err = s.Modify(ctx, "Sales", id, func(v *Employee) error { *v = e; return nil })
+		case op == 3 && exists:
+			// Update with azcore.ETagAny, the current ETag, or a stale one
+			// (refused after the read, nothing written).
+			what = "Update"
+			cur, gerr := s.Get(ctx, "Sales", id)
+			if gerr != nil {
+				t.Fatalf("step %d: Get %s: %v", i, id, gerr)
+			}
+			etag := []azcore.ETag{azcore.ETagAny, cur.ETag, staleETag}[rnd.IntN(3)]
+			stale = etag == staleETag
+			write = !stale
+			_, err = s.Update(ctx, e, etag)
 		default:
 			write, what = false, "Delete"
-			err = s.Delete(ctx, "Sales", id)
+			err = s.Delete(ctx, "Sales", id, azcore.ETagAny)
 		}
 		dup := write && emailOwner(e.Email, id)
 		switch {
+		case stale:
+			if !errors.Is(err, table.ErrPreconditionFailed) {
+				t.Fatalf("step %d: Update of %s with a stale ETag: %v", i, id, err)
+			}
+			if got, gerr := s.Get(ctx, "Sales", id); gerr != nil || got.Value != model[id] {
+				t.Fatalf("step %d: a refused Update changed %s: %+v, %v", i, id, got.Value, gerr)
+			}
+			err = nil
 		case errors.Is(err, secondaryindex.ErrDuplicate):
 			if !dup {
 				t.Fatalf("step %d: ErrDuplicate for %s, which no other entity has", i, e.Email)
@@ -87,7 +113,7 @@ func TestModelIndexes(t *testing.T) {
 		}
 		// Apply a successful write to the model by reading the truth once:
 		// the write's own result is what the assertions above checked.
-		if err == nil {
+		if err == nil && !stale {
 			if got, gerr := s.Get(ctx, "Sales", id); gerr == nil {
 				if !write || got.Value != e {
 					t.Fatalf("step %d: after %s %s stored %+v, wrote %+v", i, what, id, got.Value, e)

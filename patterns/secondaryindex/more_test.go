@@ -156,7 +156,7 @@ func TestFindFetchesInOrder(t *testing.T) {
 		t.Fatalf("Find: %v, want F00..F19 without F05, in order", names)
 	}
 	for range 6 { // more than the client's retries
-		r.ft.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.Contains(q.URL.Path, "empid!000007") }, Status: 500})
+		r.Faults.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.Contains(q.URL.Path, "empid!000007") }, Status: 500})
 	}
 	var err error
 	n := 0

@@ -141,7 +141,7 @@ func (s *Store[T]) putCopy(ctx context.Context, ix *Index[T], w row, pk, id stri
 	if err != nil {
 		return err
 	}
-	if rpk, rid, err := s.refOf(ix, cur); err == nil && (rpk != pk || rid != id) {
+	if rpk, rid, err := s.refOf(ix, cur.Value); err == nil && (rpk != pk || rid != id) {
 		return fmt.Errorf("%w: index %q value row %q belongs to %q", ErrDuplicate, ix.Name, w.rk, keys.Join(rpk, rid))
 	}
 	_, err = t.Update(ctx, d, cur.ETag, table.Replace)
@@ -163,7 +163,7 @@ func (s *Store[T]) deleteCopy(ctx context.Context, ix *Index[T], ref copyRef, pk
 	if err != nil {
 		return err
 	}
-	if rpk, rid, err := s.refOf(ix, cur); err != nil || rpk != pk || rid != id {
+	if rpk, rid, err := s.refOf(ix, cur.Value); err != nil || rpk != pk || rid != id {
 		return nil
 	}
 	err = t.Delete(ctx, ref.PK, ref.RK, cur.ETag)

@@ -3,13 +3,12 @@ package secondaryindex_test
 import (
 	"context"
 	"fmt"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
-	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -38,13 +37,12 @@ func intraIndexes() []secondaryindex.Index[Employee] {
 	}
 }
 
-// fast is the retry policy of the test clients: real retries, short waits.
-var fast = retry.Policy{Default: time.Millisecond, Max: 5 * time.Millisecond, MaxRetries: 5}
-
+// rig is a Store over a table of the test rig: its table requests pass
+// through r.Faults; the intents' queue bypasses it, so r.Faults counts
+// table round trips only.
 type rig struct {
-	env   *tabletest.Env
+	*testrig.Rig
 	tbl   *table.Table[table.Dynamic]
-	ft    *faults.Transport
 	store *secondaryindex.Store[Employee]
 	q     *eventual.Queue
 	other *table.Table[table.Dynamic] // the age index's table (inter)
@@ -56,38 +54,27 @@ type rig struct {
 // queue.
 func newRig(t *testing.T, indexes []secondaryindex.Index[Employee], inter bool) *rig {
 	t.Helper()
-	env := tabletest.New(t)
-	r := &rig{env: env, ft: &faults.Transport{}}
-	o := &aztables.ClientOptions{}
-	o.Transport = r.ft
-	fast.ApplyTo(&o.ClientOptions)
-	c := env.Table(o)
-	var err error
-	if r.tbl, err = table.New[table.Dynamic](c); err != nil {
-		t.Fatal(err)
-	}
-	opts := &secondaryindex.Options[Employee]{Primary: "empid", Indexes: indexes, Retry: &fast}
+	r := &rig{Rig: testrig.New(t)}
+	c := r.Table()
+	r.tbl = testrig.NewTable[table.Dynamic](t, c)
+	opts := &secondaryindex.Options[Employee]{Primary: "empid", Indexes: indexes, Retry: &testrig.Fast}
 	if inter {
-		qo := &azqueue.ClientOptions{}
-		fast.ApplyTo(&qo.ClientOptions)
-		if r.q, err = eventual.New(env.Queue(qo), &eventual.Options{Poison: env.Queue(nil), Tables: []*aztables.Client{c}, CommitWindow: 2 * time.Second}); err != nil {
+		var err error
+		if r.q, err = eventual.New(r.CleanQueue(), &eventual.Options{Poison: r.CleanQueue(), Tables: []*aztables.Client{c}, CommitWindow: 2 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
-		other, err := table.New[table.Dynamic](env.Table(o))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.other = other
+		r.other = testrig.NewTable[table.Dynamic](t, r.Table())
 		opts.Queue = r.q
 		opts.Indexes = append(opts.Indexes,
 			secondaryindex.Index[Employee]{Name: "email2", Unique: true, Where: secondaryindex.OtherPartition, Key: func(e *Employee) []string { return []string{e.Email} }},
-			secondaryindex.Index[Employee]{Name: "age", Holds: secondaryindex.Listed, Fields: []string{"LastName"}, Where: secondaryindex.OtherPartition, Table: other,
+			secondaryindex.Index[Employee]{Name: "age", Holds: secondaryindex.Listed, Fields: []string{"LastName"}, Where: secondaryindex.OtherPartition, Table: r.other,
 				Partition: func(string) string { return "everyone" }, Key: func(e *Employee) []string { return []string{fmt.Sprintf("%03d", e.Age)} }})
 	}
+	var err error
 	if r.store, err = secondaryindex.New(r.tbl, opts); err != nil {
 		t.Fatal(err)
 	}
-	r.ft.Reset()
+	r.Faults.Reset()
 	return r
 }
 
@@ -98,26 +85,13 @@ func (r *rig) worker(t *testing.T) *eventual.Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := w.Run(ctx); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	testrig.Start(t, w.Run)
 	return w
 }
 
 func drain(t *testing.T, w *eventual.Worker) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := w.Drain(ctx); err != nil {
-		t.Fatal(err)
-	}
+	testrig.Drain(t, w.Drain)
 }
 
 // clean fails the test unless Check finds no drift (in the indexes named,
@@ -130,7 +104,7 @@ func (r *rig) clean(t *testing.T, pk string, only ...string) {
 	}
 	keep := func(rs []secondaryindex.CopyRef) (out []secondaryindex.CopyRef) {
 		for _, x := range rs {
-			if len(only) == 0 || contains(only, x.Index) {
+			if len(only) == 0 || slices.Contains(only, x.Index) {
 				out = append(out, x)
 			}
 		}
@@ -139,15 +113,6 @@ func (r *rig) clean(t *testing.T, pk string, only ...string) {
 	if m, s, o := keep(d.Missing), keep(d.Stale), keep(d.Orphans); len(m)+len(s)+len(o) > 0 {
 		t.Fatalf("drift: missing %v, stale %v, orphans %v", m, s, o)
 	}
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 func jo() Employee {

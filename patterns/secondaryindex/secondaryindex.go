@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
@@ -19,8 +19,10 @@ import (
 // ErrInvalid is the sentinel for a request or configuration rejected
 // before the network: bad index or primary names, an index key that is not
 // valid, a write that does not fit one transaction (the error names the
-// index that overflows).
-var ErrInvalid = errors.New("secondaryindex: invalid request")
+// index that overflows), a missing ETag. It matches [table.ErrInvalid];
+// errors about keys also match [table.ErrInvalidKey], a missing ETag
+// [table.ErrNoETag].
+var ErrInvalid = table.NewErrInvalid("secondaryindex: invalid request")
 
 // ErrDuplicate is returned (with table.ErrAlreadyExists) when a write
 // would give a unique index a value another entity has: nothing was
@@ -37,13 +39,13 @@ var ErrDuplicate = errors.New("secondaryindex: duplicate value in a unique index
 // an orphan and Rebuild deletes it. The error names the row.
 var ErrCorrupt = errors.New("secondaryindex: an index copy this index could not have written")
 
-// ErrNotFound is table.ErrNotFound: no entity, or no entity with that
+// ErrNotFound is [table.ErrNotFound]: no entity, or no entity with that
 // indexed value.
 var ErrNotFound = table.ErrNotFound
 
 // RefProperty is the reserved property of an index copy that names its
-// primary: keys.Join(primary's PartitionKey, id). User data may not use
-// this name.
+// primary: keys.Join(primary's PartitionKey, id). It starts with
+// [table.ReservedPropertyPrefix], which entities may not use.
 const RefProperty = "TkRef"
 
 // Holds says what an index copy holds.
@@ -112,21 +114,25 @@ type Index[T any] struct {
 	Table *table.Table[table.Dynamic]
 }
 
-// Options configures a Store.
+// Options configures a Store. A nil *Options means defaults: primary rows
+// named "id" and no index.
 type Options[T any] struct {
 	// Primary names the primary rows and starts their RowKeys:
 	// keys.Join(Primary, id), the guide's "empid_000223". ASCII letters
-	// and digits, 1 to 32; not one of the index names.
+	// and digits, 1 to 32; not one of the index names. Default: "id". Give
+	// each Store of a table its own Primary.
 	Primary string
-	// Indexes are the secondary indexes.
+	// Indexes are the secondary indexes. None is a Store of primaries
+	// only, to which indexes can be added later (Rebuild writes their
+	// copies).
 	Indexes []Index[T]
 	// Queue carries the intents of OtherPartition indexes; required when
 	// there is one. Register Store.Handler with the queue's Worker, and
 	// include the primary's table in the Queue's Options.Tables.
 	Queue *eventual.Queue
-	// Retry is the policy for the read-modify-write loops (Modify,
-	// Delete) when another writer changed the entity in between. Default:
-	// retry.Default.
+	// Retry is the policy for the read-modify-write loops (Modify, and
+	// Update and Delete with azcore.ETagAny) when another writer changed
+	// the entity in between. Default: retry.Default.
 	Retry *retry.Policy
 	// Sealer, if set, transforms each primary row on its way to storage
 	// and back, for client-side encryption (patterns/encryption's Table is
@@ -167,62 +173,43 @@ type Store[T any] struct {
 	hook func(step string) error // tests: a crash between reconcile steps
 }
 
-// New returns a Store for entities of type T in tbl. T must be a struct
-// type table.New accepts, with PartitionKey and RowKey fields: the RowKey
-// field holds the entity's id, stored as keys.Join(Primary, id).
+// defaultPrimary is the Primary of a Store whose Options leave it empty.
+const defaultPrimary = "id"
+
+// New returns a Store for entities of type T in tbl (explicit: New[T]):
+// the rows are the Store's own making from T (primaries and copies), so it
+// takes a [table.Table] of [table.Dynamic]. T must be a struct type
+// table.New accepts, with PartitionKey and RowKey fields and no property
+// under [table.ReservedPropertyPrefix]: the RowKey field holds the
+// entity's id, stored as keys.Join(Primary, id). A nil opts means
+// defaults. It sends nothing.
 func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], error) {
-	if tbl == nil || opts == nil {
-		return nil, fmt.Errorf("%w: a table and Options are required", ErrInvalid)
+	if tbl == nil {
+		return nil, fmt.Errorf("%w: a table is required", ErrInvalid)
+	}
+	if opts == nil {
+		opts = &Options[T]{}
 	}
 	s := &Store[T]{tbl: reserved.Properties(tbl), primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, retry: retry.Default}
+	if s.primary == "" {
+		s.primary = defaultPrimary
+	}
 	if opts.Retry != nil {
 		s.retry = *opts.Retry
 	}
 	if err := validName("Primary", s.primary); err != nil {
 		return nil, err
 	}
-	var zero T
-	if _, err := table.ToDynamic(zero); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	if err := checkType[T](); err != nil {
+		return nil, err
 	}
 	inter := false
 	for i := range s.indexes {
 		ix := &s.indexes[i]
-		if err := validName("index", ix.Name); err != nil {
+		if err := s.checkIndex(ix); err != nil {
 			return nil, err
 		}
-		if ix.Name == s.primary || s.byName[ix.Name] != nil {
-			return nil, fmt.Errorf("%w: index name %q is used twice (or is the Primary name)", ErrInvalid, ix.Name)
-		}
-		if ix.Key == nil {
-			return nil, fmt.Errorf("%w: index %q has no Key function", ErrInvalid, ix.Name)
-		}
-		if s.sealer != nil && ix.Holds == Whole {
-			return nil, fmt.Errorf("%w: index %q holds Whole copies, which would store the properties the Sealer seals unsealed: use KeysOnly or Listed", ErrInvalid, ix.Name)
-		}
-		switch ix.Holds {
-		case Whole, KeysOnly:
-			if len(ix.Fields) > 0 {
-				return nil, fmt.Errorf("%w: index %q lists Fields but does not hold Listed copies", ErrInvalid, ix.Name)
-			}
-		case Listed:
-			for _, f := range ix.Fields {
-				if f == RefProperty || f == "PartitionKey" || f == "RowKey" || f == "Timestamp" || f == table.WriteProperty || table.Eq(f, "").Err() != nil {
-					return nil, fmt.Errorf("%w: index %q: field %q cannot be copied", ErrInvalid, ix.Name, f)
-				}
-				if s.sealer != nil && s.sealer.Sealed(f) {
-					return nil, fmt.Errorf("%w: index %q: field %q is sealed, so a copy would store it unsealed", ErrInvalid, ix.Name, f)
-				}
-			}
-		default:
-			return nil, fmt.Errorf("%w: index %q: unknown Holds %d", ErrInvalid, ix.Name, ix.Holds)
-		}
-		switch ix.Where {
-		case SamePartition:
-			if ix.Partition != nil || ix.Table != nil {
-				return nil, fmt.Errorf("%w: index %q is SamePartition but sets Partition or Table", ErrInvalid, ix.Name)
-			}
-		case OtherPartition:
+		if ix.Where == OtherPartition {
 			inter = true
 			if ix.Partition == nil {
 				name := ix.Name
@@ -232,8 +219,6 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 				ix.Table = tbl
 			}
 			ix.Table = reserved.Properties(ix.Table) // copies carry RefProperty
-		default:
-			return nil, fmt.Errorf("%w: index %q: unknown Where %d", ErrInvalid, ix.Name, ix.Where)
 		}
 		s.byName[ix.Name] = ix
 	}
@@ -246,6 +231,74 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	return s, nil
 }
 
+// checkType checks that T has key fields and no property under
+// table.ReservedPropertyPrefix (RefProperty's).
+func checkType[T any]() error {
+	fields, err := table.FieldsOf[T]()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	var pk, rk bool
+	for _, f := range fields {
+		switch f.Role {
+		case table.PartitionKeyField:
+			pk = true
+		case table.RowKeyField:
+			rk = true
+		case table.PropertyField:
+			if err := table.ValidPropertyName(f.Property); err != nil {
+				return fmt.Errorf("%w: field %s: %w", ErrInvalid, f.Name, err)
+			}
+		}
+	}
+	if !pk || !rk {
+		return fmt.Errorf("%w: %v has no PartitionKey and RowKey fields", ErrInvalid, reflect.TypeFor[T]())
+	}
+	return nil
+}
+
+// checkIndex checks one index's declaration against the Store's.
+func (s *Store[T]) checkIndex(ix *Index[T]) error {
+	if err := validName("index", ix.Name); err != nil {
+		return err
+	}
+	switch {
+	case ix.Name == s.primary || s.byName[ix.Name] != nil:
+		return fmt.Errorf("%w: index name %q is used twice (or is the Primary name)", ErrInvalid, ix.Name)
+	case ix.Key == nil:
+		return fmt.Errorf("%w: index %q has no Key function", ErrInvalid, ix.Name)
+	case s.sealer != nil && ix.Holds == Whole:
+		return fmt.Errorf("%w: index %q holds Whole copies, which would store the properties the Sealer seals unsealed: use KeysOnly or Listed", ErrInvalid, ix.Name)
+	}
+	switch ix.Holds {
+	case Whole, KeysOnly:
+		if len(ix.Fields) > 0 {
+			return fmt.Errorf("%w: index %q lists Fields but does not hold Listed copies", ErrInvalid, ix.Name)
+		}
+	case Listed:
+		for _, f := range ix.Fields {
+			if err := table.ValidPropertyName(f); err != nil {
+				return fmt.Errorf("%w: index %q: field %q cannot be copied: %w", ErrInvalid, ix.Name, f, err)
+			}
+			if s.sealer != nil && s.sealer.Sealed(f) {
+				return fmt.Errorf("%w: index %q: field %q is sealed, so a copy would store it unsealed", ErrInvalid, ix.Name, f)
+			}
+		}
+	default:
+		return fmt.Errorf("%w: index %q: unknown Holds %d", ErrInvalid, ix.Name, ix.Holds)
+	}
+	switch ix.Where {
+	case SamePartition:
+		if ix.Partition != nil || ix.Table != nil {
+			return fmt.Errorf("%w: index %q is SamePartition but sets Partition or Table", ErrInvalid, ix.Name)
+		}
+	case OtherPartition:
+	default:
+		return fmt.Errorf("%w: index %q: unknown Where %d", ErrInvalid, ix.Name, ix.Where)
+	}
+	return nil
+}
+
 func validName(what, name string) error {
 	if name == "" || len(name) > 32 || strings.IndexFunc(name, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
@@ -255,16 +308,14 @@ func validName(what, name string) error {
 	return nil
 }
 
-// Entity is an entity as read, with where it came from.
+// Entity is an entity as read, with where it came from. Its keys are the
+// entity's (RowKey is T's RowKey, the id), never the keys of the row it
+// was read from (keys.Join(Primary, id), or a copy's).
 type Entity[T any] struct {
-	// Value is the entity (for a Listed copy read without Fetch, only its
-	// keys and the listed fields are set).
-	Value T
-	// PartitionKey and ID are the primary's partition and id.
-	PartitionKey, ID string
-	// ETag is the primary's ETag when the primary was read; empty for a
-	// value read from a copy.
-	ETag azcore.ETag
+	// Entity holds the keys, the primary's ETag when the primary was read
+	// (empty for a value read from a copy) and the value (for a Listed copy
+	// read without Fetch, only its keys and the listed fields are set).
+	table.Entity[T]
 	// FromCopy reports that Value was read from an index copy, not from
 	// the primary (see Store.Verify).
 	FromCopy bool
@@ -291,10 +342,10 @@ func (s *Store[T]) copyOf(ix *Index[T], v *T, d table.Dynamic) (r row, ok bool, 
 	r.rk = keys.Join(kp...)
 	r.pk = copyPartition(ix, d.PartitionKey)
 	if err := keys.Validate(r.pk); err != nil {
-		return r, false, fmt.Errorf("%w: index %q: partition %q: %v", ErrInvalid, ix.Name, r.pk, err)
+		return r, false, fmt.Errorf("%w: index %q: partition %q: %w", ErrInvalid, ix.Name, r.pk, err)
 	}
 	if err := keys.Validate(r.rk); err != nil {
-		return r, false, fmt.Errorf("%w: index %q: value %q: %v", ErrInvalid, ix.Name, parts, err)
+		return r, false, fmt.Errorf("%w: index %q: value %q: %w", ErrInvalid, ix.Name, parts, err)
 	}
 	switch ix.Holds {
 	case Whole:
@@ -325,13 +376,15 @@ type entry struct {
 func (s *Store[T]) encode(v T) (entry, error) {
 	d, err := table.ToDynamic(v)
 	if err != nil {
-		return entry{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return entry{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if _, clash := d.Properties[RefProperty]; clash {
-		return entry{}, fmt.Errorf("%w: property %s is reserved", ErrInvalid, RefProperty)
+	for name := range d.Properties { // an extra map's: T's fields were checked by New
+		if err := table.ValidPropertyName(name); err != nil {
+			return entry{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	if err := keys.Validate(d.PartitionKey); err != nil {
-		return entry{}, fmt.Errorf("%w: PartitionKey: %v", ErrInvalid, err)
+		return entry{}, fmt.Errorf("%w: PartitionKey: %w", ErrInvalid, err)
 	}
 	e := entry{pk: d.PartitionKey, id: d.RowKey, copies: map[string]row{}}
 	for i := range s.indexes {
@@ -346,7 +399,7 @@ func (s *Store[T]) encode(v T) (entry, error) {
 	}
 	e.primary = table.Dynamic{PartitionKey: d.PartitionKey, RowKey: s.primaryKey(d.RowKey), Properties: d.Properties}
 	if err := keys.Validate(e.primary.RowKey); err != nil {
-		return entry{}, fmt.Errorf("%w: id %q: %v", ErrInvalid, d.RowKey, err)
+		return entry{}, fmt.Errorf("%w: id %q: %w", ErrInvalid, d.RowKey, err)
 	}
 	return e, nil
 }
@@ -371,7 +424,7 @@ func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], erro
 			return Entity[T]{}, err
 		}
 	}
-	e := Entity[T]{PartitionKey: d.PartitionKey, ID: parts[1], ETag: d.ETag}
+	e := Entity[T]{Entity: table.Entity[T]{PartitionKey: d.PartitionKey, RowKey: parts[1], ETag: d.ETag}}
 	d.RowKey = parts[1]
 	e.Value, err = table.FromDynamic[T](d)
 	return e, err
@@ -448,7 +501,7 @@ func (s *Store[T]) decodeCopy(ix *Index[T], d table.Dynamic) (Entity[T], error) 
 		}
 	}
 	v, err := table.FromDynamic[T](table.Dynamic{PartitionKey: pk, RowKey: id, Properties: props})
-	return Entity[T]{Value: v, PartitionKey: pk, ID: id, FromCopy: true, copyKey: d.RowKey}, err
+	return Entity[T]{Entity: table.Entity[T]{PartitionKey: pk, RowKey: id, Value: v}, FromCopy: true, copyKey: d.RowKey}, err
 }
 
 // copyTable is the table of ix's copies.

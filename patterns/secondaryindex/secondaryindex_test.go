@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -19,8 +20,8 @@ func TestIntraPartitionRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	s := r.store
 
-	if _, err := s.Insert(ctx, jo()); err != nil || r.ft.Count() != 1 {
-		t.Fatalf("Insert: %v in %d round trips, want 1", err, r.ft.Count())
+	if _, err := s.Insert(ctx, jo()); err != nil || r.Faults.Count() != 1 {
+		t.Fatalf("Insert: %v in %d round trips, want 1", err, r.Faults.Count())
 	}
 	ana := Employee{Department: "Sales", ID: "000123", FirstName: "Ana", LastName: "Jones", Email: "jonesa@contoso.com", Age: 34}
 	if _, err := s.Insert(ctx, ana); err != nil {
@@ -41,12 +42,12 @@ func TestIntraPartitionRoundTrips(t *testing.T) {
 		t.Fatalf("rows %v, want %s", rks, want)
 	}
 
-	r.ft.Reset()
+	r.Faults.Reset()
 	e, err := s.Lookup(ctx, "Sales", "email", []string{"jonesj@contoso.com"}, nil)
-	if err != nil || e.Value != jo() || !e.FromCopy || r.ft.Count() != 1 {
-		t.Fatalf("Lookup by email: %+v, %v in %d round trips, want Jo from the copy in 1", e, err, r.ft.Count())
+	if err != nil || e.Value != jo() || !e.FromCopy || r.Faults.Count() != 1 {
+		t.Fatalf("Lookup by email: %+v, %v in %d round trips, want Jo from the copy in 1", e, err, r.Faults.Count())
 	}
-	r.ft.Reset()
+	r.Faults.Reset()
 	var found []string
 	for e, err := range s.Find(ctx, "Sales", "name", []string{"Jones"}, nil) {
 		if err != nil {
@@ -54,47 +55,64 @@ func TestIntraPartitionRoundTrips(t *testing.T) {
 		}
 		found = append(found, e.Value.FirstName+"/"+string(e.ETag[:3]))
 	}
-	if len(found) != 2 || !strings.HasPrefix(found[0], "Ana/") || r.ft.Count() != 3 {
-		t.Fatalf("Find Jones: %v in %d round trips, want Ana, Jo (fetched: with ETags) in 1 + 2", found, r.ft.Count())
+	if len(found) != 2 || !strings.HasPrefix(found[0], "Ana/") || r.Faults.Count() != 3 {
+		t.Fatalf("Find Jones: %v in %d round trips, want Ana, Jo (fetched: with ETags) in 1 + 2", found, r.Faults.Count())
 	}
 
 	// A projection of the copies: only the fields asked for are read.
 	for e, err := range s.Find(ctx, "Sales", "email", []string{"jonesa@contoso.com"}, &secondaryindex.LookupOptions{Select: []string{"FirstName"}}) {
-		if err != nil || e.Value.FirstName != "Ana" || e.Value.Email != "" || e.ID != "000123" {
+		if err != nil || e.Value.FirstName != "Ana" || e.Value.Email != "" || e.RowKey != "000123" {
 			t.Fatalf("a projected Find: %+v, %v", e, err)
 		}
 	}
-	// Update: 1 round trip with the entity read; the email copy moves.
+	// Update: 2 round trips (the primary read, the transaction); the email
+	// copy moves.
 	cur, err := s.Get(ctx, "Sales", "000223")
 	if err != nil {
 		t.Fatal(err)
 	}
 	next := cur.Value
 	next.Email, next.Age = "jo.jones@contoso.com", 30
-	r.ft.Reset()
-	if _, err := s.Update(ctx, cur, next); err != nil || r.ft.Count() != 1 {
-		t.Fatalf("Update: %v in %d round trips, want 1", err, r.ft.Count())
+	r.Faults.Reset()
+	if _, err := s.Update(ctx, next, cur.ETag); err != nil || r.Faults.Count() != 2 {
+		t.Fatalf("Update: %v in %d round trips, want 2", err, r.Faults.Count())
 	}
-	if _, err := s.Update(ctx, cur, next); !errors.Is(err, table.ErrPreconditionFailed) {
-		t.Fatalf("Update with a stale ETag: %v", err)
+	// A stale ETag: refused after the read, nothing written.
+	r.Faults.Reset()
+	if _, err := s.Update(ctx, next, cur.ETag); !errors.Is(err, table.ErrPreconditionFailed) || r.Faults.Count() != 1 {
+		t.Fatalf("Update with a stale ETag: %v in %d round trips, want ErrPreconditionFailed after the read", err, r.Faults.Count())
+	}
+	if _, err := s.Update(ctx, next, ""); !errors.Is(err, table.ErrNoETag) || !errors.Is(err, secondaryindex.ErrInvalid) {
+		t.Fatalf("Update without an ETag: %v", err)
 	}
 	if _, err := s.Lookup(ctx, "Sales", "email", []string{"jonesj@contoso.com"}, nil); !errors.Is(err, secondaryindex.ErrNotFound) {
 		t.Fatalf("the old email still finds Jo: %v", err)
 	}
+	// azcore.ETagAny: whatever version is stored.
+	next.Age = 31
+	if _, err := s.Update(ctx, next, azcore.ETagAny); err != nil {
+		t.Fatalf("Update with ETagAny: %v", err)
+	}
+	if got, err := s.Get(ctx, "Sales", "000223"); err != nil || got.Value != next || got.RowKey != "000223" || got.ETag == "" {
+		t.Fatalf("after Update: %+v, %v", got, err)
+	}
+	if _, err := s.Update(ctx, Employee{Department: "Sales", ID: "nobody"}, azcore.ETagAny); !errors.Is(err, secondaryindex.ErrNotFound) {
+		t.Fatalf("Update of an entity that does not exist: %v", err)
+	}
 	// Modify: 2 round trips.
-	r.ft.Reset()
+	r.Faults.Reset()
 	got, err := s.Modify(ctx, "Sales", "000223", func(e *Employee) error { e.LastName = "Smith"; return nil })
-	if err != nil || got.Value.LastName != "Smith" || r.ft.Count() != 2 {
-		t.Fatalf("Modify: %+v, %v in %d round trips, want 2", got, err, r.ft.Count())
+	if err != nil || got.Value.LastName != "Smith" || r.Faults.Count() != 2 {
+		t.Fatalf("Modify: %+v, %v in %d round trips, want 2", got, err, r.Faults.Count())
 	}
 	// fn's own error stops Modify at once, as it is, with nothing written.
 	stop := errors.New("no")
-	r.ft.Reset()
-	if _, err := s.Modify(ctx, "Sales", "000223", func(*Employee) error { return stop }); err != stop || r.ft.Count() != 1 {
-		t.Fatalf("Modify with fn failing: %v in %d round trips, want fn's error after the read", err, r.ft.Count())
+	r.Faults.Reset()
+	if _, err := s.Modify(ctx, "Sales", "000223", func(*Employee) error { return stop }); err != stop || r.Faults.Count() != 1 {
+		t.Fatalf("Modify with fn failing: %v in %d round trips, want fn's error after the read", err, r.Faults.Count())
 	}
 	// A unique value another entity has: nothing written.
-	r.ft.Reset()
+	r.Faults.Reset()
 	_, err = s.Modify(ctx, "Sales", "000123", func(e *Employee) error { e.Email = "jo.jones@contoso.com"; return nil })
 	if !errors.Is(err, secondaryindex.ErrDuplicate) || !errors.Is(err, table.ErrAlreadyExists) || !strings.Contains(err.Error(), `"email"`) {
 		t.Fatalf("duplicate email: %v", err)
@@ -107,26 +125,28 @@ func TestIntraPartitionRoundTrips(t *testing.T) {
 	}
 	r.clean(t, "Sales")
 	// Delete: 2 round trips; the copies go with it.
-	r.ft.Reset()
-	if err := s.Delete(ctx, "Sales", "000223"); err != nil || r.ft.Count() != 2 {
-		t.Fatalf("Delete: %v in %d round trips", err, r.ft.Count())
+	r.Faults.Reset()
+	if err := s.Delete(ctx, "Sales", "000223", azcore.ETagAny); err != nil || r.Faults.Count() != 2 {
+		t.Fatalf("Delete: %v in %d round trips", err, r.Faults.Count())
 	}
-	if err := s.Delete(ctx, "Sales", "000223"); !errors.Is(err, secondaryindex.ErrNotFound) {
+	if err := s.Delete(ctx, "Sales", "000223", azcore.ETagAny); !errors.Is(err, secondaryindex.ErrNotFound) {
 		t.Fatalf("Delete again: %v", err)
 	}
-	// DeleteEntity: 1 round trip with the entity read, refused when stale.
+	// Delete with the ETag read: refused when stale, after the read.
 	ana2, err := s.Get(ctx, "Sales", "000123")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale := ana2
-	stale.ETag = cur.ETag // another entity's version
-	if err := s.DeleteEntity(ctx, stale); !errors.Is(err, table.ErrPreconditionFailed) {
-		t.Fatalf("DeleteEntity with a stale ETag: %v", err)
+	r.Faults.Reset()
+	if err := s.Delete(ctx, "Sales", "000123", cur.ETag); !errors.Is(err, table.ErrPreconditionFailed) || r.Faults.Count() != 1 {
+		t.Fatalf("Delete with a stale ETag: %v in %d round trips, want ErrPreconditionFailed after the read", err, r.Faults.Count())
 	}
-	r.ft.Reset()
-	if err := s.DeleteEntity(ctx, ana2); err != nil || r.ft.Count() != 1 {
-		t.Fatalf("DeleteEntity: %v in %d round trips, want 1", err, r.ft.Count())
+	if err := s.Delete(ctx, "Sales", "000123", ""); !errors.Is(err, table.ErrNoETag) || !errors.Is(err, secondaryindex.ErrInvalid) {
+		t.Fatalf("Delete without an ETag: %v", err)
+	}
+	r.Faults.Reset()
+	if err := s.Delete(ctx, "Sales", "000123", ana2.ETag); err != nil || r.Faults.Count() != 2 {
+		t.Fatalf("Delete with its ETag: %v in %d round trips, want 2", err, r.Faults.Count())
 	}
 	r.clean(t, "Sales")
 	d, _ := s.Check(ctx, "Sales")
@@ -151,8 +171,8 @@ func TestLimitsSendNothing(t *testing.T) {
 	ctx := context.Background()
 	long := jo()
 	long.Email = strings.Repeat("x", 1100)
-	if _, err := r.store.Insert(ctx, long); !errors.Is(err, secondaryindex.ErrInvalid) || !strings.Contains(err.Error(), `"email"`) || r.ft.Count() != 0 {
-		t.Errorf("an index value too long for a RowKey: %v with %d requests", err, r.ft.Count())
+	if _, err := r.store.Insert(ctx, long); !errors.Is(err, secondaryindex.ErrInvalid) || !strings.Contains(err.Error(), `"email"`) || r.Faults.Count() != 0 {
+		t.Errorf("an index value too long for a RowKey: %v with %d requests", err, r.Faults.Count())
 	}
 
 	var ixs []secondaryindex.Index[fat]
@@ -167,9 +187,9 @@ func TestLimitsSendNothing(t *testing.T) {
 	for _, f := range []*string{&v.A, &v.B, &v.C, &v.D, &v.E, &v.F, &v.G, &v.H, &v.I, &v.J, &v.K, &v.L, &v.M, &v.N, &v.O} {
 		*f = strings.Repeat("a", 32000)
 	}
-	r.ft.Reset()
-	if _, err := fs.Insert(ctx, v); !errors.Is(err, secondaryindex.ErrInvalid) || !strings.Contains(err.Error(), `index "copy7"`) || r.ft.Count() != 0 {
-		t.Errorf("8 whole copies of a 960 KB entity: %v with %d requests, want ErrInvalid naming copy7 and none sent", err, r.ft.Count())
+	r.Faults.Reset()
+	if _, err := fs.Insert(ctx, v); !errors.Is(err, secondaryindex.ErrInvalid) || !strings.Contains(err.Error(), `index "copy7"`) || r.Faults.Count() != 0 {
+		t.Errorf("8 whole copies of a 960 KB entity: %v with %d requests, want ErrInvalid naming copy7 and none sent", err, r.Faults.Count())
 	}
 
 	for name, o := range map[string]*secondaryindex.Options[Employee]{
@@ -193,7 +213,7 @@ func TestLostResponses(t *testing.T) {
 	ctx := context.Background()
 	s := r.store
 	lose := func() {
-		r.ft.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "/$batch") }, LoseResponse: true})
+		r.Faults.Inject(faults.Fault{Match: func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "/$batch") }, LoseResponse: true})
 	}
 	lose()
 	if res, err := s.Insert(ctx, jo()); err != nil || !res.Verified {
@@ -209,7 +229,7 @@ func TestLostResponses(t *testing.T) {
 	}
 	r.clean(t, "Sales")
 	lose()
-	if err := s.Delete(ctx, "Sales", "000223"); err != nil && !errors.Is(err, table.ErrOutcomeUnknown) {
+	if err := s.Delete(ctx, "Sales", "000223", azcore.ETagAny); err != nil && !errors.Is(err, table.ErrOutcomeUnknown) {
 		t.Fatalf("Delete with its response lost: %v", err)
 	}
 	if _, err := s.Get(ctx, "Sales", "000223"); !errors.Is(err, secondaryindex.ErrNotFound) {

@@ -50,18 +50,18 @@ func TestForgedCopyStaysInItsPartition(t *testing.T) {
 		}
 	}
 	drain(t, w)
-	raw := r.env.TableClient(r.tbl.Name(), nil)
+	raw := r.Clean(r.tbl.Client())
 	toHR := map[string]any{secondaryindex.RefProperty: "HR!000007"}
 	plant(t, raw, "Sales", "email!a@evil.2Ecom", map[string]any{secondaryindex.RefProperty: "HR!000007", "FirstName": "Forged"})
 	plant(t, raw, "Sales", "name!Evil!X!000007", toHR)
 	plant(t, raw, "Sales", "name!Evil!Y!000223", map[string]any{secondaryindex.RefProperty: "Sales!999999"}) // RowKey names another id
 	plant(t, raw, "email2!Sales", "email2!a@evil.2Ecom", toHR)
 	// In the organisation-wide partition: a RowKey of Sales/000223 naming HR's.
-	plant(t, r.env.TableClient(r.other.Name(), nil), "everyone", keys.Join("age", "062", "Sales", "000223"), toHR)
+	plant(t, r.Clean(r.other.Client()), "everyone", keys.Join("age", "062", "Sales", "000223"), toHR)
 
 	noHR := func(what string, e secondaryindex.Entity[Employee], err error) {
 		t.Helper()
-		if e.PartitionKey == "HR" || e.Value.Department == "HR" || e.Value.FirstName == "Secret" || e.ID == "000007" {
+		if e.PartitionKey == "HR" || e.Value.Department == "HR" || e.Value.FirstName == "Secret" || e.RowKey == "000007" {
 			t.Errorf("%s returned HR's entity: %+v", what, e)
 		}
 		if err == nil {
@@ -84,7 +84,7 @@ func TestForgedCopyStaysInItsPartition(t *testing.T) {
 			pk = ""
 		}
 		for e, err := range s.Range(ctx, pk, index, from, to, nil) {
-			if e.PartitionKey == "HR" || e.Value.FirstName == "Secret" || e.ID == "999999" {
+			if e.PartitionKey == "HR" || e.Value.FirstName == "Secret" || e.RowKey == "999999" {
 				t.Errorf("%s returned a forged entity: %+v", what, e)
 			}
 			last = err
@@ -153,12 +153,12 @@ func TestForgedCopyFieldsStaySealed(t *testing.T) {
 	if _, err := s.Insert(ctx, person{Department: "Sales", ID: "1", Name: "Xavier", SSN: "078-05-1120"}); err != nil {
 		t.Fatal(err)
 	}
-	raw := r.env.TableClient(r.tbl.Name(), nil)
+	raw := r.Clean(r.tbl.Client())
 	plant(t, raw, "Sales", keys.Join("name", "Xavier"), map[string]any{"SSN": "999-99-9999"})
-	r.ft.Reset()
+	r.Faults.Reset()
 	e, err := s.Lookup(ctx, "Sales", "name", []string{"Xavier"}, nil)
-	if err != nil || !e.FromCopy || e.Value.Name != "Xavier" || e.Value.SSN != "" || r.ft.Count() != 1 {
-		t.Fatalf("Lookup from the copy: %+v, %v in %d round trips; want Name only, in 1", e, err, r.ft.Count())
+	if err != nil || !e.FromCopy || e.Value.Name != "Xavier" || e.Value.SSN != "" || r.Faults.Count() != 1 {
+		t.Fatalf("Lookup from the copy: %+v, %v in %d round trips; want Name only, in 1", e, err, r.Faults.Count())
 	}
 	for e, err := range s.Find(ctx, "Sales", "name", []string{"X"}, nil) {
 		if err != nil || e.Value.SSN != "" {
@@ -199,7 +199,7 @@ func TestForgedUniqueRowIsReplaced(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil, true)
 	ctx := context.Background()
-	plant(t, r.env.TableClient(r.tbl.Name(), nil), "email2!Sales", "email2!jonesj@contoso.2Ecom", map[string]any{secondaryindex.RefProperty: "HR!000007"})
+	plant(t, r.Clean(r.tbl.Client()), "email2!Sales", "email2!jonesj@contoso.2Ecom", map[string]any{secondaryindex.RefProperty: "HR!000007"})
 	w := r.worker(t)
 	if _, err := r.store.Insert(ctx, jo()); err != nil {
 		t.Fatal(err)

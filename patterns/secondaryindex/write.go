@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
@@ -153,7 +154,7 @@ func (s *Store[T]) submit(ctx context.Context, pk, id string, b batch) (table.Op
 // Insert writes v and its copies: in one transaction with its
 // SamePartition copies (1 round trip), and with an intent for its
 // OtherPartition copies (3: eventual.Queue.Commit). It fails with
-// table.ErrAlreadyExists when the entity exists, and with ErrDuplicate
+// [table.ErrAlreadyExists] when the entity exists, and with ErrDuplicate
 // when a unique index has one of its values; then nothing was written.
 func (s *Store[T]) Insert(ctx context.Context, v T) (table.Result, error) {
 	e, err := s.encode(v)
@@ -171,107 +172,156 @@ func (s *Store[T]) Insert(ctx context.Context, v T) (table.Result, error) {
 	return table.Result{ETag: r.ETag, Verified: r.Verified}, err
 }
 
-// Get reads an entity by its partition and id: 1 point query.
-func (s *Store[T]) Get(ctx context.Context, pk, id string) (Entity[T], error) {
-	d, err := s.tbl.Get(ctx, pk, s.primaryKey(id), nil)
+// Get reads the entity with PartitionKey pk and RowKey (id) rk: 1 point
+// query of its primary row. [table.ErrNotFound] when it does not exist.
+func (s *Store[T]) Get(ctx context.Context, pk, rk string) (Entity[T], error) {
+	if err := s.checkKeys(pk, rk); err != nil {
+		return Entity[T]{}, err
+	}
+	d, err := s.tbl.Get(ctx, pk, s.primaryKey(rk), nil)
 	if err != nil {
 		return Entity[T]{}, err
 	}
-	return s.decode(ctx, d)
+	return s.decode(ctx, d.Value)
 }
 
-// Update replaces prev (as read by Get, Lookup with Fetch, or a previous
-// write: its ETag is the condition) with next, which must have the same
-// keys, and moves its copies: one transaction replaces the primary
-// If-Match prev's ETag, deletes the copies whose index value changed,
-// writes the new ones and refreshes the others that hold changed fields
-// (1 round trip; 3 with OtherPartition indexes). table.ErrPreconditionFailed
-// when the entity changed since prev was read: read it again (or use
-// Modify).
-func (s *Store[T]) Update(ctx context.Context, prev Entity[T], next T) (table.Result, error) {
-	if prev.ETag == "" || prev.FromCopy {
-		return table.Result{}, fmt.Errorf("%w: Update needs the entity as read from its primary (with its ETag)", ErrInvalid)
+// checkKeys checks the keys of an entity addressed by key: its
+// PartitionKey and its primary row's RowKey.
+func (s *Store[T]) checkKeys(pk, rk string) error {
+	if err := keys.Validate(pk); err != nil {
+		return fmt.Errorf("%w: PartitionKey: %w", ErrInvalid, err)
 	}
-	pe, err := s.encode(prev.Value)
+	if err := keys.Validate(s.primaryKey(rk)); err != nil {
+		return fmt.Errorf("%w: id %q: %w", ErrInvalid, rk, err)
+	}
+	return nil
+}
+
+// Update replaces the entity with v, if its ETag is etag (any version with
+// azcore.ETagAny), and moves its copies. It reads the primary first (to
+// learn the copies the stored version has): [table.ErrNotFound] when it
+// does not exist, [table.ErrPreconditionFailed] when its ETag is not etag,
+// before anything is written. Then one transaction replaces the primary
+// If-Match the ETag read, deletes the copies whose index value changed,
+// writes the new ones and refreshes the others that hold changed fields:
+// 2 round trips (4 with OtherPartition indexes, whose copies an intent
+// moves). With azcore.ETagAny, a writer that changes the entity in
+// between sends Update back to the read (through Options.Retry), so the
+// copies deleted are always those of the version replaced. An empty etag
+// is [table.ErrNoETag] (and ErrInvalid). v's keys name the entity; use
+// Modify to change some fields of the stored version.
+func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (table.Result, error) {
+	if etag == "" {
+		return table.Result{}, fmt.Errorf("%w: update: %w", ErrInvalid, table.ErrNoETag)
+	}
+	e, err := s.encode(v)
 	if err != nil {
 		return table.Result{}, err
 	}
-	ne, err := s.encode(next)
-	if err != nil {
-		return table.Result{}, err
-	}
-	if err := s.seal(ctx, &ne); err != nil {
-		return table.Result{}, err
-	}
-	if pe.pk != ne.pk || pe.id != ne.id || pe.pk != prev.PartitionKey || pe.id != prev.ID {
-		return table.Result{}, fmt.Errorf("%w: Update cannot change an entity's keys (%q/%q to %q/%q): insert the new one and delete the old", ErrInvalid, prev.PartitionKey, prev.ID, ne.pk, ne.id)
-	}
-	b := s.plan(s.tbl.UpdateOp(ne.primary, prev.ETag, table.Replace), &pe, &ne, &prev.Value, &next)
-	if err := s.check(b); err != nil {
-		return table.Result{}, err
-	}
-	r, err := s.submit(ctx, ne.pk, ne.id, b)
-	return table.Result{ETag: r.ETag, Verified: r.Verified}, err
+	_, r, err := s.change(ctx, e.pk, e.id, etag, func(*T) (*T, error) { return &v, nil })
+	return r, err
 }
 
-// Modify reads the entity, applies fn and writes it back with Update,
+// Modify reads the entity, applies fn and writes it back as Update does,
 // again from the read when another writer changed it in between (through
 // Options.Retry): 2 round trips (4 with OtherPartition indexes), +2 per
 // conflict. fn may run several times; an error from it stops Modify and is
-// returned as is.
-func (s *Store[T]) Modify(ctx context.Context, pk, id string, fn func(v *T) error) (Entity[T], error) {
-	var out Entity[T]
-	p := s.retry
-	p.Retryable = retry.RetryOn412
-	err := p.Do(ctx, func(ctx context.Context) error {
-		prev, err := s.Get(ctx, pk, id)
-		if err != nil {
-			return err
-		}
-		next := prev.Value
-		if err := fn(&next); err != nil {
-			return retry.Stop(err)
-		}
-		r, err := s.Update(ctx, prev, next)
-		if err != nil {
-			return err
-		}
-		out = Entity[T]{Value: next, PartitionKey: pk, ID: id, ETag: r.ETag}
-		return nil
-	})
-	return out, err
-}
-
-// Delete removes an entity and its copies: it reads the entity (to learn
-// its copies and ETag), then deletes it as DeleteEntity does (2 round
-// trips; 4 with OtherPartition indexes), again when another writer changed
-// it in between. ErrNotFound when it does not exist.
-func (s *Store[T]) Delete(ctx context.Context, pk, id string) error {
-	p := s.retry
-	p.Retryable = retry.RetryOn412
-	return p.Do(ctx, func(ctx context.Context) error {
-		prev, err := s.Get(ctx, pk, id)
-		if err != nil {
-			return err
-		}
-		return s.DeleteEntity(ctx, prev)
-	})
-}
-
-// DeleteEntity removes prev (as read by Get, or Lookup with Fetch) and its
-// copies: one transaction deletes the primary If-Match prev's ETag and its
-// SamePartition copies (1 round trip; 3 with OtherPartition indexes, whose
-// copies an intent removes). table.ErrPreconditionFailed when the entity
-// changed since prev was read.
-func (s *Store[T]) DeleteEntity(ctx context.Context, prev Entity[T]) error {
-	if prev.ETag == "" || prev.FromCopy {
-		return fmt.Errorf("%w: DeleteEntity needs the entity as read from its primary (with its ETag)", ErrInvalid)
+// returned as is. fn may not change the entity's keys. The Entity returned
+// holds the value written and its new ETag.
+func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (Entity[T], error) {
+	if err := s.checkKeys(pk, rk); err != nil {
+		return Entity[T]{}, err
 	}
-	pe, err := s.encode(prev.Value)
-	if err != nil {
+	e, _, err := s.change(ctx, pk, rk, azcore.ETagAny, func(v *T) (*T, error) {
+		if err := fn(v); err != nil {
+			return nil, retry.Stop(err)
+		}
+		return v, nil
+	})
+	return e, err
+}
+
+// Delete removes the entity (pk, rk) and its copies, if its ETag is etag
+// (any version with azcore.ETagAny). It reads the primary first, to learn
+// its copies: [table.ErrNotFound] when it does not exist,
+// [table.ErrPreconditionFailed] when its ETag is not etag. Then one
+// transaction deletes the primary If-Match the ETag read and its
+// SamePartition copies: 2 round trips (4 with OtherPartition indexes,
+// whose copies an intent removes). With azcore.ETagAny, it reads again
+// when another writer changed the entity in between. An empty etag is
+// [table.ErrNoETag] (and ErrInvalid). A lost response that cannot be
+// settled is [table.ErrOutcomeUnknown].
+func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+	if etag == "" {
+		return fmt.Errorf("%w: delete: %w", ErrInvalid, table.ErrNoETag)
+	}
+	if err := s.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	b := s.plan(s.tbl.DeleteOp(prev.PartitionKey, s.primaryKey(prev.ID), prev.ETag), &pe, nil, &prev.Value, nil)
-	_, err = s.submit(ctx, prev.PartitionKey, prev.ID, b)
+	_, _, err := s.change(ctx, pk, rk, etag, nil)
 	return err
+}
+
+// change is the read-modify-write of Update, Modify and Delete: it reads
+// the entity (pk, id), fails with table.ErrPreconditionFailed when its
+// ETag is not etag (unless azcore.ETagAny), and writes next(the value
+// read) in one transaction with the copies, conditioned on the ETag read;
+// next nil deletes the entity. With azcore.ETagAny a 412 (another writer
+// in between) starts again from the read, through Options.Retry. It
+// returns the entity written and the write's result.
+func (s *Store[T]) change(ctx context.Context, pk, id string, etag azcore.ETag, next func(*T) (*T, error)) (Entity[T], table.Result, error) {
+	p := s.retry
+	p.Retryable = retry.RetryOn412
+	if etag != azcore.ETagAny {
+		p.Retryable = func(error) bool { return false } // the caller's ETag: a 412 is final
+	}
+	var out Entity[T]
+	var res table.Result
+	err := p.Do(ctx, func(ctx context.Context) error {
+		cur, err := s.Get(ctx, pk, id)
+		if err != nil {
+			return err
+		}
+		if etag != azcore.ETagAny && cur.ETag != etag {
+			return fmt.Errorf("secondaryindex: (%q, %q): %w (its ETag is %s, not %s)", pk, id, table.ErrPreconditionFailed, cur.ETag, etag)
+		}
+		pe, err := s.encode(cur.Value)
+		if err != nil {
+			return err
+		}
+		var b batch
+		var v *T
+		if next == nil {
+			b = s.plan(s.tbl.DeleteOp(pk, s.primaryKey(id), cur.ETag), &pe, nil, &cur.Value, nil)
+		} else {
+			prev := cur.Value
+			if v, err = next(&cur.Value); err != nil {
+				return err
+			}
+			ne, err := s.encode(*v)
+			if err == nil {
+				err = s.seal(ctx, &ne)
+			}
+			if err != nil {
+				return retry.Stop(err)
+			}
+			if ne.pk != pk || ne.id != id {
+				return retry.Stop(fmt.Errorf("%w: the keys of (%q, %q) cannot change (to %q, %q): insert the new entity and delete the old", ErrInvalid, pk, id, ne.pk, ne.id))
+			}
+			b = s.plan(s.tbl.UpdateOp(ne.primary, cur.ETag, table.Replace), &pe, &ne, &prev, v)
+			if err := s.check(b); err != nil {
+				return retry.Stop(err)
+			}
+		}
+		r, err := s.submit(ctx, pk, id, b)
+		if err != nil {
+			return err
+		}
+		res = table.Result{ETag: r.ETag, Verified: r.Verified}
+		if v != nil {
+			out = Entity[T]{Entity: table.Entity[T]{PartitionKey: pk, RowKey: id, ETag: r.ETag, Value: *v}}
+		}
+		return nil
+	})
+	return out, res, err
 }
