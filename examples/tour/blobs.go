@@ -48,6 +48,8 @@ func (t *tour) largeEntity(ctx context.Context) error {
 	defer drop()
 	type Profile struct {
 		table.Meta
+		Department          string `table:",pk"`
+		ID                  string `table:",rk"`
 		FirstName, LastName string
 		Photo               []byte `largeentity:"offload"`
 	}
@@ -58,13 +60,13 @@ func (t *tour) largeEntity(ctx context.Context) error {
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	profiles, err := largeentity.New[Profile](tbl, &largeentity.Options{Blobs: photos, Prefix: "profiles", Now: clock})
+	profiles, err := largeentity.New(tbl, photos, &largeentity.Options[Profile]{Prefix: "profiles", Now: clock})
 	if err != nil {
 		return err
 	}
 	id := keys.Pad(223, 6)
 	photo := bytes.Repeat([]byte("JPEG"), 75_000) // 300 KB: more than the 64 KiB a property holds
-	res, err := profiles.Insert(ctx, "profiles-Sales", id, Profile{FirstName: "Jo", LastName: "Jones", Photo: photo})
+	res, err := profiles.Insert(ctx, Profile{Department: "profiles-Sales", ID: id, FirstName: "Jo", LastName: "Jones", Photo: photo})
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func (t *tour) pointQuery(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.say("PartitionKey eq 'Sales' and RowKey eq '000223' -> %s %s, %s (the cheapest query: one entity, one round trip)", e.FirstName, e.LastName, e.Email)
+	t.say("PartitionKey eq 'Sales' and RowKey eq '000223' -> %s %s, %s (the cheapest query: one entity, one round trip; ETag %s)", e.Value.FirstName, e.Value.LastName, e.Value.Email, e.ETag)
 	if _, err := t.employees.Get(ctx, "Sales", keys.Pad(999, 6), nil); !errors.Is(err, table.ErrNotFound) {
 		return fmt.Errorf("missing employee: %v, want ErrNotFound", err)
 	}
@@ -108,12 +108,12 @@ func (t *tour) mergeOrReplace(ctx context.Context) error {
 		return err
 	}
 	e, _ := t.employees.Get(ctx, "Sales", keys.Pad(155, 6), nil)
-	t.say("Merge without Email: name %s, Email kept: %q", e.FirstName, e.Email)
+	t.say("Merge without Email: name %s, Email kept: %q", e.Value.FirstName, e.Value.Email)
 	if _, err := t.employees.Update(ctx, patch, e.ETag, table.Replace); err != nil {
 		return err
 	}
 	e, _ = t.employees.Get(ctx, "Sales", keys.Pad(155, 6), nil)
-	t.say("Replace without Email: Email removed: %q", e.Email)
+	t.say("Replace without Email: Email removed: %q", e.Value.Email)
 	return nil
 }
 
@@ -127,15 +127,15 @@ func (t *tour) partialUpdates(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.say("Fields(\"FirstName\") merges one property: %s %s, Age %d kept (a plain Merge of this struct would have set Age to 0)", e.FirstName, e.LastName, e.Age)
-	e, _, err = t.employees.Modify(ctx, "Sales", keys.Pad(123, 6), func(e *Employee) error {
+	t.say("Fields(\"FirstName\") merges one property: %s %s, Age %d kept (a plain Merge of this struct would have set Age to 0)", e.Value.FirstName, e.Value.LastName, e.Value.Age)
+	e, err = t.employees.Modify(ctx, "Sales", keys.Pad(123, 6), func(e *Employee) error {
 		e.Age++
 		return nil
 	}, nil)
 	if err != nil {
 		return err
 	}
-	t.say("Modify reads, changes and writes back with the ETag it read (retrying on a conflict): Age now %d", e.Age)
+	t.say("Modify reads, changes and writes back with the ETag it read (retrying on a conflict): Age now %d", e.Value.Age)
 	return nil
 }
 
@@ -212,7 +212,7 @@ func (t *tour) dataSeries(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	counts, err := dataseries.New[int64](tbl, &dataseries.Options{Slots: dataseries.Hours()})
+	counts, err := dataseries.New[int64](tbl, dataseries.Hours(), nil)
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func (t *tour) dataSeries(ctx context.Context) error {
 		return err
 	}
 	t.say("messages of employee 000223 on 2024-07-31, one property per hour of one entity:")
-	t.say("09:00 %d, 14:00 %d, 18:00 %d (the whole day is one point query; each Add a read and a conditional merge)", day.Slots["H09"], day.Slots["H14"], day.Slots["H18"])
+	t.say("09:00 %d, 14:00 %d, 18:00 %d (the whole day is one point query; each Add a read and a conditional merge)", day.Value["H09"], day.Value["H14"], day.Value["H18"])
 	return nil
 }
 
@@ -235,23 +235,23 @@ func (t *tour) wideEntity(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	counts, err := wideentity.New[table.Dynamic](tbl, &wideentity.Options{Parts: 2})
+	counts, err := wideentity.New(tbl, &wideentity.Options[table.Dynamic]{Parts: 2})
 	if err != nil {
 		return err
 	}
-	year := table.Dynamic{Properties: map[string]any{}}
+	year := table.Dynamic{PartitionKey: "msgdays-000223", RowKey: "2023", Properties: map[string]any{}}
 	for day := 1; day <= 365; day++ {
 		year.Properties[fmt.Sprintf("D%03d", day)] = int64(day%5 + 1)
 	}
-	res, err := counts.Insert(ctx, "msgdays-000223", "2023", year)
+	res, err := counts.Insert(ctx, year)
 	if err != nil {
 		return err
 	}
 	t.say("messages of employee 000223 per day of 2023: 365 properties, more than the 252 one entity holds")
 	t.say("stored as a header and 2 part rows of one partition (RowKeys %s, %s, ...), written in one transaction",
 		keys.Join("2023", "h"), keys.Join("2023", "p", "02", "00"))
-	feb1 := table.Dynamic{Properties: map[string]any{"D032": int64(40)}}
-	if _, err := counts.UpdateFields(ctx, "msgdays-000223", "2023", feb1, azcore.ETagAny, "D032"); err != nil {
+	feb1 := table.Dynamic{PartitionKey: "msgdays-000223", RowKey: "2023", Properties: map[string]any{"D032": int64(40)}}
+	if _, err := counts.Update(ctx, feb1, azcore.ETagAny, table.Fields("D032")); err != nil {
 		return err
 	}
 	t.say("February 1 set to 40 with one merge into the row that holds it (and the header's, in the same transaction), no read")
@@ -261,7 +261,7 @@ func (t *tour) wideEntity(ctx context.Context) error {
 	}
 	t.say("Get: one range query returns all %d days from %d part rows; Feb 1 = %d, Dec 31 = %d",
 		len(got.Value.Properties), got.Parts, got.Value.Properties["D032"], got.Value.Properties["D365"])
-	_, err = counts.Update(ctx, "msgdays-000223", "2023", year, res.ETag)
+	_, err = counts.Update(ctx, year, res.ETag, table.Replace)
 	if !errors.Is(err, table.ErrPreconditionFailed) {
 		return fmt.Errorf("a rewrite with the ETag from before the merge: %v, want ErrPreconditionFailed", err)
 	}
@@ -275,13 +275,13 @@ func (t *tour) concurrency(ctx context.Context) error {
 		return err
 	}
 	b := a // a second writer read the same version
-	a.Age++
-	if _, err := t.employees.Update(ctx, a, a.ETag, table.Replace); err != nil {
+	a.Value.Age++
+	if _, err := t.employees.Update(ctx, a.Value, a.ETag, table.Replace); err != nil {
 		return err
 	}
-	t.say("writer A read ETag %s and updated Age to %d", a.ETag, a.Age)
-	b.LastName = "Jones-Smith"
-	_, err = t.employees.Update(ctx, b, b.ETag, table.Replace)
+	t.say("writer A read ETag %s and updated Age to %d", a.ETag, a.Value.Age)
+	b.Value.LastName = "Jones-Smith"
+	_, err = t.employees.Update(ctx, b.Value, b.ETag, table.Replace)
 	if !errors.Is(err, table.ErrPreconditionFailed) {
 		return fmt.Errorf("writer B: %v, want ErrPreconditionFailed", err)
 	}

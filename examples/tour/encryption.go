@@ -38,9 +38,7 @@ func (t *tour) encryptedEmail(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	staff, err := encryption.New[confidential](tbl, &encryption.Options{
-		Fields:   []string{"Email"},
-		Keys:     keys,
+	staff, err := encryption.New[confidential](tbl, keys, []string{"Email"}, &encryption.Options{
 		Indexes:  []encryption.Index{{Field: "Email", Normalize: encryption.TrimLower}},
 		IndexKey: indexKey,
 	})
@@ -65,16 +63,16 @@ func (t *tour) encryptedEmail(ctx context.Context) error {
 	t.say("2 inserts, 1 round trip each: Email stored as AES-256-GCM Edm.Binary (key id 2026-11 in its")
 	t.say("header, bound to table, keys and property name), beside Email_bidx, an HMAC of the lower-cased address")
 	var found []string
-	for e, err := range staff.Lookup(ctx, "Email", "  ANA.DIAZ@contoso.com", table.PartitionKey("Legal")) {
+	for e, err := range staff.Find(ctx, "Legal", "Email", "  ANA.DIAZ@contoso.com") {
 		if err != nil {
 			return err
 		}
-		found = append(found, e.FirstName+" <"+e.Email+">")
+		found = append(found, e.Value.FirstName+" <"+e.Value.Email+">")
 	}
 	if len(found) != 1 {
 		return fmt.Errorf("blind-index lookup found %v", found)
 	}
-	t.say("Lookup of \"  ANA.DIAZ@contoso.com\": %v (1 query on Email_bidx, the match decrypted)", found)
+	t.say("Find of \"  ANA.DIAZ@contoso.com\": %v (1 query on Email_bidx, the match decrypted)", found)
 	t.say("the service saw neither address; it can tell only which rows share an email (the blind index)")
 	return nil
 }

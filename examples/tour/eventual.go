@@ -43,7 +43,7 @@ func (t *tour) eventualArchive(ctx context.Context) error {
 		return err
 	}
 	current := t.employees.Client()
-	q, err := eventual.New(qsvc.NewQueueClient(queueName), &eventual.Options{Poison: qsvc.NewQueueClient(queueName + "-poison"), Tables: []*aztables.Client{current}})
+	q, err := eventual.New(qsvc.NewQueueClient(queueName), qsvc.NewQueueClient(queueName + "-poison"), &eventual.Options{Tables: []*aztables.Client{current}})
 	if err != nil {
 		return err
 	}
@@ -60,11 +60,11 @@ func (t *tour) eventualArchive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := eventual.Put(ctx, archive, e); err != nil {
+		if _, err := archive.Upsert(ctx, e.Value, table.Replace); err != nil {
 			return err
 		}
 		moved++
-		return eventual.DeleteIfExists(ctx, t.employees, e.Department, e.ID, e.ETag)
+		return t.employees.DeleteIfExists(ctx, e.PartitionKey, e.RowKey, e.ETag)
 	})
 
 	jun := Employee{Department: "Sales", ID: keys.Pad(456, 6), FirstName: "Jun", LastName: "Cao", Age: 38}
@@ -105,7 +105,7 @@ func (t *tour) eventualArchive(ctx context.Context) error {
 		return fmt.Errorf("employee 000456 not archived: %v, %v", err, gone)
 	}
 	t.say("worker: read Current, inserted-or-replaced into Archive, deleted from Current If-Match, removed")
-	t.say("the commit record, deleted the message: Archive has %s %s (%s)", a.FirstName, a.LastName, a.Email)
+	t.say("the commit record, deleted the message: Archive has %s %s (%s)", a.Value.FirstName, a.Value.LastName, a.Value.Email)
 	pending, err := table.Collect(q.Pending(ctx, nil))
 	if err != nil {
 		return err

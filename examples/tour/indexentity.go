@@ -15,10 +15,7 @@ import (
 // index entity kept in the department's partition, in the same transaction
 // as each employee (the guide's option 2, strongly consistent).
 func (t *tour) indexEntity(ctx context.Context) error {
-	byName, err := indexentity.New(t.employees, &indexentity.Options[Employee]{
-		Name:  "LastName",
-		Value: func(e *Employee) string { return e.LastName },
-	})
+	byName, err := indexentity.New(t.employees, "LastName", func(e *Employee) string { return e.LastName }, nil)
 	if err != nil {
 		return err
 	}
@@ -56,13 +53,13 @@ func (t *tour) indexEntity(ctx context.Context) error {
 	t.say("6 employees added to Support by 3 concurrent writers: each add 2 round trips (index read + one")
 	t.say("transaction If-Match); conflicts on the index entity (412 or 409), each read and tried again: %d", conflicts)
 
-	joneses, err := byName.LookupEntities(ctx, "Support", "Jones")
+	joneses, err := table.Collect(byName.Find(ctx, "Support", "Jones"))
 	if err != nil {
 		return err
 	}
 	names := make([]string, len(joneses))
 	for i, e := range joneses {
-		names[i] = e.ID + " " + e.FirstName
+		names[i] = e.RowKey + " " + e.Value.FirstName
 	}
 	t.say("all employees named Jones: index entity %s (1 point read), then %d point reads:", keys.Join(indexentity.KeyPrefix, "LastName", "Jones"), len(joneses))
 	t.say("-> %s", strings.Join(names, ", "))
@@ -71,12 +68,12 @@ func (t *tour) indexEntity(ctx context.Context) error {
 	}
 
 	cal := joneses[1]
-	cal.LastName = "Smith"
-	if _, err := byName.Update(ctx, cal, cal.ETag); err != nil {
+	cal.Value.LastName = "Smith"
+	if _, err := byName.Update(ctx, cal.Value, cal.ETag); err != nil {
 		return err
 	}
-	jones, _ := byName.Lookup(ctx, "Support", "Jones")
-	smiths, _ := byName.Lookup(ctx, "Support", "Smith")
+	jones, _ := byName.FindIDs(ctx, "Support", "Jones")
+	smiths, _ := byName.FindIDs(ctx, "Support", "Smith")
 	t.say("Cal renamed Jones -> Smith: one transaction over three entities (Cal, the Jones and the Smith index")
 	t.say("entities), each with its ETag; now %d Joneses, %d Smiths", len(jones), len(smiths))
 

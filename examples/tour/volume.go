@@ -80,7 +80,11 @@ func (t *tour) rotateLogins(ctx context.Context) error {
 // spreadAccesses spreads the inserts of one hot partition over 4 bucket
 // partitions and reads them back as one (guide pattern 12).
 func (t *tour) spreadAccesses(ctx context.Context) error {
-	type Access struct{ Resource string }
+	type Access struct {
+		Hour     string `table:",pk"` // the logical partition
+		Sequence string `table:",rk"`
+		Resource string
+	}
 	tbl, err := table.New[Access](t.svc.NewClient(t.name))
 	if err != nil {
 		return err
@@ -94,7 +98,7 @@ func (t *tour) spreadAccesses(ctx context.Context) error {
 	moved := "" // a RowKey whose bucket under 8 is not its bucket under 4
 	for i := range 12 {
 		rk := keys.Join(keys.Pad(uint64(100+i%5), 6), keys.Pad(uint64(i), 4)) // employee, then sequence
-		res, err := spread.Insert(ctx, hour, rk, Access{Resource: fmt.Sprint("door", i%3)})
+		res, err := spread.Insert(ctx, Access{Hour: hour, Sequence: rk, Resource: fmt.Sprint("door", i%3)})
 		if err != nil {
 			return err
 		}

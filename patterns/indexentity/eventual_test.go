@@ -360,7 +360,7 @@ func TestLongestName(t *testing.T) {
 	name := "t" + strings.Repeat("x", 62)
 	tc := r.CreateTable(name, nil)
 	employees := testrig.NewTable[Employee](t, tc)
-	q, err := eventual.New(r.queue, &eventual.Options{Poison: r.CleanQueue(), Tables: []*aztables.Client{tc}})
+	q, err := eventual.New(r.queue, r.CleanQueue(), &eventual.Options{Tables: []*aztables.Client{tc}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func Example_blob() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	q, err := eventual.New(qsvc.NewQueueClient(queue), &eventual.Options{Poison: qsvc.NewQueueClient(poison), Tables: []*aztables.Client{tc}})
+	q, err := eventual.New(qsvc.NewQueueClient(queue), qsvc.NewQueueClient(poison), &eventual.Options{Tables: []*aztables.Client{tc}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func newRig(t testing.TB, store int) *rig {
 	r.queue = r.Queue()
 	r.queueHost = host(r.queue.URL())
 	var err error
-	if r.q, err = eventual.New(r.queue, &eventual.Options{Poison: r.CleanQueue(), Tables: []*aztables.Client{ec}, CommitWindow: 2 * time.Second}); err != nil {
+	if r.q, err = eventual.New(r.queue, r.CleanQueue(), &eventual.Options{Tables: []*aztables.Client{ec}, CommitWindow: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	opts := &indexentity.Options{Queue: r.q, Retry: &testrig.Contention}

@@ -60,7 +60,7 @@ func newRig(t *testing.T, indexes []secondaryindex.Index[Employee], inter bool) 
 	opts := &secondaryindex.Options[Employee]{Primary: "empid", Indexes: indexes, Retry: &testrig.Fast}
 	if inter {
 		var err error
-		if r.q, err = eventual.New(r.CleanQueue(), &eventual.Options{Poison: r.CleanQueue(), Tables: []*aztables.Client{c}, CommitWindow: 2 * time.Second}); err != nil {
+		if r.q, err = eventual.New(r.CleanQueue(), r.CleanQueue(), &eventual.Options{Tables: []*aztables.Client{c}, CommitWindow: 2 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		r.other = testrig.NewTable[table.Dynamic](t, r.Table())

@@ -140,7 +140,7 @@ func TestForgedCopyFieldsStaySealed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, err := encryption.New[person](r.tbl, &encryption.Options{Fields: []string{"SSN"}, Keys: ks})
+	enc, err := encryption.New[person](r.tbl, ks, []string{"SSN"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
