@@ -146,7 +146,7 @@ func queue(t *testing.T, r *testrig.Rig, withBlobs bool, tables ...*aztables.Cli
 	t.Helper()
 	qc := r.Queue()
 	qr := &queueRig{raw: r.QueueService(nil).NewQueueClient(path.Base(qc.URL()))}
-	o := &eventual.Options{Poison: r.CleanQueue(), Tables: tables, CommitWindow: 5 * time.Second}
+	o := &eventual.Options{Poison: r.CleanQueue(), Tables: tables, CommitWindow: 10 * time.Second}
 	if withBlobs {
 		qr.blobs = r.Container()
 		qr.rawBlobs = r.BlobService(nil).ServiceClient().NewContainerClient(path.Base(qr.blobs.URL()))
