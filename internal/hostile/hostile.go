@@ -11,10 +11,10 @@
 //
 // It is for tests only: the hostile-storage model tests (this package's
 // tests) and any pattern's trust test import it instead of planting rows
-// with ad hoc helpers. Azurite does not enforce the key ranges of a SAS
-// (see /work/shared/reference/sdk-azurite-facts.md), so tests plant with
-// account clients and keep to the partitions the attacker's SAS would
-// grant. Its functions are safe for concurrent use.
+// with ad hoc helpers. Azurite does not enforce the key ranges of a
+// table SAS, so tests plant with account clients and keep to the
+// partitions the attacker's SAS would grant. Its functions are safe for
+// concurrent use.
 package hostile
 
 import (
