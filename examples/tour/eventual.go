@@ -43,7 +43,7 @@ func (t *tour) eventualArchive(ctx context.Context) error {
 		return err
 	}
 	current := t.employees.Client()
-	q, err := eventual.New(qsvc.NewQueueClient(queueName), qsvc.NewQueueClient(queueName + "-poison"), &eventual.Options{Tables: []*aztables.Client{current}})
+	q, err := eventual.New(qsvc.NewQueueClient(queueName), qsvc.NewQueueClient(queueName+"-poison"), &eventual.Options{Tables: []*aztables.Client{current}})
 	if err != nil {
 		return err
 	}
