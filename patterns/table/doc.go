@@ -14,8 +14,8 @@
 //	employees, err := table.New[Employee](svc.NewClient("Employees"))
 //	if err != nil { ... }
 //	_, err = employees.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jo"})
-//	e, err := employees.Get(ctx, "Sales", "000223", nil)
-//	_, _, err = employees.Modify(ctx, "Sales", "000223", func(e *Employee) error { e.Age++; return nil }, nil)
+//	e, err := employees.Get(ctx, "Sales", "000223", nil) // e.Value, e.ETag
+//	e, err = employees.Modify(ctx, "Sales", "000223", func(e *Employee) error { e.Age++; return nil }, nil)
 //
 // The constructors here install the retry package's policy (retry.Default)
 // in place of azcore's; a client you build yourself gets it with
@@ -32,6 +32,72 @@
 // continuation tokens, entity group transactions, merge or replace,
 // optimistic concurrency, shared access signatures, parallel queries) one
 // call each.
+//
+// # One library: the contract every package follows
+//
+// This package owns the entity contract the pattern packages share:
+//
+//   - One field model: FieldsOf describes a struct type as the codec maps it
+//     (tag grammar, key roles, property names); ValidPropertyName checks a
+//     name a package lets its users choose; ReservedPrefix and
+//     ReservedPropertyPrefix reserve keys and properties for the patterns.
+//     No package parses `table` tags itself.
+//   - One envelope: every read returns an [Entity] (keys, ETag, value) or a
+//     struct that embeds one and adds only its package's own fields; every
+//     write returns a [Result] or a struct that embeds one.
+//   - One key rule: a value carries its keys (T's key fields, or a key
+//     function: WithKeys here, KeyFunc for packages with an Options.Keys);
+//     an operation addressed by key takes pk, rk.
+//   - One error family: every validation error, in every package, matches
+//     [ErrInvalid] (each package's ErrInvalid is made by NewErrInvalid, and
+//     MarkInvalid marks the core's errors it passes on); key errors also
+//     match ErrInvalidKey. Texts are one line; secrets are redacted.
+//   - One rule for the table a package takes: a *Table[T] when its rows are
+//     exactly T's entities (logtail, buckets, indexentity, and this
+//     package), a *Table[Dynamic] when it writes rows of its own making
+//     from T (secondaryindex's copies, wideentity's parts, largeentity's
+//     pointers, dataseries' slots, encryption's sealed values; T is then
+//     New's explicit type parameter). Other clients and inputs without which
+//     the pattern cannot work are positional; options are always nil-able.
+//   - One service profile (Profile): the limits and behaviours of Table
+//     Storage and the Cosmos DB Table API, in one place.
+//
+// The same act has the same shape wherever it exists (a package adds a
+// trailing opts or mode only where it has such a choice):
+//
+//	verb      shape                                                 where
+//	Get       Get(ctx, pk, rk[, opts]) (Entity or embedding, error) table, encryption, secondaryindex,
+//	                                                                wideentity, largeentity, buckets,
+//	                                                                dataseries (zeros, not ErrNotFound)
+//	Insert    Insert(ctx, v) (Result or embedding, error)           table, encryption, secondaryindex,
+//	                                                                indexentity, wideentity, largeentity,
+//	                                                                buckets; rotation (ctx, at, v)
+//	Upsert    Upsert(ctx, v[, mode]) (Result..., error)             table, encryption, buckets (the others
+//	                                                                read first to keep indexes, parts or
+//	                                                                blobs right, so they do not offer it)
+//	Update    Update(ctx, v, etag[, mode]) (Result..., error)       table, encryption, wideentity (mode);
+//	                                                                secondaryindex, indexentity,
+//	                                                                largeentity (always whole)
+//	Delete    Delete(ctx, pk, rk, etag) error                       table, encryption, secondaryindex,
+//	                                                                indexentity, wideentity, largeentity
+//	Modify    Modify(ctx, pk, rk, fn[, opts]) (Entity..., error)    table, encryption, secondaryindex,
+//	                                                                wideentity, largeentity
+//	...Op     InsertOp(v), UpdateOp(v, etag[, mode]),               table, encryption (ctx first: keys),
+//	          UpsertOp(v[, mode]), DeleteOp(pk, rk, etag): Op       buckets
+//	Lookup    Lookup(ctx, pk, index, value..., opts) (E, error)     secondaryindex (unique values)
+//	Find      Find(ctx, pk, [index,] value...) iter.Seq2[E, error]  secondaryindex, indexentity, encryption
+//	Range     Range(ctx, scope..., from, to) iter.Seq2[E, error]    secondaryindex, largeentity, logtail,
+//	                                                                buckets, rotation, bloblog
+//	Latest    Latest(ctx, log, n) ([]E, error)                      logtail
+//	Append    Append(ctx, ..., v)                                   logtail, bloblog
+//	Check     Check(ctx, scope) (Drift, error), Rebuild likewise    secondaryindex
+//	Sweep     Sweep(ctx, ...) (Swept, error)                        eventual, largeentity, rotation
+//	Run       Run(ctx) error, Drain(ctx) error                      eventual's Worker
+//
+// Update takes an explicit ETag everywhere: the one read (ErrPreconditionFailed
+// when it changed since) or azcore.ETagAny, the only way to skip the check;
+// an empty ETag is ErrNoETag. Modify is a read, fn, and a write with the
+// ETag read, again on a conflict, never applied twice.
 //
 // # Mapping
 //
@@ -133,8 +199,9 @@
 // azcore.ETagAny to overwrite whatever is there. There is no default: an
 // empty ETag is ErrNoETag. Submit's transactions are atomic per transaction:
 // ops of one partition travel together, and Atomic groups are never split.
-// Across transactions, partitions and tables there is no atomicity (the
-// queue-driven pattern for that, package eventual, is coming).
+// Across transactions, partitions and tables there is no atomicity:
+// package eventual's Commit joins a transaction with durable intents that a
+// worker carries out.
 //
 // # Write outcomes
 //
@@ -232,18 +299,19 @@
 //
 // # Limits checked before the network
 //
+// The limits are the table's Profile's (Storage, Cosmos; see Profile).
 // Keys (keys.Validate: no / \ # ? or control characters, at most 1,024
-// UTF-16 code units, and a non-empty PartitionKey, which the SDK cannot
-// address), at
-// most 252 properties, property names (C# identifiers, at most 255
-// characters, not PartitionKey, RowKey, Timestamp, WriteProperty or an
-// OData keyword), string and binary
+// UTF-16 code units, a non-empty PartitionKey, which the SDK cannot
+// address, and on Cosmos DB a RowKey of at most 255 bytes), at most 252
+// properties, property names (C# identifiers, at most 255 characters, not
+// PartitionKey, RowKey, Timestamp, a name under ReservedPropertyPrefix,
+// an OData keyword, or a name the service reserves), string and binary
 // values up to 64 KiB (strings counted as UTF-16), times within
 // Edm.DateTime's 1601-9999 (the zero time.Time is stored as no property),
-// well-formed GUIDs, entities up to 1 MiB as the service counts them, and
-// for Submit one partition per atomic group,
-// each entity once per transaction, 100 operations and 4 MiB per
-// transaction. A rejected write names the entity and the limit and sends
+// well-formed GUIDs, entities up to 1 MiB as Table Storage counts them (2 MB
+// of JSON on Cosmos DB), and for Submit one partition per atomic group,
+// each entity once per transaction, 100 operations and 4 MiB (2 MB on
+// Cosmos DB) per transaction. A rejected write names the entity and the limit and sends
 // nothing. Queries: at most 15 comparisons per filter
 // (MaxFilterComparisons), literals of the type of T's field, properties T
 // has, a query string under MaxQueryLength, and a cursor of the same query.
@@ -254,7 +322,8 @@
 // and entity, and satisfies errors.Is with ErrNotFound, ErrTableNotFound,
 // ErrAlreadyExists, ErrPreconditionFailed, ErrTooLarge, ErrInvalidKey,
 // ErrInvalidEntity, ErrInvalidBatch, ErrNoETag, ErrInvalidFilter,
-// ErrThrottled, ErrNotApplied or ErrEntityType as fits. Batch failures name the failing
+// ErrThrottled, ErrNotApplied, ErrEntityType or ErrUnsupported as fits;
+// those found before the network also match ErrInvalid. Batch failures name the failing
 // op by its index in the ops given to Submit (OpError), with its keys, status
 // and service error code, parsed from the 202 multipart answer the SDK
 // reports without a code.
