@@ -181,6 +181,19 @@
 // Package patterns reserve rows under ReservedPrefix (commit records,
 // index entities); Types' queries skip them as typed queries do.
 //
+// # Trust
+//
+// The core checks what it reads and sends: keys and property names are
+// validated before the network, every value is decoded by its declared EDM
+// type (a row of another type is ErrEntityType, never misread), a write's
+// history (WriteProperty) keeps only identities of the shape tablekit
+// writes, and shared access signatures are removed from every error that
+// carries a URL. A writer holding a SAS scoped to some partitions (SASURL's
+// key ranges) can write rows only there; it can plant rows that other
+// programs read, which is why the pattern packages check references they
+// read (see their "Trust" sections) and why application code must not
+// trust the contents of a partition others can write.
+//
 // # Reserved keys
 //
 // Keys (PartitionKey or RowKey) that start with ReservedPrefix belong to
