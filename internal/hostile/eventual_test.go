@@ -173,9 +173,9 @@ func TestHostileModelEventual(t *testing.T) {
 				id, ok := strings.CutPrefix(rk, table.ReservedPrefix+"intent~")
 				d, err := recs.Get(ctx, "HR", rk, nil)
 				_, mine := honest[id]
-				state, _ := d.Properties["State"].(string)
+				state, _ := d.Value.Properties["State"].(string)
 				if err == nil && (!ok || state != "aborted" && (drained || !mine)) {
-					tr.fatalf("step %d: partition HR holds reserved row %q: %v", step, rk, d.Properties)
+					tr.fatalf("step %d: partition HR holds reserved row %q: %v", step, rk, d.Value.Properties)
 				}
 			}
 		}

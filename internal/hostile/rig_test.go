@@ -146,7 +146,7 @@ func queue(t *testing.T, r *testrig.Rig, withBlobs bool, tables ...*aztables.Cli
 	t.Helper()
 	qc := r.Queue()
 	qr := &queueRig{raw: r.QueueService(nil).NewQueueClient(path.Base(qc.URL()))}
-	o := &eventual.Options{Poison: r.CleanQueue(), Tables: tables, CommitWindow: 10 * time.Second}
+	o := &eventual.Options{Tables: tables, CommitWindow: 10 * time.Second}
 	if withBlobs {
 		qr.blobs = r.Container()
 		qr.rawBlobs = r.BlobService(nil).ServiceClient().NewContainerClient(path.Base(qr.blobs.URL()))
@@ -156,7 +156,7 @@ func queue(t *testing.T, r *testrig.Rig, withBlobs bool, tables ...*aztables.Cli
 		qr.tables = append(qr.tables, testrig.NewTable[table.Dynamic](t, c).Name())
 	}
 	var err error
-	if qr.q, err = eventual.New(qc, o); err != nil {
+	if qr.q, err = eventual.New(qc, r.CleanQueue(), o); err != nil {
 		t.Fatal(err)
 	}
 	return qr
