@@ -314,3 +314,11 @@ func TestCompare(t *testing.T) {
 		t.Fatal("U+E000 must sort after U+10000 in service order and before it in byte order")
 	}
 }
+
+func TestUTF16Len(t *testing.T) {
+	for s, want := range map[string]int{"": 0, "abc": 3, "é": 1, "€": 1, "😀": 2, "a😀b": 4} {
+		if got := keys.UTF16Len(s); got != want {
+			t.Errorf("UTF16Len(%q) = %d, want %d", s, got, want)
+		}
+	}
+}

@@ -90,3 +90,14 @@ func utf16Len(r rune) int {
 	}
 	return 1
 }
+
+// UTF16Len returns the length of s in UTF-16 code units: how the table
+// service counts keys and string values (a character beyond the Basic
+// Multilingual Plane is two).
+func UTF16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16Len(r)
+	}
+	return n
+}

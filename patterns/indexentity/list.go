@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -34,26 +35,12 @@ const maxValueUnits = table.MaxValueSize / 2
 // fits and a lost response to a write of the index entity can be verified.
 var stampReserve = 8 + 2*len(table.WriteProperty) + 4 + 2*table.HistoryLength*12
 
-// units is the length of s in UTF-16 code units, as the service counts
-// strings.
-func units(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
-
 // listProperties returns the properties of an index entity with keys
 // (pk, rk) holding ids (sorted), or an error wrapping table.ErrTooLarge
 // when the entity would pass the service's 1 MiB with room left for the
 // write history. what names the list for the error.
 func listProperties(pk, rk string, ids []string, what string) (map[string]any, error) {
-	size := 4 + 2*units(pk) + 2*units(rk) + stampReserve
+	size := 4 + 2*keys.UTF16Len(pk) + 2*keys.UTF16Len(rk) + stampReserve
 	props := map[string]any{}
 	var b strings.Builder
 	n := 0 // UTF-16 code units in b
@@ -65,7 +52,7 @@ func listProperties(pk, rk string, ids []string, what string) (map[string]any, e
 		n = 0
 	}
 	for _, id := range ids {
-		u := units(id) + 1
+		u := keys.UTF16Len(id) + 1
 		if n+u > maxValueUnits {
 			flush()
 		}

@@ -239,7 +239,7 @@ func (c *codec) addFields(t reflect.Type, parent []int) error {
 			f.annot = append([]byte{','}, f.prefix[:len(f.prefix)-2]...)
 			f.annot = append(f.annot, `@odata.type":"`+edm+`"`...)
 		}
-		f.nameSize = 8 + 2*utf16Len(name)
+		f.nameSize = 8 + 2*keys.UTF16Len(name)
 		c.byName[name] = len(c.fields)
 		c.fields = append(c.fields, f)
 	}
@@ -310,17 +310,6 @@ func validPropertyName(name string) error {
 	return nil
 }
 
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
 
 // fieldMask selects the properties a partial merge writes (Fields).
 type fieldMask struct {
@@ -679,7 +668,7 @@ func (c *codec) appendExtra(b []byte, m reflect.Value, e *encoded, only *fieldMa
 			b, _ = appendString(b, name+"@odata.type")
 			b = append(b, `:"`+edm+`"`...)
 		}
-		e.size += 8 + 2*utf16Len(name) + size
+		e.size += 8 + 2*keys.UTF16Len(name) + size
 		e.props++
 	}
 	return b, nil
