@@ -64,13 +64,13 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 	tc := r.Table()
 	tb := testrig.NewTable[person](t, tc)
 	tr := newTrace(t)
-	opts := &indexentity.Options[person]{Name: "Last", Value: func(p *person) string { return p.Last }, Retry: &testrig.Fast}
+	opts := &indexentity.Options{Retry: &testrig.Fast}
 	var qc *queueRig
 	if blobStore {
 		qc = queue(t, r, true, tc)
 		opts.Blobs, opts.Queue = qc.blobs, qc.q
 	}
-	x, err := indexentity.New(tb, opts)
+	x, err := indexentity.New(tb, "Last", func(p *person) string { return p.Last }, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +87,21 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 	evilValues := []string{"evil0", "evil1", "evil2"}
 	version := 0
 	sentinels := map[string]error{"ErrCorrupt": indexentity.ErrCorrupt, "ErrInvalid": indexentity.ErrInvalid, "ErrNotFound": table.ErrNotFound}
+	// find collects Find's entities up to its first error, checking that
+	// each envelope's keys are its value's.
+	find := func(step int, pk, v string) ([]person, error) {
+		var out []person
+		for e, err := range x.Find(ctx, pk, v) {
+			if err != nil {
+				return out, err
+			}
+			if e.PartitionKey != e.Value.Dept || e.RowKey != e.Value.ID {
+				tr.fatalf("step %d: Find(%q, %s) returned %+v under other keys", step, pk, v, e)
+			}
+			out = append(out, e.Value)
+		}
+		return out, nil
+	}
 	withValue := func(v string) []person {
 		var out []person
 		for _, id := range ids {
@@ -98,28 +113,28 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 	}
 	checkSales := func(step int) {
 		for _, v := range append(slices.Clone(hrValues), evilValues...) {
-			got, err := x.Lookup(ctx, "Sales", v)
-			tr.outcome("Lookup(Sales)", err, sentinels)
+			got, err := x.FindIDs(ctx, "Sales", v)
+			tr.outcome("FindIDs(Sales)", err, sentinels)
 			for _, id := range got {
 				if id.PartitionKey != "Sales" {
-					tr.fatalf("step %d: Lookup(Sales, %s) returned %+v (err %v)", step, v, got, err)
+					tr.fatalf("step %d: FindIDs(Sales, %s) returned %+v (err %v)", step, v, got, err)
 				}
 			}
-			es, err := x.LookupEntities(ctx, "Sales", v)
-			tr.outcome("LookupEntities(Sales)", err, sentinels)
+			es, err := find(step, "Sales", v)
+			tr.outcome("Find(Sales)", err, sentinels)
 			for _, e := range es {
 				if e.Dept != "Sales" || leaks(e) {
-					tr.fatalf("step %d: LookupEntities(Sales, %s) returned %+v (err %v)", step, v, es, err)
+					tr.fatalf("step %d: Find(Sales, %s) returned %+v (err %v)", step, v, es, err)
 				}
 			}
 		}
 		if blobStore { // the lists are organisation-wide: an attacker's value finds no HR entity
 			for _, v := range evilValues {
-				es, err := x.LookupEntities(ctx, "", v)
-				tr.outcome("LookupEntities(all)", err, sentinels)
+				es, err := find(step, "", v)
+				tr.outcome("Find(all)", err, sentinels)
 				for _, e := range es {
 					if e.Dept != "Sales" || leaks(e) || e.Last != v {
-						tr.fatalf("step %d: LookupEntities(\"\", %s) returned %+v (err %v)", step, v, es, err)
+						tr.fatalf("step %d: Find(\"\", %s) returned %+v (err %v)", step, v, es, err)
 					}
 				}
 			}
@@ -130,19 +145,19 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 	// spoil them), HR's entities among the results are exactly the model's.
 	checkAll := func(step int) {
 		for _, v := range hrValues {
-			es, err := x.LookupEntities(ctx, "", v)
-			tr.outcome("LookupEntities(all, HR's value)", err, sentinels)
+			es, err := find(step, "", v)
+			tr.outcome("Find(all, HR's value)", err, sentinels)
 			var hr []person
 			for _, e := range es {
 				switch {
 				case e.Last != v:
-					tr.fatalf("step %d: LookupEntities(\"\", %s) returned %+v", step, v, e)
+					tr.fatalf("step %d: Find(\"\", %s) returned %+v", step, v, e)
 				case e.Dept == "HR":
 					hr = append(hr, e)
 				}
 			}
 			if err == nil && !slices.Equal(hr, withValue(v)) {
-				tr.fatalf("step %d: LookupEntities(\"\", %s) returned HR's %+v, want %+v", step, v, hr, withValue(v))
+				tr.fatalf("step %d: Find(\"\", %s) returned HR's %+v, want %+v", step, v, hr, withValue(v))
 			}
 		}
 	}
@@ -151,37 +166,37 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 			// The attacker's values: lists any writer of the container
 			// may spoil (ErrCorrupt), never with an HR entity.
 			for _, v := range evilValues {
-				es, err := x.LookupEntities(ctx, "HR", v)
-				tr.outcome("LookupEntities(HR, attacker's value)", err, sentinels)
+				es, err := find(step, "HR", v)
+				tr.outcome("Find(HR, attacker's value)", err, sentinels)
 				if len(es) != 0 {
-					tr.fatalf("step %d: LookupEntities(HR, %s) = %+v, %v", step, v, es, err)
+					tr.fatalf("step %d: Find(HR, %s) = %+v, %v", step, v, es, err)
 				}
 			}
 		}
 		for _, v := range hrValues {
 			want := withValue(v)
-			es, err := x.LookupEntities(ctx, "HR", v)
+			es, err := find(step, "HR", v)
 			if err != nil {
-				tr.fatalf("step %d: LookupEntities(HR, %s): %v", step, v, err)
+				tr.fatalf("step %d: Find(HR, %s): %v", step, v, err)
 			}
 			for _, e := range es {
 				if !slices.Contains(want, e) {
-					tr.fatalf("step %d: LookupEntities(HR, %s) returned %+v; the model has %+v", step, v, e, want)
+					tr.fatalf("step %d: Find(HR, %s) returned %+v; the model has %+v", step, v, e, want)
 				}
 			}
 			if !exact {
 				continue
 			}
 			if len(es) != len(want) {
-				tr.fatalf("step %d: LookupEntities(HR, %s) = %+v, want %+v", step, v, es, want)
+				tr.fatalf("step %d: Find(HR, %s) = %+v, want %+v", step, v, es, want)
 			}
-			got, err := x.Lookup(ctx, "HR", v)
+			got, err := x.FindIDs(ctx, "HR", v)
 			var wantIDs []indexentity.ID
 			for _, p := range want {
 				wantIDs = append(wantIDs, indexentity.ID{PartitionKey: "HR", RowKey: p.ID})
 			}
 			if err != nil || !slices.Equal(got, wantIDs) {
-				tr.fatalf("step %d: Lookup(HR, %s) = %+v, %v; want %+v", step, v, got, err, wantIDs)
+				tr.fatalf("step %d: FindIDs(HR, %s) = %+v, %v; want %+v", step, v, got, err, wantIDs)
 			}
 		}
 		var want []string
@@ -275,7 +290,7 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 			})
 		case k < 7:
 			tr.do(step, "Delete HR/"+id, func() {
-				_, err := x.Delete(ctx, "HR", id, azcore.ETagAny)
+				err := x.Delete(ctx, "HR", id, azcore.ETagAny)
 				switch {
 				case !exists && errors.Is(err, table.ErrNotFound):
 				case errors.Is(err, eventual.ErrCommitWindow):
@@ -299,7 +314,7 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 				case "Update":
 					_, err = x.Update(ctx, v, azcore.ETagAny)
 				default:
-					_, err = x.Delete(ctx, "Sales", id, azcore.ETagAny)
+					err = x.Delete(ctx, "Sales", id, azcore.ETagAny)
 				}
 				tr.outcome(op+"(Sales)", err, sentinels)
 			})
@@ -316,7 +331,7 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 				case "Update":
 					_, err = x.Update(ctx, v, azcore.ETagAny)
 				default:
-					_, err = x.Delete(ctx, pk, v.ID, azcore.ETagAny)
+					err = x.Delete(ctx, pk, v.ID, azcore.ETagAny)
 				}
 				if !errors.Is(err, table.ErrInvalidKey) || !errors.Is(err, indexentity.ErrInvalid) || r.Faults.Count() != 0 {
 					tr.fatalf("step %d: %s of %s/%s: %v after %d requests; want ErrInvalidKey and nothing sent", step, op, pk, v.ID, err, r.Faults.Count())

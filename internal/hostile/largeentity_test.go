@@ -25,6 +25,8 @@ import (
 
 // doc is the largeentity test's entity: Body always goes to a blob.
 type doc struct {
+	Dept string `table:",pk"`
+	ID   string `table:",rk"`
 	Name string
 	Body []byte `largeentity:"always"`
 }
@@ -49,7 +51,7 @@ func TestHostileModelLargeEntity(t *testing.T) {
 	blobs := r.Container()
 	rawBlobs := r.BlobService(nil).ServiceClient().NewContainerClient(path.Base(blobs.URL()))
 	var offset atomic.Int64 // the Sweep's clock, past Grace
-	s, err := largeentity.New[doc](testrig.NewTable[table.Dynamic](t, tc), &largeentity.Options{Blobs: blobs, Retry: &testrig.Fast,
+	s, err := largeentity.New[doc](testrig.NewTable[table.Dynamic](t, tc), blobs, &largeentity.Options[doc]{Retry: &testrig.Fast,
 		Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
 	if err != nil {
 		t.Fatal(err)
@@ -64,10 +66,10 @@ func TestHostileModelLargeEntity(t *testing.T) {
 	model := map[string]doc{}
 	hrBlobs := map[string]bool{payroll: true} // every blob HR ever had, and the payroll file
 	version := 0
-	hrDoc := func(rnd *rand.Rand) doc {
+	hrDoc := func(rnd *rand.Rand, id string) doc {
 		version++
 		body := bytes.Repeat([]byte(fmt.Sprintf("%s-%d;", secret, version)), 1+rnd.IntN(300))
-		return doc{Name: fmt.Sprintf("%s-%d", secret, version), Body: body}
+		return doc{Dept: "HR", ID: id, Name: fmt.Sprintf("%s-%d", secret, version), Body: body}
 	}
 	ids := []string{"1", "2", "3", "4"}
 	remember := func(bs []largeentity.Blob) {
@@ -96,13 +98,13 @@ func TestHostileModelLargeEntity(t *testing.T) {
 		for _, id := range ids {
 			e, err := s.Get(ctx, "Sales", id, nil)
 			tr.outcome("Get(Sales)", err, sentinels)
-			if leaks(e) || bytes.Contains(e.Value.Body, []byte(secret)) {
+			if leaks(e) || bytes.Contains(e.Value.Body, []byte(secret)) || err == nil && (e.PartitionKey != "Sales" || e.Value.Dept != "Sales") {
 				tr.fatalf("step %d: Get(Sales, %s) returned HR's data: %+v, %v", step, id, e, err)
 			}
 		}
 		for e, err := range s.Range(ctx, "Sales", "", "", nil) {
 			tr.outcome("Range(Sales)", err, sentinels)
-			if leaks(e) {
+			if leaks(e) || err == nil && (e.PartitionKey != "Sales" || e.Value.Dept != "Sales") {
 				tr.fatalf("step %d: Range(Sales) returned HR's data: %+v, %v", step, e, err)
 			}
 		}
@@ -115,7 +117,7 @@ func TestHostileModelLargeEntity(t *testing.T) {
 			switch {
 			case !ok && !errors.Is(err, table.ErrNotFound):
 				tr.fatalf("step %d: Get(HR, %s) = %+v, %v; want ErrNotFound", step, id, e, err)
-			case ok && (err != nil || e.Value.Name != want.Name || !bytes.Equal(e.Value.Body, want.Body)):
+			case ok && (err != nil || e.PartitionKey != "HR" || e.RowKey != id || e.Value.Dept != "HR" || e.Value.ID != id || e.Value.Name != want.Name || !bytes.Equal(e.Value.Body, want.Body)):
 				tr.fatalf("step %d: Get(HR, %s) = %q, %v; want %q", step, id, e.Value.Name, err, want.Name)
 			case ok:
 				for _, b := range e.Blobs {
@@ -151,14 +153,14 @@ func TestHostileModelLargeEntity(t *testing.T) {
 		own := ""
 		if d, err := testrig.NewTable[table.Dynamic](t, raw).Get(ctx, "Sales", id, nil); err == nil { // its own pointer, as stored
 			var b largeentity.Blob
-			if p, ok := d.Properties[largeentity.PointerPrefix+"Body"].(string); ok && json.Unmarshal([]byte(p), &b) == nil {
+			if p, ok := d.Value.Properties[largeentity.PointerPrefix+"Body"].(string); ok && json.Unmarshal([]byte(p), &b) == nil {
 				own, size, sum = b.Name, b.Size, b.SHA256
 			}
 		}
 		hr := ""
 		if d, err := testrig.NewTable[table.Dynamic](t, raw).Get(ctx, "HR", ids[rnd.IntN(len(ids))], nil); err == nil { // HR's, learned somehow
 			var b largeentity.Blob
-			if p, ok := d.Properties[largeentity.PointerPrefix+"Body"].(string); ok && json.Unmarshal([]byte(p), &b) == nil {
+			if p, ok := d.Value.Properties[largeentity.PointerPrefix+"Body"].(string); ok && json.Unmarshal([]byte(p), &b) == nil {
 				hr = b.Name
 				if rnd.IntN(2) == 0 {
 					size, sum = b.Size, b.SHA256
@@ -194,9 +196,9 @@ func TestHostileModelLargeEntity(t *testing.T) {
 		_, exists := model[id]
 		switch k := rnd.IntN(20); {
 		case k < 3:
-			v := hrDoc(rnd)
+			v := hrDoc(rnd, id)
 			tr.do(step, "Insert HR/"+id, func() {
-				res, err := s.Insert(ctx, "HR", id, v)
+				res, err := s.Insert(ctx, v)
 				switch {
 				case exists && errors.Is(err, table.ErrAlreadyExists):
 				case !exists && err == nil:
@@ -207,9 +209,9 @@ func TestHostileModelLargeEntity(t *testing.T) {
 				}
 			})
 		case k < 5:
-			v := hrDoc(rnd)
+			v := hrDoc(rnd, id)
 			tr.do(step, "Update HR/"+id, func() {
-				res, err := s.Update(ctx, "HR", id, v, azcore.ETagAny)
+				res, err := s.Update(ctx, v, azcore.ETagAny)
 				switch {
 				case !exists && errors.Is(err, table.ErrNotFound):
 				case exists && err == nil:
@@ -220,7 +222,7 @@ func TestHostileModelLargeEntity(t *testing.T) {
 				}
 			})
 		case k < 6:
-			v := hrDoc(rnd)
+			v := hrDoc(rnd, id)
 			tr.do(step, "Modify HR/"+id, func() {
 				e, err := s.Modify(ctx, "HR", id, func(d *doc) error { *d = v; return nil })
 				switch {
@@ -244,16 +246,16 @@ func TestHostileModelLargeEntity(t *testing.T) {
 				}
 			})
 		case k < 10: // the attacker writes through the Store in Sales
-			v := doc{Name: "evil", Body: bytes.Repeat([]byte("evil;"), 1+rnd.IntN(100))}
+			v := doc{Dept: "Sales", ID: id, Name: "evil", Body: bytes.Repeat([]byte("evil;"), 1+rnd.IntN(100))}
 			r.Faults.Reset()
 			op := []string{"Insert", "Update", "Delete", "Modify"}[rnd.IntN(4)]
 			tr.do(step, op+" Sales/"+id, func() {
 				var err error
 				switch op {
 				case "Insert":
-					_, err = s.Insert(ctx, "Sales", id, v)
+					_, err = s.Insert(ctx, v)
 				case "Update":
-					_, err = s.Update(ctx, "Sales", id, v, azcore.ETagAny)
+					_, err = s.Update(ctx, v, azcore.ETagAny)
 				case "Delete":
 					err = s.Delete(ctx, "Sales", id, azcore.ETagAny)
 				default:

@@ -425,6 +425,8 @@ type (
 		N  int64
 	}
 	note struct {
+		PK   string `table:",pk"`
+		RK   string `table:",rk"`
 		Text string
 		Body []byte `largeentity:"always"`
 	}
@@ -451,16 +453,27 @@ var leakRows = []leakRow{
 			{name: "Delete", run: func(ctx context.Context) error { return tb.Delete(ctx, "p", "x", azcore.ETagAny) }},
 			{name: "Get", run: func(ctx context.Context) error { _, err := tb.Get(ctx, "p", "r", nil); return err }},
 			{name: "Modify", run: func(ctx context.Context) error {
-				_, _, err := tb.Modify(ctx, "p", "r", func(r *rec) error { r.N++; return nil }, &table.ModifyOptions{Retry: &testrig.Fast})
+				_, err := tb.Modify(ctx, "p", "r", func(r *rec) error { r.N++; return nil }, &table.ModifyOptions{Retry: &testrig.Fast})
 				return err
 			}},
 			{name: "Query", run: func(ctx context.Context) error { return each(tb.Query(ctx, q)) }},
 			{name: "QueryPage", run: func(ctx context.Context) error { _, err := tb.QueryPage(ctx, q); return err }},
 			{name: "Pages", run: func(ctx context.Context) error { return each(tb.Pages(ctx, q)) }},
-			{name: "QueryKeyed", run: func(ctx context.Context) error { return each(tb.QueryKeyed(ctx, q)) }},
+			{name: "QueryEntities", run: func(ctx context.Context) error { return each(tb.QueryEntities(ctx, q)) }},
 			{name: "FanOut", run: func(ctx context.Context) error { return each(tb.FanOut(ctx, []*table.Query{q, q}, nil)) }},
-			{name: "FanOutKeyed", run: func(ctx context.Context) error {
-				return each(table.FanOutKeyed(ctx, []table.Source[rec]{{Table: tb, Query: q}}, nil))
+			{name: "FanOutEntities", run: func(ctx context.Context) error {
+				return each(table.FanOutEntities(ctx, []table.Source[rec]{{Table: tb, Query: q}}, nil))
+			}},
+			// DeleteIfExists, InsertIfAbsent and Upsert with table.Replace
+			// replace eventual's DeleteIfExists, InsertIfAbsent and Put.
+			{name: "DeleteIfExists", run: func(ctx context.Context) error { return tb.DeleteIfExists(ctx, "p", "r", azcore.ETagAny) }},
+			{name: "InsertIfAbsent", run: func(ctx context.Context) error {
+				_, err := tb.InsertIfAbsent(ctx, rec{PK: "p", RK: "r"})
+				return err
+			}},
+			{name: "Upsert Replace (was eventual.Put)", run: func(ctx context.Context) error {
+				_, err := tb.Upsert(ctx, rec{PK: "p", RK: "r"}, table.Replace)
+				return err
 			}},
 			{name: "Table.Submit", run: func(ctx context.Context) error {
 				_, err := tb.Submit(ctx, []table.Op{tb.UpsertOp(v, table.Merge)}, nil)
@@ -493,7 +506,7 @@ var leakRows = []leakRow{
 			{Name: "org", Where: secondaryindex.OtherPartition, Partition: func(string) string { return "everyone" }, Key: func(e *emp) []string { return []string{e.Last} }},
 		}
 		newStore := func(c *aztables.Client, q *azqueue.QueueClient) *secondaryindex.Store[emp] {
-			eq := must(eventual.New(q, &eventual.Options{Poison: s.r.CleanQueue(), Tables: []*aztables.Client{c}, CommitWindow: 2 * time.Second}))
+			eq := must(eventual.New(q, s.r.CleanQueue(), &eventual.Options{Tables: []*aztables.Client{c}, CommitWindow: 2 * time.Second}))
 			return must(secondaryindex.New(testrig.NewTable[table.Dynamic](t, c), &secondaryindex.Options[emp]{Primary: "emp", Indexes: indexes, Queue: eq, Retry: &testrig.Fast}))
 		}
 		e := emp{Dept: "HR", ID: "1", Email: "a@b", Last: "L"}
@@ -507,13 +520,15 @@ var leakRows = []leakRow{
 				_, err := st.Insert(ctx, emp{Dept: "HR", ID: "2", Email: "c@d"})
 				return err
 			}},
-			{name: "Update", run: func(ctx context.Context) error { _, err := st.Update(ctx, prev, e); return err }},
+			{name: "Update", run: func(ctx context.Context) error { _, err := st.Update(ctx, e, prev.ETag); return err }},
+			{name: "Update ETagAny", run: func(ctx context.Context) error { _, err := st.Update(ctx, e, azcore.ETagAny); return err }},
 			{name: "Modify", run: func(ctx context.Context) error {
 				_, err := st.Modify(ctx, "HR", "1", func(*emp) error { return nil })
 				return err
 			}},
-			{name: "Delete", run: func(ctx context.Context) error { return st.Delete(ctx, "HR", "1") }},
-			{name: "DeleteEntity", run: func(ctx context.Context) error { return st.DeleteEntity(ctx, prev) }},
+			{name: "Delete", run: func(ctx context.Context) error { return st.Delete(ctx, "HR", "1", azcore.ETagAny) }},
+			// Delete with the ETag read replaces DeleteEntity.
+			{name: "Delete with the ETag read", run: func(ctx context.Context) error { return st.Delete(ctx, "HR", "1", prev.ETag) }},
 			{name: "Get", run: func(ctx context.Context) error { _, err := st.Get(ctx, "HR", "1"); return err }},
 			{name: "Lookup", run: func(ctx context.Context) error {
 				_, err := st.Lookup(ctx, "HR", "email", []string{"a@b"}, &secondaryindex.LookupOptions{Fetch: true})
@@ -532,16 +547,16 @@ var leakRows = []leakRow{
 		sc, scc, sq := s.tableSAS(t, c), s.containerSAS(t, cc), s.queueSAS(t, qc)
 		value := func(p *person) string { return p.Last }
 		same := func(c *aztables.Client) *indexentity.Index[person] {
-			return must(indexentity.New(testrig.NewTable[person](t, c), &indexentity.Options[person]{Name: "Same", Value: value, Retry: &testrig.Fast}))
+			return must(indexentity.New(testrig.NewTable[person](t, c), "Same", value, &indexentity.Options{Retry: &testrig.Fast}))
 		}
 		blob := func(c *aztables.Client, cc *container.Client, q *azqueue.QueueClient) *indexentity.Index[person] {
-			eq := must(eventual.New(q, &eventual.Options{Poison: s.r.CleanQueue(), Tables: []*aztables.Client{c}, CommitWindow: 2 * time.Second}))
-			return must(indexentity.New(testrig.NewTable[person](t, c), &indexentity.Options[person]{Name: "Blob", Value: value, Blobs: cc, Queue: eq, Retry: &testrig.Fast}))
+			eq := must(eventual.New(q, s.r.CleanQueue(), &eventual.Options{Tables: []*aztables.Client{c}, CommitWindow: 2 * time.Second}))
+			return must(indexentity.New(testrig.NewTable[person](t, c), "Blob", value, &indexentity.Options{Blobs: cc, Queue: eq, Retry: &testrig.Fast}))
 		}
 		must(same(c).Insert(ctx, person{Dept: "HR", ID: "1", Last: "Jones"}))
 		cleanBlob := blob(c, cc, qc)
 		xs, xb := same(sc), blob(sc, scc, sq)
-		w := must(eventual.NewWorker(must(eventual.New(sq, &eventual.Options{Poison: s.queueSAS(t, s.r.CleanQueue()), Tables: []*aztables.Client{sc}})), s.workerOptions(), xb.Handler()))
+		w := must(eventual.NewWorker(must(eventual.New(sq, s.queueSAS(t, s.r.CleanQueue()), &eventual.Options{Tables: []*aztables.Client{sc}})), s.workerOptions(), xb.Handler()))
 		var ops []leakOp
 		for _, ix := range []struct {
 			name string
@@ -557,9 +572,9 @@ var leakRows = []leakRow{
 					_, err := x.Update(ctx, person{Dept: "HR", ID: "1", Last: "Lee"}, azcore.ETagAny)
 					return err
 				}},
-				leakOp{name: name + ", Delete", run: func(ctx context.Context) error { _, err := x.Delete(ctx, "HR", "1", azcore.ETagAny); return err }},
-				leakOp{name: name + ", Lookup", run: func(ctx context.Context) error { _, err := x.Lookup(ctx, "HR", "Jones"); return err }},
-				leakOp{name: name + ", LookupEntities", run: func(ctx context.Context) error { _, err := x.LookupEntities(ctx, "HR", "Jones"); return err }},
+				leakOp{name: name + ", Delete", run: func(ctx context.Context) error { return x.Delete(ctx, "HR", "1", azcore.ETagAny) }},
+				leakOp{name: name + ", FindIDs", run: func(ctx context.Context) error { _, err := x.FindIDs(ctx, "HR", "Jones"); return err }},
+				leakOp{name: name + ", Find", run: func(ctx context.Context) error { return each(x.Find(ctx, "HR", "Jones")) }},
 			)
 		}
 		return append(ops, leakOp{name: "worker's handler", quiet: true, run: func(ctx context.Context) error {
@@ -574,8 +589,8 @@ var leakRows = []leakRow{
 	{name: "eventual", blobs: true, build: func(t *testing.T, s *leakRig) []leakOp {
 		c, cc, qc, pc := s.r.Table(), s.r.Container(), s.r.CleanQueue(), s.r.CleanQueue()
 		sc := s.tableSAS(t, c)
-		q := must(eventual.New(s.queueSAS(t, qc), &eventual.Options{Poison: s.queueSAS(t, pc), Blobs: s.containerSAS(t, cc), Tables: []*aztables.Client{sc}, CommitWindow: time.Second}))
-		clean := must(eventual.New(qc, &eventual.Options{Poison: pc, Blobs: cc, Tables: []*aztables.Client{c}, CommitWindow: time.Second}))
+		q := must(eventual.New(s.queueSAS(t, qc), s.queueSAS(t, pc), &eventual.Options{Blobs: s.containerSAS(t, cc), Tables: []*aztables.Client{sc}, CommitWindow: time.Second}))
+		clean := must(eventual.New(qc, pc, &eventual.Options{Blobs: cc, Tables: []*aztables.Client{c}, CommitWindow: time.Second}))
 		k := eventual.NewKind[string]("k")
 		big := strings.Repeat("x", 100<<10)
 		w := must(eventual.NewWorker(q, s.workerOptions(), k.Handle(func(context.Context, eventual.Intent[string]) error { return nil })))
@@ -599,12 +614,6 @@ var leakRows = []leakRow{
 				}
 				return s.run(w)(ctx)
 			}},
-			{name: "DeleteIfExists", run: func(ctx context.Context) error { return eventual.DeleteIfExists(ctx, tb, "p", "r", azcore.ETagAny) }},
-			{name: "InsertIfAbsent", run: func(ctx context.Context) error {
-				_, err := eventual.InsertIfAbsent(ctx, tb, rec{PK: "p", RK: "r"})
-				return err
-			}},
-			{name: "Put", run: func(ctx context.Context) error { _, err := eventual.Put(ctx, tb, rec{PK: "p", RK: "r"}); return err }},
 		}
 	}},
 	{name: "logtail", build: func(t *testing.T, s *leakRig) []leakOp {
@@ -619,7 +628,7 @@ var leakRows = []leakRow{
 		}
 	}},
 	{name: "dataseries", build: func(t *testing.T, s *leakRig) []leakOp {
-		d := must(dataseries.New[int64](testrig.NewTable[table.Dynamic](t, s.tableSAS(t, s.r.Table())), &dataseries.Options{Slots: dataseries.Hours(), Retry: &testrig.Fast}))
+		d := must(dataseries.New[int64](testrig.NewTable[table.Dynamic](t, s.tableSAS(t, s.r.Table())), dataseries.Hours(), &dataseries.Options{Retry: &testrig.Fast}))
 		h := dataseries.Hours()[0]
 		return []leakOp{
 			{name: "Get", run: func(ctx context.Context) error { _, err := d.Get(ctx, "p", "r"); return err }},
@@ -632,15 +641,16 @@ var leakRows = []leakRow{
 		}
 	}},
 	{name: "wideentity", build: func(t *testing.T, s *leakRig) []leakOp {
-		w := must(wideentity.New[rec](testrig.NewTable[table.Dynamic](t, s.tableSAS(t, s.r.Table())), &wideentity.Options{Parts: 2, Retry: &testrig.Fast}))
-		v := rec{N: 1}
+		w := must(wideentity.New[rec](testrig.NewTable[table.Dynamic](t, s.tableSAS(t, s.r.Table())), &wideentity.Options[rec]{Parts: 2, Retry: &testrig.Fast}))
+		v := rec{PK: "p", RK: "r", N: 1}
 		return []leakOp{
-			{name: "Insert", run: func(ctx context.Context) error { _, err := w.Insert(ctx, "p", "r", v); return err }},
-			{name: "Update", run: func(ctx context.Context) error { _, err := w.Update(ctx, "p", "r", v, azcore.ETagAny); return err }},
-			{name: "UpdateFields", run: func(ctx context.Context) error {
-				_, err := w.UpdateFields(ctx, "p", "r", v, azcore.ETagAny, "N")
+			{name: "Insert", run: func(ctx context.Context) error { _, err := w.Insert(ctx, v); return err }},
+			{name: "Update Replace", run: func(ctx context.Context) error { _, err := w.Update(ctx, v, azcore.ETagAny, table.Replace); return err }},
+			{name: "Update Fields (was UpdateFields)", run: func(ctx context.Context) error {
+				_, err := w.Update(ctx, v, azcore.ETagAny, table.Fields("N"))
 				return err
 			}},
+			{name: "Update Merge", run: func(ctx context.Context) error { _, err := w.Update(ctx, v, azcore.ETagAny, table.Merge); return err }},
 			{name: "Delete", run: func(ctx context.Context) error { return w.Delete(ctx, "p", "r", azcore.ETagAny) }},
 			{name: "Get", run: func(ctx context.Context) error { _, err := w.Get(ctx, "p", "r"); return err }},
 			{name: "Modify", run: func(ctx context.Context) error {
@@ -653,20 +663,20 @@ var leakRows = []leakRow{
 		ctx := context.Background()
 		c, cc := s.r.Table(), s.r.Container()
 		newStore := func(c *aztables.Client, cc *container.Client) *largeentity.Store[note] {
-			return must(largeentity.New[note](testrig.NewTable[table.Dynamic](t, c), &largeentity.Options{Blobs: cc, Retry: &testrig.Fast}))
+			return must(largeentity.New[note](testrig.NewTable[table.Dynamic](t, c), cc, &largeentity.Options[note]{Retry: &testrig.Fast}))
 		}
 		clean := newStore(c, cc)
 		for _, rk := range []string{"1", "2"} {
-			must(clean.Insert(ctx, "p", rk, note{Text: "t", Body: []byte("body")}))
+			must(clean.Insert(ctx, note{PK: "p", RK: rk, Text: "t", Body: []byte("body")}))
 		}
 		st := newStore(s.tableSAS(t, c), s.containerSAS(t, cc))
 		return []leakOp{
 			{name: "Insert", run: func(ctx context.Context) error {
-				_, err := st.Insert(ctx, "p", hostile.ID(), note{Body: []byte("b")})
+				_, err := st.Insert(ctx, note{PK: "p", RK: hostile.ID(), Body: []byte("b")})
 				return err
 			}},
 			{name: "Update", run: func(ctx context.Context) error {
-				_, err := st.Update(ctx, "p", "1", note{Body: []byte("c")}, azcore.ETagAny)
+				_, err := st.Update(ctx, note{PK: "p", RK: "1", Body: []byte("c")}, azcore.ETagAny)
 				return err
 			}},
 			{name: "Get", run: func(ctx context.Context) error { _, err := st.Get(ctx, "p", "1", nil); return err }},
@@ -678,7 +688,7 @@ var leakRows = []leakRow{
 			{name: "Sweep", run: func(ctx context.Context) error { _, err := st.Sweep(ctx); return err }},
 			// Delete does not fail on its blob deletes (Sweep's orphans then).
 			{name: "Delete", quiet: true, run: func(ctx context.Context) error {
-				if _, err := clean.Insert(ctx, "p", "3", note{Body: []byte("d")}); err != nil && !errors.Is(err, table.ErrAlreadyExists) {
+				if _, err := clean.Insert(ctx, note{PK: "p", RK: "3", Body: []byte("d")}); err != nil && !errors.Is(err, table.ErrAlreadyExists) {
 					return fmt.Errorf("set-up: %w", err)
 				}
 				return st.Delete(ctx, "p", "3", azcore.ETagAny)
@@ -743,15 +753,16 @@ var leakRows = []leakRow{
 	{name: "buckets", build: func(t *testing.T, s *leakRig) []leakOp {
 		b := must(buckets.New(testrig.NewTable[rec](t, s.tableSAS(t, s.r.Table())), &buckets.Options{Buckets: 4}))
 		return []leakOp{
-			{name: "Insert", run: func(ctx context.Context) error { _, err := b.Insert(ctx, "p", "r", rec{N: 1}); return err }},
+			{name: "Insert", run: func(ctx context.Context) error { _, err := b.Insert(ctx, rec{PK: "p", RK: "r", N: 1}); return err }},
+			{name: "Upsert", run: func(ctx context.Context) error { _, err := b.Upsert(ctx, rec{PK: "p", RK: "r", N: 2}); return err }},
 			{name: "Get", run: func(ctx context.Context) error { _, err := b.Get(ctx, "p", "r"); return err }},
 			{name: "Range", run: func(ctx context.Context) error { return each(b.Range(ctx, "p", "", "")) }},
 		}
 	}},
 	{name: "encryption", build: func(t *testing.T, s *leakRig) []leakOp {
 		ks := must(encryption.NewStaticKeys("k1", map[string][]byte{"k1": bytes.Repeat([]byte{1}, 32)}))
-		e := must(encryption.New[emp](testrig.NewTable[table.Dynamic](t, s.tableSAS(t, s.r.Table())), &encryption.Options{Fields: []string{"SSN"}, Keys: ks,
-			Indexes: []encryption.Index{{Field: "SSN"}}, IndexKey: bytes.Repeat([]byte{2}, 32)}))
+		e := must(encryption.New[emp](testrig.NewTable[table.Dynamic](t, s.tableSAS(t, s.r.Table())), ks, []string{"SSN"},
+			&encryption.Options{Indexes: []encryption.Index{{Field: "SSN"}}, IndexKey: bytes.Repeat([]byte{2}, 32)}))
 		v := emp{Dept: "p", ID: "r", SSN: "078-05-1120"}
 		q := &table.Query{Filter: table.PartitionKey("p")}
 		return []leakOp{
@@ -761,14 +772,13 @@ var leakRows = []leakRow{
 			{name: "Delete", run: func(ctx context.Context) error { return e.Delete(ctx, "p", "r", azcore.ETagAny) }},
 			{name: "Get", run: func(ctx context.Context) error { _, err := e.Get(ctx, "p", "r", nil); return err }},
 			{name: "Modify", run: func(ctx context.Context) error {
-				_, _, err := e.Modify(ctx, "p", "r", func(*emp) error { return nil }, &table.ModifyOptions{Retry: &testrig.Fast})
+				_, err := e.Modify(ctx, "p", "r", func(*emp) error { return nil }, &table.ModifyOptions{Retry: &testrig.Fast})
 				return err
 			}},
 			{name: "Query", run: func(ctx context.Context) error { return each(e.Query(ctx, q)) }},
+			{name: "QueryEntities", run: func(ctx context.Context) error { return each(e.QueryEntities(ctx, q)) }},
 			{name: "QueryPage", run: func(ctx context.Context) error { _, err := e.QueryPage(ctx, q); return err }},
-			{name: "Lookup", run: func(ctx context.Context) error {
-				return each(e.Lookup(ctx, "SSN", "078-05-1120", table.PartitionKey("p")))
-			}},
+			{name: "Find (was Lookup)", run: func(ctx context.Context) error { return each(e.Find(ctx, "p", "SSN", "078-05-1120")) }},
 			{name: "Reencrypt", run: func(ctx context.Context) error { _, err := e.Reencrypt(ctx, nil); return err }},
 		}
 	}},

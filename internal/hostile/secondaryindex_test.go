@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/hostile"
 	"github.com/tablekit/tablekit/internal/modelcheck"
 	"github.com/tablekit/tablekit/internal/testrig"
@@ -70,7 +71,7 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, err := encryption.New[emp](tbl, &encryption.Options{Fields: []string{"SSN"}, Keys: ks})
+	enc, err := encryption.New[emp](tbl, ks, []string{"SSN"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,11 +159,14 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 			if err != nil {
 				tr.fatalf("step %d: Range(HR, %s): %v", step, ix, err)
 			}
+			if e.PartitionKey != "HR" || e.Value.Dept != "HR" || e.RowKey != e.Value.ID {
+				tr.fatalf("step %d: Range(HR, %s) returned an entity under other keys: %+v", step, ix, e)
+			}
 			if e.FromCopy {
 				if e.Value.SSN != "" || e.Value.Email != "" || e.Value.Last != "" {
 					tr.fatalf("step %d: Range(HR, %s) read from a copy more than its Name: %+v", step, ix, e)
 				}
-				full := model[e.ID]
+				full := model[e.RowKey]
 				e.Value.Email, e.Value.Last, e.Value.SSN = full.Email, full.Last, full.SSN
 			}
 			got = append(got, e.Value)
@@ -281,7 +285,10 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 					}
 					return
 				}
-				if _, err := s.Update(ctx, prev, v); errors.Is(err, eventual.ErrCommitWindow) {
+				if err != nil || prev.ETag == "" {
+					tr.fatalf("step %d: Get(HR/%s) = %+v, %v; want the entity with its ETag", step, id, prev, err)
+				}
+				if _, err := s.Update(ctx, v, prev.ETag); errors.Is(err, eventual.ErrCommitWindow) {
 					return
 				} else if err != nil {
 					tr.fatalf("step %d: Update(HR/%s): %v", step, id, err)
@@ -290,7 +297,7 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 			})
 		case k < 7: // A deletes
 			tr.do(step, "Delete HR/"+id, func() {
-				err := s.Delete(ctx, "HR", id)
+				err := s.Delete(ctx, "HR", id, azcore.ETagAny)
 				switch {
 				case !exists && errors.Is(err, table.ErrNotFound):
 				case errors.Is(err, eventual.ErrCommitWindow):
@@ -307,7 +314,7 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 			v := emp{Dept: "Sales", ID: id, Name: evil(rnd), Email: evil(rnd), Last: []string{evil(rnd), fmt.Sprintf("L%d", rnd.IntN(3))}[rnd.IntN(2)], SSN: evil(rnd)}
 			tr.do(step, "Insert or Delete Sales/"+id, func() {
 				if _, err := s.Insert(ctx, v); err != nil {
-					_ = s.Delete(ctx, "Sales", id) // anything but a panic is fine in Sales
+					_ = s.Delete(ctx, "Sales", id, azcore.ETagAny) // anything but a panic is fine in Sales
 				}
 			})
 		case k < 13: // the attacker plants copies in Sales
