@@ -136,6 +136,7 @@ func TestFindAzuriteBadEnv(t *testing.T) {
 // the one command that fixes it.
 func TestMissingEmulatorNamesInstallCommand(t *testing.T) {
 	t.Setenv(tabletest.AzuriteEnv, "")
+	t.Setenv(tabletest.CacheEnv, t.TempDir()) // no Azurite installed there either
 	t.Setenv("PATH", t.TempDir())
 	dir := t.TempDir()
 	_, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{Dir: dir})
@@ -151,5 +152,22 @@ func TestMissingEmulatorNamesInstallCommand(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
+	}
+}
+
+// Without npm, the install that StartEmulator tries says so, beside where
+// it looked; with TABLEKIT_NO_INSTALL=1 it does not try.
+func TestInstallNeedsNpm(t *testing.T) {
+	t.Setenv(tabletest.AzuriteEnv, "")
+	t.Setenv(tabletest.CacheEnv, t.TempDir())
+	t.Setenv("PATH", t.TempDir())
+	_, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{Dir: t.TempDir()})
+	if !errors.Is(err, tabletest.ErrEmulatorNotInstalled) || !strings.Contains(err.Error(), "npm is not on PATH") || !strings.Contains(err.Error(), "node_modules") {
+		t.Fatalf("StartEmulator without Azurite and npm = %v", err)
+	}
+	t.Setenv(tabletest.NoInstallEnv, "1")
+	_, err = tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{Dir: t.TempDir()})
+	if !errors.Is(err, tabletest.ErrEmulatorNotInstalled) || strings.Contains(err.Error(), "npm is not on PATH") || !strings.Contains(err.Error(), tabletest.NoInstallEnv) {
+		t.Fatalf("StartEmulator with %s=1 = %v", tabletest.NoInstallEnv, err)
 	}
 }

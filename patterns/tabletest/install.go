@@ -102,7 +102,12 @@ func findOrInstall(ctx context.Context, dir string, progress io.Writer) (string,
 	if os.Getenv(NoInstallEnv) == "1" {
 		return "", fmt.Errorf("%w (and %s=1: not installing it)", err, NoInstallEnv)
 	}
-	return InstallAzurite(ctx, progress)
+	script, ierr := InstallAzurite(ctx, progress)
+	if ierr != nil {
+		// Both: where it was looked for, and why installing it failed.
+		return "", fmt.Errorf("%w; installing it: %v", err, strings.TrimPrefix(ierr.Error(), ErrEmulatorNotInstalled.Error()+": "))
+	}
+	return script, nil
 }
 
 // tail is the end of s, at most n bytes.
