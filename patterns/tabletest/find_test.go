@@ -159,6 +159,7 @@ func TestMissingEmulatorNamesInstallCommand(t *testing.T) {
 // it looked; with TABLEKIT_NO_INSTALL=1 it does not try.
 func TestInstallNeedsNpm(t *testing.T) {
 	t.Setenv(tabletest.AzuriteEnv, "")
+	t.Setenv(tabletest.NoInstallEnv, "")
 	t.Setenv(tabletest.CacheEnv, t.TempDir())
 	t.Setenv("PATH", t.TempDir())
 	_, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{Dir: t.TempDir()})

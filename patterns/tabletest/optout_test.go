@@ -25,8 +25,9 @@ func TestNoEmulatorOptOut(t *testing.T) {
 	run := func(args []string, env ...string) (string, error) {
 		cmd := exec.Command(os.Args[0], append([]string{"-test.v", "-test.count=1", "-test.skip=^TestNoEmulatorOptOut$"}, args...)...)
 		cmd.Dir = t.TempDir() // no node_modules here or above
+		// No Azurite anywhere, and none to be installed either.
 		cmd.Env = append(withoutAzuriteOnPath(without(os.Environ(), tabletest.ConnectionStringEnv, tabletest.NoEmulatorEnv, "CI")),
-			append([]string{optOutChildEnv + "=1"}, env...)...)
+			append([]string{optOutChildEnv + "=1", tabletest.NoInstallEnv + "=1", tabletest.CacheEnv + "=" + t.TempDir()}, env...)...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
