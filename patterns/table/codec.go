@@ -310,7 +310,6 @@ func validPropertyName(name string) error {
 	return nil
 }
 
-
 // fieldMask selects the properties a partial merge writes (Fields).
 type fieldMask struct {
 	fields []bool          // by index in codec.fields
