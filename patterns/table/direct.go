@@ -128,9 +128,6 @@ func (d *direct) requestURL(path, query string) (*url.URL, error) {
 	return &u, nil
 }
 
-// formatQuery asks for minimal metadata (the ETag in each entity).
-var formatQuery = url.Values{"$format": {minimalMetadata}}.Encode()
-
 // Header values every request carries; never modified.
 var (
 	versionHeader  = []string{serviceVersion}
@@ -211,7 +208,9 @@ func (d *direct) write(ctx context.Context, kind aztables.TransactionType, pk, r
 
 // get reads one entity's JSON and ETag.
 func (d *direct) get(ctx context.Context, pk, rk string) ([]byte, azcore.ETag, error) {
-	resp, err := d.do(ctx, http.MethodGet, d.entityPath(pk, rk), formatQuery, nil, nil, "", http.StatusOK)
+	// No $format: the Accept header asks for minimal metadata, as the SDK's
+	// GetEntity does, and the service has no query string to parse.
+	resp, err := d.do(ctx, http.MethodGet, d.entityPath(pk, rk), "", nil, nil, "", http.StatusOK)
 	if err != nil {
 		return nil, "", err
 	}
