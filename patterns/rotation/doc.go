@@ -120,8 +120,10 @@
 //	                                               a resend's 404, or one
 //	                                               query of the table
 //	                                               (table.DeleteTable), finds
-//	                                               it gone (Swept.Gone) or
-//	                                               still there (an error)
+//	                                               it gone (Swept.Gone); still
+//	                                               there, Sweep stops with
+//	                                               ErrOutcomeUnknown and the
+//	                                               next Sweep lists it again
 //
 // The tests stop the process (cancel the context) at each of these points.
 //

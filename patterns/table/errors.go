@@ -14,9 +14,11 @@ import (
 // ErrInvalid is the root of tablekit's validation errors: input refused
 // before anything is sent. ErrInvalidKey, ErrInvalidEntity, ErrInvalidBatch,
 // ErrNoETag, ErrInvalidFilter, ErrInvalidSAS, ErrInvalidConnectionString, a
-// limit (ErrTooLarge) found before the network, and every pattern package's
-// own ErrInvalid satisfy errors.Is(err, ErrInvalid); an answer of the service
-// (a 400 or 413) does not.
+// limit (ErrTooLarge) this package finds before the network, and every
+// pattern package's own ErrInvalid satisfy errors.Is(err, ErrInvalid); an
+// answer of the service (a 400 or 413) does not, nor does a size found
+// wrong in data read back from storage (ErrTooLarge beside a package's
+// ErrCorrupt).
 var ErrInvalid = errors.New("invalid")
 
 // invalidKind is a sentinel that is also ErrInvalid.
@@ -44,7 +46,7 @@ var (
 	ErrPreconditionFailed = errors.New("precondition failed: the entity changed since it was read")
 	// ErrTooLarge: an entity, property value or batch exceeds a service
 	// limit (1 MiB entity, 64 KiB value, 4 MiB or 100 operations per batch).
-	ErrTooLarge error = &invalidKind{"too large"}
+	ErrTooLarge = errors.New("too large")
 	// ErrInvalidKey: a PartitionKey or RowKey the service would reject. It is
 	// keys.ErrInvalidKey, so errors from package keys match it too; the
 	// errors of this package and the pattern packages that wrap it also
@@ -133,8 +135,10 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Is(target error) bool {
 	if target == ErrInvalid {
 		// Found before the network; keys.ErrInvalidKey cannot match
-		// ErrInvalid itself (package keys stands alone).
-		return e.StatusCode == 0 && errors.Is(e.Err, ErrInvalidKey)
+		// ErrInvalid itself (package keys stands alone), and ErrTooLarge
+		// does so only here: a size read back from storage is corruption,
+		// not invalid input.
+		return e.StatusCode == 0 && (errors.Is(e.Err, ErrInvalidKey) || errors.Is(e.Err, ErrTooLarge))
 	}
 	if e.Unknown {
 		// The last answer may be the echo of this write's own earlier

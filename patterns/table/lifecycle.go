@@ -69,9 +69,9 @@ func CreateTable(ctx context.Context, svc *aztables.ServiceClient, name string) 
 // reported as a resend that answered 404 is: ErrTableNotFound (the
 // caller's goal, the table gone, is reached) and still ErrOutcomeUnknown
 // (this delete or another removed it), as Table.Delete reports an entity.
-// A table that is still there means the delete was not applied: the error
-// loses ErrOutcomeUnknown. When the query fails too, the error stays
-// ErrOutcomeUnknown alone.
+// A table that is still there settles nothing (an attempt the client gave
+// up on may still reach the service later): the error stays
+// ErrOutcomeUnknown, as it does when the query fails.
 func DeleteTable(ctx context.Context, svc *aztables.ServiceClient, name string) error {
 	if err := ValidTableName(name); err != nil {
 		return &Error{Op: "delete table", Table: name, Err: err}
@@ -87,13 +87,9 @@ func DeleteTable(ctx context.Context, svc *aztables.ServiceClient, name string) 
 		return err
 	}
 	if te.Unknown {
-		switch gone, qerr := tableGone(ctx, svc.NewClient(name)); {
-		case qerr != nil:
-		case gone:
+		if gone, qerr := tableGone(ctx, svc.NewClient(name)); qerr == nil && gone {
 			te.StatusCode, te.Code = http.StatusNotFound, "TableNotFound"
 			te.Err = fmt.Errorf("a query found the table gone after the response was lost: %w", te.Err)
-		default:
-			te.Unknown = false // the table is there: the delete was not applied
 		}
 	}
 	return err
