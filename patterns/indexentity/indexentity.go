@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -255,29 +254,19 @@ func (x *Index[T]) blobName(value string) (string, error) {
 // table.ReservedPrefix (the rows patterns keep, index entities among
 // them). Its errors match ErrInvalid and table.ErrInvalidKey.
 func checkKeys(pk, rk string) error {
-	switch {
-	case pk == "":
-		return fmt.Errorf("%w: %w: empty PartitionKey", ErrInvalid, table.ErrInvalidKey)
-	case strings.HasPrefix(pk, table.ReservedPrefix), strings.HasPrefix(rk, table.ReservedPrefix):
-		return fmt.Errorf("%w: %w: (%.40q, %.40q): keys starting with %q are reserved for the rows patterns keep, index entities among them",
-			ErrInvalid, table.ErrInvalidKey, pk, rk, table.ReservedPrefix)
-	}
-	if err := keys.Validate(pk); err != nil {
-		return fmt.Errorf("%w: PartitionKey: %w", ErrInvalid, err)
-	}
-	if err := keys.Validate(rk); err != nil {
-		return fmt.Errorf("%w: RowKey: %w", ErrInvalid, err)
+	if err := table.CheckKeys(pk, rk); err != nil {
+		return fmt.Errorf("indexentity: %w", table.MarkInvalid(ErrInvalid, err))
 	}
 	return nil
 }
 
-// keyErr makes a key error of the core (keys checked before the network)
-// match ErrInvalid too.
+// keyErr makes a validation error of the core (keys checked before the
+// network) match ErrInvalid too, and names the package.
 func keyErr(err error) error {
-	if errors.Is(err, table.ErrInvalidKey) && !errors.Is(err, ErrInvalid) {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	if err == nil || !errors.Is(err, table.ErrInvalid) || errors.Is(err, ErrInvalid) {
+		return err
 	}
-	return err
+	return fmt.Errorf("indexentity: %w", table.MarkInvalid(ErrInvalid, err))
 }
 
 // idOf is how entity (pk, rk) appears in a list.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/reserved"
-	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -404,14 +403,8 @@ func isHex(s string, n int) bool {
 // checkKeys validates the keys before the network. Its errors match
 // ErrInvalid and table.ErrInvalidKey.
 func checkKeys(op, pk, rk string) error {
-	if pk == "" {
-		return fmt.Errorf("largeentity: %s: %w: %w: empty PartitionKey", op, ErrInvalid, table.ErrInvalidKey)
-	}
-	if err := keys.Validate(pk); err != nil {
-		return fmt.Errorf("largeentity: %s: %w: PartitionKey: %w", op, ErrInvalid, err)
-	}
-	if err := keys.Validate(rk); err != nil {
-		return fmt.Errorf("largeentity: %s: %w: RowKey: %w", op, ErrInvalid, err)
+	if err := table.CheckKeys(pk, rk); err != nil {
+		return fmt.Errorf("largeentity: %s: %w", op, table.MarkInvalid(ErrInvalid, err))
 	}
 	return nil
 }

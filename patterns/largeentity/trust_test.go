@@ -191,6 +191,8 @@ func TestKeyErrorsMatchErrInvalid(t *testing.T) {
 		"Get":                        second(s.Get(ctx, "", "1", nil)),
 		"Modify":                     second(s.Modify(ctx, "Sales\x01", "1", func(*Employee) error { return nil })),
 		"Delete":                     s.Delete(ctx, "Sales", "a?b", azcore.ETagAny),
+		"Get, a reserved RowKey":     second(s.Get(ctx, "Sales", table.ReservedPrefix+"x", nil)),
+		"Delete, a reserved key":     s.Delete(ctx, table.ReservedPrefix+"x", "1", azcore.ETagAny),
 	}
 	for _, err := range s.Range(ctx, "", "", "", nil) {
 		errs["Range, empty PartitionKey"] = err

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
@@ -188,11 +187,8 @@ func (s *Store[T]) Get(ctx context.Context, pk, rk string) (Entity[T], error) {
 // checkKeys checks the keys of an entity addressed by key: its
 // PartitionKey and its primary row's RowKey.
 func (s *Store[T]) checkKeys(pk, rk string) error {
-	if err := keys.Validate(pk); err != nil {
-		return fmt.Errorf("%w: PartitionKey: %w", ErrInvalid, err)
-	}
-	if err := keys.Validate(s.primaryKey(rk)); err != nil {
-		return fmt.Errorf("%w: id %q: %w", ErrInvalid, rk, err)
+	if err := table.CheckKeys(pk, s.primaryKey(rk)); err != nil {
+		return fmt.Errorf("secondaryindex: id %.40q: %w", rk, table.MarkInvalid(ErrInvalid, err))
 	}
 	return nil
 }

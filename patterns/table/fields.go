@@ -106,6 +106,19 @@ func KeysOf[T any](v *T) (pk, rk string, err error) {
 	return e.FieldByIndex(c.pk).String(), e.FieldByIndex(c.rk).String(), nil
 }
 
+// CheckKeys checks an entity's keys as every write of an application's
+// Table does: keys the service accepts (keys.Validate), a PartitionKey the
+// SDK can address (not empty), and neither under ReservedPrefix. The error
+// matches ErrInvalidKey and ErrInvalid. For packages that take keys of
+// their own before the network (an entity addressed by key); mark it with
+// the package's ErrInvalid (MarkInvalid).
+func CheckKeys(pk, rk string) error {
+	if err := validKeys(pk, rk); err != nil {
+		return relabel(err, "keys", "")
+	}
+	return relabel(notReserved(pk, rk), "keys", "")
+}
+
 // KeyFunc returns the function that gives a T's keys, for packages that
 // take a T and store it their own way: fn when it is not nil (a package's
 // Options.Keys, as WithKeys for a Table), else one that reads T's key

@@ -176,11 +176,8 @@ func (s *Store[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 // checkKeys validates the keys before the network: the PartitionKey as
 // the service does, the logical RowKey by its longest row key.
 func checkKeys(op, pk, rk string) error {
-	if pk == "" {
-		return fmt.Errorf("%w: %s: %w: empty PartitionKey", ErrInvalid, op, table.ErrInvalidKey)
-	}
-	if err := keys.Validate(pk); err != nil {
-		return fmt.Errorf("%w: %s: PartitionKey: %w", ErrInvalid, op, err)
+	if err := table.CheckKeys(pk, headerKey(rk)); err != nil { // the logical RowKey is escaped into its rows'
+		return fmt.Errorf("wideentity: %s: %w", op, table.MarkInvalid(ErrInvalid, err))
 	}
 	if err := keys.Validate(partKey(rk, MaxParts, MaxParts-1)); err != nil {
 		return fmt.Errorf("%w: %s: RowKey %.40q... is too long for its rows' keys: %w", ErrInvalid, op, rk, err)

@@ -498,6 +498,8 @@ func TestKeyErrors(t *testing.T) {
 	}{
 		{"Insert, a PartitionKey with '/'", second(s.Insert(ctx, at("a/b", "r", bag(3, 0))))},
 		{"Get, an empty PartitionKey", second(s.Get(ctx, "", "r"))},
+		{"Get, a reserved RowKey", second(s.Get(ctx, "p", table.ReservedPrefix+"x"))},
+		{"Delete, a reserved PartitionKey", s.Delete(ctx, table.ReservedPrefix+"x", "r", azcore.ETagAny)},
 		{"Get, a RowKey too long for its rows", second(s.Get(ctx, "p", long))},
 		{"Update, a PartitionKey with '#'", second(s.Update(ctx, at("a#b", "r", bag(3, 0)), azcore.ETagAny, table.Replace))},
 		{"Fields update, an empty PartitionKey", second(s.Update(ctx, at("", "r", bag(3, 0)), azcore.ETagAny, table.Fields("P0000")))},
