@@ -215,7 +215,9 @@
 // (the handler runs again, as after any duplicate delivery); re-enqueue a poisoned intent, as
 // an operator does, even with a payload of its own, whose success removes
 // the poisoned record; and have a worker write an aborted commit record for
-// an id of its choice in any partition of Options.Tables: a reserved row,
+// an id of its choice in any application partition of Options.Tables (not
+// a reserved one, such as an index entity's: such a reference is forged,
+// since no Commit can target it, and is poisoned unread): a reserved row,
 // invisible to queries and removed by Sweep, which makes a Commit of that
 // very id fail with nothing applied (ids are random; a Commit's id appears
 // on the queue only after its batch, and before it only in its claim

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // MaxMessageSize is the longest message text a queue accepts (64 KiB of
@@ -192,8 +193,10 @@ func parseEnvelope(text string, count int64) (envelope, error) {
 		return e, fmt.Errorf("intent %s names blob %q, which is not a claim check of its id (%s<id>/<32 hex digits>, or %s<32 hex digits> with a commit reference; no inline payload)", e.ID, cutJSON(e.Blob, 128), claimCheckPrefix, commitMark)
 	}
 	if c := e.Commit; c != nil {
-		if c.Table == "" || keys.Validate(c.PartitionKey) != nil {
-			return e, fmt.Errorf("intent %s has a commit reference without a table or with an invalid PartitionKey", e.ID)
+		// No Commit can target a reserved partition (every op's keys are
+		// refused there), so a reference to one is forged.
+		if c.Table == "" || c.PartitionKey == "" || keys.Validate(c.PartitionKey) != nil || strings.HasPrefix(c.PartitionKey, table.ReservedPrefix) {
+			return e, fmt.Errorf("intent %s has a commit reference without a table, or with an invalid or reserved PartitionKey", e.ID)
 		}
 	}
 	if e.Abandoned < 0 || e.Abandoned >= max(count, 1) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // The recorded error fits its budget as JSON, however it escapes, so a
@@ -50,8 +52,7 @@ func TestParseEnvelope(t *testing.T) {
 		"commit claim check": with(func(e *envelope) {
 			e.Payload, e.Blob, e.Commit = nil, claimCheckName(id, suffix, true), &commitRef{"t", "p"}
 		}),
-		"empty partition": with(func(e *envelope) { e.Commit = &commitRef{"t", ""} }),
-		"abandoned once":  with(func(e *envelope) { e.Abandoned = 1 }),
+		"abandoned once": with(func(e *envelope) { e.Abandoned = 1 }),
 	}
 	for name, text := range good {
 		if _, err := parseEnvelope(text, 2); err != nil {
@@ -76,6 +77,8 @@ func TestParseEnvelope(t *testing.T) {
 			e.Payload, e.Blob, e.Commit = nil, claimCheckName(id, suffix, false), &commitRef{"t", "p"}
 		}),
 		"invalid partition":      with(func(e *envelope) { e.Commit = &commitRef{"t", "a/b"} }),
+		"empty partition":        with(func(e *envelope) { e.Commit = &commitRef{"t", ""} }),
+		"reserved partition":     with(func(e *envelope) { e.Commit = &commitRef{"t", table.ReservedPrefix + "ix!Last!Jones"} }),
 		"no table":               with(func(e *envelope) { e.Commit = &commitRef{"", "p"} }),
 		"abandoned too often":    with(func(e *envelope) { e.Abandoned = 2 }),
 		"negative abandon count": with(func(e *envelope) { e.Abandoned = -1 }),
