@@ -136,6 +136,12 @@ func (s *Store[T]) owner(item *container.BlobItem) (pk, rk, prop string, ok bool
 	if !ok1 || !ok2 || pk == "" || len(parts) != 3 || parts[0] != keyHash(pk, rk) || parts[1] != prop || len(parts[2]) != 32 {
 		return "", "", "", false
 	}
+	// Anyone can compute a name's hash: metadata naming keys no entity of
+	// this Store can have (reserved or invalid ones) or a property no
+	// pointer can name is not this Store's, and must not stop the sweep.
+	if table.CheckKeys(pk, rk) != nil || table.ValidPropertyName(prop) != nil {
+		return "", "", "", false
+	}
 	return pk, rk, prop, true
 }
 

@@ -1,7 +1,11 @@
 package largeentity_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +16,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/tablekit/tablekit/internal/faults"
@@ -310,5 +315,47 @@ func TestSASSignatureNeverInErrors(t *testing.T) {
 		if ft.Count() == 0 {
 			t.Fatalf("%s: no blob request was sent", mode)
 		}
+	}
+}
+
+// A blob planted under the Store's prefix, whose name's hash anyone can
+// compute, with metadata naming keys no entity can have (reserved) or a
+// property no pointer can name, is skipped by Sweep: it neither stops the
+// sweep of the honest orphans nor gets deleted.
+func TestSweepSkipsPlantedMetadata(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := newStore[Employee](t, f, nil)
+	ctx := context.Background()
+	if _, err := s.Insert(ctx, at("Sales", "1", Employee{Name: "A", Photo: photo(100<<10, 1)})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Modify(ctx, "Sales", "1", func(e *Employee) error { e.Photo = photo(100<<10, 2); return nil }); err != nil {
+		t.Fatal(err) // the first photo's blob is now an orphan
+	}
+	enc := func(k string) *string { v := base64.RawURLEncoding.EncodeToString([]byte(k)); return &v }
+	plant := func(pk, rk, prop string) string {
+		h := sha256.Sum256([]byte(pk + "\x00" + rk))
+		name := f.tbl.Name() + "/" + hex.EncodeToString(h[:16]) + "/" + prop + "/" + strings.Repeat("ab", 16)
+		_, err := f.cleanBlobs.NewBlockBlobClient(name).UploadBuffer(ctx, []byte("planted"), &blockblob.UploadBufferOptions{
+			Metadata: map[string]*string{"pk": enc(pk), "rk": enc(rk), "property": &prop}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	planted := []string{plant(table.ReservedPrefix+"x", "1", "Photo"), plant("Sales", "2", "not a name")}
+	f.clock.Advance(2 * largeentity.DefaultGrace)
+	sr, err := s.Sweep(ctx)
+	if err != nil || sr.Deleted != 1 || sr.Skipped < 2 {
+		t.Fatalf("Sweep = %+v, %v; want the orphan deleted and the 2 planted blobs skipped", sr, err)
+	}
+	for _, name := range planted {
+		if _, err := f.cleanBlobs.NewBlobClient(name).GetProperties(ctx, nil); err != nil {
+			t.Fatalf("a planted blob was deleted: %v", err)
+		}
+	}
+	if got, err := s.Get(ctx, "Sales", "1", nil); err != nil || !bytes.Equal(got.Value.Photo, photo(100<<10, 2)) {
+		t.Fatalf("the entity after Sweep: %v", err)
 	}
 }
