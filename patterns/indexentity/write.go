@@ -333,8 +333,10 @@ func (x *Index[T]) moveOps(ctx context.Context, pk, rk, old, new string) ([]tabl
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, err
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // one line: the first list's error (both name the index)
+		}
 	}
 	var ops []table.Op
 	for i, in := range []bool{false, true} {

@@ -30,6 +30,13 @@ type Drift struct {
 	// Fixes that lost a race with a concurrent writer are not counted:
 	// that writer's own transaction or intent keeps the index.
 	Fixed int
+	// Unreadable are the primaries that could not be decoded or opened
+	// (Options.Sealer), as (Index "", PartitionKey, RowKey = the id): a row
+	// another writer planted, or one sealed with a key that cannot be had
+	// now. They are skipped, not fatal: their copies are neither written
+	// nor counted as orphans (so Rebuild never deletes them), and the rest
+	// of the partition is checked and repaired.
+	Unreadable []CopyRef
 }
 
 // Clean reports whether no drift was found.
@@ -110,7 +117,13 @@ func (s *Store[T]) Rebuild(ctx context.Context, pk string) (Drift, error) {
 			return d, err
 		}
 	}
-	return d, errors.Join(plan.dups...)
+	switch len(plan.dups) {
+	case 0:
+		return d, nil
+	case 1:
+		return d, plan.dups[0]
+	}
+	return d, fmt.Errorf("%w (and %d more duplicate values)", plan.dups[0], len(plan.dups)-1)
 }
 
 // fix is the copies one entity needs written.
@@ -144,7 +157,8 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 		r  row
 		f  *fix
 	}
-	wanted := map[key][]want{} // more than one: a unique value two entities have
+	wanted := map[key][]want{}         // more than one: a unique value two entities have
+	unreadable := map[[2]string]bool{} // (pk, id) of primaries that could not be read
 	lo, hi := keys.PrefixRange(s.primary)
 	var fixes []*fix
 	for p, err := range s.tbl.Query(ctx, &table.Query{Filter: scoped(pk, lo, hi)}) {
@@ -152,12 +166,21 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 			return d, plan, err
 		}
 		e, err := s.decode(ctx, p)
-		if err != nil {
-			return d, plan, err
+		var enc entry
+		if err == nil {
+			enc, err = s.encode(e.Value)
 		}
-		enc, err := s.encode(e.Value)
 		if err != nil {
-			return d, plan, err
+			if ctx.Err() != nil {
+				return d, plan, err
+			}
+			id := p.RowKey
+			if parts, serr := keys.Split(p.RowKey); serr == nil && len(parts) == 2 {
+				id = parts[1]
+			}
+			d.Unreadable = append(d.Unreadable, CopyRef{"", p.PartitionKey, id})
+			unreadable[[2]string{p.PartitionKey, id}] = true
+			continue
 		}
 		d.Entities++
 		f := &fix{pk: e.PartitionKey, id: e.RowKey, etag: e.ETag}
@@ -191,6 +214,9 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 			k := key{t.Name(), c.PartitionKey, c.RowKey}
 			ws := wanted[k]
 			ref := CopyRef{ix.Name, c.PartitionKey, c.RowKey}
+			if rpk, rid, rerr := s.refOf(ix, c); rerr == nil && unreadable[[2]string{rpk, rid}] {
+				continue // its primary's content is unknown: leave it
+			}
 			if len(ws) == 0 || ws[0].ix != ix {
 				d.Orphans = append(d.Orphans, ref)
 				plan.orphans = append(plan.orphans, orphan[T]{ix, c})

@@ -129,7 +129,10 @@
 // index copies (its keys; Listed: Fields; Whole: every property), never a
 // property the Sealer seals; the worker deletes only copies an intent's
 // primary could have had, and replaces a unique value's row only when it
-// is that primary's or a row the index could not have written.
+// is that primary's or a row the index could not have written. A primary
+// that cannot be decoded or opened (planted in plaintext beside sealed
+// ones) is reported in Drift.Unreadable and skipped by Check and Rebuild,
+// which repair the rest and never delete its copies.
 //
 // So a writer holding only partition Sales can forge Sales's own rows
 // (its entities, and copies naming them, as it could write the entities

@@ -210,3 +210,52 @@ func TestForgedUniqueRowIsReplaced(t *testing.T) {
 	}
 	r.clean(t, "")
 }
+
+// A primary another writer planted in plaintext beside sealed ones (or one
+// sealed with a key that cannot be had now) cannot be opened: Check and
+// Rebuild skip it, report it as Unreadable, leave its copies alone, and go
+// on to check and repair the rest of the table.
+func TestRebuildSkipsUnreadablePrimaries(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil, false)
+	ctx := context.Background()
+	ks, err := encryption.NewStaticKeys("k1", map[string][]byte{"k1": key32("k1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := encryption.New[person](r.tbl, ks, []string{"SSN"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := secondaryindex.New(r.tbl, &secondaryindex.Options[person]{Primary: "p", Sealer: enc, Indexes: []secondaryindex.Index[person]{
+		{Name: "name", Unique: true, Holds: secondaryindex.KeysOnly, Key: func(v *person) []string { return []string{v.Name} }},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []person{{Department: "HR", ID: "1", Name: "Ann", SSN: "1"}, {Department: "Sales", ID: "2", Name: "Bo", SSN: "2"}} {
+		if _, err := s.Insert(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := r.Clean(r.tbl.Client())
+	plant(t, raw, "Sales", keys.Join("p", "9"), map[string]any{"Name": "Mallory", "SSN": "plaintext"})
+	plant(t, raw, "Sales", keys.Join("name", "Mallory"), map[string]any{secondaryindex.RefProperty: keys.Join("Sales", "9")})
+	// HR drifts: its copy is deleted.
+	if err := r.tbl.Delete(ctx, "HR", keys.Join("name", "Ann"), "*"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Rebuild(ctx, "")
+	if err != nil {
+		t.Fatalf("Rebuild with a planted plaintext primary: %v", err)
+	}
+	if len(d.Unreadable) != 1 || d.Unreadable[0] != (secondaryindex.CopyRef{PartitionKey: "Sales", RowKey: "9"}) || d.Fixed != 1 || len(d.Orphans) != 0 {
+		t.Fatalf("Rebuild = %+v; want the planted primary Unreadable, HR's copy fixed, no orphans", d)
+	}
+	if _, err := raw.GetEntity(ctx, "Sales", keys.Join("name", "Mallory"), nil); err != nil {
+		t.Fatalf("the unreadable primary's copy was deleted: %v", err)
+	}
+	if d, err := s.Check(ctx, ""); err != nil || !d.Clean() || len(d.Unreadable) != 1 {
+		t.Fatalf("Check after Rebuild = %+v, %v", d, err)
+	}
+}
