@@ -179,7 +179,7 @@ func New[T any](tbl *table.Table[T], name string, value func(*T) string, opts *O
 	}
 	var err error
 	if x.ent, err = table.New[table.Dynamic](tbl.Client()); err != nil {
-		return nil, err
+		return nil, keyErr(err)
 	}
 	switch {
 	case opts.Table != nil && opts.Blobs != nil:
@@ -187,7 +187,7 @@ func New[T any](tbl *table.Table[T], name string, value func(*T) string, opts *O
 	case opts.Table != nil:
 		x.store = otherTable
 		if x.ix, err = table.New[table.Dynamic](opts.Table); err != nil {
-			return nil, err
+			return nil, keyErr(err) // a nil Options.Table client is invalid
 		}
 		x.ix = reserved.Table(x.ix) // index entities are reserved rows
 	case opts.Blobs != nil:

@@ -92,7 +92,7 @@ type TypesOptions struct {
 // talks to; Register adds types.
 func NewTypes(c *aztables.Client, opts *TypesOptions) (*Types, error) {
 	if c == nil {
-		return nil, errors.New("table.NewTypes: nil *aztables.Client")
+		return nil, fmt.Errorf("table.NewTypes: %w: nil *aztables.Client", ErrInvalid)
 	}
 	if opts == nil {
 		opts = &TypesOptions{}

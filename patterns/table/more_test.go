@@ -485,6 +485,9 @@ func TestErrInvalidFamily(t *testing.T) {
 	_, errBatch := tb.Submit(ctx, table.Atomic(tb.InsertOp(employee{Department: "a", ID: "1"}), tb.InsertOp(employee{Department: "b", ID: "1"})), nil)
 	_, errFilter := table.Collect(tb.Query(ctx, &table.Query{Filter: table.Eq("bad name", 1)}))
 	_, errEntity := table.New[struct{ C chan int }](tb.Client())
+	_, errNilClient := table.New[employee](nil)
+	_, errNilKeys := table.NewWithKeys[employee](tb.Client(), nil)
+	_, errNilTypes := table.NewTypes(nil, nil)
 	_, _, errConn := table.ParseConnectionString("AccountName=a")
 	cred, _ := aztables.NewSharedKeyCredential("a", "c2VjcmV0")
 	_, errSAS := table.SASURL("https://a.table.core.windows.net", cred, "tbl", table.SASOptions{})
@@ -498,6 +501,9 @@ func TestErrInvalidFamily(t *testing.T) {
 		"entity type":       {errEntity, table.ErrInvalidEntity},
 		"connection string": {errConn, table.ErrInvalidConnectionString},
 		"SAS":               {errSAS, table.ErrInvalidSAS},
+		"nil client":        {errNilClient, table.ErrInvalid},
+		"nil key function":  {errNilKeys, table.ErrInvalid},
+		"nil Types client":  {errNilTypes, table.ErrInvalid},
 	}
 	for name, c := range cases {
 		if !errors.Is(c[0], c[1]) || !errors.Is(c[0], table.ErrInvalid) {

@@ -96,7 +96,7 @@ func (t *Table[T]) checkKeys(op, pk, rk string) error {
 // with ErrInvalidEntity.
 func New[T any](c *aztables.Client) (*Table[T], error) {
 	if c == nil {
-		return nil, errors.New("table.New: nil *aztables.Client")
+		return nil, fmt.Errorf("table.New: %w: nil *aztables.Client", ErrInvalid)
 	}
 	cd, err := codecFor(reflect.TypeFor[T]())
 	if err != nil {
@@ -124,7 +124,7 @@ func New[T any](c *aztables.Client) (*Table[T], error) {
 // WithKeys, with the key function checked at construction.
 func NewWithKeys[T any](c *aztables.Client, keyFn func(*T) (pk, rk string)) (*Table[T], error) {
 	if keyFn == nil {
-		return nil, errors.New("table.NewWithKeys: nil key function")
+		return nil, fmt.Errorf("table.NewWithKeys: %w: nil key function", ErrInvalid)
 	}
 	t, err := New[T](c)
 	if err != nil {

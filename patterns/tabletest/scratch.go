@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -38,7 +39,7 @@ func ScratchTable(ctx context.Context, prefix string) (c *aztables.Client, clean
 	if _, err := svc.CreateTable(ctx, name, nil); err != nil {
 		var re *azcore.ResponseError
 		if !errors.As(err, &re) || re.StatusCode != http.StatusConflict {
-			return nil, nil, fmt.Errorf("tabletest: creating table %s: %w", name, err)
+			return nil, nil, fmt.Errorf("tabletest: creating table %s: %w", name, redact.Error(err))
 		}
 	}
 	return svc.NewClient(name), func() { _, _ = svc.DeleteTable(context.WithoutCancel(ctx), name, nil) }, nil
@@ -73,7 +74,7 @@ func ScratchQueue(ctx context.Context, prefix string) (q *azqueue.QueueClient, c
 	}
 	q = svc.NewQueueClient(fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1e12, scratchSeq.Add(1)))
 	if _, err := q.Create(ctx, nil); err != nil {
-		return nil, nil, fmt.Errorf("tabletest: creating a queue: %w", err)
+		return nil, nil, fmt.Errorf("tabletest: creating a queue: %w", redact.Error(err))
 	}
 	return q, func() { _, _ = q.Delete(context.WithoutCancel(ctx), nil) }, nil
 }
@@ -95,7 +96,7 @@ func ScratchContainer(ctx context.Context, prefix string) (c *container.Client, 
 	}
 	c = svc.ServiceClient().NewContainerClient(fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1e12, scratchSeq.Add(1)))
 	if _, err := c.Create(ctx, nil); err != nil {
-		return nil, nil, fmt.Errorf("tabletest: creating a container: %w", err)
+		return nil, nil, fmt.Errorf("tabletest: creating a container: %w", redact.Error(err))
 	}
 	return c, func() { _, _ = c.Delete(context.WithoutCancel(ctx), nil) }, nil
 }
