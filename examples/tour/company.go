@@ -217,7 +217,7 @@ func (t *tour) dataSeries(ctx context.Context) error {
 		return err
 	}
 	for _, h := range []string{"H09", "H09", "H14", "H18", "H18", "H18"} {
-		if _, _, err := counts.Add(ctx, "msgcount-000223", "2024-07-31", h, 1); err != nil {
+		if _, err := counts.Add(ctx, "msgcount-000223", "2024-07-31", h, 1); err != nil {
 			return err
 		}
 	}

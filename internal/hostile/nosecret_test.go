@@ -637,7 +637,7 @@ var leakRows = []leakRow{
 				_, err := d.SetAll(ctx, "p", "r", map[string]int64{h: 1}, azcore.ETagAny)
 				return err
 			}},
-			{name: "Add", run: func(ctx context.Context) error { _, _, err := d.Add(ctx, "p", "r", h, 1); return err }},
+			{name: "Add", run: func(ctx context.Context) error { _, err := d.Add(ctx, "p", "r", h, 1); return err }},
 		}
 	}},
 	{name: "wideentity", build: func(t *testing.T, s *leakRig) []leakOp {

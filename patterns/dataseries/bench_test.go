@@ -22,7 +22,7 @@ func BenchmarkAdd(b *testing.B) {
 			tbl := testrig.NewTable[table.Dynamic](b, tabletest.New(b).Table(nil))
 			s, _ := dataseries.New[int64](tbl, dataseries.Hours(), &dataseries.Options{Retry: &testrig.Contention})
 			ctx := context.Background()
-			if _, _, err := s.Add(ctx, "p", "r", "H00", 0); err != nil {
+			if _, err := s.Add(ctx, "p", "r", "H00", 0); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
@@ -33,7 +33,7 @@ func BenchmarkAdd(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for i := w; i < b.N; i += writers {
-						if _, _, err := s.Add(ctx, "p", "r", "H01", 1); err != nil {
+						if _, err := s.Add(ctx, "p", "r", "H01", 1); err != nil {
 							b.Error(err)
 							return
 						}

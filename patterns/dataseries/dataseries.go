@@ -187,8 +187,9 @@ func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, val
 	return res, invalid(err)
 }
 
-// Add adds delta to one slot and returns the slot's new value, and the
-// write's ETag in the Result: a read-modify-write ([table.Table.Modify]:
+// Add adds delta to one slot and returns the slot's new value in the
+// envelope of the series, with the write's ETag (as Modify returns the
+// entity as written): a read-modify-write ([table.Table.Modify]:
 // a read, then a merge of that slot conditioned on the ETag read; two
 // round trips, two more per conflict) that loses no concurrent update and,
 // when a response is lost, never adds twice (it returns
@@ -197,9 +198,9 @@ func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, val
 // contention with lost responses, more than table.HistoryLength writes may
 // come between a lost write and its verifying read: that Add then reports
 // ErrOutcomeUnknown rather than guess.
-func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, delta V) (V, table.Result, error) {
+func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, delta V) (table.Entity[V], error) {
 	if !s.has[slot] {
-		return 0, table.Result{}, fmt.Errorf("%w: no slot %q", ErrInvalid, slot)
+		return table.Entity[V]{}, fmt.Errorf("%w: no slot %q", ErrInvalid, slot)
 	}
 	for created := false; ; created = true {
 		var newV V
@@ -220,12 +221,12 @@ func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, 
 		}, &table.ModifyOptions{Mode: table.Fields(slot), Retry: s.retry})
 		switch {
 		case err == nil:
-			return newV, table.Result{ETag: e.ETag}, nil
+			return table.Entity[V]{PartitionKey: partitionKey, RowKey: rowKey, ETag: e.ETag, Value: newV}, nil
 		case refused != nil && errors.Is(err, refused):
-			return 0, table.Result{}, refused
+			return table.Entity[V]{}, refused
 		}
 		if !errors.Is(err, table.ErrNotFound) || created {
-			return 0, table.Result{}, invalid(err)
+			return table.Entity[V]{}, invalid(err)
 		}
 		// The first write of the series: create it empty, then add. The
 		// insert starts the entity's write history, which settles later
@@ -235,7 +236,7 @@ func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, 
 		// says otherwise.
 		_, err = s.tbl.Insert(ctx, table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey})
 		if err != nil && !errors.Is(err, table.ErrAlreadyExists) && !errors.Is(err, table.ErrOutcomeUnknown) {
-			return 0, table.Result{}, err
+			return table.Entity[V]{}, err
 		}
 	}
 }

@@ -50,7 +50,8 @@ func TestSetGetAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 	ft.Reset()
-	n, res, err := s.Add(ctx, "msgs", "2024-07-31", "H18", 2)
+	res, err := s.Add(ctx, "msgs", "2024-07-31", "H18", 2)
+	n := res.Value
 	if err != nil || n != 42 || ft.Count() != 2 {
 		t.Fatalf("Add = %d, %v in %d round trips", n, err, ft.Count())
 	}
@@ -77,8 +78,8 @@ func TestSetGetAdd(t *testing.T) {
 		t.Fatalf("after SetAll: %v", v.Value)
 	}
 	// Add creates the series.
-	if n, _, err := s.Add(ctx, "msgs", "2024-08-01", "H03", 3); err != nil || n != 3 {
-		t.Fatalf("Add to a new series = %d, %v", n, err)
+	if e, err := s.Add(ctx, "msgs", "2024-08-01", "H03", 3); err != nil || e.Value != 3 {
+		t.Fatalf("Add to a new series = %d, %v", e.Value, err)
 	}
 }
 
@@ -89,8 +90,8 @@ func TestFloatSlots(t *testing.T) {
 	if _, err := s.Set(ctx, "temp", "d", "H01", 2); err != nil { // a whole-number double
 		t.Fatal(err)
 	}
-	if n, _, err := s.Add(ctx, "temp", "d", "H01", 0.5); err != nil || n != 2.5 {
-		t.Fatalf("Add = %v, %v", n, err)
+	if e, err := s.Add(ctx, "temp", "d", "H01", 0.5); err != nil || e.Value != 2.5 {
+		t.Fatalf("Add = %v, %v", e.Value, err)
 	}
 	if v, err := s.Get(ctx, "temp", "d"); err != nil || v.Value["H01"] != 2.5 {
 		t.Fatalf("Get = %v, %v", v.Value, err)
@@ -112,7 +113,7 @@ func TestConcurrentAdds(t *testing.T) {
 			defer wg.Done()
 			slot := []string{"H10", "H11"}[w%2]
 			for range each {
-				if _, _, err := s.Add(ctx, "hot", "series", slot, 1); err != nil {
+				if _, err := s.Add(ctx, "hot", "series", slot, 1); err != nil {
 					errs <- err
 					return
 				}
@@ -144,7 +145,8 @@ func TestAddsWithLostResponses(t *testing.T) {
 		if i%2 == 0 {
 			ft.Inject(faults.Fault{Match: writes, LoseResponse: true})
 		}
-		n, _, err := s.Add(ctx, "lossy", "series", "H01", int64(i))
+		e, err := s.Add(ctx, "lossy", "series", "H01", int64(i))
+		n := e.Value
 		if err != nil {
 			t.Fatalf("Add %d: %v", i, err)
 		}
@@ -175,7 +177,7 @@ func TestInvalidSendsNothing(t *testing.T) {
 		_, err := dataseries.New[int64](tb, slots, nil)
 		return err
 	}
-	_, _, addErr := s.Add(ctx, "p", "r", "nope", 1)
+	_, addErr := s.Add(ctx, "p", "r", "nope", 1)
 	r.Faults.Reset()
 	for what, err := range map[string]error{
 		"Set of a missing slot":        second(s.Set(ctx, "p", "r", "H24", 1)),
@@ -222,8 +224,8 @@ func TestNewWithNilOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if n, _, err := s.Add(ctx, "p", "w1", "Tue", 1.5); err != nil || n != 1.5 {
-		t.Fatalf("Add = %v, %v", n, err)
+	if e, err := s.Add(ctx, "p", "w1", "Tue", 1.5); err != nil || e.Value != 1.5 {
+		t.Fatalf("Add = %v, %v", e.Value, err)
 	}
 	if v, err := s.Get(ctx, "p", "w1"); err != nil || len(v.Value) != 2 || v.Value["Tue"] != 1.5 || v.Value["Mon"] != 0 {
 		t.Fatalf("Get = %+v, %v", v, err)
@@ -280,7 +282,7 @@ func TestWholeNumberSeriesRefusesInexactValues(t *testing.T) {
 	if _, err := s.Set(ctx, "p", "max", "H01", math.MaxInt64); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Add(ctx, "p", "max", "H01", 1); !errors.Is(err, dataseries.ErrInvalid) {
+	if _, err := s.Add(ctx, "p", "max", "H01", 1); !errors.Is(err, dataseries.ErrInvalid) {
 		t.Fatalf("Add past MaxInt64 = %v", err)
 	}
 	if v, _ := s.Get(ctx, "p", "max"); v.Value["H01"] != math.MaxInt64 {
@@ -296,7 +298,7 @@ func TestKeyErrors(t *testing.T) {
 	ft := r.Faults
 	ctx := context.Background()
 	second := func(_ any, err error) error { return err }
-	_, _, addErr := s.Add(ctx, "p", "a#b", "H01", 1)
+	_, addErr := s.Add(ctx, "p", "a#b", "H01", 1)
 	for what, err := range map[string]error{
 		"Get, '/' in the PartitionKey": second(s.Get(ctx, "bad/key", "r")),
 		"Get, an empty PartitionKey":   second(s.Get(ctx, "", "r")),

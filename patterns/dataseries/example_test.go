@@ -29,7 +29,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	for range 3 {
-		if _, _, err := counts.Add(ctx, "user42", "2024-07-31", "H18", 1); err != nil {
+		if _, err := counts.Add(ctx, "user42", "2024-07-31", "H18", 1); err != nil {
 			log.Fatal(err)
 		}
 	}

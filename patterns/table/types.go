@@ -147,9 +147,11 @@ type Entity[T any] struct {
 	// pattern that stores a row under a key of its own making reports the
 	// entity's keys, not its row's).
 	PartitionKey, RowKey string
-	// ETag is the version read: pass it to Update or Delete for optimistic
-	// concurrency. Empty when the value was not read from the entity itself
-	// (an index copy).
+	// ETag is the version read (for Modify, written): pass it to Update or
+	// Delete for optimistic concurrency. Empty when the value was not read
+	// from the entity itself (an index copy), or when a write whose
+	// response was lost was verified and the entity has been written again
+	// since (as Result.ETag).
 	ETag azcore.ETag
 	// Value is the entity. When T embeds Meta, Value's Meta holds the ETag
 	// and Timestamp too.
