@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -373,5 +374,22 @@ func TestLongestName(t *testing.T) {
 	}
 	if _, err := eventual.NewWorker(q, nil, idx.Handler()); err != nil {
 		t.Fatalf("NewWorker with the longest names: %v", err)
+	}
+}
+
+// An intent reserved after its commit window passed (a slow reserve: the
+// queue answers late) is refused by eventual.Commit itself, nothing
+// applied (ErrCommitWindow): Insert commits again with a new intent and
+// succeeds, as it does when a worker's aborted record refuses the batch.
+func TestCommitWindowPassedWhileReserving(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, ownTable)
+	ctx := context.Background()
+	r.Faults.Inject(faults.Fault{Match: r.on(queue, func(q *http.Request) bool { return q.Method == http.MethodPost }), Delay: 2500 * time.Millisecond})
+	if _, err := r.idx.Insert(ctx, Employee{Department: "Sales", ID: "000001", LastName: "Jones"}); err != nil {
+		t.Fatalf("Insert after a reserve that outlived the commit window = %v, want a second intent and success", err)
+	}
+	if _, err := r.clean.Get(ctx, "Sales", "000001", nil); err != nil {
+		t.Fatalf("the entity was not written: %v", err)
 	}
 }
