@@ -293,12 +293,7 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, e
 // settled Modify returns table.ErrOutcomeUnknown and does not call fn
 // again.
 func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error) (Entity[T], error) {
-	if err := checkKeys("modify", pk, rk); err != nil {
-		return Entity[T]{}, err
-	}
-	if s.keys == nil {
-		var zero T
-		_, _, err := s.keysOf("modify", &zero)
+	if err := s.modifiable(pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
 	var out Entity[T]
@@ -418,3 +413,15 @@ func (s *Store[T]) pointerProperties() []string {
 }
 
 func ptr[V any](v V) *V { return &v }
+
+// modifiable checks, before the network, that Modify can write back what
+// it reads: valid keys, and a T whose keys this Store knows.
+func (s *Store[T]) modifiable(pk, rk string) error {
+	if err := checkKeys("modify", pk, rk); err != nil {
+		return err
+	}
+	if s.keys == nil {
+		return fmt.Errorf("largeentity: modify: %w", table.MarkInvalid(ErrInvalid, s.keysErr))
+	}
+	return nil
+}

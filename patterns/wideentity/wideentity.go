@@ -609,12 +609,7 @@ func (s *Store[T]) read(ctx context.Context, pk, rk string) (Entity[T], stored, 
 // history, so fn's change is never applied twice; when that cannot be
 // settled Modify returns ErrOutcomeUnknown and does not call fn again.
 func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error) (Entity[T], error) {
-	if err := checkKeys("modify", pk, rk); err != nil {
-		return Entity[T]{}, err
-	}
-	if s.keys == nil {
-		var zero T
-		_, _, err := s.keysOf("modify", &zero)
+	if err := s.modifiable(pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
 	var out Entity[T]
@@ -649,4 +644,16 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		return Entity[T]{}, err
 	}
 	return out, nil
+}
+
+// modifiable checks, before the network, that Modify can write back what
+// it reads: valid keys, and a T whose keys this Store knows.
+func (s *Store[T]) modifiable(pk, rk string) error {
+	if err := checkKeys("modify", pk, rk); err != nil {
+		return err
+	}
+	if s.keys == nil {
+		return fmt.Errorf("wideentity: modify: %w", table.MarkInvalid(ErrInvalid, s.keysErr))
+	}
+	return nil
 }
