@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -111,13 +112,20 @@ const entityOp = 0
 // 404 on a list's index entity is a conflict (another writer changed or
 // created or removed it since the read); so is a 412 on the entity when the
 // caller gave azcore.ETagAny (the loop conditions the write on the version
-// it read, which another writer replaced). Everything else is final:
+// it read, which another writer replaced), and so is eventual's
+// ErrCommitWindow (nothing applied). Everything else is final:
 // ErrOutcomeUnknown (the core could not settle a lost response; never
 // retried), ErrAlreadyExists of an insert, ErrPreconditionFailed for the
 // caller's ETag, ErrNotFound of the entity.
 func settle(err error, etag azcore.ETag) error {
 	if err == nil || errors.Is(err, table.ErrOutcomeUnknown) {
 		return err
+	}
+	if errors.Is(err, eventual.ErrCommitWindow) {
+		// The window passed before the batch (nothing applied), whether a
+		// worker's aborted record refused it or Commit's own deadline
+		// check did: commit again with a new intent.
+		return &conflict{err}
 	}
 	var oe *table.OpError
 	if !errors.As(err, &oe) {
