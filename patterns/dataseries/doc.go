@@ -7,8 +7,9 @@
 //
 // For small, fixed series read together: counters per hour of a day, per
 // day of a week, per category. Not for series longer than one entity holds
-// (MaxSlots, 251: a longer series needs several entities, the wide entity
-// pattern), and not for append-only time series (see patterns/logtail).
+// (251 slots, an entity's properties less one: a longer series needs
+// several entities, the wide entity pattern), and not for append-only time
+// series (see patterns/logtail).
 //
 // # Using it
 //
