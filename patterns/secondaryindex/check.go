@@ -1,6 +1,7 @@
 package secondaryindex
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -167,6 +168,15 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 			k := key{s.copyTable(ix).Name(), r.pk, r.rk}
 			wanted[k] = append(wanted[k], want{ix, r, f})
 		}
+	}
+	// The primaries come in key order from Table Storage, in none from
+	// Cosmos DB: order each copy's wanters by their keys, so that the same
+	// entity keeps a unique value two entities have (the first by key) on
+	// both services.
+	for _, ws := range wanted {
+		slices.SortFunc(ws, func(a, b want) int {
+			return cmp.Or(keys.Compare(a.f.pk, b.f.pk), keys.Compare(a.f.id, b.f.id))
+		})
 	}
 	holder := map[key]int{} // the wanter whose copy exists
 	otherFix := map[*fix]int{}
