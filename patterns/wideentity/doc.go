@@ -126,6 +126,18 @@
 //	layout                       for the stored layout)
 //	a lost response           +1 read to settle it (table.Submit)
 //
+// # Cosmos DB
+//
+// Supported. The Cosmos DB Table API returns a query's rows in no key
+// order: Get sorts the rows it read (one entity's, at most 100) by key
+// before it checks them, so it reads the same version at the same cost.
+// Its limits are the table's [table.Profile]'s: a transaction holds 2 MB
+// there (half of Table Storage's 4 MiB), a part 2 MB of JSON, a RowKey 255
+// bytes (a logical RowKey must leave room for the parts' suffixes); writes
+// beyond them fail before the network. Its consistency across pages of a
+// query is not documented: the header's ETag check after a read of several
+// pages applies there too.
+//
 // # Limits
 //
 // One entity must fit one transaction, and each row one entity, as the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -543,6 +544,9 @@ func (s *Store[T]) read(ctx context.Context, pk, rk string) (Entity[T], stored, 
 	if len(rows) == 0 {
 		return e, stored{}, fmt.Errorf("wideentity: get (%q, %q): %w", pk, rk, table.ErrNotFound)
 	}
+	// In key order, header first, as Table Storage returns them (Cosmos
+	// DB returns them in no order).
+	slices.SortFunc(rows, func(a, b table.Dynamic) int { return keys.Compare(a.RowKey, b.RowKey) })
 	torn := func(format string, args ...any) error {
 		return fmt.Errorf("%w: get (%q, %q): "+format, append([]any{ErrInconsistent, pk, rk}, args...)...)
 	}
