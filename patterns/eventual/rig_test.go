@@ -73,7 +73,13 @@ type rig struct {
 
 func newRig(t *testing.T, opts *eventual.Options) *rig {
 	t.Helper()
-	r := &rig{Rig: testrig.New(t), runs: map[string]int{}}
+	return newRigOn(t, testrig.New(t), opts)
+}
+
+// newRigOn is newRig on base (one of testrig.Services').
+func newRigOn(t *testing.T, base *testrig.Rig, opts *eventual.Options) *rig {
+	t.Helper()
+	r := &rig{Rig: base, runs: map[string]int{}}
 	r.Faults.Next = blobCounter{r, r.Faults.Next}
 	r.queue, r.poison = r.Queue(), r.CleanQueue()
 	r.queueHost, r.blobHost = hostOf(r.queue.URL()), hostOf(r.BlobService(nil).URL())
