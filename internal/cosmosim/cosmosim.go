@@ -28,7 +28,9 @@
 //     reaching the emulator.
 //
 // Requests the transport refuses never reach the emulator, as Cosmos DB
-// would not apply them. Requests to other hosts (the queues and blobs of a
+// would not apply them. What the emulator itself refuses stays refused:
+// Azurite takes no entity body over 1 MiB, so entities between 1 MiB and
+// Cosmos DB's 2 MB cannot be stored under the simulation. Requests to other hosts (the queues and blobs of a
 // Storage account beside the tables) pass through untouched.
 package cosmosim
 
