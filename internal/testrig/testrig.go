@@ -238,6 +238,24 @@ func (r *Rig) Table() *aztables.Client {
 	return r.cosmosClient(tableName(r.Env.Table(nil)), r.TableOptions())
 }
 
+// TableClient returns a client of the table called name built with o, as
+// Env.TableClient does; on the simulated Cosmos DB endpoint when the rig
+// has one, with the simulation as o's transport unless o sets one (which
+// should then forward to Sim).
+func (r *Rig) TableClient(name string, o *aztables.ClientOptions) *aztables.Client {
+	if r.sim == nil {
+		return r.Env.TableClient(name, o)
+	}
+	var oo aztables.ClientOptions
+	if o != nil {
+		oo = *o
+	}
+	if oo.Transport == nil {
+		oo.Transport = r.sim
+	}
+	return r.cosmosClient(name, &oo)
+}
+
 // cosmosClient is a client of the table name on the simulated Cosmos
 // endpoint.
 func (r *Rig) cosmosClient(name string, o *aztables.ClientOptions) *aztables.Client {
@@ -268,12 +286,11 @@ func (r *Rig) Service(t testing.TB) *aztables.ServiceClient {
 // retry policy): for reading what is really stored.
 func (r *Rig) Clean(c *aztables.Client) *aztables.Client {
 	if r.sim == nil {
-		return r.TableClient(tableName(c), nil)
+		return r.Env.TableClient(tableName(c), nil)
 	}
 	o := &aztables.ClientOptions{}
-	o.Transport = r.sim
 	Fast.ApplyTo(&o.ClientOptions)
-	return r.cosmosClient(tableName(c), o)
+	return r.TableClient(tableName(c), o)
 }
 
 // tableName is the table c addresses.
