@@ -47,6 +47,13 @@
 //	Add       2 (read + conditional merge), +2 per conflict; +2 the
 //	          first time (the series is created empty)
 //
+// # Cosmos DB
+//
+// Supported, unchanged: every operation is a point read or a merge of one
+// entity (sent as the POST with X-HTTP-Method: MERGE that Cosmos DB wants,
+// by the SDK), so result order does not matter, and a series' 251 slots
+// fit an entity of both services (the table's [table.Profile]).
+//
 // # Trust
 //
 // A series is one entity, read by a point query of its slots only; each
