@@ -235,6 +235,10 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 			plan.same = append(plan.same, *f)
 		}
 	}
+	// Reconciling an entity writes every copy it calls for, a unique value
+	// another entity has among them: do it in key order, so that the first
+	// entity by key keeps the value, whatever order the maps gave.
+	slices.SortFunc(plan.other, func(a, b fix) int { return cmp.Or(keys.Compare(a.pk, b.pk), keys.Compare(a.id, b.id)) })
 	sortRefs := func(rs []CopyRef) {
 		slices.SortFunc(rs, func(a, b CopyRef) int { return compareRefs(a, b) })
 	}
