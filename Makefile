@@ -6,7 +6,7 @@
 GO      ?= go
 AZURITE := node_modules/azurite/dist/src/azurite.js
 
-.PHONY: demo test soak bench lint emulator
+.PHONY: demo test soak bench lint emulator capabilities
 
 # The targets below install the emulator only when they will start it: not
 # when AZURE_STORAGE_CONNECTION_STRING names an account or TABLEKIT_AZURITE an
@@ -43,11 +43,25 @@ $(AZURITE): package.json package-lock.json
 demo: $(RUN_EMULATOR)
 	$(GO) run ./examples/tour
 
-# Format check, vet, then every test (integration tests included) with -race.
+# Format check, vet, then every test (integration tests included) with -race;
+# then the randomized model tests (at their small sizes) and the TestCosmos
+# tests again with every test rig under the Cosmos DB simulation
+# (internal/cosmosim: results in no key order, Cosmos DB's limits).
 test: $(TEST_EMULATOR)
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	TABLEKIT_PROFILE=cosmos $(GO) test -race -count=1 -run 'Model|Cosmos' ./...
+
+# The capability matrix (pattern x table service) from what the tests
+# prove: the TestCosmos tests, each run on every service this machine
+# reaches (Azurite and the Cosmos DB simulation, or the account of
+# AZURE_STORAGE_CONNECTION_STRING), claim what they show; a claim counts
+# only when its test passes (internal/cmd/capabilities).
+capabilities: SHELL := /bin/bash
+capabilities: .SHELLFLAGS := -o pipefail -c
+capabilities: $(TEST_EMULATOR)
+	$(GO) test -count=1 -json -run 'Cosmos' ./... | $(GO) run ./internal/cmd/capabilities
 
 # The randomized model tests (internal/modelcheck) with thousands of steps
 # instead of make test's few dozen; TABLEKIT_SEED=n replays a failure. The

@@ -90,10 +90,25 @@ func transientTransport(err error) bool {
 
 // retryAfter returns the wait the service asked for in resp, or 0, capped
 // by p's MaxRetryAfter. It reads x-ms-retry-after-ms, retry-after-ms and
-// Retry-After (seconds or an HTTP date).
+// Retry-After (seconds or an HTTP date); a 429 without any of them asks
+// for ThrottleFloor.
 func (p Policy) retryAfter(resp *http.Response) time.Duration {
-	return min(serviceHint(resp), p.maxRetryAfter())
+	hint := serviceHint(resp)
+	if hint == 0 && resp != nil && resp.StatusCode == http.StatusTooManyRequests {
+		hint = ThrottleFloor
+	}
+	return min(hint, p.maxRetryAfter())
 }
+
+// ThrottleFloor is the least wait after a 429 Too Many Requests that
+// names no wait of its own, capped like a hint by the policy's
+// MaxRetryAfter (Max by default). A 429 is the Cosmos DB Table API's
+// throttling: the account's request units for the second are spent, and
+// the Table endpoint was seen to send no x-ms-retry-after-ms, so the
+// guide's first waits (Default's 0.3 s) would mostly be throttled again.
+// Table Storage throttles with 503 Server Busy, which keeps the guide's
+// delays.
+const ThrottleFloor = time.Second
 
 // maxRetryAfter is the cap on the service's hint: MaxRetryAfter when set,
 // else Max when set, else DefaultMaxRetryAfter.

@@ -27,7 +27,9 @@
 // connection resets, refusals, broken pipes, unexpected EOFs and timeouts.
 // Every other 4xx is final, and so is a cancelled context or an expired
 // deadline. A Retry-After, retry-after-ms or x-ms-retry-after-ms header is a
-// lower bound for the next wait. No wait is started that would end after the
+// lower bound for the next wait, capped by MaxRetryAfter; a 429 without one
+// waits at least ThrottleFloor (1 s, under the same cap), since Cosmos DB
+// may send none. No wait is started that would end after the
 // context's deadline: the caller gets the last real failure at once.
 //
 // # Policies

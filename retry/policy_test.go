@@ -340,3 +340,42 @@ func TestSleepEndsWithItsContext(t *testing.T) {
 		t.Fatalf("Sleep(0) of an ended context: %v", err)
 	}
 }
+
+// TestThrottleFloor: a 429 that names no wait (Cosmos DB's Table API may
+// send none) waits at least ThrottleFloor, capped by MaxRetryAfter or Max;
+// a hint, when there is one, wins; other statuses keep the guide's delays.
+func TestThrottleFloor(t *testing.T) {
+	first := func(p retry.Policy, status int, h http.Header) time.Duration {
+		t.Helper()
+		var delays []time.Duration
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		p.MaxRetries = 1
+		p.OnRetry = func(e retry.Event) { delays = append(delays, e.Delay); cancel() }
+		_ = p.Do(ctx, func(context.Context) error {
+			return &azcore.ResponseError{StatusCode: status, RawResponse: &http.Response{StatusCode: status, Header: h}}
+		})
+		if len(delays) != 1 {
+			t.Fatalf("%d retries, want 1", len(delays))
+		}
+		return delays[0]
+	}
+	fixed := func() float64 { return 0.5 }
+	for _, c := range []struct {
+		name   string
+		p      retry.Policy
+		status int
+		h      http.Header
+		want   time.Duration
+	}{
+		{"429, Default", retry.Default, 429, nil, retry.ThrottleFloor},
+		{"429, capped by Max", retry.Policy{Default: time.Millisecond, Max: 40 * time.Millisecond}, 429, nil, 40 * time.Millisecond},
+		{"429, capped by MaxRetryAfter", retry.Policy{Default: time.Millisecond, Max: 5 * time.Second, MaxRetryAfter: 300 * time.Millisecond}, 429, nil, 300 * time.Millisecond},
+		{"429 with a hint", retry.Policy{Default: time.Millisecond, Max: 5 * time.Second, Rand: fixed}, 429, http.Header{"X-Ms-Retry-After-Ms": {"25"}}, 25 * time.Millisecond},
+		{"503, no hint", retry.Policy{Default: time.Millisecond, Max: 5 * time.Second, Rand: fixed}, 503, nil, time.Millisecond},
+	} {
+		if got := first(c.p, c.status, c.h); got != c.want {
+			t.Errorf("%s: first wait %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -21,11 +21,17 @@
 //     and resourceid are 400;
 //   - a filter on Timestamp matches nothing;
 //   - stored access policies (comp=acl) are 501;
-//   - with Throttle > 0, that share of requests is answered 429 with
-//     x-ms-retry-after-ms, without reaching the emulator.
+//   - a listing of tables comes in no name order either;
+//   - with Throttle > 0, that share of requests is answered 429 (with
+//     x-ms-retry-after-ms when RetryAfter is set; the Table endpoint was
+//     seen to send none) and Cosmos DB's {"Errors":[...]} body, without
+//     reaching the emulator.
 //
 // Requests the transport refuses never reach the emulator, as Cosmos DB
-// would not apply them.
+// would not apply them. What the emulator itself refuses stays refused:
+// Azurite takes no entity body over 1 MiB, so entities between 1 MiB and
+// Cosmos DB's 2 MB cannot be stored under the simulation. Requests to other hosts (the queues and blobs of a
+// Storage account beside the tables) pass through untouched.
 package cosmosim
 
 import (
@@ -44,13 +50,19 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/tablekit/tablekit/keys"
 )
 
 // Host returns the Cosmos-looking host of account's table endpoint.
-func Host(account string) string { return account + ".table.cosmos.azure.com" }
+func Host(account string) string { return account + hostSuffix }
+
+const hostSuffix = ".table.cosmos.azure.com"
+
+// IsHost reports whether host is one Host returns: the requests the
+// transport gives Cosmos DB's semantics.
+func IsHost(host string) bool { return strings.HasSuffix(strings.ToLower(host), hostSuffix) }
 
 // Transport is a policy.Transporter; it is safe for concurrent use.
 type Transport struct {
@@ -66,6 +78,8 @@ type Transport struct {
 	Seed uint64
 	// Throttle is the share of requests answered 429 (0 to 1).
 	Throttle float64
+	// RetryAfter is the x-ms-retry-after-ms of a 429; 0 sends none.
+	RetryAfter time.Duration
 
 	once  sync.Once
 	mu    sync.Mutex
@@ -97,8 +111,11 @@ func (t *Transport) Do(req *http.Request) (*http.Response, error) {
 		t.rnd = rand.New(rand.NewPCG(t.Seed, t.Seed^0x5eed))
 		t.pages = map[string]pending{}
 	})
+	if !IsHost(req.URL.Hostname()) {
+		return t.next().Do(req)
+	}
 	if t.Throttle > 0 && t.float() < t.Throttle {
-		return answer(req, http.StatusTooManyRequests, "TooManyRequests", http.Header{"X-Ms-Retry-After-Ms": {"2"}}), nil
+		return t.throttled(req), nil
 	}
 	var body []byte
 	if req.Body != nil {
@@ -118,6 +135,9 @@ func (t *Transport) Do(req *http.Request) (*http.Response, error) {
 	}
 	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "()") {
 		return t.query(req)
+	}
+	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/Tables") {
+		return t.tables(req)
 	}
 	return t.forward(req, body)
 }
@@ -330,28 +350,16 @@ func (t *Transport) query(req *http.Request) (*http.Response, error) {
 	return t.page(req, all)
 }
 
-// reorder puts entities in an order of no key: reversed (the largest keys
-// first) or shuffled, as the seed decides.
+// reorder puts entities (or tables) in an order of no key: reversed (the
+// largest keys first) or shuffled, as the seed decides.
 func (t *Transport) reorder(es []json.RawMessage) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.rnd.IntN(2) == 0 {
-		slices.SortStableFunc(es, func(a, b json.RawMessage) int {
-			ka, kb := entityKeys(a), entityKeys(b)
-			if c := keys.Compare(kb[0], ka[0]); c != 0 {
-				return c
-			}
-			return keys.Compare(kb[1], ka[1])
-		})
+		slices.Reverse(es) // the emulator's order is key (or name) order
 		return
 	}
 	t.rnd.Shuffle(len(es), func(i, j int) { es[i], es[j] = es[j], es[i] })
-}
-
-func entityKeys(e json.RawMessage) [2]string {
-	var k struct{ PartitionKey, RowKey string }
-	_ = json.Unmarshal(e, &k)
-	return [2]string{k.PartitionKey, k.RowKey}
 }
 
 // page answers with the first top entities of p and keeps the rest under
@@ -379,6 +387,68 @@ func (t *Transport) page(req *http.Request, p pending) (*http.Response, error) {
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)), Request: req}, nil
+}
+
+// throttled is Cosmos DB's 429: its own body, not an OData error, and
+// x-ms-retry-after-ms when RetryAfter is set.
+func (t *Transport) throttled(req *http.Request) *http.Response {
+	h := http.Header{"Content-Type": {"application/json"}, "X-Ms-Error-Code": {"TooManyRequests"}}
+	if t.RetryAfter > 0 {
+		h.Set("X-Ms-Retry-After-Ms", strconv.FormatInt(t.RetryAfter.Milliseconds(), 10))
+	}
+	body := `{"Errors":["Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later."]}`
+	return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req}
+}
+
+// tables answers a listing of tables in an order of no name: every page
+// read from the emulator, reversed or shuffled, in one page.
+func (t *Transport) tables(req *http.Request) (*http.Response, error) {
+	q := req.URL.Query()
+	var all []json.RawMessage
+	var head map[string]json.RawMessage
+	var header http.Header
+	for {
+		r := req.Clone(req.Context())
+		r.URL = t.rewrite(req.URL)
+		r.URL.RawQuery = q.Encode()
+		r.Host = r.URL.Host
+		t.sign(r)
+		resp, err := t.next().Do(r)
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+			return resp, nil
+		}
+		var obj map[string]json.RawMessage
+		var value []json.RawMessage
+		if err := json.Unmarshal(b, &obj); err != nil {
+			return nil, fmt.Errorf("cosmosim: tables page: %w", err)
+		}
+		if err := json.Unmarshal(obj["value"], &value); err != nil {
+			return nil, fmt.Errorf("cosmosim: tables page value: %w", err)
+		}
+		delete(obj, "value")
+		if head == nil {
+			head, header = obj, resp.Header.Clone()
+		}
+		all = append(all, value...)
+		next := resp.Header.Get("x-ms-continuation-NextTableName")
+		if next == "" {
+			break
+		}
+		q.Set("NextTableName", next)
+	}
+	t.reorder(all)
+	header.Del("x-ms-continuation-NextTableName")
+	return t.page(req, pending{top: len(all), entities: all, head: head, header: header})
 }
 
 // answer is a service error response with an OData error body.

@@ -20,6 +20,7 @@ package testrig
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"os"
@@ -53,8 +54,22 @@ var Contention = retry.Policy{Default: time.Millisecond, Max: 20 * time.Millisec
 // semantics (internal/cosmosim), anything else for the emulator as it is.
 const ProfileEnv = "TABLEKIT_PROFILE"
 
-// Cosmos reports whether the rigs of this process simulate Cosmos DB.
-func Cosmos() bool { return os.Getenv(ProfileEnv) == "cosmos" }
+// Cosmos reports whether the rigs of this process see the Cosmos DB
+// Table API: simulated (ProfileEnv), or the account of
+// AZURE_STORAGE_CONNECTION_STRING is a Cosmos DB account. Tests whose exact
+// round-trip counts differ there (a read of a whole range) branch on it.
+func Cosmos() bool { return os.Getenv(ProfileEnv) == "cosmos" || accountIsCosmos() }
+
+// accountIsCosmos reports whether AZURE_STORAGE_CONNECTION_STRING names a
+// Cosmos DB Table API account.
+func accountIsCosmos() bool {
+	cs := os.Getenv(tabletest.ConnectionStringEnv)
+	if cs == "" {
+		return false
+	}
+	ep, _, err := table.ParseConnectionString(cs)
+	return err == nil && table.ProfileFor(ep) == table.Cosmos
+}
 
 // Rig is one test's storage: Env's tables, queues and containers, with
 // Faults between their clients and the service.
@@ -85,7 +100,7 @@ func NewCosmos(t testing.TB) *Rig {
 func newRig(t testing.TB, cosmos bool) *Rig {
 	t.Helper()
 	r := &Rig{Env: tabletest.New(t), Faults: &faults.Transport{}}
-	if cosmos {
+	if cosmos && !accountIsCosmos() { // a Cosmos DB account needs no simulation
 		target, cred, err := table.ParseConnectionString(r.ConnectionString)
 		if err != nil {
 			t.Fatal(err)
@@ -104,6 +119,96 @@ func newRig(t testing.TB, cosmos bool) *Rig {
 		r.Faults.Next, r.cred = r.sim, cred
 	}
 	return r
+}
+
+// Sim returns the Cosmos DB simulation below Faults, nil when the rig has
+// none: for tests that make it throttle.
+func (r *Rig) Sim() *cosmosim.Transport { return r.sim }
+
+// Profile returns the profile tablekit takes for the rig's tables.
+func (r *Rig) Profile() *table.Profile {
+	if r.sim != nil || accountIsCosmos() {
+		return table.Cosmos
+	}
+	return table.Storage
+}
+
+// ServiceName names the table service the rig's tables are on, as the
+// capability matrix's columns do: Azurite, "Cosmos DB (simulated)" (the
+// simulation over Azurite or a Storage account), "Azure Table Storage" or
+// "Cosmos DB" for the account of AZURE_STORAGE_CONNECTION_STRING.
+func (r *Rig) ServiceName() string {
+	switch {
+	case r.sim != nil:
+		return ServiceCosmosSim
+	case accountIsCosmos():
+		return ServiceCosmos
+	case strings.EqualFold(setting(r.ConnectionString, "AccountName"), "devstoreaccount1"):
+		return ServiceAzurite
+	}
+	return ServiceStorage
+}
+
+// The services ServiceName names.
+const (
+	ServiceAzurite   = "Azurite"
+	ServiceCosmosSim = "Cosmos DB (simulated)"
+	ServiceStorage   = "Azure Table Storage"
+	ServiceCosmos    = "Cosmos DB"
+)
+
+// Services runs fn as a subtest per table service this process can test
+// (named storage or cosmos): the emulator or account as it is, and the
+// simulated Cosmos DB Table API over it; under ProfileEnv=cosmos the
+// simulation only, and for a Cosmos DB account that account only. Tests of
+// behaviour that differs between the services (key order, limits) run
+// under it, so that one run proves them on each.
+func Services(t *testing.T, fn func(t *testing.T, r *Rig)) {
+	t.Helper()
+	variants := []bool{false, true}
+	if Cosmos() {
+		variants = []bool{true}
+	}
+	for _, cosmos := range variants {
+		name := "storage"
+		if cosmos {
+			name = "cosmos"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, newRig(t, cosmos))
+		})
+	}
+}
+
+// CapabilityPrefix starts the lines Claim logs, which the capabilities
+// command (internal/cmd/capabilities) reads from go test -json output.
+const CapabilityPrefix = "capability: "
+
+// Capability is one cell of the capability matrix: what a pattern's
+// operation does on the rig's service.
+type Capability struct {
+	Service   string `json:"service"`
+	Pattern   string `json:"pattern"`
+	Operation string `json:"operation"`
+	// Refused reports that the operation refuses (table.ErrUnsupported)
+	// on the service, as documented, instead of doing it.
+	Refused bool `json:"refused,omitempty"`
+	// How says how it is done (or why refused) and at what cost.
+	How string `json:"how"`
+}
+
+// Claim logs that the test proves c on the rig's service (c.Service is
+// set to it): the capabilities command counts it as proven only when the
+// test passes.
+func (r *Rig) Claim(t testing.TB, c Capability) {
+	t.Helper()
+	c.Service = r.ServiceName()
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(CapabilityPrefix + string(b))
 }
 
 // setting returns a connection string's setting.
@@ -131,6 +236,24 @@ func (r *Rig) Table() *aztables.Client {
 		return r.Env.Table(r.TableOptions())
 	}
 	return r.cosmosClient(tableName(r.Env.Table(nil)), r.TableOptions())
+}
+
+// TableClient returns a client of the table called name built with o, as
+// Env.TableClient does; on the simulated Cosmos DB endpoint when the rig
+// has one, with the simulation as o's transport unless o sets one (which
+// should then forward to Sim).
+func (r *Rig) TableClient(name string, o *aztables.ClientOptions) *aztables.Client {
+	if r.sim == nil {
+		return r.Env.TableClient(name, o)
+	}
+	var oo aztables.ClientOptions
+	if o != nil {
+		oo = *o
+	}
+	if oo.Transport == nil {
+		oo.Transport = r.sim
+	}
+	return r.cosmosClient(name, &oo)
 }
 
 // cosmosClient is a client of the table name on the simulated Cosmos
@@ -163,12 +286,11 @@ func (r *Rig) Service(t testing.TB) *aztables.ServiceClient {
 // retry policy): for reading what is really stored.
 func (r *Rig) Clean(c *aztables.Client) *aztables.Client {
 	if r.sim == nil {
-		return r.TableClient(tableName(c), nil)
+		return r.Env.TableClient(tableName(c), nil)
 	}
 	o := &aztables.ClientOptions{}
-	o.Transport = r.sim
 	Fast.ApplyTo(&o.ClientOptions)
-	return r.cosmosClient(tableName(c), o)
+	return r.TableClient(tableName(c), o)
 }
 
 // tableName is the table c addresses.

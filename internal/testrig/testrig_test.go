@@ -1,10 +1,14 @@
 package testrig_test
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/tablekit/tablekit/internal/testrig"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/tabletest"
 )
 
 func TestCrashes(t *testing.T) {
@@ -32,5 +36,49 @@ func TestCrashes(t *testing.T) {
 	}
 	if got := c.Injected(); got["commit"] != 1 || got["release"] != 1 || c.Passes("commit") != 4 {
 		t.Fatalf("Injected = %v, Passes(commit) = %d", got, c.Passes("commit"))
+	}
+}
+
+func TestMain(m *testing.M) { tabletest.Main(m) }
+
+// Under the Cosmos DB simulation the rig's queues and blobs still reach
+// the emulator as they are (a Cosmos DB account has none: they are a
+// Storage account's beside it), and a listing of tables comes whole, in
+// no name order.
+func TestCosmosRigQueuesBlobsTables(t *testing.T) {
+	t.Parallel()
+	r := testrig.NewCosmos(t)
+	ctx := context.Background()
+	q := r.Queue()
+	if _, err := q.EnqueueMessage(ctx, "m", nil); err != nil {
+		t.Fatalf("enqueue through the simulated rig: %v", err)
+	}
+	got, err := q.DequeueMessage(ctx, nil)
+	if err != nil || len(got.Messages) != 1 || *got.Messages[0].MessageText != "m" {
+		t.Fatalf("dequeue: %+v, %v", got, err)
+	}
+	c := r.Container()
+	if _, err := c.NewBlockBlobClient("b").UploadBuffer(ctx, []byte("x"), nil); err != nil {
+		t.Fatalf("upload through the simulated rig: %v", err)
+	}
+	var want []string
+	for range 3 {
+		tb := testrig.NewTable[table.Dynamic](t, r.Table())
+		want = append(want, tb.Name())
+	}
+	var listed []string
+	for name, err := range table.ListTables(ctx, r.Service(t), "tk") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, name)
+	}
+	for _, name := range want {
+		if !slices.Contains(listed, name) {
+			t.Fatalf("ListTables = %v, missing %s", listed, name)
+		}
+	}
+	if !slices.IsSorted(listed) {
+		t.Fatalf("ListTables = %v: not in name order", listed)
 	}
 }

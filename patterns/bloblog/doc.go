@@ -144,4 +144,10 @@
 // A new writer never appends to a blob of a stopped one: it creates its
 // own (its nonce differs), after the stopped one's numbers if it has the
 // same ID.
+//
+// # Cosmos DB
+//
+// Not a table pattern: the logs are append blobs of a Storage account, so
+// the Cosmos DB Table API changes nothing here (an application whose
+// tables are on Cosmos DB keeps its blob logs in a Storage account).
 package bloblog

@@ -34,7 +34,12 @@ type access struct {
 
 func newTable(t *testing.T) (*table.Table[access], *faults.Transport) {
 	t.Helper()
-	r := testrig.New(t)
+	return newTableOn(t, testrig.New(t))
+}
+
+// newTableOn is newTable on rig r (one of testrig.Services').
+func newTableOn(t *testing.T, r *testrig.Rig) (*table.Table[access], *faults.Transport) {
+	t.Helper()
 	tb := testrig.NewTable[access](t, r.Table())
 	r.Faults.Reset()
 	return tb, r.Faults

@@ -113,4 +113,13 @@
 // (tested against a sorted reference with random data). It is lazy: each
 // bucket's query fetches its next page only when the merge reaches it, so
 // memory holds a page or two per bucket, not the result.
+//
+// # Cosmos DB
+//
+// Supported. The Cosmos DB Table API returns a query's entities in no key
+// order, so under the table's Cosmos [table.Profile] Range reads each
+// bucket's part of the range whole and sorts it before the merge
+// ([table.FanOutOptions] ByRowKey): the same order and round trips, but
+// memory and transfer O(range) before the first entity instead of a page
+// per bucket. Writes and Get are point operations, the same on both.
 package buckets

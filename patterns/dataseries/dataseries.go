@@ -12,10 +12,6 @@ import (
 	"github.com/tablekit/tablekit/retry"
 )
 
-// MaxSlots is the most slots one series holds: an entity's 252 properties
-// less the one tablekit keeps for its write history (table.WriteProperty).
-const MaxSlots = table.MaxProperties - 1
-
 // ErrInvalid is the sentinel for a request rejected before the network: a
 // slot the series does not have, too many slots, bad slot names, a SetAll
 // without an ETag (also [table.ErrNoETag]), invalid keys (also
@@ -54,17 +50,19 @@ type Series[V Value] struct {
 }
 
 // New returns a Series of the named slots (the entity's properties: the
-// guide's 24 hourly counts are [Hours]) over tbl. The slots are required,
-// 1 to [MaxSlots] valid property names ([table.ValidPropertyName]); opts
-// may be nil (defaults). The series' rows are of its own making (a
+// guide's 24 hourly counts are [Hours]) over tbl. The slots are required:
+// valid property names ([table.ValidPropertyName]), 1 to the properties
+// of one entity less the one tablekit keeps for its write history
+// ([table.WriteProperty]): 251 under the table's [table.Profile] (both
+// services'). opts may be nil (defaults). The series' rows are of its own making (a
 // property per slot), so it takes a [table.Table] of [table.Dynamic] and
 // the slots' type V explicitly.
 func New[V Value](tbl *table.Table[table.Dynamic], slots []string, opts *Options) (*Series[V], error) {
 	if tbl == nil || len(slots) == 0 {
 		return nil, fmt.Errorf("%w: a table and at least one slot are required", ErrInvalid)
 	}
-	if len(slots) > MaxSlots {
-		return nil, fmt.Errorf("%w: %d slots, more than one entity holds (%d); a longer series needs several entities (the wide entity pattern)", ErrInvalid, len(slots), MaxSlots)
+	if most := tbl.Profile().MaxProperties - 1; len(slots) > most {
+		return nil, fmt.Errorf("%w: %d slots, more than one entity holds (%d); a longer series needs several entities (the wide entity pattern)", ErrInvalid, len(slots), most)
 	}
 	s := &Series[V]{tbl: tbl, slots: slices.Clone(slots), has: map[string]bool{}}
 	if opts != nil {

@@ -168,7 +168,7 @@ func TestInvalidSendsNothing(t *testing.T) {
 	s, r := newSeries[int64](t)
 	ctx := context.Background()
 	tb := testrig.NewTable[table.Dynamic](t, r.Table())
-	long := make([]string, dataseries.MaxSlots+1)
+	long := make([]string, table.Storage.MaxProperties) // 252: one more than a series holds
 	for i := range long {
 		long[i] = "S" + string(rune('A'+i%26)) + string(rune('A'+i/26))
 	}

@@ -7,8 +7,9 @@
 //
 // For small, fixed series read together: counters per hour of a day, per
 // day of a week, per category. Not for series longer than one entity holds
-// (MaxSlots, 251: a longer series needs several entities, the wide entity
-// pattern), and not for append-only time series (see patterns/logtail).
+// (251 slots, an entity's properties less one: a longer series needs
+// several entities, the wide entity pattern), and not for append-only time
+// series (see patterns/logtail).
 //
 // # Using it
 //
@@ -45,6 +46,13 @@
 //	SetAll    1
 //	Add       2 (read + conditional merge), +2 per conflict; +2 the
 //	          first time (the series is created empty)
+//
+// # Cosmos DB
+//
+// Supported, unchanged: every operation is a point read or a merge of one
+// entity (sent as the POST with X-HTTP-Method: MERGE that Cosmos DB wants,
+// by the SDK), so result order does not matter, and a series' 251 slots
+// fit an entity of both services (the table's [table.Profile]).
 //
 // # Trust
 //

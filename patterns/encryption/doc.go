@@ -201,6 +201,17 @@
 // provider should cache unwrapped keys, below). Each value costs one
 // AES-GCM seal or open (about a microsecond; BENCHMARKS.md).
 //
+// # Cosmos DB
+//
+// Supported, as the core is: a Table on the Cosmos DB Table API follows
+// the table's [table.Profile]. Its queries return rows in no key order, so
+// Query, QueryEntities and QueryPage return every row once in no order (a
+// Limit caps how many, as in the core), Find returns exactly the matches
+// (it promises no order), and Reencrypt visits every row page by page,
+// which needs none. Sealed values are bounded by the profile's 64 KiB
+// values; Cosmos DB reserves the property names id, rid, etag and
+// resourceid (in any case), so a field named ID cannot be stored there.
+//
 // # Keys and rotation
 //
 // Data keys come from a KeyProvider: CurrentKey for writes, Key(id) for

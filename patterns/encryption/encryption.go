@@ -329,7 +329,7 @@ func (t *Table[T]) seal(ctx context.Context, op string, d *table.Dynamic, k *sea
 			}
 			d.Properties[ix.Property] = b
 		}
-		ct, err := seal(k.aead, k.id, binding{t.name, d.PartitionKey, d.RowKey, f}, pv)
+		ct, err := seal(k.aead, k.id, binding{t.name, d.PartitionKey, d.RowKey, f}, pv, t.tbl.Profile().MaxValueSize)
 		if err != nil {
 			return fail(f, k.id, err)
 		}

@@ -25,8 +25,6 @@ const (
 	nonceSize     = 12
 	tagSize       = 16
 	padBlock      = 16
-	// maxBinary is the service's limit on an Edm.Binary value.
-	maxBinary = 64 << 10
 )
 
 // Type bytes of the plaintext: the value's type as the table package's
@@ -117,8 +115,9 @@ func sealedSize(idLen, n int) int {
 	return 2 + idLen + nonceSize + (n/padBlock+1)*padBlock + tagSize
 }
 
-// seal encrypts v for property w.prop of entity (w.pk, w.rk) under key id.
-func seal(aead cipher.AEAD, id string, w binding, v any) ([]byte, error) {
+// seal encrypts v for property w.prop of entity (w.pk, w.rk) under key id,
+// into at most maxBinary bytes (the service's largest Edm.Binary value).
+func seal(aead cipher.AEAD, id string, w binding, v any, maxBinary int) ([]byte, error) {
 	pt, err := appendTyped(make([]byte, 0, 64), v)
 	if err != nil {
 		return nil, err

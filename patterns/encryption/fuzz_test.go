@@ -3,6 +3,8 @@ package encryption
 import (
 	"testing"
 	"time"
+
+	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // FuzzOpen feeds arbitrary stored bytes to the parsers of the stored
@@ -16,7 +18,7 @@ func FuzzOpen(f *testing.F) {
 	}
 	w := binding{"t", "p", "r", "F"}
 	for _, v := range []any{"secret", int32(-1), int64(1 << 40), 2.5, true, time.Unix(0, 100).UTC(), []byte{0, 1}} {
-		b, err := seal(aead, "k1", w, v)
+		b, err := seal(aead, "k1", w, v, table.Storage.MaxValueSize)
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -67,7 +67,12 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	tr := testrig.New(t)
+	return newRigOn(t, testrig.New(t))
+}
+
+// newRigOn is newRig on tr (one of testrig.Services').
+func newRigOn(t *testing.T, tr *testrig.Rig) *rig {
+	t.Helper()
 	c := tr.Table()
 	return &rig{Rig: tr, tbl: testrig.NewTable[table.Dynamic](t, c), raw: tr.Clean(c)}
 }

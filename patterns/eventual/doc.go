@@ -123,6 +123,23 @@
 // Aborted records are rare (they need a crash, an unknown outcome during
 // Commit, or a duplicate reservation); Sweep deletes old ones.
 //
+// # Cosmos DB
+//
+// Supported for the tables: the primary's table may be a Cosmos DB Table
+// API table (its commit records are rows of it); the queue, and the claim
+// checks' container, are a Storage account's (Cosmos DB has neither).
+// Commit's transaction follows the table's [table.Profile] (2 MB there:
+// a larger one is ErrInvalid before anything is sent, no message
+// reserved). Nothing depends on query order: the worker reads records by
+// key, Pending lists what it finds, and Sweep, since a filter on Timestamp
+// matches nothing on Cosmos DB, reads every aborted record there and keeps
+// the old ones by their Timestamp. The worker's reads of commit records
+// assume that a read sees every write before it, from any client (Table
+// Storage is strongly consistent); give a Cosmos DB account the Strong
+// consistency level, since below it a stale read could take a released
+// intent whose record it does not see yet for done (the simulation does
+// not model staleness).
+//
 // # Cost in round trips
 //
 //	Enqueue                 1 (+1 blob upload for a claim check)

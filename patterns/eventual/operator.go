@@ -111,7 +111,10 @@ type Swept struct {
 // It reports what it deleted, also when it fails part way. Cost: a
 // filtered scan of the tables plus one batch per 100 records of a
 // partition; with claim checks, a listing per 5,000 blobs under intents/
-// plus one delete per emptied claim check.
+// plus one delete per emptied claim check. On Cosmos DB, whose filters on
+// Timestamp match nothing, the scan reads every aborted record and keeps
+// the old ones by their Timestamp (a [table.Profile] without
+// TimestampFilters).
 func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Duration) (Swept, error) {
 	var out Swept
 	if olderThan < q.window+q.sweepMargin {
@@ -121,12 +124,19 @@ func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Dura
 	if err != nil {
 		return out, err
 	}
+	cutoff := time.Now().Add(-olderThan)
 	for _, rt := range tables {
 		var ops []table.Op
-		f := table.And(table.Eq("State", stateAborted), table.Lt("Timestamp", time.Now().Add(-olderThan)))
+		f := table.Eq("State", stateAborted)
+		if rt.Profile().TimestampFilters {
+			f = table.And(f, table.Lt("Timestamp", cutoff))
+		}
 		for rec, err := range rt.Query(ctx, recordQuery("", f)) {
 			if err != nil {
 				return out, fmt.Errorf("eventual: sweeping table %s: %w", rt.Name(), err)
+			}
+			if !rec.Timestamp.Before(cutoff) {
+				continue // Cosmos DB cannot filter on Timestamp: checked here
 			}
 			ops = append(ops, rt.DeleteOp(rec.PartitionKey, rec.RowKey, rec.ETag))
 		}

@@ -273,8 +273,9 @@ type CommitResult struct {
 // fails: the flow happens exactly when the primary write did. The same
 // covers a crash at any point (see the package documentation).
 //
-// ops must fit one transaction with the records: at most 100 operations
-// and 4 MiB in all, one PartitionKey; else ErrInvalid and nothing is sent.
+// ops must fit one transaction with the records, as the table's
+// [table.Profile] has it: at most 100 operations and 4 MiB in all (2 MB on
+// Cosmos DB), one PartitionKey; else ErrInvalid and nothing is sent.
 func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, intents ...Draft) (CommitResult, error) {
 	var res CommitResult
 	intents = slices.Clone(intents) // the caller's Drafts stay as they are
@@ -292,8 +293,8 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		return all
 	}
 	placeholders := slices.Repeat([]string{"00000000-0000-0000-0000-000000000000"}, len(intents))
-	if n := table.EstimateBatchSize(batchOf(placeholders)); n > table.MaxBatchSize {
-		return res, fmt.Errorf("%w: the primary batch with its commit records is about %d bytes, more than a transaction's %d", ErrInvalid, n, table.MaxBatchSize)
+	if n, p := table.EstimateBatchSize(batchOf(placeholders)), rt.Profile(); n > p.MaxBatchSize {
+		return res, fmt.Errorf("%w: the primary batch with its commit records is about %d bytes, more than a transaction of %s holds (%d)", ErrInvalid, n, p.Name, p.MaxBatchSize)
 	}
 	res.Intents = make([]Enqueued, len(intents))
 	texts := make([]string, len(intents))
@@ -415,8 +416,8 @@ func (q *Queue) checkCommit(c *aztables.Client, ops []table.Op, intents []Draft)
 	if rt == nil {
 		return nil, "", fmt.Errorf("%w: the table client is not one of Options.Tables", ErrInvalid)
 	}
-	if n := len(ops) + len(intents); n > table.MaxBatchOps {
-		return nil, "", fmt.Errorf("%w: %d operations and %d intents are %d operations, more than a transaction's %d", ErrInvalid, len(ops), len(intents), n, table.MaxBatchOps)
+	if n, p := len(ops)+len(intents), rt.Profile(); n > p.MaxBatchOps {
+		return nil, "", fmt.Errorf("%w: %d operations and %d intents are %d operations, more than a transaction of %s holds (%d)", ErrInvalid, len(ops), len(intents), n, p.Name, p.MaxBatchOps)
 	}
 	if len(ops) == 0 {
 		return nil, "", fmt.Errorf("%w: Commit needs the primary write's operations (use Enqueue for an intent alone)", ErrInvalid)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/testrig"
@@ -72,8 +73,14 @@ type rig struct {
 
 func newRig(t *testing.T, opts *eventual.Options) *rig {
 	t.Helper()
-	r := &rig{Rig: testrig.New(t), runs: map[string]int{}}
-	r.Faults.Next = blobCounter{r}
+	return newRigOn(t, testrig.New(t), opts)
+}
+
+// newRigOn is newRig on base (one of testrig.Services').
+func newRigOn(t *testing.T, base *testrig.Rig, opts *eventual.Options) *rig {
+	t.Helper()
+	r := &rig{Rig: base, runs: map[string]int{}}
+	r.Faults.Next = blobCounter{r, r.Faults.Next}
 	r.queue, r.poison = r.Queue(), r.CleanQueue()
 	r.queueHost, r.blobHost = hostOf(r.queue.URL()), hostOf(r.BlobService(nil).URL())
 	r.orders = testrig.NewTable[order](t, r.Table())
@@ -92,12 +99,22 @@ func newRig(t *testing.T, opts *eventual.Options) *rig {
 	return r
 }
 
-// blobCounter forwards to the service and counts the bytes of blob
-// responses as they are read.
-type blobCounter struct{ r *rig }
+// blobCounter forwards to the service (through next, the rig's Cosmos DB
+// simulation, when it has one) and counts the bytes of blob responses as
+// they are read.
+type blobCounter struct {
+	r    *rig
+	next policy.Transporter
+}
 
 func (c blobCounter) Do(req *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultClient.Do(req)
+	var resp *http.Response
+	var err error
+	if c.next != nil {
+		resp, err = c.next.Do(req)
+	} else {
+		resp, err = http.DefaultClient.Do(req)
+	}
 	if resp != nil && c.r.isBlob(req.URL.String()) {
 		resp.Body = &countedBody{resp.Body, &c.r.blobBytes}
 	}

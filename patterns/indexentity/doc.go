@@ -86,6 +86,18 @@
 // 100,000 ids; every change of a blob list downloads and uploads the whole
 // list.
 //
+// # Cosmos DB
+//
+// Supported: every read and write of a list is a point operation by key
+// (or a blob's), so the Cosmos DB Table API's unordered queries do not
+// matter, and Find fetches the entities by key. An index entity's limit
+// is the table's [table.Profile]'s: 2 MB of JSON on Cosmos DB (about
+// 10,000 ids of 200 characters, four times Table Storage's 1 MiB counted
+// in UTF-16), and RowKeys of at most 255 bytes there, which bound the
+// same-partition store's ids. The queue and the blob store need a Storage
+// account beside it. The eventual stores' lag is Cosmos DB's consistency
+// level's as well as the worker's.
+//
 // # Consistency
 //
 // Same partition: strong. The guide's procedure, step by step. Insert:

@@ -30,7 +30,7 @@ func Fits[T any](x *Index[T], pk, value string, ids []ID) bool {
 	if err != nil {
 		return false
 	}
-	_, err = listProperties(lpk, lrk, sortedIDs(s), value)
+	_, err = listProperties(x.ix.Profile(), lpk, lrk, sortedIDs(s), value)
 	return err == nil
 }
 
@@ -55,7 +55,7 @@ func SeedList[T any](ctx context.Context, x *Index[T], pk, value string, ids []I
 	if err != nil {
 		return err
 	}
-	props, err := listProperties(lpk, lrk, l.ids, value)
+	props, err := listProperties(x.ix.Profile(), lpk, lrk, l.ids, value)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,12 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	r := testrig.New(t)
+	return newFixtureOn(t, testrig.New(t))
+}
+
+// newFixtureOn is newFixture on rig r (one of testrig.Services').
+func newFixtureOn(t testing.TB, r *testrig.Rig) *fixture {
+	t.Helper()
 	c := r.Table()
 	f := &fixture{Rig: r, employees: testrig.NewTable[Employee](t, c), clean: reserved.Table(testrig.NewTable[table.Dynamic](t, r.Clean(c)))}
 	var err error

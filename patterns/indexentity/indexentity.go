@@ -360,7 +360,7 @@ func (x *Index[T]) listOp(l list, value string) (op table.Op, ok bool, err error
 	case len(l.ids) == 0:
 		return x.ix.DeleteOp(l.d.PartitionKey, l.d.RowKey, l.etag), true, nil
 	}
-	props, err := listProperties(l.d.PartitionKey, l.d.RowKey, l.ids, fmt.Sprintf("value %.40q of index %s in partition %q", value, x.name, l.d.PartitionKey))
+	props, err := listProperties(x.ix.Profile(), l.d.PartitionKey, l.d.RowKey, l.ids, fmt.Sprintf("value %.40q of index %s in partition %q", value, x.name, l.d.PartitionKey))
 	if err != nil {
 		return table.Op{}, false, err
 	}

@@ -18,16 +18,13 @@ import (
 // so each id is written followed by '/', and a list is its ids in sorted
 // (byte) order. An index entity holds the list in string properties
 // ListProperty+"00", ListProperty+"01", ... each at most 32,768 UTF-16 code
-// units (table.MaxValueSize) and holding whole ids; a blob holds it as one
+// units (the table's Profile().MaxValueSize, 64 KiB) and holding whole ids; a blob holds it as one
 // id per line.
 
 // ListProperty starts the names of the properties of an index entity that
 // hold its list: Ids00, Ids01, and so on, each a string of ids, each id
 // followed by '/'.
 const ListProperty = "Ids"
-
-// maxValueUnits is the most UTF-16 code units of one string property.
-const maxValueUnits = table.MaxValueSize / 2
 
 // stampReserve is the room an index entity keeps for the core's write
 // history (table.WriteProperty: its name and at most HistoryLength
@@ -37,10 +34,12 @@ var stampReserve = 8 + 2*len(table.WriteProperty) + 4 + 2*table.HistoryLength*12
 
 // listProperties returns the properties of an index entity with keys
 // (pk, rk) holding ids (sorted), or an error wrapping table.ErrTooLarge
-// when the entity would pass the service's 1 MiB with room left for the
-// write history. what names the list for the error.
-func listProperties(pk, rk string, ids []string, what string) (map[string]any, error) {
-	size := 4 + 2*keys.UTF16Len(pk) + 2*keys.UTF16Len(rk) + stampReserve
+// when the entity would pass the limits of p (Table Storage's 1 MiB as it
+// counts entities, Cosmos DB's 2 MB of JSON) with room left for the write
+// history. what names the list for the error.
+func listProperties(p *table.Profile, pk, rk string, ids []string, what string) (map[string]any, error) {
+	size := 4 + 2*keys.UTF16Len(pk) + 2*keys.UTF16Len(rk) + stampReserve // as Table Storage counts
+	js := 64 + jsonLen(pk) + jsonLen(rk) + stampReserve                  // JSON bytes, an upper bound
 	props := map[string]any{}
 	var b strings.Builder
 	n := 0 // UTF-16 code units in b
@@ -48,12 +47,13 @@ func listProperties(pk, rk string, ids []string, what string) (map[string]any, e
 		name := fmt.Sprintf("%s%02d", ListProperty, len(props))
 		props[name] = b.String()
 		size += 8 + 2*len(name) + 4 + 2*n
+		js += 6 + len(name) + jsonLen(b.String())
 		b.Reset()
 		n = 0
 	}
 	for _, id := range ids {
 		u := keys.UTF16Len(id) + 1
-		if n+u > maxValueUnits {
+		if n+u > p.MaxValueSize/2 {
 			flush()
 		}
 		b.WriteString(id)
@@ -63,11 +63,34 @@ func listProperties(pk, rk string, ids []string, what string) (map[string]any, e
 	if n > 0 {
 		flush()
 	}
-	if size > table.MaxEntitySize {
-		return nil, fmt.Errorf("%w: the list of %s would hold %d ids in an entity of %d bytes as the service counts them, more than one entity's %d (with room for its write history): keep such lists in blobs (Options.Blobs), which hold lists of any size",
-			table.ErrTooLarge, what, len(ids), size, table.MaxEntitySize)
+	tooLarge := func(size, most int, as string) error {
+		return fmt.Errorf("%w: the list of %s would hold %d ids in an entity of %d bytes %s, more than one entity of %s holds (%d, with room for its write history): keep such lists in blobs (Options.Blobs), which hold lists of any size",
+			table.ErrTooLarge, what, len(ids), size, as, p.Name, most)
+	}
+	switch {
+	case p.MaxEntitySize > 0 && size > p.MaxEntitySize:
+		return nil, tooLarge(size, p.MaxEntitySize, "as the service counts them")
+	case p.MaxEntityJSON > 0 && js > p.MaxEntityJSON:
+		return nil, tooLarge(js, p.MaxEntityJSON, "of JSON")
 	}
 	return props, nil
+}
+
+// jsonLen bounds the length of s as a JSON string: quotes, and six bytes
+// for every character an encoder may escape.
+func jsonLen(s string) int {
+	n := 2
+	for _, r := range s {
+		switch {
+		case r < 0x20, r == '<', r == '>', r == '&', r == 0x2028, r == 0x2029:
+			n += 6
+		case r == '"', r == '\\':
+			n += 2
+		default:
+			n += utf8.RuneLen(r) // an invalid byte is U+FFFD here: 3, as written
+		}
+	}
+	return n
 }
 
 // listOf reads the ids of an index entity's list properties, sorted.

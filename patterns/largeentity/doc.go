@@ -165,6 +165,17 @@
 //	a lost response        +1 read to settle the entity write (patterns/table);
 //	                       a blob upload needs none
 //
+// # Cosmos DB
+//
+// Supported; the blobs need a Storage account beside it (Cosmos DB has
+// none). The Cosmos DB Table API returns a query's rows in no key order:
+// Range reads the rows of its range whole and sorts them before yielding
+// the first entity (same round trips; memory for the range's rows, not
+// their blobs, before the first). Everything else is point operations.
+// What stays inline follows the table's [table.Profile]: values are
+// offloaded while the entity would exceed 2 MB of JSON there (1 MiB as
+// Table Storage counts it); Threshold is bounded by its 64 KiB values.
+//
 // # Crash points
 //
 // Insert, Update and Modify (the process stops, or the call returns an

@@ -103,9 +103,11 @@ type Options[T any] struct {
 	Fields []string
 	// Threshold is the size above which a chosen value goes to a blob, in
 	// bytes as the service counts them (strings and JSON at 2 bytes per
-	// UTF-16 code unit), 1 to table.MaxValueSize (64 KiB). Default:
-	// DefaultThreshold. Whatever the threshold, values are also offloaded,
-	// largest first, while the entity would exceed 1 MiB.
+	// UTF-16 code unit), 1 to the largest value of the table's
+	// [table.Profile] (MaxValueSize, 64 KiB). Default: DefaultThreshold.
+	// Whatever the threshold, values are also offloaded, largest first,
+	// while the entity would exceed the profile's entity size (1 MiB on
+	// Table Storage, 2 MB of JSON on Cosmos DB).
 	Threshold int
 	// Concurrency is the most blob reads or writes in flight for one call
 	// (the values of one entity, the entities of a Range, the entities of
@@ -238,8 +240,8 @@ func New[T any](tbl *table.Table[table.Dynamic], blobs *container.Client, opts *
 	switch {
 	case s.threshold == 0:
 		s.threshold = DefaultThreshold
-	case s.threshold < 0 || s.threshold > table.MaxValueSize:
-		return nil, fmt.Errorf("%w: Threshold %d outside 1..%d", ErrInvalid, s.threshold, table.MaxValueSize)
+	case s.threshold < 0 || s.threshold > tbl.Profile().MaxValueSize:
+		return nil, fmt.Errorf("%w: Threshold %d outside 1..%d", ErrInvalid, s.threshold, tbl.Profile().MaxValueSize)
 	}
 	if s.conc == 0 {
 		s.conc = DefaultConcurrency

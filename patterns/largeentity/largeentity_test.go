@@ -72,7 +72,12 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	r := testrig.New(t)
+	return newFixtureOn(t, testrig.New(t))
+}
+
+// newFixtureOn is newFixture on rig r (one of testrig.Services').
+func newFixtureOn(t testing.TB, r *testrig.Rig) *fixture {
+	t.Helper()
 	c := r.Table()
 	f := &fixture{r: r, tbl: testrig.NewTable[table.Dynamic](t, c), blobs: r.Container(), clock: &clock{t: time.Now()}}
 	f.cleanTbl = reserved.Properties(testrig.NewTable[table.Dynamic](t, r.Clean(c))) // plants pointers as another writer would

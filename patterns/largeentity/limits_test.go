@@ -61,7 +61,7 @@ func TestNewRejects(t *testing.T) {
 	type none struct{ Name string }
 	check("no field to offload", second(largeentity.New[none](f.tbl, f.blobs, nil)))
 	check("Fields names an int", second(largeentity.New(f.tbl, f.blobs, &largeentity.Options[badKind]{Fields: []string{"Age"}})))
-	for _, th := range []int{-1, table.MaxValueSize + 1} {
+	for _, th := range []int{-1, table.Storage.MaxValueSize + 1} {
 		check(fmt.Sprint("Threshold ", th), second(largeentity.New(f.tbl, f.blobs, &largeentity.Options[Employee]{Threshold: th})))
 	}
 	check("Concurrency -1", second(largeentity.New(f.tbl, f.blobs, &largeentity.Options[Employee]{Concurrency: -1})))
@@ -153,7 +153,7 @@ func TestSpillWhenTheEntityWouldBeTooLarge(t *testing.T) {
 	type album struct {
 		P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12, P13, P14, P15, P16, P17 []byte `largeentity:"offload"`
 	}
-	s := newStore(t, f, &largeentity.Options[album]{Threshold: table.MaxValueSize, Keys: func(*album) (string, string) { return "a", "1" }})
+	s := newStore(t, f, &largeentity.Options[album]{Threshold: table.Storage.MaxValueSize, Keys: func(*album) (string, string) { return "a", "1" }})
 	ctx := context.Background()
 	var a album
 	sizes := []int{60, 60, 60, 61, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 64} // KiB: 18 values, 1,085 KiB in all

@@ -215,7 +215,10 @@ func deref(p *int64) any {
 // to) (an empty bound is open), in key order, each with its offloaded
 // values: one range query (a round trip per page of up to 1,000
 // entities), and the blobs of up to Concurrency entities read in parallel
-// ahead of the loop. opts.Select projects as for Get. An entity whose
+// ahead of the loop. On a service whose queries return rows in no key
+// order (Cosmos DB) the range's rows are read whole and sorted before the
+// first entity is returned (same round trips, memory for the range's
+// rows, not their blobs). opts.Select projects as for Get. An entity whose
 // blob is gone because it changed after the query is read again (and
 // skipped if it was deleted). The first error ends the sequence.
 func (s *Store[T]) Range(ctx context.Context, pk, from, to string, opts *GetOptions) iter.Seq2[Entity[T], error] {
@@ -242,7 +245,11 @@ func (s *Store[T]) Range(ctx context.Context, pk, from, to string, opts *GetOpti
 			}
 			return item{e, err == nil}, err
 		}
-		for it, err := range prefetch.Map(ctx, s.tbl.Query(ctx, q), s.conc, one) {
+		// In key order on every service: an ordered fan-out of one query
+		// streams pages on Table Storage and, on a service without key
+		// order (Cosmos DB), reads the range whole and sorts it first.
+		rows := s.tbl.FanOut(ctx, []*table.Query{q}, &table.FanOutOptions{Ordered: true})
+		for it, err := range prefetch.Map(ctx, rows, s.conc, one) {
 			if err != nil {
 				yield(Entity[T]{}, err)
 				return

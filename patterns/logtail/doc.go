@@ -46,11 +46,31 @@
 //
 //	Append, AppendAt      1 (+1 read to settle a lost response)
 //	Latest(n), n <= 1000  1 per bucket, in parallel (more only if the
-//	                      service returns a short page)
+//	                      service returns a short page); on Cosmos DB 1
+//	                      per bucket per window step (see below)
 //	Range                 1 per page per bucket, merged lazily
 //	Trim                  per bucket: 1 query per 1,000 entries + 1
 //	                      transaction per 100; idempotent (entries already
 //	                      gone are skipped)
+//
+// # Cosmos DB
+//
+// Supported, at another cost. The Cosmos DB Table API returns a query's
+// entries in no key order, and its $top returns any n matches, not the
+// newest (the design guide calls the log tail pattern unsuitable there).
+// Under the table's Cosmos [table.Profile] (Sorted false), Latest reads a
+// window of time instead of the first n keys: the entries of the last
+// second (and any with later times, from clocks ahead), then windows grown
+// with the rate it finds (32 times longer when one was empty) until they
+// hold n; it sorts what it read and keeps the n newest. Each step reads
+// only keys the previous ones did not; the cost is the entries of the
+// window that holds the n-th newest, up to a few times n, in transfer and
+// memory, and one query per bucket per step (about 8 steps when the n-th
+// newest entry is years old). Range reads each bucket's entries of
+// [from, to) whole and sorts them before yielding the first (memory and
+// transfer O(range) before the first entry, not one page). Trim deletes
+// any 1,000 old entries per round, which needs no order: unchanged.
+// Appends are the same on both services.
 //
 // # Trust
 //

@@ -1,12 +1,14 @@
 package logtail
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -181,15 +183,28 @@ func bound(t time.Time) string {
 	return keys.InvertedTicks(up) + "."
 }
 
-// Latest returns the n newest entries of log, newest first: one range
-// query per bucket (in parallel), one round trip each when n <= 1,000
-// (MaxLatest) and the service returns full pages.
+// Latest returns the n newest entries of log, newest first. On Table
+// Storage: one range query per bucket (in parallel), one round trip each
+// when n <= 1,000 (MaxLatest) and the service returns full pages, the
+// service's $top picking the first n keys. On a service whose queries
+// return entries in no key order (a [table.Profile] that is not Sorted:
+// Cosmos DB), where $top picks any n, it reads a time window instead: the
+// entries appended in the last second (and any with later times), then
+// ever longer windows (each read once, growing with the entries found)
+// until they hold n, and keeps the n newest. That costs the entries of the
+// window that holds the n-th newest entry, up to a few times n, in
+// transfer and memory, and one query per bucket per window step: a few
+// steps for a log written steadily, about 8 for one whose n-th newest
+// entry is years old.
 func (l *Log[T]) Latest(ctx context.Context, log string, n int) ([]Entry[T], error) {
 	if n < 1 || n > MaxLatest {
 		return nil, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, MaxLatest)
 	}
 	if err := l.checkLog(log); err != nil {
 		return nil, err
+	}
+	if !l.tbl.Profile().Sorted {
+		return l.latestByWindow(ctx, log, n, time.Now())
 	}
 	var out []Entry[T]
 	for e, err := range l.merged(ctx, log, table.Filter{}, n) {
@@ -199,6 +214,71 @@ func (l *Log[T]) Latest(ctx context.Context, log string, n int) ([]Entry[T], err
 		if out = append(out, e); len(out) == n {
 			break
 		}
+	}
+	return out, nil
+}
+
+// Latest's windows on a service without key order: the first, and the
+// longest before the last window, which has no lower bound.
+const (
+	firstWindow = time.Second
+	lastWindow  = 100 * 365 * 24 * time.Hour
+)
+
+// latestByWindow is Latest for a service whose queries return entries in
+// no key order. It reads the entries appended since now-w (the RowKeys
+// below bound(now-w): later times have smaller keys, so entries from
+// clocks ahead of now are included) for a window w that grows, each step
+// reading only the slice of keys the previous step did not, until n are
+// read or the window has no lower bound; every entry newer than the
+// window's start has then been read, so the n smallest RowKeys read are
+// the n newest of the log.
+func (l *Log[T]) latestByWindow(ctx context.Context, log string, n int, now time.Time) ([]Entry[T], error) {
+	var got []table.Entity[T]
+	read := "" // the keys below it were read
+	for w := firstWindow; ; {
+		last := w > lastWindow || now.Add(-w).Before(minTime)
+		next := ""
+		if !last {
+			next = bound(now.Add(-w))
+		}
+		srcs := make([]table.Source[T], l.buckets)
+		for b := range l.buckets {
+			srcs[b] = table.Source[T]{Table: l.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(l.partition(log, b)), table.RowKeyRange(read, next))}}
+		}
+		for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{Concurrency: l.buckets}) {
+			if err != nil {
+				return nil, err
+			}
+			got = append(got, e)
+		}
+		if len(got) >= n || last {
+			break
+		}
+		read = next
+		// Grow with the rate seen: a window that found k entries is
+		// widened to about 2n/k times itself (at least twice, at most
+		// 1,024 times); one that found none, 32 times.
+		grow := time.Duration(32)
+		if k := len(got); k > 0 {
+			grow = time.Duration(min(max(2, (2*n+k-1)/k), 1024))
+		}
+		if w > lastWindow/grow {
+			w = lastWindow + 1
+		} else {
+			w *= grow
+		}
+	}
+	slices.SortFunc(got, func(a, b table.Entity[T]) int {
+		return cmp.Or(keys.Compare(a.RowKey, b.RowKey), keys.Compare(a.PartitionKey, b.PartitionKey))
+	})
+	out := make([]Entry[T], 0, min(n, len(got)))
+	for _, e := range got[:min(n, len(got))] {
+		en, err := entry(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, en)
 	}
 	return out, nil
 }
@@ -218,7 +298,9 @@ func (l *Log[T]) merged(ctx context.Context, log string, filter table.Filter, li
 
 // Range yields the entries of log appended in [from, to), newest first,
 // lazily: one range query per bucket, one round trip per page of each,
-// merged in time order.
+// merged in time order. On a service without key order (Cosmos DB) each
+// bucket's entries of the range are read whole and sorted before the
+// first is yielded ([table.FanOutOptions] Ordered).
 func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
 		if err := checkTime(from); err != nil {

@@ -152,4 +152,17 @@
 // are selected whole: to narrow within them, put the time in the keys (as
 // the guide's logins do, RowKey = inverted ticks or ticks) and in q's
 // filter. To read one period, use Table(at).
+//
+// # Cosmos DB
+//
+// Works, with costs that change the design's meaning. On the Cosmos DB
+// Table API each table is a container with its own provisioned throughput
+// (billed while it exists, even empty), creating tables is throttled, and
+// an account holds at most a few hundred: a table per period suits long
+// periods there (weeks, months), not hours. Its listings and queries come
+// in no order: Periods sorts the listing ([table.ListTables] reads it
+// whole, which the account's few hundred tables keep small), and Range
+// reads each period's query whole and sorts it before the merge (memory
+// and transfer O(range) before the first entity; the same round trips).
+// Sweep deletes a table per period as on Table Storage.
 package rotation

@@ -66,7 +66,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, now time.Time) *fixture {
 	t.Helper()
-	rig := testrig.New(t)
+	return newFixtureOn(t, testrig.New(t), now)
+}
+
+// newFixtureOn is newFixture on rig (one of testrig.Services').
+func newFixtureOn(t *testing.T, rig *testrig.Rig, now time.Time) *fixture {
+	t.Helper()
 	f := &fixture{env: rig, ft: rig.Faults, clock: &clock{now: now}, svc: rig.Service(t)}
 	name := rig.Name()
 	f.prefix = name[:min(len(name), 45)] + "x"
@@ -210,185 +215,198 @@ func TestRoutingAndDiscovery(t *testing.T) {
 	}
 }
 
-// TestRange: Range reads the periods overlapping [from, to) as one table
-// (key order, same keys in period order), one list and one query per
-// period; q's filter and Limit apply; bad requests send nothing.
-func TestRange(t *testing.T) {
+// TestCosmosRange: on each service (the Cosmos DB simulation lists tables
+// and returns entities in no key order), Range reads the periods
+// overlapping [from, to) as one table (key order, same keys in period
+// order), one list and one query per period; q's filter and Limit apply;
+// bad requests send nothing.
+func TestCosmosRange(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, jul30)
-	r := f.tables(t, &rotation.Options{Grace: 30 * 24 * time.Hour})
-	ctx := context.Background()
-	days := []time.Time{jul30.AddDate(0, 0, -1), jul30, jul31, aug1}
-	type row struct{ user, at, ip string }
-	var want []row
-	for d, day := range days {
-		for i := range 6 {
-			user := fmt.Sprint("u", i%3)
-			at := day.Add(time.Duration(i) * time.Hour)
-			l := loginAt(user, at, fmt.Sprint(d, "-", i))
-			if _, err := r.Insert(ctx, at, l); err != nil {
+	testrig.Services(t, func(t *testing.T, rig *testrig.Rig) {
+		f := newFixtureOn(t, rig, jul30)
+		r := f.tables(t, &rotation.Options{Grace: 30 * 24 * time.Hour})
+		ctx := context.Background()
+		days := []time.Time{jul30.AddDate(0, 0, -1), jul30, jul31, aug1}
+		type row struct{ user, at, ip string }
+		var want []row
+		for d, day := range days {
+			for i := range 6 {
+				user := fmt.Sprint("u", i%3)
+				at := day.Add(time.Duration(i) * time.Hour)
+				l := loginAt(user, at, fmt.Sprint(d, "-", i))
+				if _, err := r.Insert(ctx, at, l); err != nil {
+					t.Fatal(err)
+				}
+				if d == 1 || d == 2 {
+					want = append(want, row{l.User, l.At, l.IP})
+				}
+			}
+			// The same keys in two periods: both come, older period first.
+			same := login{User: "same", At: "key", IP: fmt.Sprint(d)}
+			if _, err := r.Insert(ctx, day, same); err != nil {
 				t.Fatal(err)
 			}
 			if d == 1 || d == 2 {
-				want = append(want, row{l.User, l.At, l.IP})
+				want = append(want, row{same.User, same.At, same.IP})
 			}
 		}
-		// The same keys in two periods: both come, older period first.
-		same := login{User: "same", At: "key", IP: fmt.Sprint(d)}
-		if _, err := r.Insert(ctx, day, same); err != nil {
-			t.Fatal(err)
+		slices.SortStableFunc(want, func(a, b row) int {
+			if c := keys.Compare(a.user, b.user); c != 0 {
+				return c
+			}
+			return keys.Compare(a.at, b.at)
+		})
+		f.ft.Reset()
+		var got []row
+		// From the middle of July 30 to the start of August 1: July 30 and 31.
+		for k, err := range r.Range(ctx, jul30.Add(12*time.Hour), aug1, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k.PartitionKey != k.Value.User || k.RowKey != k.Value.At {
+				t.Fatalf("keys %q/%q of %+v", k.PartitionKey, k.RowKey, k.Value)
+			}
+			got = append(got, row{k.Value.User, k.Value.At, k.Value.IP})
 		}
-		if d == 1 || d == 2 {
-			want = append(want, row{same.User, same.At, same.IP})
+		if !slices.Equal(got, want) {
+			t.Fatalf("Range = %v\nwant %v", got, want)
 		}
-	}
-	slices.SortStableFunc(want, func(a, b row) int {
-		if c := keys.Compare(a.user, b.user); c != 0 {
-			return c
+		if n := f.ft.Count(); n != 3 {
+			t.Fatalf("Range over 2 periods: %d round trips, want 3 (list, 2 queries)", n)
 		}
-		return keys.Compare(a.at, b.at)
-	})
-	f.ft.Reset()
-	var got []row
-	// From the middle of July 30 to the start of August 1: July 30 and 31.
-	for k, err := range r.Range(ctx, jul30.Add(12*time.Hour), aug1, nil) {
-		if err != nil {
-			t.Fatal(err)
+		// A filter inside the periods, and a Limit over the whole.
+		var u1 []string
+		for k, err := range r.Range(ctx, jul30, aug1.Add(time.Hour), &table.Query{Filter: table.PartitionKey("u1"), Limit: 3}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			u1 = append(u1, k.Value.IP)
 		}
-		if k.PartitionKey != k.Value.User || k.RowKey != k.Value.At {
-			t.Fatalf("keys %q/%q of %+v", k.PartitionKey, k.RowKey, k.Value)
-		}
-		got = append(got, row{k.Value.User, k.Value.At, k.Value.IP})
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("Range = %v\nwant %v", got, want)
-	}
-	if n := f.ft.Count(); n != 3 {
-		t.Fatalf("Range over 2 periods: %d round trips, want 3 (list, 2 queries)", n)
-	}
-	// A filter inside the periods, and a Limit over the whole.
-	var u1 []string
-	for k, err := range r.Range(ctx, jul30, aug1.Add(time.Hour), &table.Query{Filter: table.PartitionKey("u1"), Limit: 3}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		u1 = append(u1, k.Value.IP)
-	}
-	if !slices.Equal(u1, []string{"1-1", "1-4", "2-1"}) {
-		t.Fatalf("u1, limit 3 = %v", u1)
-	}
-	f.ft.Reset()
-	for _, err := range r.Range(ctx, aug1, jul30, nil) {
-		if !errors.Is(err, rotation.ErrInvalid) {
-			t.Fatalf("Range backwards = %v", err)
-		}
-	}
-	for _, err := range r.Range(ctx, jul30, aug1, &table.Query{Cursor: "c2.x.y.1.z"}) {
-		if !errors.Is(err, rotation.ErrInvalid) {
-			t.Fatalf("Range with a cursor = %v", err)
-		}
-	}
-	if n := f.ft.Count(); n != 0 {
-		t.Fatalf("%d requests for invalid Ranges", n)
-	}
-	// No period in range: nothing, after the list.
-	for _, err := range r.Range(ctx, aug1.AddDate(1, 0, 0), aug1.AddDate(1, 0, 1), nil) {
-		t.Fatalf("a range without periods yielded (%v)", err)
-	}
-}
-
-// TestSweep: Sweep deletes every period entirely before the cutoff, one
-// request each after one list; a cutoff within Grace + MaxClockSkew is
-// refused with nothing sent; a table being deleted, or gone after a lost
-// response, is reported Gone; throttling is retried.
-func TestSweep(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, jul30.AddDate(0, 0, -5))
-	r := f.tables(t, nil)
-	ctx := context.Background()
-	var days []time.Time
-	for d := range 7 {
-		day := jul30.AddDate(0, 0, d-5)
-		days = append(days, day)
-		f.clock.Set(day)
-		var ops []table.Op
-		for i := range 150 {
-			ops = append(ops, r.Table(day).InsertOp(loginAt(fmt.Sprint("u", i%7), day.Add(time.Duration(i)*time.Second), "x")))
+		if !slices.Equal(u1, []string{"1-1", "1-4", "2-1"}) {
+			t.Fatalf("u1, limit 3 = %v", u1)
 		}
 		f.ft.Reset()
-		if _, err := r.Submit(ctx, day, ops, nil); err != nil {
+		for _, err := range r.Range(ctx, aug1, jul30, nil) {
+			if !errors.Is(err, rotation.ErrInvalid) {
+				t.Fatalf("Range backwards = %v", err)
+			}
+		}
+		for _, err := range r.Range(ctx, jul30, aug1, &table.Query{Cursor: "c2.x.y.1.z"}) {
+			if !errors.Is(err, rotation.ErrInvalid) {
+				t.Fatalf("Range with a cursor = %v", err)
+			}
+		}
+		if n := f.ft.Count(); n != 0 {
+			t.Fatalf("%d requests for invalid Ranges", n)
+		}
+		// No period in range: nothing, after the list.
+		for _, err := range r.Range(ctx, aug1.AddDate(1, 0, 0), aug1.AddDate(1, 0, 1), nil) {
+			t.Fatalf("a range without periods yielded (%v)", err)
+		}
+		how := "Periods (a listing, in name order) + 1 query per page per period, merged lazily in key order"
+		if !rig.Profile().Sorted {
+			how = "Periods (the listing sorted client-side) + each period's query read whole and sorted, then merged: O(range) before the first entity"
+		}
+		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "Periods, Range", How: how})
+	})
+}
+
+// TestCosmosSweep: on each service, Sweep deletes every period entirely
+// before the cutoff, oldest first, one request each after one list; a
+// cutoff within Grace + MaxClockSkew is
+// refused with nothing sent; a table being deleted, or gone after a lost
+// response, is reported Gone; throttling is retried.
+func TestCosmosSweep(t *testing.T) {
+	t.Parallel()
+	testrig.Services(t, func(t *testing.T, rig *testrig.Rig) {
+		f := newFixtureOn(t, rig, jul30.AddDate(0, 0, -5))
+		r := f.tables(t, nil)
+		ctx := context.Background()
+		var days []time.Time
+		for d := range 7 {
+			day := jul30.AddDate(0, 0, d-5)
+			days = append(days, day)
+			f.clock.Set(day)
+			var ops []table.Op
+			for i := range 150 {
+				ops = append(ops, r.Table(day).InsertOp(loginAt(fmt.Sprint("u", i%7), day.Add(time.Duration(i)*time.Second), "x")))
+			}
+			f.ft.Reset()
+			if _, err := r.Submit(ctx, day, ops, nil); err != nil {
+				t.Fatal(err)
+			}
+			if n := f.ft.Count(); n != 8 {
+				t.Fatalf("Submit of 150 ops over 7 partitions into a new period: %d round trips, want 8 (create, a transaction per partition)", n)
+			}
+		}
+		f.clock.Set(days[6].Add(12 * time.Hour))
+		f.ft.Reset()
+		if _, err := r.Sweep(ctx, f.clock.Now().Add(-rotation.DefaultGrace)); !errors.Is(err, rotation.ErrInvalid) {
+			t.Fatalf("Sweep within Grace + MaxClockSkew = %v", err)
+		}
+		if n := f.ft.Count(); n != 0 {
+			t.Fatalf("%d requests for a refused Sweep", n)
+		}
+		// Before the middle of days[2]: days 0 and 1 go.
+		s, err := r.Sweep(ctx, days[2].Add(12*time.Hour))
+		if err != nil || len(s.Deleted) != 2 || len(s.Gone) != 0 || !s.Deleted[0].Start.Equal(days[0]) || !s.Deleted[1].Start.Equal(days[1]) {
+			t.Fatalf("Sweep = %+v, %v", s, err)
+		}
+		if n := f.ft.Count(); n != 3 {
+			t.Fatalf("Sweep of 2 periods of 150 entities: %d round trips, want 3 (list, 2 deletes)", n)
+		}
+		if got := periodNames(t, r); len(got) != 5 || got[0] != "2024-07-27T00" {
+			t.Fatalf("Periods after the Sweep = %v", got)
+		}
+		// Again: nothing to do, one list.
+		f.ft.Reset()
+		if s, err := r.Sweep(ctx, days[2].Add(12*time.Hour)); err != nil || len(s.Deleted)+len(s.Gone) != 0 || f.ft.Count() != 1 {
+			t.Fatalf("repeated Sweep = %+v, %v in %d round trips", s, err, f.ft.Count())
+		}
+		// days[2] answers 409 TableBeingDeleted (another Sweep's delete in
+		// progress, still listed), days[3]'s responses are lost on every
+		// attempt (the fixture's policy makes 6: a query of the table finds it
+		// gone), days[4] is throttled twice (retried).
+		isDelete := func(d time.Time) func(*http.Request) bool {
+			return func(req *http.Request) bool {
+				return req.Method == http.MethodDelete && strings.Contains(req.URL.Path, r.Name(d))
+			}
+		}
+		f.ft.Reset()
+		f.ft.Inject(faults.Fault{Match: isDelete(days[2]), Status: http.StatusConflict, ErrorCode: "TableBeingDeleted"})
+		for range 6 {
+			f.ft.Inject(faults.Fault{Match: isDelete(days[3]), LoseResponse: true})
+		}
+		f.ft.Inject(
+			faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
+			faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
+		)
+		s, err = r.Sweep(ctx, days[5])
+		if err != nil {
 			t.Fatal(err)
 		}
-		if n := f.ft.Count(); n != 8 {
-			t.Fatalf("Submit of 150 ops over 7 partitions into a new period: %d round trips, want 8 (create, a transaction per partition)", n)
+		if n := f.ft.Count(); n != 1+1+6+1+3 {
+			t.Fatalf("Sweep with faults: %d round trips, want 12 (list; 1 delete of days[2]; 6 of days[3] + 1 query; 3 of days[4])", n)
 		}
-	}
-	f.clock.Set(days[6].Add(12 * time.Hour))
-	f.ft.Reset()
-	if _, err := r.Sweep(ctx, f.clock.Now().Add(-rotation.DefaultGrace)); !errors.Is(err, rotation.ErrInvalid) {
-		t.Fatalf("Sweep within Grace + MaxClockSkew = %v", err)
-	}
-	if n := f.ft.Count(); n != 0 {
-		t.Fatalf("%d requests for a refused Sweep", n)
-	}
-	// Before the middle of days[2]: days 0 and 1 go.
-	s, err := r.Sweep(ctx, days[2].Add(12*time.Hour))
-	if err != nil || len(s.Deleted) != 2 || len(s.Gone) != 0 || !s.Deleted[0].Start.Equal(days[0]) || !s.Deleted[1].Start.Equal(days[1]) {
-		t.Fatalf("Sweep = %+v, %v", s, err)
-	}
-	if n := f.ft.Count(); n != 3 {
-		t.Fatalf("Sweep of 2 periods of 150 entities: %d round trips, want 3 (list, 2 deletes)", n)
-	}
-	if got := periodNames(t, r); len(got) != 5 || got[0] != "2024-07-27T00" {
-		t.Fatalf("Periods after the Sweep = %v", got)
-	}
-	// Again: nothing to do, one list.
-	f.ft.Reset()
-	if s, err := r.Sweep(ctx, days[2].Add(12*time.Hour)); err != nil || len(s.Deleted)+len(s.Gone) != 0 || f.ft.Count() != 1 {
-		t.Fatalf("repeated Sweep = %+v, %v in %d round trips", s, err, f.ft.Count())
-	}
-	// days[2] answers 409 TableBeingDeleted (another Sweep's delete in
-	// progress, still listed), days[3]'s responses are lost on every
-	// attempt (the fixture's policy makes 6: a query of the table finds it
-	// gone), days[4] is throttled twice (retried).
-	isDelete := func(d time.Time) func(*http.Request) bool {
-		return func(req *http.Request) bool {
-			return req.Method == http.MethodDelete && strings.Contains(req.URL.Path, r.Name(d))
+		var deleted, gone []time.Time
+		for _, p := range s.Deleted {
+			deleted = append(deleted, p.Start)
 		}
-	}
-	f.ft.Reset()
-	f.ft.Inject(faults.Fault{Match: isDelete(days[2]), Status: http.StatusConflict, ErrorCode: "TableBeingDeleted"})
-	for range 6 {
-		f.ft.Inject(faults.Fault{Match: isDelete(days[3]), LoseResponse: true})
-	}
-	f.ft.Inject(
-		faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
-		faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
-	)
-	s, err = r.Sweep(ctx, days[5])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := f.ft.Count(); n != 1+1+6+1+3 {
-		t.Fatalf("Sweep with faults: %d round trips, want 12 (list; 1 delete of days[2]; 6 of days[3] + 1 query; 3 of days[4])", n)
-	}
-	var deleted, gone []time.Time
-	for _, p := range s.Deleted {
-		deleted = append(deleted, p.Start)
-	}
-	for _, p := range s.Gone {
-		gone = append(gone, p.Start)
-	}
-	if !slices.Equal(deleted, []time.Time{days[4]}) || !slices.Equal(gone, []time.Time{days[2], days[3]}) {
-		t.Fatalf("Sweep with faults: deleted %v, gone %v", deleted, gone)
-	}
-	// days[2] was only "being deleted" (injected): the next Sweep deletes it.
-	if s, err := r.Sweep(ctx, days[5]); err != nil || len(s.Deleted) != 1 || !s.Deleted[0].Start.Equal(days[2]) {
-		t.Fatalf("Sweep after TableBeingDeleted = %+v, %v", s, err)
-	}
-	if got := periodNames(t, r); !slices.Equal(got, []string{"2024-07-30T00", "2024-07-31T00"}) {
-		t.Fatalf("Periods = %v", got)
-	}
+		for _, p := range s.Gone {
+			gone = append(gone, p.Start)
+		}
+		if !slices.Equal(deleted, []time.Time{days[4]}) || !slices.Equal(gone, []time.Time{days[2], days[3]}) {
+			t.Fatalf("Sweep with faults: deleted %v, gone %v", deleted, gone)
+		}
+		// days[2] was only "being deleted" (injected): the next Sweep deletes it.
+		if s, err := r.Sweep(ctx, days[5]); err != nil || len(s.Deleted) != 1 || !s.Deleted[0].Start.Equal(days[2]) {
+			t.Fatalf("Sweep after TableBeingDeleted = %+v, %v", s, err)
+		}
+		if got := periodNames(t, r); !slices.Equal(got, []string{"2024-07-30T00", "2024-07-31T00"}) {
+			t.Fatalf("Periods = %v", got)
+		}
+		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "Insert, Submit, Sweep", How: "a table per period, deleted whole: 1 request per period (Cosmos DB: each table is a billed container, created slowly; at most a few hundred per account)"})
+	})
 }
 
 // TestFirstWriteFaults: the first write of a period meets a table being

@@ -1,6 +1,7 @@
 package secondaryindex
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -191,6 +192,15 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 			wanted[k] = append(wanted[k], want{ix, r, f})
 		}
 	}
+	// The primaries come in key order from Table Storage, in none from
+	// Cosmos DB: order each copy's wanters by their keys, so that the same
+	// entity keeps a unique value two entities have (the first by key) on
+	// both services.
+	for _, ws := range wanted {
+		slices.SortFunc(ws, func(a, b want) int {
+			return cmp.Or(keys.Compare(a.f.pk, b.f.pk), keys.Compare(a.f.id, b.f.id))
+		})
+	}
 	holder := map[key]int{} // the wanter whose copy exists
 	otherFix := map[*fix]int{}
 	for i := range s.indexes {
@@ -251,6 +261,10 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 			plan.same = append(plan.same, *f)
 		}
 	}
+	// Reconciling an entity writes every copy it calls for, a unique value
+	// another entity has among them: do it in key order, so that the first
+	// entity by key keeps the value, whatever order the maps gave.
+	slices.SortFunc(plan.other, func(a, b fix) int { return cmp.Or(keys.Compare(a.pk, b.pk), keys.Compare(a.id, b.id)) })
 	sortRefs := func(rs []CopyRef) {
 		slices.SortFunc(rs, func(a, b CopyRef) int { return compareRefs(a, b) })
 	}

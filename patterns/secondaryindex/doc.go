@@ -157,13 +157,27 @@
 //	Lookup (unique)       1, +1 to fetch the primary (KeysOnly, or Fetch)
 //	Find, Range           1 per page of copies (of every partition sharing
 //	                      the index partition), + 1 per entity fetched
-//	                      (in parallel, in index order)
+//	                      (in parallel, in index order); on Cosmos DB the
+//	                      copies of the range are read before the first
+//	                      entity is returned
 //	Verify                1
 //	Check, Rebuild        1 per page of primaries and of each index's
 //	                      copies (a scan when no partition is given), +
 //	                      the fixes (one transaction per entity)
 //	worker, per intent    2 reads of the primary, + 1 write per copy
 //	                      (+1 read for a unique index), + 2 per stale copy
+//
+// # Cosmos DB
+//
+// Supported. Writes are the same on both services, under the limits of the
+// table's [table.Profile] (Cosmos DB: transactions of 2 MB, RowKeys of 255
+// bytes, so long index values fail there before the network). Its queries
+// return rows in no key order, so Find and Range read the copies of their
+// range whole and sort them before returning the first entity (an ordered
+// [table.Table.FanOut] of one query): the same round trips, memory for the
+// whole range instead of a page. Lookup is a point read. Check and Rebuild
+// match primaries and copies by key, which needs no order; a unique value
+// two entities have stays with the first of them by key on both services.
 //
 // # Crash points
 //

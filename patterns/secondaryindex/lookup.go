@@ -85,7 +85,10 @@ func (s *Store[T]) Find(ctx context.Context, pk, index string, value []string, o
 // Range returns the entities of partition pk whose index value is from
 // from to to, both included (as prefixes: to ["Jones"] includes "Jones",
 // "Smith"]), in index order: 1 range query per page of copies, plus the
-// fetches. pk is as for Find.
+// fetches. pk is as for Find. On a service whose queries return rows in
+// no key order (Cosmos DB) the copies of the range are read whole and
+// sorted before the first entity is returned (same round trips; memory
+// for the whole range, not a page); Find likewise.
 func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
 	return func(yield func(Entity[T], error) bool) {
 		ix, err := s.indexNamed(index)
@@ -108,7 +111,12 @@ func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []strin
 			sel = append(slices.Clone(o.Select), RefProperty)
 		}
 		copies := func(yield func(Entity[T], error) bool) {
-			for d, err := range s.copyTable(ix).Query(ctx, &table.Query{Filter: f, PageSize: o.PageSize, Select: sel}) {
+			// In index order on every service: an ordered fan-out of one
+			// query streams pages on Table Storage and, on a service
+			// without key order (Cosmos DB), reads the range whole and
+			// sorts it first.
+			q := &table.Query{Filter: f, PageSize: o.PageSize, Select: sel}
+			for d, err := range s.copyTable(ix).FanOut(ctx, []*table.Query{q}, &table.FanOutOptions{Ordered: true}) {
 				var e Entity[T]
 				if err == nil {
 					e, err = s.decodeCopy(ix, d)

@@ -54,7 +54,13 @@ type rig struct {
 // queue.
 func newRig(t *testing.T, indexes []secondaryindex.Index[Employee], inter bool) *rig {
 	t.Helper()
-	r := &rig{Rig: testrig.New(t)}
+	return newRigOn(t, testrig.New(t), indexes, inter)
+}
+
+// newRigOn is newRig on the test rig base (one of testrig.Services').
+func newRigOn(t *testing.T, base *testrig.Rig, indexes []secondaryindex.Index[Employee], inter bool) *rig {
+	t.Helper()
+	r := &rig{Rig: base}
 	c := r.Table()
 	r.tbl = testrig.NewTable[table.Dynamic](t, c)
 	opts := &secondaryindex.Options[Employee]{Primary: "empid", Indexes: indexes, Retry: &testrig.Fast}

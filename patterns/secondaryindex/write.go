@@ -84,7 +84,8 @@ func (s *Store[T]) plan(primary table.Op, prev, next *entry, prevValue, nextValu
 // check applies the transaction limits before the network, naming the
 // index whose copies overflow.
 func (s *Store[T]) check(b batch) error {
-	limitOps := table.MaxBatchOps
+	p := s.tbl.Profile()
+	limitOps := p.MaxBatchOps
 	if s.kind.Name() != "" {
 		limitOps-- // the commit record
 	}
@@ -92,8 +93,8 @@ func (s *Store[T]) check(b batch) error {
 		if err := b.ops[i].Err(); err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrInvalid, b.name(i), err)
 		}
-		if i >= limitOps || table.EstimateBatchSize(b.ops[:i+1]) > table.MaxBatchSize-8<<10 {
-			return fmt.Errorf("%w: the write does not fit one transaction (%d operations, 4 MiB) at %s", ErrInvalid, limitOps, b.name(i))
+		if i >= limitOps || table.EstimateBatchSize(b.ops[:i+1]) > p.MaxBatchSize-8<<10 {
+			return fmt.Errorf("%w: the write does not fit one transaction of %s (%d operations, %d bytes) at %s", ErrInvalid, p.Name, limitOps, p.MaxBatchSize, b.name(i))
 		}
 	}
 	return nil

@@ -21,14 +21,6 @@ import (
 	"github.com/tablekit/tablekit/retry"
 )
 
-// Batch limits of the service (entity group transactions).
-const (
-	// MaxBatchOps is the most operations in one transaction.
-	MaxBatchOps = 100
-	// MaxBatchSize is the largest transaction request body, in bytes.
-	MaxBatchSize = 4 << 20
-)
-
 // Size accounting for the SDK's $batch body (see SubmitTransaction): each
 // operation is a MIME part holding an HTTP request whose URL carries the
 // endpoint, table name and quoted, escaped keys. opOverhead bounds the part

@@ -46,7 +46,7 @@ func TestSubmitChunksAt100AndReportsETags(t *testing.T) {
 		t.Fatalf("%d transactions, %d requests; want 4 (100+100+50 Sales, 30 Marketing)", res.Transactions, ft.Count())
 	}
 	for _, r := range ft.Requests() {
-		if n := bytes.Count(r.Body, []byte("\r\nContent-Type: application/http")); n > table.MaxBatchOps {
+		if n := bytes.Count(r.Body, []byte("\r\nContent-Type: application/http")); n > table.Storage.MaxBatchOps {
 			t.Fatalf("a transaction holds %d operations", n)
 		}
 	}
@@ -249,7 +249,7 @@ func TestSubmitChunksNear4MiB(t *testing.T) {
 		t.Fatalf("%d transactions for 7 entities of ~1.3 MB, want 3 (3+3+1)", res.Transactions)
 	}
 	for _, r := range ft.Requests() {
-		if len(r.Body) >= table.MaxBatchSize {
+		if len(r.Body) >= table.Storage.MaxBatchSize {
 			t.Fatalf("a %d-byte transaction was sent", len(r.Body))
 		}
 		if len(r.Body) < 3*1_300_000 && strings.Count(string(r.Body), "\r\nContent-Type: application/http") == 3 {

@@ -147,9 +147,9 @@ func rawLoad(ctx context.Context, c *aztables.Client, rows []row, conc int, enco
 	parts := byPartition(rows)
 	return eachPartition(len(parts), conc, func(p int) error {
 		part := parts[p]
-		actions := make([]aztables.TransactionAction, 0, table.MaxBatchOps)
+		actions := make([]aztables.TransactionAction, 0, table.Storage.MaxBatchOps)
 		for len(part) > 0 {
-			n := min(table.MaxBatchOps, len(part))
+			n := min(table.Storage.MaxBatchOps, len(part))
 			actions = actions[:0]
 			for _, r := range part[:n] {
 				body, err := encode(r)

@@ -194,7 +194,7 @@ func (h *rawHTTP) prepareBatches(b *testing.B, tbl string, rows []row) httpBatch
 			contentType string
 		}
 		for len(part) > 0 {
-			n := min(table.MaxBatchOps, len(part))
+			n := min(table.Storage.MaxBatchOps, len(part))
 			entities := make([][]byte, n)
 			for i, r := range part[:n] {
 				entities[i] = mustJSON(b, toRaw(r))

@@ -20,20 +20,10 @@ import (
 	"github.com/tablekit/tablekit/keys"
 )
 
-// Service limits the codec enforces before the network (Azure Table
-// Storage; Azurite enforces fewer of them).
-const (
-	// MaxProperties is the number of user properties an entity may have
-	// (255 including PartitionKey, RowKey and Timestamp).
-	MaxProperties = 252
-	// MaxEntitySize is the largest entity, in bytes as the service counts
-	// them (strings as UTF-16).
-	MaxEntitySize = 1 << 20
-	// MaxValueSize is the largest string (in UTF-16 bytes) or binary value.
-	MaxValueSize = 64 << 10
-	// MaxPropertyNameLength is the longest property name, in characters.
-	MaxPropertyNameLength = 255
-)
+// MaxPropertyNameLength is the longest property name, in characters (on
+// both services). The limits that differ between services are the
+// Profile's.
+const MaxPropertyNameLength = 255
 
 // ReservedPropertyPrefix starts the names of the properties tablekit
 // keeps beside an entity's own (WriteProperty, secondaryindex's copy
@@ -144,10 +134,11 @@ func buildCodec(t reflect.Type) (*codec, error) {
 }
 
 // fitsOneEntity reports an error when the type has more properties than one
-// entity holds.
+// entity holds: a check of the type, under the property count every
+// profile shares (Storage's 252).
 func (c *codec) fitsOneEntity() error {
-	if len(c.fields) > MaxProperties {
-		return fmt.Errorf("%w: %v has %d properties, more than the service's %d", ErrInvalidEntity, c.typ, len(c.fields), MaxProperties)
+	if n := Storage.MaxProperties; len(c.fields) > n {
+		return fmt.Errorf("%w: %v has %d properties, more than the service's %d", ErrInvalidEntity, c.typ, len(c.fields), n)
 	}
 	return nil
 }

@@ -13,10 +13,11 @@ import (
 //
 // ToDynamic and FromDynamic are for patterns that store one T as several
 // entities (patterns/wideentity): unlike a Table[T], they do not apply the
-// per-entity limits (MaxProperties, MaxEntitySize), so T may have more than
-// MaxProperties fields, and they do not check the keys. Every property is
-// still checked as a write checks it (names, value sizes, time ranges,
-// GUIDs: ErrInvalidEntity or ErrTooLarge), and T must be a struct type New
+// per-entity limits (a Profile's MaxProperties, MaxEntitySize), so T may
+// have more than MaxProperties fields, and they do not check the keys.
+// Every property is still checked as a write to Table Storage checks it
+// (names, value sizes, time ranges, GUIDs: ErrInvalidEntity or
+// ErrTooLarge), and T must be a struct type New
 // accepts apart from its number of fields. Safe for concurrent use.
 func ToDynamic[T any](v T) (Dynamic, error) {
 	c, err := codecFor(reflect.TypeFor[T]())

@@ -134,7 +134,7 @@ func TestDynamicConversionWithoutEntityLimits(t *testing.T) {
 		t.Fatalf("round trip: %v", err)
 	}
 	long := reflect.New(typ).Elem()
-	long.Field(2).SetString(strings.Repeat("é", table.MaxValueSize))
+	long.Field(2).SetString(strings.Repeat("é", table.Storage.MaxValueSize))
 	if _, err := table.ToDynamicValue(long.Interface()); !errors.Is(err, table.ErrTooLarge) {
 		t.Fatalf("a string over 64 KiB: %v", err)
 	}

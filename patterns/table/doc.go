@@ -329,6 +329,26 @@
 // (MaxFilterComparisons), literals of the type of T's field, properties T
 // has, a query string under MaxQueryLength, and a cursor of the same query.
 //
+// # Cosmos DB
+//
+// A table on the Cosmos DB Table API (its endpoint, or WithProfile(Cosmos))
+// follows the Cosmos [Profile]. Point operations, transactions and merges
+// work as on Table Storage, under its limits (transactions of 2 MB,
+// entities of 2 MB of JSON, RowKeys of 255 bytes, the property names id,
+// rid, etag and resourceid refused), through the SDK's methods (no direct
+// path). Its queries return entities in no key order, within and across
+// pages, and its $top returns any n matches: Query, Pages, QueryPage and
+// Types.Query return every matching entity once, in no order, and a
+// Limit caps how many (it does not pick the first by key). An ordered
+// FanOut or FanOutEntities is in key order on both services: there each
+// query is read whole, sorted, and cut to its Limit (O(range) in memory
+// and transfer before the first entity). ListTables sorts the names it
+// lists. Migrate needs no order. A filter on Timestamp (which matches
+// nothing there) and stored access policies (which do not exist there)
+// are ErrUnsupported before the network. Throttling is 429, which the
+// retry package retries within its backoff, honouring
+// x-ms-retry-after-ms and waiting at least a second without it.
+//
 // # Errors
 //
 // Every error is a *Error (or *BatchError for Submit) naming the operation

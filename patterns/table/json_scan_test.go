@@ -334,7 +334,7 @@ func FuzzScanObjectVsEncodingJSON(f *testing.F) {
 func BenchmarkScanObject(b *testing.B) {
 	var wide strings.Builder
 	wide.WriteString(`{"odata.etag":"W/\"datetime'2024-01-01T00%3A00%3A00Z'\"","PartitionKey":"p","RowKey":"r","Timestamp":"2024-01-01T00:00:00.0000000Z"`)
-	for i := range MaxProperties {
+	for i := range Storage.MaxProperties {
 		switch i % 3 {
 		case 0:
 			fmt.Fprintf(&wide, `,"Property%03d":%d`, i, i)

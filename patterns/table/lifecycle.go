@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,7 +113,10 @@ func tableGone(ctx context.Context, c *aztables.Client) (bool, error) {
 }
 
 // ListTables returns the names of the tables whose names start with prefix
-// ("" for all), in name order, one round trip per page.
+// ("" for all), in name order, one round trip per page. On a service that
+// lists tables in no defined order (Profile.Sorted false: Cosmos DB, where
+// an account holds at most a few hundred tables) every page is read before
+// the first name is returned, sorted.
 func ListTables(ctx context.Context, svc *aztables.ServiceClient, prefix string) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		opts := &aztables.ListTablesOptions{}
@@ -120,6 +124,8 @@ func ListTables(ctx context.Context, svc *aztables.ServiceClient, prefix string)
 			f := And(Ge("TableName", prefix), Lt("TableName", prefix+"{")).String() // '{' follows 'z'
 			opts.Filter = &f
 		}
+		sorted := profileOf(svc.NewClient("x")).Sorted
+		var names []string
 		pager := svc.NewListTablesPager(opts)
 		for pager.More() {
 			page, err := pager.NextPage(ctx)
@@ -128,9 +134,19 @@ func ListTables(ctx context.Context, svc *aztables.ServiceClient, prefix string)
 				return
 			}
 			for _, t := range page.Tables {
-				if t.Name != nil && !yield(*t.Name, nil) {
+				switch {
+				case t.Name == nil:
+				case !sorted:
+					names = append(names, *t.Name)
+				case !yield(*t.Name, nil):
 					return
 				}
+			}
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			if !yield(name, nil) {
+				return
 			}
 		}
 	}

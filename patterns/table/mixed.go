@@ -222,8 +222,8 @@ func Register[T any](ts *Types, name string, opts *RegisterOptions) (*Table[T], 
 	if _, clash := c.byName[ts.prop]; clash {
 		return fail("%v has a property named %s, the type property", c.typ, ts.prop)
 	}
-	if len(c.fields)+1 > MaxProperties {
-		return fail("%v has %d properties: with the type property, more than the service's %d", c.typ, len(c.fields), MaxProperties)
+	if n := Storage.MaxProperties; len(c.fields)+1 > n { // every profile's (a check of the type)
+		return fail("%v has %d properties: with the type property, more than the service's %d", c.typ, len(c.fields), n)
 	}
 	et := &entityType{name: name, version: opts.Version, prefix: opts.Prefix, codec: c, back: opts.WriteBack}
 	if et.version == 0 {

@@ -477,7 +477,7 @@ func TestErrInvalidFamily(t *testing.T) {
 	t.Parallel()
 	tb, ft := newTable[employee](t)
 	ctx := context.Background()
-	long := strings.Repeat("x", table.MaxValueSize)
+	long := strings.Repeat("x", table.Storage.MaxValueSize)
 	_, errKey := tb.Insert(ctx, employee{Department: "a/b", ID: "1"})
 	_, errEmpty := tb.Insert(ctx, employee{Department: "", ID: "1"})
 	_, errLarge := tb.Insert(ctx, employee{Department: "a", ID: "1", FirstName: long, LastName: long})

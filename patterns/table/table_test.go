@@ -71,7 +71,7 @@ func TestCodecRoundTripsEveryType(t *testing.T) {
 	ctx := context.Background()
 	s, i64 := "pointed", int64(math.MinInt64)
 	pt := time.Date(2024, 5, 6, 7, 8, 9, 123456700, time.FixedZone("X", -5*3600))
-	big := bytes.Repeat([]byte{0xab}, table.MaxValueSize)
+	big := bytes.Repeat([]byte{0xab}, table.Storage.MaxValueSize)
 	cases := []allTypes{
 		{
 			S: "héllo 'quoted' \"dq\" <&> \u2028 😀 \x01", B: true, I8: -128, I16: -32768, I32: math.MaxInt32,

@@ -25,16 +25,16 @@ func TestValidationSendsNothing(t *testing.T) {
 		return table.Dynamic{PartitionKey: pk, RowKey: rk, Properties: props}
 	}
 	many := map[string]any{}
-	for i := 0; i <= table.MaxProperties; i++ {
+	for i := 0; i <= table.Storage.MaxProperties; i++ {
 		many[fmt.Sprintf("P%d", i)] = int32(i)
 	}
 	exactly := map[string]any{}
-	for i := 0; i < table.MaxProperties; i++ {
+	for i := 0; i < table.Storage.MaxProperties; i++ {
 		exactly[fmt.Sprintf("P%d", i)] = int32(i)
 	}
 	huge := map[string]any{}
 	for i := 0; i < 17; i++ { // 17 x 32K chars x 2 bytes (UTF-16) > 1 MiB
-		huge[fmt.Sprintf("S%d", i)] = strings.Repeat("a", table.MaxValueSize/2)
+		huge[fmt.Sprintf("S%d", i)] = strings.Repeat("a", table.Storage.MaxValueSize/2)
 	}
 	cases := []struct {
 		name string
@@ -51,8 +51,8 @@ func TestValidationSendsNothing(t *testing.T) {
 		{"property name starting with digit", dyn("p", "r", map[string]any{"1a": "x"}), table.ErrInvalidEntity},
 		{"property name too long", dyn("p", "r", map[string]any{strings.Repeat("n", 256): "x"}), table.ErrInvalidEntity},
 		{"reserved property name", dyn("p", "r", map[string]any{"Timestamp": "x"}), table.ErrInvalidEntity},
-		{"string over 64 KiB in UTF-16", dyn("p", "r", map[string]any{"S": strings.Repeat("é", table.MaxValueSize/2+1)}), table.ErrTooLarge},
-		{"binary over 64 KiB", dyn("p", "r", map[string]any{"B": make([]byte, table.MaxValueSize+1)}), table.ErrTooLarge},
+		{"string over 64 KiB in UTF-16", dyn("p", "r", map[string]any{"S": strings.Repeat("é", table.Storage.MaxValueSize/2+1)}), table.ErrTooLarge},
+		{"binary over 64 KiB", dyn("p", "r", map[string]any{"B": make([]byte, table.Storage.MaxValueSize+1)}), table.ErrTooLarge},
 		{"entity over 1 MiB", dyn("p", "r", huge), table.ErrTooLarge},
 		{"unsupported value", dyn("p", "r", map[string]any{"X": struct{}{}}), table.ErrInvalidEntity},
 		{"unsigned value", dyn("p", "r", map[string]any{"X": uint64(1)}), table.ErrInvalidEntity},
@@ -99,7 +99,7 @@ func TestValidationSendsNothing(t *testing.T) {
 	// ASCII at the limit: Azurite 3.37 sometimes answers PropertyValueTooLarge
 	// for a 32,768-character string of multi-byte characters, depending on
 	// the RowKey's length (an emulator bug; the service counts UTF-16).
-	if _, err := tb.Insert(ctx, dyn("p", "maxstr", map[string]any{"S": strings.Repeat("a", table.MaxValueSize/2), "B": make([]byte, table.MaxValueSize)})); err != nil {
+	if _, err := tb.Insert(ctx, dyn("p", "maxstr", map[string]any{"S": strings.Repeat("a", table.Storage.MaxValueSize/2), "B": make([]byte, table.Storage.MaxValueSize)})); err != nil {
 		t.Fatalf("64 KiB values: %v", err)
 	}
 }
@@ -133,7 +133,7 @@ func TestNewRejectsUnstorableTypes(t *testing.T) {
 		Name         string
 	}
 	fields := []reflect.StructField{{Name: "PartitionKey", Type: reflect.TypeOf("")}, {Name: "RowKey", Type: reflect.TypeOf("")}}
-	for i := 0; i <= table.MaxProperties; i++ { // 253 properties
+	for i := 0; i <= table.Storage.MaxProperties; i++ { // 253 properties
 		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: reflect.TypeOf(int32(0))})
 	}
 	if err := newWide(fields[:len(fields)-1]); err != nil {

@@ -37,6 +37,15 @@
 //
 //	func TestMain(m *testing.M) { tabletest.Main(m) }
 //
+// # A Cosmos DB account
+//
+// AZURE_STORAGE_CONNECTION_STRING may name a Cosmos DB Table API account
+// (its TableEndpoint is <account>.table.cosmos.azure.com): the tests'
+// tables are then on Cosmos DB, and tablekit takes its Cosmos profile. Such
+// an account has no queues or blobs: tests that need them use the Storage
+// account of TABLEKIT_STORAGE_CONNECTION_STRING (StorageConnectionStringEnv)
+// and skip when it is not set.
+//
 // # Isolation
 //
 // Every table, queue and container an Env hands out has a fresh name derived

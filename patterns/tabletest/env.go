@@ -28,6 +28,13 @@ import (
 // table-only tests) instead of a local emulator.
 const ConnectionStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
 
+// StorageConnectionStringEnv names the Storage account whose queues and
+// blob containers tests use when AZURE_STORAGE_CONNECTION_STRING names a
+// Cosmos DB Table API account, which has neither (the conformance suite on
+// Cosmos DB: see the README). Without it there, QueueService, BlobService,
+// Queue and Container skip the test.
+const StorageConnectionStringEnv = "TABLEKIT_STORAGE_CONNECTION_STRING"
+
 // NoEmulatorEnv names the opt-out for machines without Node.js: when it is set
 // to 1 and no connection string is given, New skips the test instead of
 // failing, and Main skips the binary's examples. It is ignored when the CI
@@ -297,17 +304,49 @@ func (e *Env) TableClient(name string, opts *aztables.ClientOptions) *aztables.C
 	return svc.NewClient(name)
 }
 
+// storage returns the connection string of the account whose queues and
+// blobs e's tests use: e's own, or for a Cosmos DB Table API account the
+// value of StorageConnectionStringEnv; it skips the test when there is
+// none.
+func (e *Env) storage(what string) string {
+	e.t.Helper()
+	if !cosmosTables(e.ConnectionString) {
+		return e.ConnectionString
+	}
+	cs := os.Getenv(StorageConnectionStringEnv)
+	if cs == "" {
+		e.t.Skipf("tabletest: %s names a Cosmos DB Table API account, which has no %s: set %s to a Storage account's connection string to run this test", ConnectionStringEnv, what, StorageConnectionStringEnv)
+	}
+	return cs
+}
+
+// cosmosTables reports whether a connection string's table endpoint is a
+// Cosmos DB Table API account's (<account>.table.cosmos.azure.com, or the
+// older .table.cosmosdb.azure.com).
+func cosmosTables(cs string) bool {
+	for _, kv := range strings.Split(cs, ";") {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.EqualFold(strings.TrimSpace(k), "TableEndpoint") {
+			v = strings.ToLower(v)
+			return strings.Contains(v, ".table.cosmos.") || strings.Contains(v, ".table.cosmosdb.")
+		}
+	}
+	return false
+}
+
 // QueueService returns a queue service client for the account, built with
-// opts (nil means defaults). It fails the test when the account has no
-// queue endpoint (a Cosmos DB Table API account).
+// opts (nil means defaults): for a Cosmos DB Table API account, which has
+// no queues, the account of StorageConnectionStringEnv (the test is
+// skipped without one). It fails the test when the account has no queue
+// endpoint.
 func (e *Env) QueueService(opts *azqueue.ClientOptions) *azqueue.ServiceClient {
 	e.t.Helper()
+	cs := e.storage("queues")
 	var o azqueue.ClientOptions
 	if opts != nil {
 		o = *opts
 	}
 	o.ClientOptions = e.withExitCheck(o.ClientOptions)
-	svc, err := azqueue.NewServiceClientFromConnectionString(e.ConnectionString, &o)
+	svc, err := azqueue.NewServiceClientFromConnectionString(cs, &o)
 	if err != nil {
 		e.t.Fatalf("tabletest: queue service client (does the account have a queue endpoint?): %v", err)
 	}
@@ -315,16 +354,18 @@ func (e *Env) QueueService(opts *azqueue.ClientOptions) *azqueue.ServiceClient {
 }
 
 // BlobService returns a blob service client for the account, built with
-// opts (nil means defaults). It fails the test when the account has no blob
-// endpoint.
+// opts (nil means defaults): for a Cosmos DB Table API account, which has
+// no blobs, the account of StorageConnectionStringEnv (the test is skipped
+// without one). It fails the test when the account has no blob endpoint.
 func (e *Env) BlobService(opts *azblob.ClientOptions) *azblob.Client {
 	e.t.Helper()
+	cs := e.storage("blobs")
 	var o azblob.ClientOptions
 	if opts != nil {
 		o = *opts
 	}
 	o.ClientOptions = e.withExitCheck(o.ClientOptions)
-	svc, err := azblob.NewClientFromConnectionString(e.ConnectionString, &o)
+	svc, err := azblob.NewClientFromConnectionString(cs, &o)
 	if err != nil {
 		e.t.Fatalf("tabletest: blob service client (does the account have a blob endpoint?): %v", err)
 	}

@@ -126,26 +126,42 @@
 //	layout                       for the stored layout)
 //	a lost response           +1 read to settle it (table.Submit)
 //
+// # Cosmos DB
+//
+// Supported. The Cosmos DB Table API returns a query's rows in no key
+// order: Get sorts the rows it read (one entity's, at most 100) by key
+// before it checks them, so it reads the same version at the same cost.
+// Its limits are the table's [table.Profile]'s: a transaction holds 2 MB
+// there (half of Table Storage's 4 MiB), a part 2 MB of JSON, a RowKey 255
+// bytes (a logical RowKey must leave room for the parts' suffixes); writes
+// beyond them fail before the network. Its consistency across pages of a
+// query is not documented: the header's ETag check after a read of several
+// pages applies there too.
+//
 // # Limits
 //
-// One entity must fit one transaction, and each row one entity:
+// One entity must fit one transaction, and each row one entity, as the
+// table's [table.Profile] has them (the numbers below are Table Storage's;
+// Cosmos DB's differ where said):
 //
-//   - Parts at most MaxParts (99): the header and 99 parts are the 100
-//     operations of a transaction;
-//   - each part at most MaxPartProperties (251) properties (252 less
+//   - Parts at most 99: the header and 99 parts are the 100 operations of
+//     a transaction (MaxBatchOps);
+//   - each part at most 251 properties (MaxProperties, 252, less
 //     VersionProperty) and 1 MiB as the service counts it (strings in
-//     UTF-16), so at most 99 × 251 = 24,849 properties in all when the
-//     names spread evenly; a name goes to keys.Bucket(name, Parts), so give
-//     Parts headroom (a write whose part would overflow is refused);
-//   - the transaction at most 4 MiB of request body (table.MaxBatchSize),
-//     as table.EstimateBatchSize bounds it: the JSON of every row plus
-//     1,024 bytes and six times its keys' length per row, plus 512. With
-//     100 rows and short keys that leaves about 4,080,000 bytes for the
-//     rows' JSON (names, values, type annotations): up to about 3 MiB of
-//     binary values (base64 takes 4 bytes for 3) or 4 MiB of ASCII text.
-//     A part holds 1 MiB as the service counts it (binary bytes as they
-//     are, strings at 2 bytes a character), so that much takes at least 4
-//     parts of binary data or 8 of text;
+//     UTF-16; on Cosmos DB 2 MB of JSON), so at most 99 × 251 = 24,849
+//     properties in all when the names spread evenly; a name goes to
+//     keys.Bucket(name, Parts), so give Parts headroom (a write whose part
+//     would overflow is refused);
+//   - the transaction at most 4 MiB of request body (MaxBatchSize; 2 MB on
+//     Cosmos DB), as table.EstimateBatchSize bounds it: the JSON of every
+//     row plus 1,024 bytes and six times its keys' length per row, plus
+//     512. With 100 rows and short keys that leaves about 4,080,000 bytes
+//     for the rows' JSON (names, values, type annotations): up to about 3
+//     MiB of binary values (base64 takes 4 bytes for 3) or 4 MiB of ASCII
+//     text (half that on Cosmos DB). A part holds 1 MiB as the service
+//     counts it (binary bytes as they are, strings at 2 bytes a
+//     character), so that much takes at least 4 parts of binary data or 8
+//     of text;
 //   - a change of Parts for a stored entity puts the old and the new part
 //     rows in one transaction: old + new + 1 operations, at most 100.
 //

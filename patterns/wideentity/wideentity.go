@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -18,12 +19,6 @@ import (
 )
 
 const (
-	// MaxParts is the most part rows an entity may be stored in: one
-	// transaction's 100 operations (table.MaxBatchOps) less the header.
-	MaxParts = table.MaxBatchOps - 1
-	// MaxPartProperties is the most properties of one part row: an
-	// entity's 252 (table.MaxProperties) less VersionProperty.
-	MaxPartProperties = table.MaxProperties - 1
 	// VersionProperty is the reserved property of every row of a wide
 	// entity: the identity of the whole-entity write that wrote it. A read
 	// accepts rows of one version only.
@@ -32,8 +27,9 @@ const (
 	// number of part rows.
 	PartsProperty = "TkWideParts"
 	// DefaultParts is Options.Parts's default: 8 part rows hold as many
-	// bytes as one transaction carries (4 MiB of text at 2 bytes a
-	// character) and about 2,000 properties (8 × 251, less headroom).
+	// bytes as one transaction carries on Table Storage (4 MiB of text at
+	// 2 bytes a character; Cosmos DB's transactions carry 2 MB) and about
+	// 2,000 properties (8 × 251, less headroom).
 	DefaultParts = 8
 )
 
@@ -57,10 +53,11 @@ var (
 
 // Options configures a Store. A nil *Options means defaults.
 type Options[T any] struct {
-	// Parts is the number of part rows each entity is stored in, 1 to
-	// MaxParts. Default: DefaultParts. A property's part is
-	// keys.Bucket(name, Parts), so each part holds about 1/Parts of the
-	// properties: allow headroom (the guide's 365 daily counts fit Parts
+	// Parts is the number of part rows each entity is stored in, 1 to 99
+	// (the operations of one transaction, the table's [table.Profile]
+	// MaxBatchOps, less the header). Default: DefaultParts. A property's
+	// part is keys.Bucket(name, Parts), so each part holds about 1/Parts
+	// of the properties: allow headroom (the guide's 365 daily counts fit Parts
 	// 2; 2,000 properties Parts 10). Keep it fixed for a table; see the
 	// package documentation for what a change costs.
 	Parts int
@@ -93,7 +90,7 @@ type Store[T any] struct {
 
 // New returns a Store of entities of type T in tbl's table (required; a
 // nil opts means defaults). It sends nothing. It fails with ErrInvalid for
-// a nil table, a Parts outside 1..MaxParts, or a T that cannot be stored
+// a nil table, a Parts outside 1..99, or a T that cannot be stored
 // (also the table package's error: table.ErrInvalidEntity for a field
 // type or name the codec refuses or a name under
 // table.ReservedPropertyPrefix, table.ErrTooLarge when the fields always
@@ -111,8 +108,8 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	switch {
 	case o.Parts == 0:
 		o.Parts = DefaultParts
-	case o.Parts < 1 || o.Parts > MaxParts:
-		return nil, fmt.Errorf("%w: Parts %d outside 1..%d", ErrInvalid, o.Parts, MaxParts)
+	case o.Parts < 1 || o.Parts > maxParts(tbl):
+		return nil, fmt.Errorf("%w: Parts %d outside 1..%d", ErrInvalid, o.Parts, maxParts(tbl))
 	}
 	s := &Store[T]{tbl: reserved.Properties(tbl), parts: o.Parts, retry: retry.Default}
 	s.keys, s.keysErr = table.KeyFunc(o.Keys)
@@ -170,16 +167,21 @@ func (s *Store[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 		return "", "", fmt.Errorf("wideentity: %s: %w", op, table.MarkInvalid(ErrInvalid, s.keysErr))
 	}
 	pk, rk = s.keys(v)
-	return pk, rk, checkKeys(op, pk, rk)
+	return pk, rk, s.checkKeys(op, pk, rk)
 }
+
+// maxParts is the most part rows an entity of tbl may be stored in: one
+// transaction's operations less the header (99).
+func maxParts(tbl *table.Table[table.Dynamic]) int { return tbl.Profile().MaxBatchOps - 1 }
 
 // checkKeys validates the keys before the network: the PartitionKey as
 // the service does, the logical RowKey by its longest row key.
-func checkKeys(op, pk, rk string) error {
+func (s *Store[T]) checkKeys(op, pk, rk string) error {
 	if err := table.CheckKeys(pk, headerKey(rk)); err != nil { // the logical RowKey is escaped into its rows'
 		return fmt.Errorf("wideentity: %s: %w", op, table.MarkInvalid(ErrInvalid, err))
 	}
-	if err := keys.Validate(partKey(rk, MaxParts, MaxParts-1)); err != nil {
+	n := maxParts(s.tbl)
+	if err := keys.Validate(partKey(rk, n, n-1)); err != nil {
 		return fmt.Errorf("%w: %s: RowKey %.40q... is too long for its rows' keys: %w", ErrInvalid, op, rk, err)
 	}
 	return nil
@@ -222,10 +224,11 @@ func (s *Store[T]) split(where string, v T, parts int) ([]map[string]any, error)
 		}
 		out[partOf(name, parts)][name] = val
 	}
+	most := s.tbl.Profile().MaxProperties - 1 // less VersionProperty
 	for k, p := range out {
-		if len(p) > MaxPartProperties {
-			return nil, fmt.Errorf("wideentity: %s: %w: %w: part %d of %d would hold %d properties, more than %d (MaxPartProperties): use more Parts",
-				where, ErrInvalid, table.ErrTooLarge, k, parts, len(p), MaxPartProperties)
+		if len(p) > most {
+			return nil, fmt.Errorf("wideentity: %s: %w: %w: part %d of %d would hold %d properties, more than a part row holds (%d): use more Parts",
+				where, ErrInvalid, table.ErrTooLarge, k, parts, len(p), most)
 		}
 	}
 	return out, nil
@@ -283,13 +286,14 @@ func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op
 			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, o.RowKey(), ErrInvalid, err)
 		}
 	}
-	if len(ops) > table.MaxBatchOps {
+	p := s.tbl.Profile()
+	if len(ops) > p.MaxBatchOps {
 		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %w: %d operations, more than one transaction holds (%d): a change of Parts needs the old and the new part rows in one transaction",
-			op, pk, rk, ErrInvalid, table.ErrTooLarge, len(ops), table.MaxBatchOps)
+			op, pk, rk, ErrInvalid, table.ErrTooLarge, len(ops), p.MaxBatchOps)
 	}
-	if size := table.EstimateBatchSize(ops); size > table.MaxBatchSize {
-		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %w: the transaction would be up to %d bytes, more than the service's %d (table.MaxBatchSize)",
-			op, pk, rk, ErrInvalid, table.ErrTooLarge, size, table.MaxBatchSize)
+	if size := table.EstimateBatchSize(ops); size > p.MaxBatchSize {
+		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %w: the transaction would be up to %d bytes, more than %s's %d",
+			op, pk, rk, ErrInvalid, table.ErrTooLarge, size, p.Name, p.MaxBatchSize)
 	}
 	res, err := s.tbl.Submit(ctx, table.Atomic(ops...), nil)
 	if err != nil {
@@ -339,16 +343,16 @@ func (s *Store[T]) head(ctx context.Context, pk, rk string) (stored, error) {
 	if err != nil {
 		return stored{}, fmt.Errorf("wideentity: reading the header of (%q, %q): %w", pk, rk, err)
 	}
-	n, err := partsOf(h)
+	n, err := s.partsOf(h)
 	if err != nil {
 		return stored{}, fmt.Errorf("%w: (%q, %q): %v", ErrInconsistent, pk, rk, err)
 	}
 	return stored{parts: n, etag: h.ETag, header: h}, nil
 }
 
-func partsOf(h table.Dynamic) (int, error) {
+func (s *Store[T]) partsOf(h table.Dynamic) (int, error) {
 	n, ok := h.Properties[PartsProperty].(int32)
-	if !ok || n < 1 || n > MaxParts {
+	if !ok || n < 1 || int(n) > maxParts(s.tbl) {
 		return 0, fmt.Errorf("header row %q has no valid %s (%v)", h.RowKey, PartsProperty, h.Properties[PartsProperty])
 	}
 	return int(n), nil
@@ -482,7 +486,7 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 // response was lost leaves nothing to read: its error is then
 // ErrOutcomeUnknown, which also matches ErrNotFound.
 func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	if err := checkKeys("delete", pk, rk); err != nil {
+	if err := s.checkKeys("delete", pk, rk); err != nil {
 		return err
 	}
 	if etag == "" {
@@ -505,7 +509,7 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 // reads again, per Options.Retry, and ends in ErrInconsistent if it keeps
 // seeing two.
 func (s *Store[T]) Get(ctx context.Context, pk, rk string) (Entity[T], error) {
-	if err := checkKeys("get", pk, rk); err != nil {
+	if err := s.checkKeys("get", pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
 	var e Entity[T]
@@ -537,6 +541,9 @@ func (s *Store[T]) read(ctx context.Context, pk, rk string) (Entity[T], stored, 
 	if len(rows) == 0 {
 		return e, stored{}, fmt.Errorf("wideentity: get (%q, %q): %w", pk, rk, table.ErrNotFound)
 	}
+	// In key order, header first, as Table Storage returns them (Cosmos
+	// DB returns them in no order).
+	slices.SortFunc(rows, func(a, b table.Dynamic) int { return keys.Compare(a.RowKey, b.RowKey) })
 	torn := func(format string, args ...any) error {
 		return fmt.Errorf("%w: get (%q, %q): "+format, append([]any{ErrInconsistent, pk, rk}, args...)...)
 	}
@@ -544,7 +551,7 @@ func (s *Store[T]) read(ctx context.Context, pk, rk string) (Entity[T], stored, 
 	if h.RowKey != headerKey(rk) {
 		return e, stored{}, torn("no header row, first row %q", h.RowKey)
 	}
-	n, err := partsOf(h)
+	n, err := s.partsOf(h)
 	if err != nil {
 		return e, stored{}, torn("%v", err)
 	}
@@ -649,7 +656,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 // modifiable checks, before the network, that Modify can write back what
 // it reads: valid keys, and a T whose keys this Store knows.
 func (s *Store[T]) modifiable(pk, rk string) error {
-	if err := checkKeys("modify", pk, rk); err != nil {
+	if err := s.checkKeys("modify", pk, rk); err != nil {
 		return err
 	}
 	if s.keys == nil {

@@ -1,0 +1,40 @@
+package tabletest_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tablekit/tablekit/patterns/tabletest"
+)
+
+// TestCosmosAccountQueuesAndBlobs: when AZURE_STORAGE_CONNECTION_STRING
+// names a Cosmos DB Table API account (tables only), queues and blobs come
+// from the Storage account of TABLEKIT_STORAGE_CONNECTION_STRING, and
+// without it the tests that need them skip (nothing is sent either way).
+func TestCosmosAccountQueuesAndBlobs(t *testing.T) {
+	t.Setenv(tabletest.ConnectionStringEnv, "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;TableEndpoint=https://acct.table.cosmos.azure.com:443/;")
+	t.Setenv(tabletest.StorageConnectionStringEnv, "")
+	for _, what := range []string{"queues", "blobs"} {
+		skipped := false
+		t.Run(what, func(t *testing.T) {
+			defer func() { skipped = t.Skipped() }()
+			e := tabletest.New(t)
+			if what == "queues" {
+				e.QueueService(nil)
+			} else {
+				e.BlobService(nil)
+			}
+		})
+		if !skipped {
+			t.Fatalf("%s of a Cosmos DB account without %s: not skipped", what, tabletest.StorageConnectionStringEnv)
+		}
+	}
+	t.Setenv(tabletest.StorageConnectionStringEnv, "DefaultEndpointsProtocol=https;AccountName=store;AccountKey=a2V5;QueueEndpoint=https://store.queue.core.windows.net/;BlobEndpoint=https://store.blob.core.windows.net/")
+	e := tabletest.New(t)
+	if u := e.QueueService(nil).URL(); !strings.Contains(u, "store.queue.core.windows.net") {
+		t.Fatalf("queue service %s, want the Storage account's", u)
+	}
+	if u := e.BlobService(nil).URL(); !strings.Contains(u, "store.blob.core.windows.net") {
+		t.Fatalf("blob service %s, want the Storage account's", u)
+	}
+}
