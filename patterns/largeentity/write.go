@@ -48,6 +48,11 @@ func (s *Store[T]) plan(op string, v T) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
+	return s.planAt(op, v, pk, rk)
+}
+
+// planAt is plan under keys (pk, rk), checked by the caller.
+func (s *Store[T]) planAt(op string, v T, pk, rk string) (plan, error) {
 	invalid := func(err error) error {
 		return fmt.Errorf("largeentity: %s (%q, %q): %w: %w", op, pk, rk, ErrInvalid, err)
 	}
@@ -158,31 +163,11 @@ func (s *Store[T]) step(name string) error {
 // and Sweep deletes them.
 func (s *Store[T]) write(ctx context.Context, op string, p plan, etag azcore.ETag, cur map[string]Blob) (Result, error) {
 	pk, rk := p.d.PartitionKey, p.d.RowKey
-	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
-	}
 	start := s.now()
-	var up []*offload
-	for _, o := range p.offloads {
-		if c, ok := cur[o.f.name]; ok && c.Size == o.blob.Size {
-			h := sha256.Sum256(o.content)
-			if hex.EncodeToString(h[:]) == c.SHA256 {
-				o.blob = c // the stored version's blob of this content: kept
-				continue
-			}
-		}
-		up = append(up, o)
-	}
-	if err := s.step("upload"); err != nil {
+	up, err := s.uploads(ctx, op, &p, cur)
+	if err != nil {
 		return Result{}, err
 	}
-	upload := func(ctx context.Context, o *offload) (struct{}, error) { return struct{}{}, s.upload(ctx, pk, rk, o) }
-	for _, err := range prefetch.Map(ctx, prefetch.Slice(up), s.conc, upload) {
-		if err != nil {
-			return Result{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
-		}
-	}
-	p.setPointers()
 	if err := s.step("entity"); err != nil {
 		return Result{}, err
 	}
@@ -194,7 +179,6 @@ func (s *Store[T]) write(ctx context.Context, op string, p plan, etag azcore.ETa
 	wctx, cancel := context.WithTimeout(ctx, left)
 	defer cancel()
 	var res table.Result
-	var err error
 	if etag == "" {
 		res, err = s.tbl.Insert(wctx, p.d)
 	} else {
@@ -207,6 +191,40 @@ func (s *Store[T]) write(ctx context.Context, op string, p plan, etag azcore.ETa
 		return Result{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
 	}
 	return Result{Result: res, Blobs: p.blobs()}, nil
+}
+
+// uploads writes the blobs of plan p (each under a fresh name, created
+// only if absent, Concurrency at a time) and sets p's pointers. cur are
+// the blobs the stored version the write is conditioned on points at,
+// when known: a value whose content is unchanged keeps its blob, without
+// an upload. It returns the offloads it uploaded.
+func (s *Store[T]) uploads(ctx context.Context, op string, p *plan, cur map[string]Blob) ([]*offload, error) {
+	pk, rk := p.d.PartitionKey, p.d.RowKey
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+	}
+	var up []*offload
+	for _, o := range p.offloads {
+		if c, ok := cur[o.f.name]; ok && c.Size == o.blob.Size {
+			h := sha256.Sum256(o.content)
+			if hex.EncodeToString(h[:]) == c.SHA256 {
+				o.blob = c // the stored version's blob of this content: kept
+				continue
+			}
+		}
+		up = append(up, o)
+	}
+	if err := s.step("upload"); err != nil {
+		return nil, err
+	}
+	upload := func(ctx context.Context, o *offload) (struct{}, error) { return struct{}{}, s.upload(ctx, pk, rk, o) }
+	for _, err := range prefetch.Map(ctx, prefetch.Slice(up), s.conc, upload) {
+		if err != nil {
+			return nil, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+		}
+	}
+	p.setPointers()
+	return up, nil
 }
 
 // upload writes one value to its blob, computing its SHA-256 meanwhile.
