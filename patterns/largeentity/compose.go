@@ -122,28 +122,48 @@ type Prepared struct {
 	uploaded []*offload
 }
 
+// PrepareOptions configures Prepare. A nil *PrepareOptions means an
+// insert's: no current blobs.
+type PrepareOptions struct {
+	// Current are the blobs of the stored version that the write is
+	// conditioned on by its ETag (from Pointers): a value whose content is
+	// unchanged keeps its blob, without an upload (safe because the write
+	// applies only over a version that points at it).
+	Current []Blob
+	// KeepEmpty keeps the Current blob of each field that v leaves empty,
+	// for a write whose value was read without its large values (such as
+	// patterns/secondaryindex's Modify); otherwise an empty field has no
+	// value, and its blob is left to Sweep.
+	KeepEmpty bool
+}
+
 // Prepare readies v for a write that another pattern sends, in its own
 // transaction, of an entity with keys (pk, rk) in the Store's table: it
 // chooses the values to offload as Insert does, uploads each to a new
 // blob (created only if absent, Concurrency at a time: 1 round trip per
 // value, in parallel), and returns the row to write, pointing at them.
-// current are the blobs of the stored version that the write is
-// conditioned on (by its ETag; from Pointers), none for an insert: a
-// value whose content is unchanged keeps its blob, without an upload
-// (safe because the write applies only over a version that points at
-// it). Send the write before Prepared.NotAfter; if it does not apply,
-// Discard the blobs (or leave them to Sweep).
-func (s *Store[T]) Prepare(ctx context.Context, v T, pk, rk string, current []Blob) (Prepared, error) {
+// Send the write before Prepared.NotAfter, conditioned on the version
+// whose blobs are opts.Current; if it does not apply, Discard the blobs
+// (or leave them to Sweep).
+func (s *Store[T]) Prepare(ctx context.Context, v T, pk, rk string, opts *PrepareOptions) (Prepared, error) {
 	if err := checkKeys("prepare", pk, rk); err != nil {
 		return Prepared{}, err
 	}
-	p, err := s.planAt("prepare", v, pk, rk)
+	var o PrepareOptions
+	if opts != nil {
+		o = *opts
+	}
+	cur := make(map[string]Blob, len(o.Current))
+	for _, b := range o.Current {
+		cur[b.Property] = b
+	}
+	var keep map[string]Blob
+	if o.KeepEmpty {
+		keep = cur
+	}
+	p, err := s.planAt("prepare", v, pk, rk, keep)
 	if err != nil {
 		return Prepared{}, err
-	}
-	cur := make(map[string]Blob, len(current))
-	for _, b := range current {
-		cur[b.Property] = b
 	}
 	start := s.now()
 	up, err := s.uploads(ctx, "prepare", &p, cur)

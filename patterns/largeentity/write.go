@@ -33,6 +33,7 @@ type offload struct {
 type plan struct {
 	d        table.Dynamic
 	offloads []*offload
+	kept     []Blob // blobs of empty fields kept as they are (PrepareOptions.KeepEmpty)
 }
 
 // zeroHash stands for a SHA-256 not computed yet; it has the length of
@@ -48,11 +49,12 @@ func (s *Store[T]) plan(op string, v T) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	return s.planAt(op, v, pk, rk)
+	return s.planAt(op, v, pk, rk, nil)
 }
 
-// planAt is plan under keys (pk, rk), checked by the caller.
-func (s *Store[T]) planAt(op string, v T, pk, rk string) (plan, error) {
+// planAt is plan under keys (pk, rk), checked by the caller. A field of
+// keep that is empty in v keeps that blob: its pointer, not its value.
+func (s *Store[T]) planAt(op string, v T, pk, rk string, keep map[string]Blob) (plan, error) {
 	invalid := func(err error) error {
 		return fmt.Errorf("largeentity: %s (%q, %q): %w: %w", op, pk, rk, ErrInvalid, err)
 	}
@@ -69,6 +71,9 @@ func (s *Store[T]) planAt(op string, v T, pk, rk string) (plan, error) {
 			return plan{}, invalid(fmt.Errorf("property %s: %w: %v", f.name, table.ErrInvalidEntity, err))
 		}
 		if !ok {
+			if k, kept := keep[f.name]; kept {
+				p.kept = append(p.kept, k)
+			}
 			continue
 		}
 		if len(b) > MaxValueSize {
@@ -109,6 +114,10 @@ func (s *Store[T]) planAt(op string, v T, pk, rk string) (plan, error) {
 			delete(d.Properties, o.f.name)
 			d.Properties[pointerProperty(o.f.name)] = pointerValue(o.blob)
 		}
+		for _, b := range p.kept {
+			delete(d.Properties, b.Property)
+			d.Properties[pointerProperty(b.Property)] = pointerValue(b)
+		}
 		err = s.tbl.InsertOp(d).Err()
 		if err == nil {
 			p.d = d
@@ -136,10 +145,11 @@ func (p *plan) setPointers() {
 }
 
 func (p *plan) blobs() []Blob {
-	out := make([]Blob, len(p.offloads))
+	out := make([]Blob, len(p.offloads), len(p.offloads)+len(p.kept))
 	for i, o := range p.offloads {
 		out[i] = o.blob
 	}
+	out = append(out, p.kept...)
 	slices.SortFunc(out, func(a, b Blob) int { return strings.Compare(a.Property, b.Property) })
 	return out
 }

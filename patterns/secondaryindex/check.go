@@ -151,7 +151,7 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 		if err != nil {
 			return d, plan, err
 		}
-		e, err := s.decode(ctx, p)
+		e, _, err := s.decode(ctx, p)
 		if err != nil {
 			return d, plan, err
 		}
