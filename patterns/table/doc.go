@@ -237,18 +237,18 @@
 //     one partition, each entity once, the profile's limits on operations
 //     and bytes; an error names the change at fault and, for a limit,
 //     every change's share.
-//
 //   - [Apply] writes changes without intents in one transaction: 1 round
 //     trip, all applied or none.
-//
 //   - eventual's Queue.Apply writes changes with intents: their ops and
 //     a commit record per intent in one transaction, each intent reserved
 //     on the queue before and released after, so the intents run if and
 //     only if the transaction applied (2n+1 round trips for n intents).
 //
-//     hire, err := employees.InsertOps(ctx, jo) // the photo uploaded first; the employee and its copies
-//     entry := table.Change{By: "log", Ops: []table.Op{changes.AppendOp("Sales", Change{What: "hired"})}}
-//     _, err = queue.Apply(ctx, client, hire, entry) // or table.Apply when no change has an intent
+// For example, hiring an employee with a photo and logging it:
+//
+//	hire, err := employees.InsertOps(ctx, jo) // the photo uploaded first; the employee and its copies
+//	entry := table.Change{By: "log", Ops: []table.Op{changes.AppendOp("Sales", Change{What: "hired"})}}
+//	_, err = queue.Apply(ctx, client, hire, entry) // or table.Apply when no change has an intent
 //
 // This is the design's first two consistency rules made one mechanism: in
 // one partition, one transaction; across partitions, intents committed
