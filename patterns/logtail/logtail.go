@@ -3,8 +3,6 @@ package logtail
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/buckets"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -453,13 +452,13 @@ func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, 
 	}
 	lo, hi := l.bound(to), l.bound(from)
 	low := table.Ge("RowKey", lo)
-	fp := rangeFingerprint(log, from, to)
+	fp := keycursor.Fingerprint("logtail", l.pre, log, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
 	if cursor != "" {
-		last, err := parseCursor(cursor, fp)
-		if err != nil || last < lo || last >= hi {
+		k, err := keycursor.Parse(cursor, fp, 1)
+		if err != nil || k[0] < lo || k[0] >= hi {
 			return page, fmt.Errorf("%w: cursor %.60q is not one of this range's (log %.40q, %v to %v)", ErrInvalid, string(cursor), log, from, to)
 		}
-		low = table.Gt("RowKey", last)
+		low = table.Gt("RowKey", k[0])
 	}
 	for e, err := range l.merged(ctx, log, table.And(low, table.Lt("RowKey", hi)), n) {
 		if err != nil {
@@ -470,30 +469,7 @@ func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, 
 		}
 	}
 	if len(page.Items) == n {
-		page.Next = makeCursor(page.Items[n-1].RowKey, fp)
+		page.Next = keycursor.Make(fp, page.Items[n-1].RowKey)
 	}
 	return page, nil
-}
-
-// cursorVersion starts a RangePage cursor: then the last RowKey returned
-// (base64url) and the range's fingerprint, separated by dots.
-const cursorVersion = "lt1"
-
-func makeCursor(last, fp string) table.Cursor {
-	return table.Cursor(cursorVersion + "." + base64.RawURLEncoding.EncodeToString([]byte(last)) + "." + fp)
-}
-
-func parseCursor(c table.Cursor, fp string) (string, error) {
-	parts := strings.Split(string(c), ".")
-	if len(parts) != 3 || parts[0] != cursorVersion || parts[2] != fp {
-		return "", errors.New("malformed")
-	}
-	last, err := base64.RawURLEncoding.DecodeString(parts[1])
-	return string(last), err
-}
-
-// rangeFingerprint identifies a range (log, from, to) for its cursors.
-func rangeFingerprint(log string, from, to time.Time) string {
-	h := sha256.Sum256([]byte(log + "\x00" + from.UTC().Format(time.RFC3339Nano) + "\x00" + to.UTC().Format(time.RFC3339Nano)))
-	return base64.RawURLEncoding.EncodeToString(h[:9])
 }
