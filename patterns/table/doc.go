@@ -84,10 +84,15 @@
 //	                                                                wideentity, largeentity
 //	...Op     InsertOp(v), UpdateOp(v, etag[, mode]),               table, encryption (ctx first: keys),
 //	          UpsertOp(v[, mode]), DeleteOp(pk, rk, etag): Op       buckets
+//	...Ops    InsertOps(ctx, v), UpdateOps(ctx, v, etag),           secondaryindex (+ ModifyOps),
+//	          DeleteOps(...): (Change, error) (see Composing)       largeentity; logtail's AppendOp
 //	Lookup    Lookup(ctx, pk, index, value..., opts) (E, error)     secondaryindex (unique values)
 //	Find      Find(ctx, pk, [index,] value...) iter.Seq2[E, error]  secondaryindex, indexentity, encryption
 //	Range     Range(ctx, scope..., from, to) iter.Seq2[E, error]    secondaryindex, largeentity, logtail,
 //	                                                                buckets, rotation, bloblog
+//	...Page   RangePage(ctx, scope..., cursor[, opts])              secondaryindex (+ ListPage),
+//	          (Page[E], error): a page and a resumable Next         largeentity, logtail, buckets,
+//	                                                                rotation; QueryPage here
 //	Latest    Latest(ctx, log, n) ([]E, error)                      logtail
 //	Append    Append(ctx, ..., v)                                   logtail, bloblog
 //	Check     Check(ctx, scope) (Drift, error), Rebuild likewise    secondaryindex
