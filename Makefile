@@ -105,6 +105,7 @@ bench: $(RUN_EMULATOR)
 	$(GO) test -run '^$$' -bench 'ContentionBurst' -benchtime 20x -count $(BENCHCOUNT) ./patterns/indexentity | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'EncryptedCodec' -benchmem -count $(BENCHCOUNT) ./patterns/encryption | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'EncryptedPointOps' -benchmem -benchtime 1000x -count $(BENCHCOUNT) ./patterns/encryption | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'Directory' -benchtime 100x -count $(BENCHCOUNT) ./examples/directory | tee -a bench.out
 	@echo; awk -f .ci/benchtable.awk bench.out
 
 # staticcheck, installed into ./bin at a pinned version.

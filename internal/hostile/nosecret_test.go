@@ -267,12 +267,19 @@ func (s *leakRig) run(w *eventual.Worker) func(context.Context) error {
 	}
 }
 
-// drainFor runs Drain for a moment.
+// drainFor runs Drain for a moment, with w's Run running (Drain reads the
+// queue only then).
 func drainFor(w *eventual.Worker) func(context.Context) error {
 	return func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		return w.Drain(ctx)
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- w.Run(rctx) }()
+		err := w.Drain(ctx)
+		stop()
+		<-done
+		return err
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -347,6 +348,63 @@ func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (Entry[T], error) {
 		last = err
 	}
 	return Entry[T]{}, last
+}
+
+// RangePage returns one page of Range: the next n (1 to
+// table.MaxPageSize) entities of logical partition pk in [from, to), in
+// RowKey order, after cursor ("" for the first page), and the cursor of
+// the page after it (Next, empty when the range is done). The cursor is a
+// [table.Cursor]: a plain string to keep anywhere and resume from in
+// another process, with the same pk, from, to and bucket counts (another
+// range's is ErrInvalid). Entities of one RowKey in several buckets are
+// never split between pages, so a page may hold a few more than n. 1
+// round trip per partition read (Concurrency at a time) when the service
+// returns full pages.
+func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, n int, cursor table.Cursor) (table.Page[Entry[T]], error) {
+	var page table.Page[Entry[T]]
+	if n < 1 || n > table.MaxPageSize {
+		return page, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, table.MaxPageSize)
+	}
+	if err := s.checkPK(pk); err != nil {
+		return page, err
+	}
+	if to != "" && keys.Compare(from, to) >= 0 {
+		return page, fmt.Errorf("%w: from %q is not before to %q", ErrInvalid, from, to)
+	}
+	parts := s.Partitions(pk)
+	fp := keycursor.Fingerprint(append([]string{"buckets", pk, from, to}, parts...)...)
+	low := table.Filter{}
+	if from != "" {
+		low = table.Ge("RowKey", from)
+	}
+	if cursor != "" {
+		k, err := keycursor.Parse(cursor, fp, 1)
+		if err != nil || keys.Compare(k[0], from) < 0 || to != "" && keys.Compare(k[0], to) >= 0 {
+			return page, fmt.Errorf("%w: cursor %.60q is not one of this range's (%q, %q to %q)", ErrInvalid, string(cursor), pk, from, to)
+		}
+		low = table.Gt("RowKey", k[0])
+	}
+	high := table.Filter{}
+	if to != "" {
+		high = table.Lt("RowKey", to)
+	}
+	var srcs []table.Source[T]
+	for _, p := range parts {
+		// n+1 of each: a page takes at most n of one partition, so the
+		// (n+1)-th, when there is one, tells that more follow.
+		srcs = append(srcs, table.Source[T]{Table: s.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(p), low, high), Limit: n + 1}})
+	}
+	for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: s.conc}) {
+		if err != nil {
+			return table.Page[Entry[T]]{}, err
+		}
+		if len(page.Items) >= n && e.RowKey != page.Items[len(page.Items)-1].RowKey {
+			page.Next = keycursor.Make(fp, page.Items[len(page.Items)-1].RowKey)
+			break
+		}
+		page.Items = append(page.Items, s.entry(pk, e.PartitionKey, e))
+	}
+	return page, nil
 }
 
 // Range yields the entities of logical partition pk whose RowKeys are in

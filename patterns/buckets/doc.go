@@ -65,6 +65,8 @@
 //	Range             1 per page per partition read, Concurrency at a
 //	                  time, merged lazily: N queries where one partition
 //	                  needs one
+//	RangePage(n)      1 per partition read (n+1 entities each), resumable
+//	                  from its cursor in any process
 //
 // # Changing N
 //

@@ -47,6 +47,11 @@
 //     in one entity group transaction), release (the message is made
 //     visible). No crash point loses a committed intent or runs an
 //     uncommitted one, and nothing is found by scanning tables.
+//   - [Queue.Apply] is Commit for a write composed of several patterns'
+//     changes ([table.Change]: "Composing patterns" in package table): the
+//     changes' ops, checked together with the commit records by
+//     [table.Join], and their intents; without intents it is one
+//     [table.Apply] transaction.
 //
 // Payloads are JSON (encoding/json) inside a base64 envelope, so any text
 // survives the queue's XML. A payload too large for a message (64 KiB of
@@ -144,6 +149,7 @@
 //
 //	Enqueue                 1 (+1 blob upload for a claim check)
 //	Commit, 1 intent        3: reserve, batch, release (2n+1 for n intents)
+//	Apply                   as Commit for the changes' intents; 1 without
 //	Commit not applied      +1 (a read of the commit record, which tells a
 //	                        refused batch from one applied and resent) +1
 //	                        per intent (the reserved message deleted)

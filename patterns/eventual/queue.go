@@ -277,6 +277,12 @@ type CommitResult struct {
 // [table.Profile] has it: at most 100 operations and 4 MiB in all (2 MB on
 // Cosmos DB), one PartitionKey; else ErrInvalid and nothing is sent.
 func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, intents ...Draft) (CommitResult, error) {
+	return q.commit(ctx, c, ops, time.Time{}, intents)
+}
+
+// commit is Commit, sending the batch no later than notAfter too (when it
+// is not zero): a change's NotAfter (Apply).
+func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, notAfter time.Time, intents []Draft) (CommitResult, error) {
 	var res CommitResult
 	intents = slices.Clone(intents) // the caller's Drafts stay as they are
 	rt, pk, err := q.checkCommit(c, ops, intents)
@@ -332,6 +338,13 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 	if time.Now().After(deadline) {
 		q.cancel(ctx, res.Intents, receipts)
 		return CommitResult{}, fmt.Errorf("%w: %v passed while reserving", ErrCommitWindow, time.Since(start).Round(time.Millisecond))
+	}
+	if !notAfter.IsZero() && notAfter.Before(deadline) {
+		if !time.Now().Before(notAfter) {
+			q.cancel(ctx, res.Intents, receipts)
+			return CommitResult{}, fmt.Errorf("eventual: %w: the change's NotAfter (%s) passed while reserving; nothing committed", table.ErrNotApplied, notAfter.Format(time.RFC3339Nano))
+		}
+		deadline = notAfter
 	}
 	bctx, cancel := context.WithDeadline(ctx, deadline)
 	res.Batch, err = table.Submit(bctx, c, table.Atomic(batchOf(messages)...), nil)
@@ -412,9 +425,9 @@ func (q *Queue) checkCommit(c *aztables.Client, ops []table.Op, intents []Draft)
 	if c == nil || len(intents) == 0 {
 		return nil, "", fmt.Errorf("%w: Commit needs a table and at least one intent", ErrInvalid)
 	}
-	rt := q.records[c]
-	if rt == nil {
-		return nil, "", fmt.Errorf("%w: the table client is not one of Options.Tables", ErrInvalid)
+	rt, err := q.recordsOf(c)
+	if err != nil {
+		return nil, "", err
 	}
 	if n, p := len(ops)+len(intents), rt.Profile(); n > p.MaxBatchOps {
 		return nil, "", fmt.Errorf("%w: %d operations and %d intents are %d operations, more than a transaction of %s holds (%d)", ErrInvalid, len(ops), len(intents), n, p.Name, p.MaxBatchOps)

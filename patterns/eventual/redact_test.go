@@ -205,7 +205,9 @@ func testNoSignatureLeaks(t *testing.T, tablekitPolicy bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("Drain", w0.Drain(ctx))
+	stopRun := testrig.Start(t, func(ctx context.Context) error { _ = w0.Run(ctx); return nil })
+	check("Drain", w0.Drain(ctx)) // with Run running: it reads the queue
+	stopRun()
 	ft.Reset()
 	fail(attempts, func(q *http.Request) bool {
 		return q.Method == http.MethodGet && strings.Contains(q.URL.RawQuery, "comp=list")

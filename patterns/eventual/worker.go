@@ -104,6 +104,10 @@ type Event struct {
 	Err          error         // Failed, Poisoned, LeaseLost; why
 }
 
+// ErrNotRunning is Drain's error when the Worker's Run is not running:
+// nothing would empty the queue.
+var ErrNotRunning = errors.New("eventual: the Worker's Run is not running")
+
 // Worker runs the intents of a Queue with their kinds' handlers. Several
 // workers, in one process or many, may run on one queue (competing
 // consumers). It is safe for concurrent use.
@@ -273,12 +277,22 @@ func fatal(err error) bool {
 
 // Drain waits until the queue is empty (no message queued, reserved,
 // waiting for a retry or being handled) and this worker runs no handler:
-// for tests, demos and shutdown scripts. It needs a Run (here or in
-// another process) to make progress, and checks the queue between Idle
-// waits (a round trip each). Poisoned intents are not waited for.
+// for tests, demos and shutdown scripts. It watches this Worker's Run,
+// which makes the progress: when Run is not running it fails with
+// ErrNotRunning instead of waiting for ctx to end: at once when Run stops
+// while Drain waits, and after a second when Run never started (it may be
+// starting in another goroutine as Drain is called). It checks the queue
+// between Idle waits (a round trip each). Poisoned intents are not waited
+// for.
 func (w *Worker) Drain(ctx context.Context) error {
+	began, ran := time.Now(), false
 	for x := 0; ; x++ {
-		if w.inflight.Load() == 0 {
+		running := w.running.Load()
+		ran = ran || running
+		if !running && (ran || time.Since(began) >= runStartGrace) {
+			return fmt.Errorf("%w: Drain of queue %s waits for this Worker's Run, which is not running: start it first (go w.Run(ctx))", ErrNotRunning, redact.URL(w.q.q.URL()))
+		}
+		if running && w.inflight.Load() == 0 {
 			props, err := w.q.q.GetProperties(ctx, nil)
 			if err != nil {
 				return fmt.Errorf("eventual: reading queue %s: %w", redact.URL(w.q.q.URL()), redact.Error(err))
@@ -287,11 +301,19 @@ func (w *Worker) Drain(ctx context.Context) error {
 				return nil
 			}
 		}
-		if err := retry.Sleep(ctx, w.idle.Delay(x)); err != nil {
+		wait := w.idle.Delay(x)
+		if !running {
+			wait = min(wait, runStartGrace/4)
+		}
+		if err := retry.Sleep(ctx, wait); err != nil {
 			return err
 		}
 	}
 }
+
+// runStartGrace is how long Drain lets a Run that is not running yet
+// start before it reports ErrNotRunning.
+const runStartGrace = time.Second
 
 // delivery is one dequeued message being handled.
 type delivery struct {

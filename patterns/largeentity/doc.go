@@ -129,6 +129,26 @@
 // package's first step. A queue would add a round trip and a worker, and
 // readers would see an entity without its value until the worker ran.
 //
+// # Composing with other patterns
+//
+// InsertOps, UpdateOps and DeleteOps give a write as a [table.Change] that
+// joins other patterns' changes in one transaction ("Composing patterns"
+// in package table): the blobs are uploaded while the change is made,
+// before anything refers to them, and the transaction carries the
+// pointers. The change's NotAfter (half of Grace after the uploads) keeps
+// a late transaction from pointing at blobs Sweep may have taken; a
+// transaction that does not apply leaves orphans for Sweep, never a
+// dangling pointer.
+//
+// Another pattern can keep large values in rows of its own making
+// (patterns/secondaryindex's primary rows, through its Options.Large):
+// Offloads and Without tell it which fields stay out of its other rows,
+// Prepare uploads a value's large fields and gives the row to write (a
+// value unchanged since the version the write is conditioned on keeps its
+// blob), Pointers and Fetch read them back with the same checks as Get,
+// and the Store's Sweep, reading those rows in its table, removes what no
+// row points at.
+//
 // # Write outcomes
 //
 // Every write has the core's three outcomes: applied, not applied, or
@@ -151,9 +171,12 @@
 //	Get                    1 point query + 1 read per offloaded value, in
 //	                       parallel: 2 of latency; 1 when every value is
 //	                       inline or GetOptions.Select leaves them out
-//	Range                  1 per page of up to 1,000 entities + 1 read per
+//	Range, RangePage       1 per page of up to 1,000 entities + 1 read per
 //	                       offloaded value, Concurrency at a time ahead of
 //	                       the loop
+//	InsertOps, UpdateOps,  1 upload per offloaded value, in parallel (the
+//	  Prepare              entity write joins the caller's transaction)
+//	DeleteOps              0 (an op; the blobs are left to Sweep)
 //	Modify                 Get's + 1 upload per changed offloaded value + 1;
 //	                       the same again per conflict
 //	Delete                 2 (the pointers read, the conditional delete) + 1

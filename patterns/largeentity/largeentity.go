@@ -199,12 +199,15 @@ type Result struct {
 	Blobs []Blob
 }
 
-// GetOptions configures Get and Range. A nil *GetOptions means defaults.
+// GetOptions configures Get, Range and RangePage. A nil *GetOptions means defaults.
 type GetOptions struct {
 	// Select limits the properties read (server-side projection), by
 	// property name. A selection without offloaded properties costs no
 	// blob read. Default (nil): every property, every offloaded value.
 	Select []string
+	// PageSize is the most entities Range and RangePage read per round
+	// trip, 1 to 1,000. Default: 1,000 (the service's page).
+	PageSize int
 }
 
 // New returns a Store of entities of type T (a struct) in tbl's table,

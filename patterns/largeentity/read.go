@@ -10,7 +10,6 @@ import (
 	"io"
 	"iter"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -21,10 +20,10 @@ import (
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
-// errGone: a blob the entity read pointed at is gone. The entity has
+// errGone is ErrChanged: a blob the entity read pointed at is gone. The entity has
 // changed since it was read (a Delete or Sweep removes only blobs no
 // current version points at): read it again.
-var errGone = errors.New("largeentity: a blob the entity pointed at is gone")
+var errGone = ErrChanged
 
 // maxRereads bounds the reads of an entity whose blobs keep disappearing
 // because it keeps changing.
@@ -159,17 +158,8 @@ func (s *Store[T]) resolve(ctx context.Context, d table.Dynamic) (Entity[T], err
 	if err != nil {
 		return Entity[T]{}, fmt.Errorf("largeentity: (%q, %q): %w", d.PartitionKey, d.RowKey, err)
 	}
-	rv := reflect.ValueOf(&v).Elem()
-	i := 0
-	for b, err := range prefetch.Map(ctx, prefetch.Slice(refs), s.conc, s.fetch) {
-		if err != nil {
-			return Entity[T]{}, fmt.Errorf("(%q, %q): %w", d.PartitionKey, d.RowKey, err)
-		}
-		ref := refs[i]
-		i++
-		if err := s.readable[ref.Property].set(rv, b); err != nil {
-			return Entity[T]{}, fmt.Errorf("%w: (%q, %q): blob %s of property %s: %v", ErrCorrupt, d.PartitionKey, d.RowKey, ref.Name, ref.Property, err)
-		}
+	if err := s.Fetch(ctx, &v, refs); err != nil {
+		return Entity[T]{}, fmt.Errorf("(%q, %q): %w", d.PartitionKey, d.RowKey, err)
 	}
 	return Entity[T]{Entity: table.Entity[T]{PartitionKey: d.PartitionKey, RowKey: d.RowKey, ETag: d.ETag, Value: v}, Blobs: refs}, nil
 }
@@ -214,42 +204,26 @@ func deref(p *int64) any {
 // Range yields the entities of partition pk whose RowKeys are in [from,
 // to) (an empty bound is open), in key order, each with its offloaded
 // values: one range query (a round trip per page of up to 1,000
-// entities), and the blobs of up to Concurrency entities read in parallel
-// ahead of the loop. On a service whose queries return rows in no key
-// order (Cosmos DB) the range's rows are read whole and sorted before the
-// first entity is returned (same round trips, memory for the range's
-// rows, not their blobs). opts.Select projects as for Get. An entity whose
-// blob is gone because it changed after the query is read again (and
-// skipped if it was deleted). The first error ends the sequence.
+// entities, or opts.PageSize), and the blobs of up to Concurrency
+// entities read in parallel ahead of the loop. On a service whose queries
+// return rows in no key order (Cosmos DB) the range's rows are read whole
+// and sorted before the first entity is returned (same round trips,
+// memory for the range's rows, not their blobs). opts.Select projects as
+// for Get. An entity whose blob is gone because it changed after the
+// query is read again (and skipped if it was deleted). The first error
+// ends the sequence.
 func (s *Store[T]) Range(ctx context.Context, pk, from, to string, opts *GetOptions) iter.Seq2[Entity[T], error] {
-	type item struct {
-		e  Entity[T]
-		ok bool
-	}
 	return func(yield func(Entity[T], error) bool) {
-		if err := checkKeys("range", pk, ""); err != nil {
+		q, err := s.rangeQuery(pk, from, to, "", opts)
+		if err != nil {
 			yield(Entity[T]{}, err)
 			return
-		}
-		q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.RowKeyRange(from, to))}
-		if opts != nil && opts.Select != nil {
-			q.Select = s.projection(opts.Select)
-		}
-		one := func(ctx context.Context, d table.Dynamic) (item, error) {
-			e, err := s.resolve(ctx, d)
-			if errors.Is(err, errGone) {
-				e, _, err = s.get(ctx, "range", pk, d.RowKey, q.Select)
-				if errors.Is(err, table.ErrNotFound) {
-					return item{}, nil
-				}
-			}
-			return item{e, err == nil}, err
 		}
 		// In key order on every service: an ordered fan-out of one query
 		// streams pages on Table Storage and, on a service without key
 		// order (Cosmos DB), reads the range whole and sorts it first.
 		rows := s.tbl.FanOut(ctx, []*table.Query{q}, &table.FanOutOptions{Ordered: true})
-		for it, err := range prefetch.Map(ctx, rows, s.conc, one) {
+		for it, err := range prefetch.Map(ctx, rows, s.conc, s.rangeOne(pk, q.Select)) {
 			if err != nil {
 				yield(Entity[T]{}, err)
 				return
@@ -258,6 +232,72 @@ func (s *Store[T]) Range(ctx context.Context, pk, from, to string, opts *GetOpti
 				return
 			}
 		}
+	}
+}
+
+// RangePage returns one page of Range: the entities of one page of the
+// range query from cursor ("" for the first), each with its offloaded
+// values, and the cursor of the next page (Next, empty at the end): a
+// [table.Cursor], a plain string to keep anywhere and resume from in
+// another process, with the same pk, from, to and Select. 1 round trip
+// for the page (up to opts.PageSize entities, 1,000 by default), + 1 read
+// per offloaded value, Concurrency at a time. A page may be short, or
+// empty, with a Next.
+func (s *Store[T]) RangePage(ctx context.Context, pk, from, to string, cursor table.Cursor, opts *GetOptions) (table.Page[Entity[T]], error) {
+	q, err := s.rangeQuery(pk, from, to, cursor, opts)
+	if err != nil {
+		return table.Page[Entity[T]]{}, err
+	}
+	rows, err := s.tbl.QueryPage(ctx, q)
+	if err != nil {
+		return table.Page[Entity[T]]{}, err
+	}
+	page := table.Page[Entity[T]]{Next: rows.Next}
+	for it, err := range prefetch.Map(ctx, prefetch.Slice(rows.Items), s.conc, s.rangeOne(pk, q.Select)) {
+		if err != nil {
+			return table.Page[Entity[T]]{}, err
+		}
+		if it.ok {
+			page.Items = append(page.Items, it.e)
+		}
+	}
+	return page, nil
+}
+
+// rangeQuery is the query of Range and RangePage.
+func (s *Store[T]) rangeQuery(pk, from, to string, cursor table.Cursor, opts *GetOptions) (*table.Query, error) {
+	if err := checkKeys("range", pk, ""); err != nil {
+		return nil, err
+	}
+	q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.RowKeyRange(from, to)), Cursor: cursor}
+	if opts != nil {
+		if opts.Select != nil {
+			q.Select = s.projection(opts.Select)
+		}
+		q.PageSize = opts.PageSize
+	}
+	return q, nil
+}
+
+// ranged is one entity of a range: ok false for one deleted since the
+// query read it.
+type ranged[T any] struct {
+	e  Entity[T]
+	ok bool
+}
+
+// rangeOne resolves a row of a range query of partition pk, reading it
+// again (projected on sel) when a blob is gone because it changed.
+func (s *Store[T]) rangeOne(pk string, sel []string) func(context.Context, table.Dynamic) (ranged[T], error) {
+	return func(ctx context.Context, d table.Dynamic) (ranged[T], error) {
+		e, err := s.resolve(ctx, d)
+		if errors.Is(err, errGone) {
+			e, _, err = s.get(ctx, "range", pk, d.RowKey, sel)
+			if errors.Is(err, table.ErrNotFound) {
+				return ranged[T]{}, nil
+			}
+		}
+		return ranged[T]{e, err == nil}, err
 	}
 }
 

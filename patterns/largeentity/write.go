@@ -33,6 +33,7 @@ type offload struct {
 type plan struct {
 	d        table.Dynamic
 	offloads []*offload
+	kept     []Blob // blobs of empty fields kept as they are (PrepareOptions.KeepEmpty)
 }
 
 // zeroHash stands for a SHA-256 not computed yet; it has the length of
@@ -48,6 +49,12 @@ func (s *Store[T]) plan(op string, v T) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
+	return s.planAt(op, v, pk, rk, nil)
+}
+
+// planAt is plan under keys (pk, rk), checked by the caller. A field of
+// keep that is empty in v keeps that blob: its pointer, not its value.
+func (s *Store[T]) planAt(op string, v T, pk, rk string, keep map[string]Blob) (plan, error) {
 	invalid := func(err error) error {
 		return fmt.Errorf("largeentity: %s (%q, %q): %w: %w", op, pk, rk, ErrInvalid, err)
 	}
@@ -64,6 +71,9 @@ func (s *Store[T]) plan(op string, v T) (plan, error) {
 			return plan{}, invalid(fmt.Errorf("property %s: %w: %v", f.name, table.ErrInvalidEntity, err))
 		}
 		if !ok {
+			if k, kept := keep[f.name]; kept {
+				p.kept = append(p.kept, k)
+			}
 			continue
 		}
 		if len(b) > MaxValueSize {
@@ -104,6 +114,10 @@ func (s *Store[T]) plan(op string, v T) (plan, error) {
 			delete(d.Properties, o.f.name)
 			d.Properties[pointerProperty(o.f.name)] = pointerValue(o.blob)
 		}
+		for _, b := range p.kept {
+			delete(d.Properties, b.Property)
+			d.Properties[pointerProperty(b.Property)] = pointerValue(b)
+		}
 		err = s.tbl.InsertOp(d).Err()
 		if err == nil {
 			p.d = d
@@ -131,10 +145,11 @@ func (p *plan) setPointers() {
 }
 
 func (p *plan) blobs() []Blob {
-	out := make([]Blob, len(p.offloads))
+	out := make([]Blob, len(p.offloads), len(p.offloads)+len(p.kept))
 	for i, o := range p.offloads {
 		out[i] = o.blob
 	}
+	out = append(out, p.kept...)
 	slices.SortFunc(out, func(a, b Blob) int { return strings.Compare(a.Property, b.Property) })
 	return out
 }
@@ -158,31 +173,11 @@ func (s *Store[T]) step(name string) error {
 // and Sweep deletes them.
 func (s *Store[T]) write(ctx context.Context, op string, p plan, etag azcore.ETag, cur map[string]Blob) (Result, error) {
 	pk, rk := p.d.PartitionKey, p.d.RowKey
-	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
-	}
 	start := s.now()
-	var up []*offload
-	for _, o := range p.offloads {
-		if c, ok := cur[o.f.name]; ok && c.Size == o.blob.Size {
-			h := sha256.Sum256(o.content)
-			if hex.EncodeToString(h[:]) == c.SHA256 {
-				o.blob = c // the stored version's blob of this content: kept
-				continue
-			}
-		}
-		up = append(up, o)
-	}
-	if err := s.step("upload"); err != nil {
+	up, err := s.uploads(ctx, op, &p, cur)
+	if err != nil {
 		return Result{}, err
 	}
-	upload := func(ctx context.Context, o *offload) (struct{}, error) { return struct{}{}, s.upload(ctx, pk, rk, o) }
-	for _, err := range prefetch.Map(ctx, prefetch.Slice(up), s.conc, upload) {
-		if err != nil {
-			return Result{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
-		}
-	}
-	p.setPointers()
 	if err := s.step("entity"); err != nil {
 		return Result{}, err
 	}
@@ -194,7 +189,6 @@ func (s *Store[T]) write(ctx context.Context, op string, p plan, etag azcore.ETa
 	wctx, cancel := context.WithTimeout(ctx, left)
 	defer cancel()
 	var res table.Result
-	var err error
 	if etag == "" {
 		res, err = s.tbl.Insert(wctx, p.d)
 	} else {
@@ -207,6 +201,40 @@ func (s *Store[T]) write(ctx context.Context, op string, p plan, etag azcore.ETa
 		return Result{}, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
 	}
 	return Result{Result: res, Blobs: p.blobs()}, nil
+}
+
+// uploads writes the blobs of plan p (each under a fresh name, created
+// only if absent, Concurrency at a time) and sets p's pointers. cur are
+// the blobs the stored version the write is conditioned on points at,
+// when known: a value whose content is unchanged keeps its blob, without
+// an upload. It returns the offloads it uploaded.
+func (s *Store[T]) uploads(ctx context.Context, op string, p *plan, cur map[string]Blob) ([]*offload, error) {
+	pk, rk := p.d.PartitionKey, p.d.RowKey
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+	}
+	var up []*offload
+	for _, o := range p.offloads {
+		if c, ok := cur[o.f.name]; ok && c.Size == o.blob.Size {
+			h := sha256.Sum256(o.content)
+			if hex.EncodeToString(h[:]) == c.SHA256 {
+				o.blob = c // the stored version's blob of this content: kept
+				continue
+			}
+		}
+		up = append(up, o)
+	}
+	if err := s.step("upload"); err != nil {
+		return nil, err
+	}
+	upload := func(ctx context.Context, o *offload) (struct{}, error) { return struct{}{}, s.upload(ctx, pk, rk, o) }
+	for _, err := range prefetch.Map(ctx, prefetch.Slice(up), s.conc, upload) {
+		if err != nil {
+			return nil, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+		}
+	}
+	p.setPointers()
+	return up, nil
 }
 
 // upload writes one value to its blob, computing its SHA-256 meanwhile.

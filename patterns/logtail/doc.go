@@ -28,6 +28,16 @@
 // different processes in the same tick never collide). The entry's time is
 // recovered from the key.
 //
+// With Options.Prefix a log shares a partition with other rows: the log
+// named "Sales" is partition "Sales" itself (not escaped), and its
+// entries' RowKeys are the Prefix, '!', then the key above
+// ("log!2516...-...-..."). So a log of every change to a department's
+// employees lives beside them, and [Log.AppendOp] writes an entry in one
+// transaction with the change it records ([table.Change], see "Composing
+// patterns" in package table): the entry exists if and only if the change
+// does. The log's reads select the Prefix's keys only, and other patterns
+// select their own, so no row is read as the other's.
+//
 // Reads return an [Entry]: the [table.Entity] (the keys the entry is
 // stored under and the ETag read, which address the row in the table
 // package) and its time. Append returns the keys and the time of the
@@ -45,10 +55,14 @@
 // # Cost in round trips
 //
 //	Append, AppendAt      1 (+1 read to settle a lost response)
+//	AppendOp              0 (an op: it joins a transaction, adding 1
+//	                      operation to it)
 //	Latest(n), n <= 1000  1 per bucket, in parallel (more only if the
 //	                      service returns a short page); on Cosmos DB 1
 //	                      per bucket per window step (see below)
 //	Range                 1 per page per bucket, merged lazily
+//	RangePage(n)          1 per bucket, in parallel (as Latest), resumable
+//	                      from its cursor in any process
 //	Trim                  per bucket: 1 query per 1,000 entries + 1
 //	                      transaction per 100; idempotent (entries already
 //	                      gone are skipped)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/buckets"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -41,6 +42,21 @@ type Options struct {
 	// log hides the entries of the buckets no longer read: keep it fixed
 	// per log.
 	Buckets int
+	// Prefix makes each log share its partition with other rows, so that
+	// an entry can be written in one transaction with the change it
+	// records (AppendOp in a table.Change): a log is then the partition
+	// named exactly as the log (a valid PartitionKey, not escaped: the
+	// partition of the entities it records, such as a department), and
+	// its entries' RowKeys start with keys.Join(Prefix, "") (Prefix and
+	// '!'). The log's reads select those keys only, so no other row of the
+	// partition is ever read as an entry, and the other patterns' reads,
+	// which select their own prefixes, never read an entry: give the
+	// Prefix a name no other row of the partition starts with (not a
+	// secondaryindex Primary or index name). 1 to 32 ASCII letters and
+	// digits; incompatible with Buckets above 1 (a log spread over
+	// partitions cannot share one). Default: "" (each log's partitions
+	// hold its entries only).
+	Prefix string
 }
 
 // Log is the guide's log tail over a table: entries of type T appended to
@@ -50,6 +66,8 @@ type Options struct {
 type Log[T any] struct {
 	tbl     *table.Table[T]
 	buckets int
+	// pre starts every entry's RowKey: "" or keys.Join(Prefix, "").
+	pre string
 	// writer makes keys unique among Logs (processes) appending in the same
 	// 100 ns tick; seq orders one Log's appends within a tick.
 	writer string
@@ -74,11 +92,24 @@ func New[T any](tbl *table.Table[T], opts *Options) (*Log[T], error) {
 	if b == 0 {
 		b = 1
 	}
+	l := &Log[T]{tbl: tbl, buckets: b}
+	if p := opts.Prefix; p != "" {
+		if len(p) > 32 || strings.IndexFunc(p, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) >= 0 {
+			return nil, fmt.Errorf("%w: Prefix %q: 1 to 32 ASCII letters and digits", ErrInvalid, p)
+		}
+		if b > 1 {
+			return nil, fmt.Errorf("%w: Prefix %q with Buckets %d: a log that shares its partition cannot be spread over several", ErrInvalid, p, b)
+		}
+		l.pre = keys.Join(p, "")
+	}
 	var id [4]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
 	}
-	return &Log[T]{tbl: tbl, buckets: b, writer: hex.EncodeToString(id[:])}, nil
+	l.writer = hex.EncodeToString(id[:])
+	return l, nil
 }
 
 // Entry is one entry of a log as read: the [table.Entity] (the keys it is
@@ -104,6 +135,9 @@ type Appended struct {
 // escapes the '!' that precedes a bucket number, so no log shares a
 // partition with another.
 func (l *Log[T]) partition(log string, b int) string {
+	if l.pre != "" {
+		return log // shared with the entities it records (Options.Prefix)
+	}
 	return buckets.Partition(log, l.buckets, b)
 }
 
@@ -114,7 +148,7 @@ func (l *Log[T]) checkLog(log string) error {
 	if log == "" {
 		return fmt.Errorf("%w: %w: an empty log name", ErrInvalid, table.ErrInvalidKey)
 	}
-	if err := keys.Validate(l.partition(log, 0)); err != nil { // every bucket's has the same length
+	if err := keys.Validate(l.partition(log, 0)); err != nil { // every bucket's has the same length (a shared log: the name itself)
 		return fmt.Errorf("%w: log %.40q: %w", ErrInvalid, log, err)
 	}
 	if strings.HasPrefix(log, table.ReservedPrefix) {
@@ -127,7 +161,26 @@ func (l *Log[T]) checkLog(log string) error {
 // Log's sequence number inverted (later appends of one tick sort first),
 // then the writer's id (distinct writers never collide).
 func (l *Log[T]) rowKey(at time.Time, seq uint64) string {
-	return keys.InvertedTicks(at) + "-" + keys.Pad(^seq, 20) + "-" + l.writer
+	return l.pre + keys.InvertedTicks(at) + "-" + keys.Pad(^seq, 20) + "-" + l.writer
+}
+
+// span is the RowKey filter of every entry of a log: none when the log's
+// partitions are its own, its Prefix's range when they are shared.
+func (l *Log[T]) span() table.Filter {
+	if l.pre == "" {
+		return table.Filter{}
+	}
+	return table.RowKeyRange(l.pre, l.end())
+}
+
+// end is the first RowKey after every entry of a shared log ("" for a log
+// whose partitions are its own).
+func (l *Log[T]) end() string {
+	if l.pre == "" {
+		return ""
+	}
+	_, hi := keys.PrefixRange(strings.TrimSuffix(l.pre, "!"))
+	return hi
 }
 
 // Append adds v to log at the current time: one insert, one round trip.
@@ -147,14 +200,42 @@ func (l *Log[T]) AppendAt(ctx context.Context, log string, at time.Time, v T) (A
 	if err := l.checkLog(log); err != nil {
 		return Appended{}, err
 	}
-	seq := l.seq.Add(1)
-	pk := l.partition(log, int(seq%uint64(l.buckets)))
-	rk := l.rowKey(at, seq)
+	pk, rk := l.next(log, at)
 	res, err := l.tbl.WithKeys(func(*T) (string, string) { return pk, rk }).Insert(ctx, v)
 	if err != nil {
 		return Appended{}, table.MarkInvalid(ErrInvalid, err)
 	}
 	return Appended{Result: res, Time: at.UTC().Truncate(100), PartitionKey: pk, RowKey: rk}, nil
+}
+
+// next returns the keys of log's next entry at time at.
+func (l *Log[T]) next(log string, at time.Time) (pk, rk string) {
+	seq := l.seq.Add(1)
+	return l.partition(log, int(seq%uint64(l.buckets))), l.rowKey(at, seq)
+}
+
+// AppendOp is Append as an op: the insert of v into log at the current
+// time, for table.Submit or a [table.Change]. With Options.Prefix the log
+// shares the partition of the entities it records, so the entry can join
+// their write in one transaction: a log of every change to a department's
+// employees, written atomically with each change, is
+//
+//	entry := table.Change{By: "log", Ops: []table.Op{log.AppendOp(dept, change)}}
+//	_, err := table.Apply(ctx, client, employeeChange, entry)
+//
+// The op's keys (PartitionKey, RowKey) are the entry's; it records the
+// time it was made. An error (a log name that makes no PartitionKey, a
+// value the table refuses) is the op's Err, matching ErrInvalid.
+func (l *Log[T]) AppendOp(log string, v T) table.Op {
+	if err := l.checkLog(log); err != nil {
+		return table.FailedOp(err)
+	}
+	pk, rk := l.next(log, time.Now())
+	op := l.tbl.WithKeys(func(*T) (string, string) { return pk, rk }).InsertOp(v)
+	if err := op.Err(); err != nil {
+		return table.FailedOp(table.MarkInvalid(ErrInvalid, err))
+	}
+	return op
 }
 
 // The range of .NET's DateTime, which keys.InvertedTicks needs.
@@ -175,12 +256,12 @@ func checkTime(t time.Time) error {
 // 12:00:00.0000001 is before a bound of 12:00:00.00000015), inverted,
 // then '.', which sorts just after the '-' that follows the ticks in every
 // entry's key.
-func bound(t time.Time) string {
+func (l *Log[T]) bound(t time.Time) string {
 	up := t.Truncate(100)
 	if up.Before(t) && up.Add(100).Before(maxTime) {
 		up = up.Add(100)
 	}
-	return keys.InvertedTicks(up) + "."
+	return l.pre + keys.InvertedTicks(up) + "."
 }
 
 // Latest returns the n newest entries of log, newest first. On Table
@@ -207,7 +288,7 @@ func (l *Log[T]) Latest(ctx context.Context, log string, n int) ([]Entry[T], err
 		return l.latestByWindow(ctx, log, n, time.Now())
 	}
 	var out []Entry[T]
-	for e, err := range l.merged(ctx, log, table.Filter{}, n) {
+	for e, err := range l.merged(ctx, log, l.span(), n) {
 		if err != nil {
 			return nil, err
 		}
@@ -235,12 +316,12 @@ const (
 // the n newest of the log.
 func (l *Log[T]) latestByWindow(ctx context.Context, log string, n int, now time.Time) ([]Entry[T], error) {
 	var got []table.Entity[T]
-	read := "" // the keys below it were read
+	read := l.pre // the log's keys below it were read
 	for w := firstWindow; ; {
 		last := w > lastWindow || now.Add(-w).Before(minTime)
-		next := ""
+		next := l.end()
 		if !last {
-			next = bound(now.Add(-w))
+			next = l.bound(now.Add(-w))
 		}
 		srcs := make([]table.Source[T], l.buckets)
 		for b := range l.buckets {
@@ -274,7 +355,7 @@ func (l *Log[T]) latestByWindow(ctx context.Context, log string, n int, now time
 	})
 	out := make([]Entry[T], 0, min(n, len(got)))
 	for _, e := range got[:min(n, len(got))] {
-		en, err := entry(e)
+		en, err := l.entry(e)
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +374,7 @@ func (l *Log[T]) merged(ctx context.Context, log string, filter table.Filter, li
 	for b := range l.buckets {
 		srcs[b] = table.Source[T]{Table: l.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(l.partition(log, b)), filter), Limit: limit}}
 	}
-	return entries(table.FanOutEntities(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: l.buckets}))
+	return l.entries(table.FanOutEntities(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: l.buckets}))
 }
 
 // Range yields the entries of log appended in [from, to), newest first,
@@ -321,7 +402,7 @@ func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter
 		}
 		// Newest first: entries of [from, to) have keys in [bound(to),
 		// bound(from)).
-		for e, err := range l.merged(ctx, log, table.RowKeyRange(bound(to), bound(from)), 0) {
+		for e, err := range l.merged(ctx, log, table.RowKeyRange(l.bound(to), l.bound(from)), 0) {
 			if !yield(e, err) || err != nil {
 				return
 			}
@@ -349,7 +430,7 @@ func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (int, e
 		// Each round deletes the oldest page (up to 1,000 entries) and
 		// queries again from the start: deleted entries are gone, so the
 		// next page is the next batch, and memory stays one page.
-		q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.Ge("RowKey", bound(before))), Select: []string{"RowKey"}, Limit: table.MaxPageSize}
+		q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.RowKeyRange(l.bound(before), l.end())), Select: []string{"RowKey"}, Limit: table.MaxPageSize}
 		for stalled := 0; ; {
 			var ops []table.Op
 			for k, err := range l.tbl.QueryEntities(ctx, q) {
@@ -398,14 +479,14 @@ func goneOrUnknown(err error) bool {
 }
 
 // entries adds each entry's time, read from its RowKey.
-func entries[T any](seq iter.Seq2[table.Entity[T], error]) iter.Seq2[Entry[T], error] {
+func (l *Log[T]) entries(seq iter.Seq2[table.Entity[T], error]) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
 		for k, err := range seq {
 			if err != nil {
 				yield(Entry[T]{}, err)
 				return
 			}
-			e, err := entry(k)
+			e, err := l.entry(k)
 			if !yield(e, err) || err != nil {
 				return
 			}
@@ -413,13 +494,64 @@ func entries[T any](seq iter.Seq2[table.Entity[T], error]) iter.Seq2[Entry[T], e
 	}
 }
 
-func entry[T any](k table.Entity[T]) (Entry[T], error) {
-	if len(k.RowKey) < keys.InvertedTicksWidth {
+func (l *Log[T]) entry(k table.Entity[T]) (Entry[T], error) {
+	rest, ok := strings.CutPrefix(k.RowKey, l.pre)
+	if !ok || len(rest) < keys.InvertedTicksWidth {
 		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q is not a log entry's", k.RowKey, k.PartitionKey)
 	}
-	t, err := keys.ParseInvertedTicks(k.RowKey[:keys.InvertedTicksWidth])
+	t, err := keys.ParseInvertedTicks(rest[:keys.InvertedTicksWidth])
 	if err != nil {
 		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q: %w", k.RowKey, k.PartitionKey, err)
 	}
 	return Entry[T]{Entity: k, Time: t}, nil
+}
+
+// RangePage returns one page of Range: the next n (1 to MaxLatest)
+// entries of log appended in [from, to), newest first, after cursor (""
+// for the first page), and the cursor of the page after it (Next, empty
+// when the range is done). The cursor is a [table.Cursor]: a plain
+// string to keep anywhere and resume from in another process, with the
+// same log, from and to (another range's cursor is ErrInvalid). Entries
+// appended meanwhile to the part already read are not returned. 1 round
+// trip per bucket (in parallel) when the service returns full pages; a
+// page may be short, or empty, with a Next.
+func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, n int, cursor table.Cursor) (table.Page[Entry[T]], error) {
+	var page table.Page[Entry[T]]
+	if n < 1 || n > MaxLatest {
+		return page, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, MaxLatest)
+	}
+	if err := checkTime(from); err != nil {
+		return page, err
+	}
+	if err := checkTime(to); err != nil {
+		return page, err
+	}
+	if !from.Before(to) {
+		return page, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to)
+	}
+	if err := l.checkLog(log); err != nil {
+		return page, err
+	}
+	lo, hi := l.bound(to), l.bound(from)
+	low := table.Ge("RowKey", lo)
+	fp := keycursor.Fingerprint("logtail", l.pre, log, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
+	if cursor != "" {
+		k, err := keycursor.Parse(cursor, fp, 1)
+		if err != nil || k[0] < lo || k[0] >= hi {
+			return page, fmt.Errorf("%w: cursor %.60q is not one of this range's (log %.40q, %v to %v)", ErrInvalid, string(cursor), log, from, to)
+		}
+		low = table.Gt("RowKey", k[0])
+	}
+	for e, err := range l.merged(ctx, log, table.And(low, table.Lt("RowKey", hi)), n) {
+		if err != nil {
+			return table.Page[Entry[T]]{}, err
+		}
+		if page.Items = append(page.Items, e); len(page.Items) == n {
+			break
+		}
+	}
+	if len(page.Items) == n {
+		page.Next = keycursor.Make(fp, page.Items[n-1].RowKey)
+	}
+	return page, nil
 }

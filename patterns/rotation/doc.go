@@ -87,6 +87,8 @@
 //	Periods             1 per 1,000 tables of the prefix (a list request)
 //	Range               Periods + 1 per page per period overlapping the
 //	                    range, Concurrency at a time
+//	RangePage           Periods + 1 per period overlapping the range,
+//	                    resumable from its cursor in any process
 //	Sweep               Periods + 1 delete per period swept, whatever its
 //	                    size: 100,000 entities go in 1 request instead of
 //	                    100 queries and 1,000 transactions (BENCHMARKS.md);

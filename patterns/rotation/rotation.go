@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"iter"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -463,6 +465,71 @@ func (r *Tables[T]) Range(ctx context.Context, from, to time.Time, q *table.Quer
 			}
 		}
 	}
+}
+
+// RangePage returns one page of Range: the next entities that q selects
+// from the periods overlapping [from, to), in PartitionKey, RowKey order
+// (entities with the same keys in period order, never split between
+// pages, so a page may hold a few more than q.PageSize), after cursor (""
+// for the first page), and the cursor of the page after it (Next, empty
+// at the end). The cursor is a [table.Cursor]: a plain string to keep
+// anywhere and resume from in another process, with the same from, to,
+// filter and selection (another range's is ErrInvalid); periods created
+// or swept between pages are read as they are then. q.PageSize is the
+// page's size (default 1,000); q.Cursor and q.Limit must be zero (page
+// with the cursor; Range takes a Limit). 1 listing of the periods + 1
+// round trip per period (Concurrency at a time) when the service returns
+// full pages.
+func (r *Tables[T]) RangePage(ctx context.Context, from, to time.Time, q *table.Query, cursor table.Cursor) (table.Page[table.Entity[T]], error) {
+	var page table.Page[table.Entity[T]]
+	if !from.Before(to) {
+		return page, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to)
+	}
+	if q == nil {
+		q = &table.Query{}
+	}
+	if q.Cursor != "" || q.Limit != 0 {
+		return page, fmt.Errorf("%w: RangePage takes no Query.Cursor or Limit (page with its cursor and PageSize)", ErrInvalid)
+	}
+	n := q.PageSize
+	if n <= 0 || n > table.MaxPageSize {
+		n = table.MaxPageSize
+	}
+	fp := keycursor.Fingerprint("rotation", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), q.Filter.String(), strings.Join(q.Select, ","))
+	resume := table.Filter{}
+	if cursor != "" {
+		k, err := keycursor.Parse(cursor, fp, 2)
+		if err != nil {
+			return page, fmt.Errorf("%w: cursor %.60q is not one of this range's", ErrInvalid, string(cursor))
+		}
+		resume = table.Or(table.Gt("PartitionKey", k[0]), table.And(table.PartitionKey(k[0]), table.Gt("RowKey", k[1])))
+	}
+	periods, err := r.Periods(ctx)
+	if err != nil {
+		return page, err
+	}
+	first := r.period.Start(from)
+	var srcs []table.Source[T]
+	for _, p := range periods {
+		if !p.Start.Before(first) && p.Start.Before(to) {
+			pq := *q
+			// n+1 of each: a page takes at most n of one period, so the
+			// (n+1)-th, when there is one, tells that more follow.
+			pq.Filter, pq.Limit, pq.PageSize = table.And(q.Filter, resume), n+1, 0
+			srcs = append(srcs, table.Source[T]{Table: r.named(p.Name), Query: &pq})
+		}
+	}
+	for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{Ordered: true, Concurrency: r.conc}) {
+		if err != nil {
+			return table.Page[table.Entity[T]]{}, table.MarkInvalid(ErrInvalid, err)
+		}
+		if l := len(page.Items); l >= n && (e.PartitionKey != page.Items[l-1].PartitionKey || e.RowKey != page.Items[l-1].RowKey) {
+			page.Next = keycursor.Make(fp, page.Items[l-1].PartitionKey, page.Items[l-1].RowKey)
+			break
+		}
+		page.Items = append(page.Items, e)
+	}
+	return page, nil
 }
 
 // Swept is the result of Sweep: the periods whose tables are gone.

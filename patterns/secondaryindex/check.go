@@ -166,7 +166,7 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 		if err != nil {
 			return d, plan, err
 		}
-		e, err := s.decode(ctx, p)
+		e, _, err := s.decode(ctx, p)
 		var enc entry
 		if err == nil {
 			enc, err = s.encode(e.Value)

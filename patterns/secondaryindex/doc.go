@@ -51,6 +51,10 @@
 // keys.Join(pk, id), which names its primary. The Store's queries select
 // rows by these prefixes: other rows of the partition never decode into T.
 //
+// Read the Store's entities through the Store (Get, List, ListPage,
+// lookups): its rows' RowKeys are its own ("empid!000500"), and a table
+// of T over the same table would return those, not T's keys.
+//
 // These prefixes are the guide's own way of telling entity types apart, so
 // to table.Types a Store's rows are just other types: register T (or a
 // struct of the stored properties) with RegisterOptions.Prefix
@@ -59,6 +63,38 @@
 // other registered entities kept beside them (a department), each into its
 // Go type. The Store itself writes no type property: the prefix is its
 // discriminator.
+//
+// # Large values
+//
+// With Options.Large (a patterns/largeentity Store of T over the same
+// table) T's large values, an employee's photo, live in blobs: a write
+// uploads them first, each under a write-unique name, and its transaction
+// writes the primary pointing at them, so a primary never points at a
+// missing blob, and a write that does not apply leaves only orphans,
+// which the Large Store's Sweep deletes (Insert deletes them at once when
+// the write certainly failed). Get and List read the blobs back (in
+// parallel, each checked against its pointer's size and SHA-256); lookups
+// from copies never do: no copy holds a large value (Whole indexes are
+// refused with Large, and so are Listed fields it may offload). Update
+// writes v's large values whole (an unchanged one keeps its blob); Modify
+// does not read them (fn sees them empty and one left empty keeps its
+// blob), so a rename costs what it costs without a photo.
+//
+// # Composing with other patterns
+//
+// InsertOps, UpdateOps, ModifyOps and DeleteOps return a write as a
+// [table.Change] instead of sending it: the primary's op, its
+// SamePartition copies' ops, the intent of its OtherPartition indexes,
+// the NotAfter of its uploaded large values. Joined with other patterns'
+// changes in the same partition (a logtail entry recording the change, a
+// row of another Store), [table.Apply] writes them all in one transaction
+// (eventual's Queue.Apply when there is an intent): all or nothing ("Composing
+// patterns" in package table). A unique value taken fails the transaction
+// with ErrDuplicate, a missing copy of the version read with ErrDrift
+// (Update, Modify and Delete skip such a copy; a composed write cannot).
+// The Ops forms read once (UpdateOps, ModifyOps, DeleteOps) and condition
+// the write on the ETag read: a write in between fails the transaction
+// with [table.ErrPreconditionFailed]; make the change again.
 //
 // # When to use which
 //
@@ -149,17 +185,24 @@
 // # Cost in round trips
 //
 //	Insert                1 (SamePartition only); 3 with OtherPartition
-//	                      indexes (eventual.Queue.Commit)
+//	                      indexes (eventual.Queue.Commit); +1 upload per
+//	                      large value, in parallel
 //	Update, Modify,       2 (primary read + transaction), +2 per conflict
 //	  Delete              with azcore.ETagAny and in Modify; 4 with
 //	                      OtherPartition indexes (read + Commit)
-//	Get                   1
+//	InsertOps             0 (+1 upload per large value, in parallel); the
+//	                      change joins a transaction
+//	UpdateOps, ModifyOps, 1 read (+1 upload per changed large value); the
+//	  DeleteOps           change joins a transaction
+//	Get                   1 (+1 read per large value, in parallel)
+//	List, ListPage        1 per page of primaries (+1 read per large value
+//	                      selected, in parallel)
 //	Lookup (unique)       1, +1 to fetch the primary (KeysOnly, or Fetch)
-//	Find, Range           1 per page of copies (of every partition sharing
-//	                      the index partition), + 1 per entity fetched
-//	                      (in parallel, in index order); on Cosmos DB the
-//	                      copies of the range are read before the first
-//	                      entity is returned
+//	Find, Range,          1 per page of copies (of every partition sharing
+//	  RangePage           the index partition), + 1 per entity fetched
+//	                      (in parallel, in index order); on Cosmos DB
+//	                      Find and Range read the range's copies before
+//	                      the first entity is returned
 //	Verify                1
 //	Check, Rebuild        1 per page of primaries and of each index's
 //	                      copies (a scan when no partition is given), +
@@ -188,6 +231,7 @@
 //
 //	stopped                          state
 //	before or after the read         unchanged
+//	after a large value's upload     unchanged; the blob an orphan (Sweep)
 //	transaction sent, answer lost    primary and copies changed together, or
 //	                                 not at all (ErrOutcomeUnknown only when
 //	                                 patterns/table cannot settle it)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/keys"
+	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -91,32 +92,90 @@ func (s *Store[T]) Find(ctx context.Context, pk, index string, value []string, o
 // for the whole range, not a page); Find likewise.
 func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
 	return func(yield func(Entity[T], error) bool) {
-		ix, err := s.indexNamed(index)
+		ix, q, err := s.rangeQuery(pk, index, from, to, "", opts)
 		if err != nil {
 			yield(Entity[T]{}, err)
 			return
 		}
-		cpk, lo, hi, err := s.bounds(ix, pk, from, to)
+		// In index order on every service: an ordered fan-out of one query
+		// streams pages on Table Storage and, on a service without key
+		// order (Cosmos DB), reads the range whole and sorts it first.
+		rows := s.copyTable(ix).FanOut(ctx, []*table.Query{q}, &table.FanOutOptions{Ordered: true})
+		for e, err := range s.fromCopies(ctx, pk, ix, opts, rows) {
+			if !yield(e, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// RangePage returns one page of Range (Find's too, with from and to the
+// value): the entities of one page of copies, read from cursor ("" for
+// the first page), and the cursor of the next page (Next, empty at the
+// end). The cursor is a [table.Cursor]: a plain string to keep anywhere
+// and resume from in another process, with the same pk, index, from, to
+// and Select. 1 round trip for the page (up to opts.PageSize copies), +
+// the fetches (KeysOnly, or Fetch: 1 per entity, in parallel). A page may
+// be short, or empty, with a Next.
+func (s *Store[T]) RangePage(ctx context.Context, pk, index string, from, to []string, cursor table.Cursor, opts *LookupOptions) (table.Page[Entity[T]], error) {
+	ix, q, err := s.rangeQuery(pk, index, from, to, cursor, opts)
+	if err != nil {
+		return table.Page[Entity[T]]{}, err
+	}
+	rows, err := s.copyTable(ix).QueryPage(ctx, q)
+	if err != nil {
+		return table.Page[Entity[T]]{}, err
+	}
+	page := table.Page[Entity[T]]{Next: rows.Next}
+	for e, err := range s.fromCopies(ctx, pk, ix, opts, seq2(rows.Items)) {
 		if err != nil {
-			yield(Entity[T]{}, err)
-			return
+			return table.Page[Entity[T]]{}, err
 		}
-		var o LookupOptions
-		if opts != nil {
-			o = *opts
+		page.Items = append(page.Items, e)
+	}
+	return page, nil
+}
+
+// seq2 yields items with nil errors.
+func seq2[V any](items []V) iter.Seq2[V, error] {
+	return func(yield func(V, error) bool) {
+		for _, v := range items {
+			if !yield(v, nil) {
+				return
+			}
 		}
-		f := table.And(table.PartitionKey(cpk), table.RowKeyRange(lo, hi))
-		var sel []string
-		if len(o.Select) > 0 {
-			sel = append(slices.Clone(o.Select), RefProperty)
+	}
+}
+
+// rangeQuery is the query of the copies of Range and RangePage.
+func (s *Store[T]) rangeQuery(pk, index string, from, to []string, cursor table.Cursor, opts *LookupOptions) (*Index[T], *table.Query, error) {
+	ix, err := s.indexNamed(index)
+	if err != nil {
+		return nil, nil, err
+	}
+	cpk, lo, hi, err := s.bounds(ix, pk, from, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := &table.Query{Filter: table.And(table.PartitionKey(cpk), table.RowKeyRange(lo, hi)), Cursor: cursor}
+	if opts != nil {
+		q.PageSize = opts.PageSize
+		if len(opts.Select) > 0 {
+			q.Select = append(slices.Clone(opts.Select), RefProperty)
 		}
+	}
+	return ix, q, nil
+}
+
+// fromCopies yields the entities of partition pk ("" for any) that rows,
+// copies of index ix, name: the copies themselves, or the primaries
+// fetched in parallel and yielded in index order when ix or opts asks for
+// them (one deleted since its copy was read is left out). A copy ix could
+// not have written ends the sequence with ErrCorrupt.
+func (s *Store[T]) fromCopies(ctx context.Context, pk string, ix *Index[T], opts *LookupOptions, rows iter.Seq2[table.Dynamic, error]) iter.Seq2[Entity[T], error] {
+	return func(yield func(Entity[T], error) bool) {
 		copies := func(yield func(Entity[T], error) bool) {
-			// In index order on every service: an ordered fan-out of one
-			// query streams pages on Table Storage and, on a service
-			// without key order (Cosmos DB), reads the range whole and
-			// sorts it first.
-			q := &table.Query{Filter: f, PageSize: o.PageSize, Select: sel}
-			for d, err := range s.copyTable(ix).FanOut(ctx, []*table.Query{q}, &table.FanOutOptions{Ordered: true}) {
+			for d, err := range rows {
 				var e Entity[T]
 				if err == nil {
 					e, err = s.decodeCopy(ix, d)
@@ -137,8 +196,6 @@ func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []strin
 			}
 			return
 		}
-		// The primaries, read ahead in parallel and yielded in index order;
-		// nil for one deleted since its copy was read (left out).
 		fetch := func(ctx context.Context, c Entity[T]) (*Entity[T], error) {
 			e, err := s.Get(ctx, c.PartitionKey, c.RowKey)
 			switch {
@@ -149,11 +206,7 @@ func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []strin
 			}
 			return &e, nil
 		}
-		conc := o.Concurrency
-		if conc <= 0 {
-			conc = 8
-		}
-		for e, err := range prefetch.Map(ctx, copies, conc, fetch) {
+		for e, err := range prefetch.Map(ctx, copies, concurrency(opts), fetch) {
 			if err != nil {
 				yield(Entity[T]{}, err)
 				return
@@ -162,6 +215,130 @@ func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []strin
 				return
 			}
 		}
+	}
+}
+
+func concurrency(opts *LookupOptions) int {
+	if opts != nil && opts.Concurrency > 0 {
+		return opts.Concurrency
+	}
+	return 8
+}
+
+// ListOptions configures List and ListPage. A nil *ListOptions means
+// defaults.
+type ListOptions struct {
+	// PageSize is the most entities read per round trip. Default: 1000.
+	PageSize int
+	// Select projects the entities to these properties (server-side,
+	// $select): the other fields of each Value stay zero, and a large
+	// value (Options.Large) that is not selected is not read. Default:
+	// every property.
+	Select []string
+	// Concurrency bounds the parallel reads of large values. Default: 8.
+	Concurrency int
+}
+
+// List returns the entities of partition pk, in id order, each as Get
+// returns it: keys as T has them (RowKey the id, never the primary row's
+// "empid!..." key), the primary's ETag, the value with its large values
+// (Options.Large, read in parallel ahead of the loop, Concurrency at a
+// time; only those selected with opts.Select). 1 range query per page of
+// up to opts.PageSize entities, + 1 read per large value. Other rows of
+// the partition (copies, other Stores' and patterns' rows) are not read.
+func (s *Store[T]) List(ctx context.Context, pk string, opts *ListOptions) iter.Seq2[Entity[T], error] {
+	return func(yield func(Entity[T], error) bool) {
+		q, conc, err := s.listQuery(pk, "", opts)
+		if err != nil {
+			yield(Entity[T]{}, err)
+			return
+		}
+		for e, err := range prefetch.Map(ctx, s.tbl.Query(ctx, q), conc, s.listed(q.Select)) {
+			if err != nil {
+				yield(Entity[T]{}, err)
+				return
+			}
+			if e != nil && !yield(*e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// ListPage returns one page of List, from cursor ("" for the first page),
+// and the cursor of the next page (Next, empty at the end): a
+// [table.Cursor], a plain string to keep anywhere and resume from in
+// another process, with the same pk and Select. 1 round trip for the page
+// (up to opts.PageSize entities), + 1 read per large value, Concurrency at
+// a time. A page may be short, or empty, with a Next.
+func (s *Store[T]) ListPage(ctx context.Context, pk string, cursor table.Cursor, opts *ListOptions) (table.Page[Entity[T]], error) {
+	q, conc, err := s.listQuery(pk, cursor, opts)
+	if err != nil {
+		return table.Page[Entity[T]]{}, err
+	}
+	rows, err := s.tbl.QueryPage(ctx, q)
+	if err != nil {
+		return table.Page[Entity[T]]{}, err
+	}
+	page := table.Page[Entity[T]]{Next: rows.Next}
+	for e, err := range prefetch.Map(ctx, seq2(rows.Items), conc, s.listed(q.Select)) {
+		if err != nil {
+			return table.Page[Entity[T]]{}, err
+		}
+		if e != nil {
+			page.Items = append(page.Items, *e)
+		}
+	}
+	return page, nil
+}
+
+// listQuery is the query of List and ListPage: partition pk's primary
+// rows, projected on the selection with the pointers of the large values
+// it names.
+func (s *Store[T]) listQuery(pk string, cursor table.Cursor, opts *ListOptions) (*table.Query, int, error) {
+	if err := keys.Validate(pk); err != nil {
+		return nil, 0, fmt.Errorf("%w: PartitionKey: %w", ErrInvalid, err)
+	}
+	lo, hi := keys.PrefixRange(s.primary)
+	q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.RowKeyRange(lo, hi)), Cursor: cursor}
+	conc := 8
+	if opts != nil {
+		q.PageSize = opts.PageSize
+		if opts.Select != nil {
+			q.Select = slices.Clone(opts.Select)
+			for _, name := range opts.Select {
+				if s.large != nil && s.large.Offloads(name) {
+					q.Select = append(q.Select, largeentity.PointerPrefix+name)
+				}
+			}
+		}
+		if opts.Concurrency > 0 {
+			conc = opts.Concurrency
+		}
+	}
+	return q, conc, nil
+}
+
+// listed decodes a primary row read by a query and reads its large
+// values; when they changed meanwhile, it reads the entity again
+// (projected on sel), nil when it was deleted since.
+func (s *Store[T]) listed(sel []string) func(context.Context, table.Dynamic) (*Entity[T], error) {
+	return func(ctx context.Context, d table.Dynamic) (*Entity[T], error) {
+		e, blobs, err := s.decode(ctx, d)
+		if err != nil || len(blobs) == 0 {
+			return &e, err
+		}
+		err = s.large.Fetch(ctx, &e.Value, blobs)
+		if errors.Is(err, largeentity.ErrChanged) {
+			e, err = s.get(ctx, e.PartitionKey, e.RowKey, sel)
+			if errors.Is(err, table.ErrNotFound) {
+				return nil, nil
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &e, nil
 	}
 }
 
@@ -188,13 +365,17 @@ func (s *Store[T]) fetches(ix *Index[T], opts *LookupOptions) bool {
 
 // Verify reads the primary of e (a lookup's result read from a copy) and
 // reports whether the copy was current: the primary exists and still has
-// the copy's value. It returns the primary as read. 1 round trip.
+// the copy's value. It returns the primary as read (without its large
+// values, Options.Large). 1 round trip.
 func (s *Store[T]) Verify(ctx context.Context, index string, e Entity[T]) (Entity[T], bool, error) {
 	ix, err := s.indexNamed(index)
 	if err != nil {
 		return Entity[T]{}, false, err
 	}
-	cur, err := s.Get(ctx, e.PartitionKey, e.RowKey)
+	if err := s.checkKeys(e.PartitionKey, e.RowKey); err != nil {
+		return Entity[T]{}, false, err
+	}
+	cur, _, err := s.read(ctx, e.PartitionKey, e.RowKey)
 	if err != nil {
 		if errors.Is(err, table.ErrNotFound) {
 			return Entity[T]{}, false, nil

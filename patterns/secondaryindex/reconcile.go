@@ -102,7 +102,7 @@ func (s *Store[T]) step(name string) error {
 // wanted reads the primary and returns the OtherPartition copies it calls
 // for, and its ETag ("" when it does not exist).
 func (s *Store[T]) wanted(ctx context.Context, pk, id string) (map[string]row, azcore.ETag, error) {
-	cur, err := s.Get(ctx, pk, id)
+	cur, _, err := s.read(ctx, pk, id)
 	if errors.Is(err, table.ErrNotFound) {
 		return nil, "", nil
 	}

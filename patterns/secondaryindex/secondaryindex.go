@@ -12,6 +12,7 @@ import (
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
+	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -140,6 +141,16 @@ type Options[T any] struct {
 	// property: Whole indexes are refused, and so are Listed fields that
 	// Sealed reports. Default: none (rows stored as T encodes them).
 	Sealer Sealer
+	// Large keeps T's large values (a photo) in blobs, as its
+	// patterns/largeentity Store does for its own entities: the Store's
+	// primary rows hold a pointer in place of each value Large offloads,
+	// written blob first under a write-unique name, so a primary never
+	// points at a missing blob. Large must be a largeentity Store of T over
+	// this Store's table (the same *aztables.Client): its Sweep reads these
+	// primaries to delete the blobs no version points at. Copies never hold
+	// a value Large may offload: Whole indexes are refused, and so are
+	// Listed fields Large chooses. Not with a Sealer. Default: none.
+	Large *largeentity.Store[T]
 }
 
 // Sealer transforms primary rows for storage, such as
@@ -167,6 +178,7 @@ type Store[T any] struct {
 	byName  map[string]*Index[T]
 	queue   *eventual.Queue
 	sealer  Sealer
+	large   *largeentity.Store[T]
 	kind    eventual.Kind[intent]
 	retry   retry.Policy
 
@@ -190,7 +202,13 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	if opts == nil {
 		opts = &Options[T]{}
 	}
-	s := &Store[T]{tbl: reserved.Properties(tbl), primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, retry: retry.Default}
+	s := &Store[T]{tbl: reserved.Properties(tbl), primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, large: opts.Large, retry: retry.Default}
+	switch {
+	case s.large != nil && s.large.Client() != tbl.Client():
+		return nil, fmt.Errorf("%w: Options.Large is a largeentity Store of another table client: it must be over this Store's table (the same *aztables.Client), whose primaries its Sweep reads", ErrInvalid)
+	case s.large != nil && s.sealer != nil:
+		return nil, fmt.Errorf("%w: Options.Large and Options.Sealer together are not supported", ErrInvalid)
+	}
 	if s.primary == "" {
 		s.primary = defaultPrimary
 	}
@@ -269,6 +287,8 @@ func (s *Store[T]) checkIndex(ix *Index[T]) error {
 		return fmt.Errorf("%w: index %q has no Key function", ErrInvalid, ix.Name)
 	case s.sealer != nil && ix.Holds == Whole:
 		return fmt.Errorf("%w: index %q holds Whole copies, which would store the properties the Sealer seals unsealed: use KeysOnly or Listed", ErrInvalid, ix.Name)
+	case s.large != nil && ix.Holds == Whole:
+		return fmt.Errorf("%w: index %q holds Whole copies, which would hold the large values Options.Large keeps in blobs: use KeysOnly or Listed", ErrInvalid, ix.Name)
 	}
 	switch ix.Holds {
 	case Whole, KeysOnly:
@@ -282,6 +302,9 @@ func (s *Store[T]) checkIndex(ix *Index[T]) error {
 			}
 			if s.sealer != nil && s.sealer.Sealed(f) {
 				return fmt.Errorf("%w: index %q: field %q is sealed, so a copy would store it unsealed", ErrInvalid, ix.Name, f)
+			}
+			if s.large != nil && s.large.Offloads(f) {
+				return fmt.Errorf("%w: index %q: field %q is a large value (Options.Large), which copies never hold", ErrInvalid, ix.Name, f)
 			}
 		}
 	default:
@@ -372,8 +395,12 @@ type entry struct {
 	copies  map[string]row
 }
 
-// encode checks v and computes its rows.
+// encode checks v and computes its rows; with Options.Large, without the
+// values Large may offload (the primary row gets them from prepare).
 func (s *Store[T]) encode(v T) (entry, error) {
+	if s.large != nil {
+		v = s.large.Without(v)
+	}
 	d, err := table.ToDynamic(v)
 	if err != nil {
 		return entry{}, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -413,21 +440,30 @@ func (s *Store[T]) seal(ctx context.Context, e *entry) error {
 	return s.sealer.Seal(ctx, &e.primary)
 }
 
-// decode turns a primary row back into an Entity.
-func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], error) {
+// decode turns a primary row back into an Entity, and returns the blobs
+// of its large values (Options.Large), which it does not read (Value
+// leaves them empty; fetch reads them).
+func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], []largeentity.Blob, error) {
 	parts, err := keys.Split(d.RowKey)
 	if err != nil || len(parts) != 2 || parts[0] != s.primary {
-		return Entity[T]{}, fmt.Errorf("secondaryindex: row %q/%q is not a %s primary", d.PartitionKey, d.RowKey, s.primary)
+		return Entity[T]{}, nil, fmt.Errorf("secondaryindex: row %q/%q is not a %s primary", d.PartitionKey, d.RowKey, s.primary)
 	}
 	if s.sealer != nil {
 		if err := s.sealer.Open(ctx, &d); err != nil {
-			return Entity[T]{}, err
+			return Entity[T]{}, nil, err
+		}
+	}
+	var blobs []largeentity.Blob
+	if s.large != nil {
+		d.Properties = maps.Clone(d.Properties)
+		if blobs, err = s.large.Pointers(&d); err != nil {
+			return Entity[T]{}, nil, err
 		}
 	}
 	e := Entity[T]{Entity: table.Entity[T]{PartitionKey: d.PartitionKey, RowKey: parts[1], ETag: d.ETag}}
 	d.RowKey = parts[1]
 	e.Value, err = table.FromDynamic[T](d)
-	return e, err
+	return e, blobs, err
 }
 
 // idParts are the last parts of the RowKey of primary pk/id's copy in

@@ -8,9 +8,17 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/eventual"
+	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
+
+// ErrDrift is the error of a change made by InsertOps, UpdateOps,
+// ModifyOps or DeleteOps whose transaction failed because an index copy
+// of the stored version was missing (drift: Check reports it, Rebuild
+// repairs it). Update, Modify and Delete skip such a copy and write on;
+// a composed write cannot leave out one op, so it reports it.
+var ErrDrift = errors.New("secondaryindex: an index copy the write deletes is missing (drift)")
 
 // intent is the payload of an OtherPartition index's intent: the primary
 // to reconcile its copies from, and the copies its previous version had
@@ -33,6 +41,10 @@ type batch struct {
 	value [][]string
 	dels  []bool // per op: a copy delete (a missing copy is drift, skipped)
 	old   []copyRef
+	// pk and id are the entity's keys; prepared, its large values
+	// uploaded for the write (Options.Large), nil when none.
+	pk, id   string
+	prepared *largeentity.Prepared
 }
 
 func (b *batch) add(op table.Op, index string, value []string, del bool) {
@@ -107,41 +119,77 @@ func (b *batch) name(i int) string {
 	return fmt.Sprintf("index %q", b.what[i])
 }
 
+// explain is the Store's error for op i of b, which failed its
+// transaction with err: a unique index's copy insert that found the value
+// taken is ErrDuplicate, a copy delete that found no copy ErrDrift; nil
+// for the others (the primary's own error stands).
+func (b *batch) explain(i int, err error) error {
+	switch {
+	case i < 0 || i >= len(b.ops):
+		return nil
+	case b.dels[i] && errors.Is(err, table.ErrNotFound):
+		return fmt.Errorf("%w: index %q, value %q: run Check and Rebuild: %w", ErrDrift, b.what[i], b.value[i], err)
+	case b.what[i] != "" && errors.Is(err, table.ErrAlreadyExists):
+		return fmt.Errorf("%w: index %q already has value %q (%w); nothing was written", ErrDuplicate, b.what[i], b.value[i], table.ErrAlreadyExists)
+	}
+	return nil
+}
+
+// change is b as a [table.Change] of the Store: its ops, the intent of
+// its OtherPartition indexes, its large values' NotAfter, its
+// explanations.
+func (s *Store[T]) change(b batch) table.Change {
+	c := table.Change{By: fmt.Sprintf("secondaryindex %q", s.primary), Ops: b.ops, Explain: b.explain}
+	if s.kind.Name() != "" {
+		c.Intents = []table.Intent{s.kind.New(intent{PK: b.pk, ID: b.id, Old: b.old})}
+	}
+	if b.prepared != nil {
+		c.NotAfter = b.prepared.NotAfter
+	}
+	return c
+}
+
 // submit sends the batch in one transaction, through Commit with an
 // intent when the Store has OtherPartition indexes (again, with a new
 // intent, when the commit window passed before the batch: up to 3 times). A copy delete that
 // finds no copy (drift) is dropped and the batch sent again; a unique
-// index that has the value is ErrDuplicate.
-func (s *Store[T]) submit(ctx context.Context, pk, id string, b batch) (table.OpResult, error) {
+// index that has the value is ErrDuplicate. When the write certainly did
+// not apply, the large values uploaded for it are deleted.
+func (s *Store[T]) submit(ctx context.Context, b batch) (table.OpResult, error) {
+	r, err := s.send(ctx, b)
+	if err != nil && b.prepared != nil && !errors.Is(err, table.ErrOutcomeUnknown) {
+		s.large.Discard(ctx, *b.prepared)
+	}
+	return r, err
+}
+
+func (s *Store[T]) send(ctx context.Context, b batch) (table.OpResult, error) {
 	windows := 0
 	for {
+		c := s.change(b)
 		var res table.BatchResult
 		var err error
 		if s.kind.Name() != "" {
 			var cr eventual.CommitResult
-			cr, err = s.queue.Commit(ctx, s.tbl.Client(), b.ops, s.kind.New(intent{PK: pk, ID: id, Old: b.old}))
+			cr, err = s.queue.Apply(ctx, s.tbl.Client(), c)
 			if errors.Is(err, eventual.ErrCommitWindow) && windows < 3 {
 				windows++ // nothing applied: again, with a new intent
 				continue
 			}
 			res = cr.Batch
 		} else {
-			res, err = s.tbl.Submit(ctx, table.Atomic(b.ops...), nil)
+			res, err = s.tbl.Apply(ctx, c)
 		}
 		if err == nil {
 			return res.Ops[0], nil
 		}
-		if errors.Is(err, table.ErrOutcomeUnknown) || len(res.Ops) < len(b.ops) {
+		if errors.Is(err, table.ErrOutcomeUnknown) || len(res.Ops) < len(b.ops) || errors.Is(err, ErrDuplicate) {
 			return table.OpResult{}, err
 		}
 		drift := -1
 		for i := range b.ops {
-			e := res.Ops[i].Err
-			switch {
-			case b.dels[i] && errors.Is(e, table.ErrNotFound):
+			if b.dels[i] && errors.Is(res.Ops[i].Err, table.ErrNotFound) {
 				drift = i
-			case b.what[i] != "" && errors.Is(e, table.ErrAlreadyExists):
-				return table.OpResult{}, fmt.Errorf("%w: index %q already has value %q (%w); nothing was written", ErrDuplicate, b.what[i], b.value[i], table.ErrAlreadyExists)
 			}
 		}
 		if drift < 0 {
@@ -151,36 +199,122 @@ func (s *Store[T]) submit(ctx context.Context, pk, id string, b batch) (table.Op
 	}
 }
 
-// Insert writes v and its copies: in one transaction with its
-// SamePartition copies (1 round trip), and with an intent for its
-// OtherPartition copies (3: eventual.Queue.Commit). It fails with
-// [table.ErrAlreadyExists] when the entity exists, and with ErrDuplicate
-// when a unique index has one of its values; then nothing was written.
-func (s *Store[T]) Insert(ctx context.Context, v T) (table.Result, error) {
+// insert prepares the insert of v: its rows, its large values uploaded
+// (after the limits are checked), and the batch.
+func (s *Store[T]) insert(ctx context.Context, v T) (batch, error) {
 	e, err := s.encode(v)
 	if err == nil {
 		err = s.seal(ctx, &e)
 	}
 	if err != nil {
-		return table.Result{}, err
+		return batch{}, err
 	}
 	b := s.plan(s.tbl.InsertOp(e.primary), nil, &e, nil, &v)
+	b.pk, b.id = e.pk, e.id
 	if err := s.check(b); err != nil {
+		return batch{}, err
+	}
+	return b, s.prepare(ctx, &b, v, nil, false, func(d table.Dynamic) table.Op { return s.tbl.InsertOp(d) })
+}
+
+// prepare uploads v's large values (Options.Large) for b and makes b's
+// primary op, from the row to write, with op; current are the blobs of
+// the version b is conditioned on, kept for the values that are unchanged
+// (or, with keep, left empty in v). The limits are checked again.
+func (s *Store[T]) prepare(ctx context.Context, b *batch, v T, current []largeentity.Blob, keep bool, op func(table.Dynamic) table.Op) error {
+	if s.large == nil {
+		return nil
+	}
+	p, err := s.large.Prepare(ctx, v, b.pk, s.primaryKey(b.id), &largeentity.PrepareOptions{Current: current, KeepEmpty: keep})
+	if err != nil {
+		return err
+	}
+	b.ops[0], b.prepared = op(p.Row), &p
+	if err := s.check(*b); err != nil {
+		s.large.Discard(ctx, p)
+		return err
+	}
+	return nil
+}
+
+// Insert writes v and its copies: in one transaction with its
+// SamePartition copies (1 round trip), and with an intent for its
+// OtherPartition copies (3: eventual.Queue.Commit); with Options.Large,
+// after uploading its large values (1 round trip per value, in
+// parallel). It fails with [table.ErrAlreadyExists] when the entity
+// exists, and with ErrDuplicate when a unique index has one of its
+// values; then nothing was written.
+func (s *Store[T]) Insert(ctx context.Context, v T) (table.Result, error) {
+	b, err := s.insert(ctx, v)
+	if err != nil {
 		return table.Result{}, err
 	}
-	r, err := s.submit(ctx, e.pk, e.id, b)
+	r, err := s.submit(ctx, b)
 	return table.Result{ETag: r.ETag, Verified: r.Verified}, err
 }
 
+// InsertOps is Insert as a [table.Change], to write v and its copies in
+// one transaction with other patterns' changes in v's partition (see
+// "Composing patterns" in package table): Ops[0] is the primary's insert,
+// then the SamePartition copies' inserts; Intents holds the intent of the
+// OtherPartition indexes, if any (apply it with eventual's Queue.Apply);
+// with Options.Large the large values are uploaded now (1 round trip per
+// value, in parallel) and NotAfter bounds the transaction's sending. The
+// change explains a copy that finds its unique value taken as
+// ErrDuplicate. Nothing is written to the table until the change is
+// applied; a change never applied leaves its large values to the Large
+// Store's Sweep.
+func (s *Store[T]) InsertOps(ctx context.Context, v T) (table.Change, error) {
+	b, err := s.insert(ctx, v)
+	if err != nil {
+		return table.Change{}, err
+	}
+	return s.change(b), nil
+}
+
 // Get reads the entity with PartitionKey pk and RowKey (id) rk: 1 point
-// query of its primary row. [table.ErrNotFound] when it does not exist.
+// query of its primary row, + 1 read per large value (Options.Large), in
+// parallel. [table.ErrNotFound] when it does not exist.
 func (s *Store[T]) Get(ctx context.Context, pk, rk string) (Entity[T], error) {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
-	d, err := s.tbl.Get(ctx, pk, s.primaryKey(rk), nil)
+	return s.get(ctx, pk, rk, nil)
+}
+
+// maxRereads bounds the reads of an entity whose large values keep
+// disappearing because it keeps changing.
+const maxRereads = 8
+
+// get reads an entity with its large values (the properties sel, when
+// not nil), again when a blob is gone because the entity changed.
+func (s *Store[T]) get(ctx context.Context, pk, id string, sel []string) (Entity[T], error) {
+	var gopts *table.GetOptions
+	if sel != nil {
+		gopts = &table.GetOptions{Select: sel}
+	}
+	for i := 0; ; i++ {
+		d, err := s.tbl.Get(ctx, pk, s.primaryKey(id), gopts)
+		if err != nil {
+			return Entity[T]{}, err
+		}
+		e, blobs, err := s.decode(ctx, d.Value)
+		if err != nil || len(blobs) == 0 {
+			return e, err
+		}
+		err = s.large.Fetch(ctx, &e.Value, blobs)
+		if !errors.Is(err, largeentity.ErrChanged) || i == maxRereads {
+			return e, err
+		}
+	}
+}
+
+// read reads the entity without its large values, and returns the blobs
+// that hold them: for writes and checks, which never need the values.
+func (s *Store[T]) read(ctx context.Context, pk, id string) (Entity[T], []largeentity.Blob, error) {
+	d, err := s.tbl.Get(ctx, pk, s.primaryKey(id), nil)
 	if err != nil {
-		return Entity[T]{}, err
+		return Entity[T]{}, nil, err
 	}
 	return s.decode(ctx, d.Value)
 }
@@ -202,34 +336,65 @@ func (s *Store[T]) checkKeys(pk, rk string) error {
 // If-Match the ETag read, deletes the copies whose index value changed,
 // writes the new ones and refreshes the others that hold changed fields:
 // 2 round trips (4 with OtherPartition indexes, whose copies an intent
-// moves). With azcore.ETagAny, a writer that changes the entity in
+// moves). With Options.Large, v's large values are written whole: one
+// unchanged since the version read keeps its blob, a changed one is
+// uploaded first (+1 round trip per value, in parallel), an empty one is
+// removed. With azcore.ETagAny, a writer that changes the entity in
 // between sends Update back to the read (through Options.Retry), so the
 // copies deleted are always those of the version replaced. An empty etag
 // is [table.ErrNoETag] (and ErrInvalid). v's keys name the entity; use
 // Modify to change some fields of the stored version.
 func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (table.Result, error) {
-	if etag == "" {
-		return table.Result{}, fmt.Errorf("%w: update: %w", ErrInvalid, table.ErrNoETag)
-	}
-	e, err := s.encode(v)
+	e, err := s.updateKeys(v, etag)
 	if err != nil {
 		return table.Result{}, err
 	}
-	_, r, err := s.change(ctx, e.pk, e.id, etag, func(*T) (*T, error) { return &v, nil })
+	_, r, err := s.write(ctx, e.pk, e.id, etag, false, func(*T) (*T, error) { return &v, nil })
 	return r, err
+}
+
+// updateKeys checks an Update's arguments and returns v's encoding.
+func (s *Store[T]) updateKeys(v T, etag azcore.ETag) (entry, error) {
+	if etag == "" {
+		return entry{}, fmt.Errorf("%w: update: %w", ErrInvalid, table.ErrNoETag)
+	}
+	return s.encode(v)
+}
+
+// UpdateOps is Update as a [table.Change] (see InsertOps): it reads the
+// primary (1 round trip; [table.ErrNotFound], or
+// [table.ErrPreconditionFailed] when its ETag is not etag) and returns the
+// primary's replacement conditioned on the ETag read, with its copies'
+// ops, intent and large values as Update writes them. Applied later, a
+// write in between fails the transaction with
+// [table.ErrPreconditionFailed]: make the change again. A copy of the
+// version read found missing fails it with ErrDrift.
+func (s *Store[T]) UpdateOps(ctx context.Context, v T, etag azcore.ETag) (table.Change, error) {
+	e, err := s.updateKeys(v, etag)
+	if err != nil {
+		return table.Change{}, err
+	}
+	b, _, err := s.build(ctx, e.pk, e.id, etag, false, func(*T) (*T, error) { return &v, nil })
+	if err != nil {
+		return table.Change{}, err
+	}
+	return s.change(b), nil
 }
 
 // Modify reads the entity, applies fn and writes it back as Update does,
 // again from the read when another writer changed it in between (through
 // Options.Retry): 2 round trips (4 with OtherPartition indexes), +2 per
 // conflict. fn may run several times; an error from it stops Modify and is
-// returned as is. fn may not change the entity's keys. The Entity returned
-// holds the value written and its new ETag.
+// returned as is. fn may not change the entity's keys. With
+// Options.Large, the large values are not read: fn sees them empty, and
+// one it leaves empty keeps its blob (set one to replace it, +1 round trip
+// to upload it; use Update to remove one). The Entity returned holds the
+// value written (its large values only as fn set them) and its new ETag.
 func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (Entity[T], error) {
 	if err := s.checkKeys(pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
-	e, _, err := s.change(ctx, pk, rk, azcore.ETagAny, func(v *T) (*T, error) {
+	e, _, err := s.write(ctx, pk, rk, azcore.ETagAny, true, func(v *T) (*T, error) {
 		if err := fn(v); err != nil {
 			return nil, retry.Stop(err)
 		}
@@ -238,35 +403,67 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 	return e, err
 }
 
+// ModifyOps is Modify as a [table.Change] (see InsertOps and UpdateOps):
+// it reads the entity (1 round trip), calls fn once, and returns the
+// write conditioned on the ETag read; large values as for Modify. A write
+// in between fails the transaction with [table.ErrPreconditionFailed]:
+// make the change again.
+func (s *Store[T]) ModifyOps(ctx context.Context, pk, rk string, fn func(v *T) error) (table.Change, error) {
+	if err := s.checkKeys(pk, rk); err != nil {
+		return table.Change{}, err
+	}
+	b, _, err := s.build(ctx, pk, rk, azcore.ETagAny, true, func(v *T) (*T, error) { return v, fn(v) })
+	if err != nil {
+		return table.Change{}, err
+	}
+	return s.change(b), nil
+}
+
 // Delete removes the entity (pk, rk) and its copies, if its ETag is etag
 // (any version with azcore.ETagAny). It reads the primary first, to learn
 // its copies: [table.ErrNotFound] when it does not exist,
 // [table.ErrPreconditionFailed] when its ETag is not etag. Then one
 // transaction deletes the primary If-Match the ETag read and its
 // SamePartition copies: 2 round trips (4 with OtherPartition indexes,
-// whose copies an intent removes). With azcore.ETagAny, it reads again
-// when another writer changed the entity in between. An empty etag is
-// [table.ErrNoETag] (and ErrInvalid). A lost response that cannot be
-// settled is [table.ErrOutcomeUnknown].
+// whose copies an intent removes). The blobs of its large values
+// (Options.Large) are left to the Large Store's Sweep. With
+// azcore.ETagAny, it reads again when another writer changed the entity
+// in between. An empty etag is [table.ErrNoETag] (and ErrInvalid). A lost
+// response that cannot be settled is [table.ErrOutcomeUnknown].
 func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
-	if etag == "" {
-		return fmt.Errorf("%w: delete: %w", ErrInvalid, table.ErrNoETag)
-	}
-	if err := s.checkKeys(pk, rk); err != nil {
+	if err := s.deleteKeys(pk, rk, etag); err != nil {
 		return err
 	}
-	_, _, err := s.change(ctx, pk, rk, etag, nil)
+	_, _, err := s.write(ctx, pk, rk, etag, false, nil)
 	return err
 }
 
-// change is the read-modify-write of Update, Modify and Delete: it reads
-// the entity (pk, id), fails with table.ErrPreconditionFailed when its
-// ETag is not etag (unless azcore.ETagAny), and writes next(the value
-// read) in one transaction with the copies, conditioned on the ETag read;
-// next nil deletes the entity. With azcore.ETagAny a 412 (another writer
-// in between) starts again from the read, through Options.Retry. It
-// returns the entity written and the write's result.
-func (s *Store[T]) change(ctx context.Context, pk, id string, etag azcore.ETag, next func(*T) (*T, error)) (Entity[T], table.Result, error) {
+func (s *Store[T]) deleteKeys(pk, rk string, etag azcore.ETag) error {
+	if etag == "" {
+		return fmt.Errorf("%w: delete: %w", ErrInvalid, table.ErrNoETag)
+	}
+	return s.checkKeys(pk, rk)
+}
+
+// DeleteOps is Delete as a [table.Change] (see InsertOps and UpdateOps):
+// it reads the primary (1 round trip) and returns its delete conditioned
+// on the ETag read, with its copies' deletes and intent.
+func (s *Store[T]) DeleteOps(ctx context.Context, pk, rk string, etag azcore.ETag) (table.Change, error) {
+	if err := s.deleteKeys(pk, rk, etag); err != nil {
+		return table.Change{}, err
+	}
+	b, _, err := s.build(ctx, pk, rk, etag, false, nil)
+	if err != nil {
+		return table.Change{}, err
+	}
+	return s.change(b), nil
+}
+
+// write is the read-modify-write of Update, Modify and Delete: build,
+// then submit; with azcore.ETagAny a 412 (another writer in between)
+// starts again from the read, through Options.Retry. It returns the
+// entity written and the write's result.
+func (s *Store[T]) write(ctx context.Context, pk, id string, etag azcore.ETag, keep bool, next func(*T) (*T, error)) (Entity[T], table.Result, error) {
 	p := s.retry
 	p.Retryable = retry.RetryOn412
 	if etag != azcore.ETagAny {
@@ -275,42 +472,11 @@ func (s *Store[T]) change(ctx context.Context, pk, id string, etag azcore.ETag, 
 	var out Entity[T]
 	var res table.Result
 	err := p.Do(ctx, func(ctx context.Context) error {
-		cur, err := s.Get(ctx, pk, id)
+		b, v, err := s.build(ctx, pk, id, etag, keep, next)
 		if err != nil {
 			return err
 		}
-		if etag != azcore.ETagAny && cur.ETag != etag {
-			return fmt.Errorf("secondaryindex: (%q, %q): %w (its ETag is %s, not %s)", pk, id, table.ErrPreconditionFailed, cur.ETag, etag)
-		}
-		pe, err := s.encode(cur.Value)
-		if err != nil {
-			return err
-		}
-		var b batch
-		var v *T
-		if next == nil {
-			b = s.plan(s.tbl.DeleteOp(pk, s.primaryKey(id), cur.ETag), &pe, nil, &cur.Value, nil)
-		} else {
-			prev := cur.Value
-			if v, err = next(&cur.Value); err != nil {
-				return err
-			}
-			ne, err := s.encode(*v)
-			if err == nil {
-				err = s.seal(ctx, &ne)
-			}
-			if err != nil {
-				return retry.Stop(err)
-			}
-			if ne.pk != pk || ne.id != id {
-				return retry.Stop(fmt.Errorf("%w: the keys of (%q, %q) cannot change (to %q, %q): insert the new entity and delete the old", ErrInvalid, pk, id, ne.pk, ne.id))
-			}
-			b = s.plan(s.tbl.UpdateOp(ne.primary, cur.ETag, table.Replace), &pe, &ne, &prev, v)
-			if err := s.check(b); err != nil {
-				return retry.Stop(err)
-			}
-		}
-		r, err := s.submit(ctx, pk, id, b)
+		r, err := s.submit(ctx, b)
 		if err != nil {
 			return err
 		}
@@ -321,4 +487,54 @@ func (s *Store[T]) change(ctx context.Context, pk, id string, etag azcore.ETag, 
 		return nil
 	})
 	return out, res, err
+}
+
+// build reads the entity (pk, id) without its large values, fails with
+// table.ErrPreconditionFailed when its ETag is not etag (unless
+// azcore.ETagAny), and makes the batch that writes next(the value read),
+// conditioned on the ETag read, with the copies; next nil deletes the
+// entity. With keep, large values left empty keep their blobs. It returns
+// the batch and the value it writes. Errors that retrying cannot cure are
+// retry.Stop's.
+func (s *Store[T]) build(ctx context.Context, pk, id string, etag azcore.ETag, keep bool, next func(*T) (*T, error)) (batch, *T, error) {
+	cur, blobs, err := s.read(ctx, pk, id)
+	if err != nil {
+		return batch{}, nil, err
+	}
+	if etag != azcore.ETagAny && cur.ETag != etag {
+		return batch{}, nil, fmt.Errorf("secondaryindex: (%q, %q): %w (its ETag is %s, not %s)", pk, id, table.ErrPreconditionFailed, cur.ETag, etag)
+	}
+	pe, err := s.encode(cur.Value)
+	if err != nil {
+		return batch{}, nil, err
+	}
+	if next == nil {
+		b := s.plan(s.tbl.DeleteOp(pk, s.primaryKey(id), cur.ETag), &pe, nil, &cur.Value, nil)
+		b.pk, b.id = pk, id
+		return b, nil, nil
+	}
+	prev := cur.Value
+	v, err := next(&cur.Value)
+	if err != nil {
+		return batch{}, nil, err
+	}
+	ne, err := s.encode(*v)
+	if err == nil {
+		err = s.seal(ctx, &ne)
+	}
+	if err != nil {
+		return batch{}, nil, retry.Stop(err)
+	}
+	if ne.pk != pk || ne.id != id {
+		return batch{}, nil, retry.Stop(fmt.Errorf("%w: the keys of (%q, %q) cannot change (to %q, %q): insert the new entity and delete the old", ErrInvalid, pk, id, ne.pk, ne.id))
+	}
+	b := s.plan(s.tbl.UpdateOp(ne.primary, cur.ETag, table.Replace), &pe, &ne, &prev, v)
+	b.pk, b.id = pk, id
+	if err := s.check(b); err != nil {
+		return batch{}, nil, retry.Stop(err)
+	}
+	if err := s.prepare(ctx, &b, *v, blobs, keep, func(d table.Dynamic) table.Op { return s.tbl.UpdateOp(d, cur.ETag, table.Replace) }); err != nil {
+		return batch{}, nil, retry.Stop(err)
+	}
+	return b, v, nil
 }

@@ -84,10 +84,15 @@
 //	                                                                wideentity, largeentity
 //	...Op     InsertOp(v), UpdateOp(v, etag[, mode]),               table, encryption (ctx first: keys),
 //	          UpsertOp(v[, mode]), DeleteOp(pk, rk, etag): Op       buckets
+//	...Ops    InsertOps(ctx, v), UpdateOps(ctx, v, etag),           secondaryindex (+ ModifyOps),
+//	          DeleteOps(...): (Change, error) (see Composing)       largeentity; logtail's AppendOp
 //	Lookup    Lookup(ctx, pk, index, value..., opts) (E, error)     secondaryindex (unique values)
 //	Find      Find(ctx, pk, [index,] value...) iter.Seq2[E, error]  secondaryindex, indexentity, encryption
 //	Range     Range(ctx, scope..., from, to) iter.Seq2[E, error]    secondaryindex, largeentity, logtail,
 //	                                                                buckets, rotation, bloblog
+//	...Page   RangePage(ctx, scope..., cursor[, opts])              secondaryindex (+ ListPage),
+//	          (Page[E], error): a page and a resumable Next         largeentity, logtail, buckets,
+//	                                                                rotation; QueryPage here
 //	Latest    Latest(ctx, log, n) ([]E, error)                      logtail
 //	Append    Append(ctx, ..., v)                                   logtail, bloblog
 //	Check     Check(ctx, scope) (Drift, error), Rebuild likewise    secondaryindex
@@ -216,6 +221,53 @@
 // package eventual's Commit joins a transaction with durable intents that a
 // worker carries out.
 //
+// # Composing patterns
+//
+// One logical write often spans patterns: an employee, its index copies,
+// its photo, and a log entry recording the change. It is all or nothing
+// when it is one entity group transaction, and the patterns make that
+// possible by producing operations instead of sending them. Each write
+// that can join a composed write has a form that returns a [Change]:
+// secondaryindex's InsertOps, UpdateOps, ModifyOps and DeleteOps,
+// largeentity's InsertOps, UpdateOps and DeleteOps, logtail's AppendOp
+// (an op: put it in a Change literal, as any Table's ops). A Change holds
+// the pattern's ops in one partition, the intents it needs for what lies
+// elsewhere (the [Intent] interface, which eventual's Draft implements, so
+// this package does not depend on eventual), the NotAfter of what it
+// prepared, and Explain, which turns its failing op's error into the
+// pattern's own (secondaryindex's ErrDuplicate for a taken unique value).
+// Then:
+//
+//   - [Join] checks changes as one transaction before anything is sent:
+//     one partition, each entity once, the profile's limits on operations
+//     and bytes; an error names the change at fault and, for a limit,
+//     every change's share.
+//   - [Apply] writes changes without intents in one transaction: 1 round
+//     trip, all applied or none.
+//   - eventual's Queue.Apply writes changes with intents: their ops and
+//     a commit record per intent in one transaction, each intent reserved
+//     on the queue before and released after, so the intents run if and
+//     only if the transaction applied (2n+1 round trips for n intents).
+//
+// For example, hiring an employee with a photo and logging it:
+//
+//	hire, err := employees.InsertOps(ctx, jo) // the photo uploaded first; the employee and its copies
+//	entry := table.Change{By: "log", Ops: []table.Op{changes.AppendOp("Sales", Change{What: "hired"})}}
+//	_, err = queue.Apply(ctx, client, hire, entry) // or table.Apply when no change has an intent
+//
+// This is the design's first two consistency rules made one mechanism: in
+// one partition, one transaction; across partitions, intents committed
+// with that transaction. An ops form reads what it must first (the
+// version it replaces, whose ETag conditions its ops: a write in between
+// fails the transaction with ErrPreconditionFailed, and the caller makes
+// the change again), and prepares before the transaction what cannot be
+// in it (blobs, under write-unique names, so a transaction that does not
+// apply leaves orphans for a sweep, never a reference to something
+// missing; NotAfter keeps a late transaction from pointing at what a
+// sweep may have taken). Reads do not compose: they stay the patterns'
+// own. examples/directory is the guide's whole employee directory written
+// this way, with its crash points tested.
+//
 // # Write outcomes
 //
 // Every write, single or in Submit, ends in one of three outcomes, and
@@ -302,6 +354,9 @@
 //	QueryPage                                 1
 //	Query / Collect                           1 per page (at most 1,000 entities a page)
 //	FanOut, FanOutEntities over n queries        1 per page of each, Concurrency at a time
+//	Join                                      0 (checked locally)
+//	Apply of changes                          1 (one transaction), +1 read to settle a
+//	                                          lost response
 //	Submit of n ops                           1 per transaction: ceil(n/100) per partition
 //	                                          when under 4 MiB; Transactions reports it
 //	                                          (+1 read per transaction whose response was lost)

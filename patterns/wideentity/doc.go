@@ -171,6 +171,19 @@
 // counts), table.ErrInvalidKey (keys), table.ErrInvalidEntity (property
 // names, reserved ones among them, and values, as for any entity).
 //
+// # Large values
+//
+// A wide entity does not offload values to blobs, as patterns/largeentity
+// does and patterns/secondaryindex can (its Options.Large): a wide entity
+// is many values read together by one range query, and each value already
+// fits a property (64 KiB, checked as for any entity); a value beyond that
+// would make every read of the entity wait for a blob, and would have to
+// share the transaction's 4 MiB with the parts. Keep such a value in a
+// largeentity Store under the entity's keys, read when it is needed:
+// largeentity's InsertOps and UpdateOps upload it first and give its
+// pointer's write as a table.Change, which table.Apply can send in one
+// transaction with other changes of the partition.
+//
 // # Write outcomes
 //
 // Each write is one table.Submit transaction, so it has the core's three
