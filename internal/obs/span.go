@@ -110,6 +110,14 @@ func (s *Span) SetPartition(pk string) {
 	}
 }
 
+// SetPartition records pk on the recording span of ctx, if any: for a
+// core operation whose keys are known only once its value is encoded.
+func SetPartition(ctx context.Context, pk string) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(KeyPartition.String(pk))
+	}
+}
+
 // End ends a read (or an operation without a write outcome) with its
 // error.
 func (s *Span) End(err error) { s.end(err, -1) }

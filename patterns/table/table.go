@@ -425,6 +425,7 @@ func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 // write sends one write and settles its outcome (see settle). A context
 // that ended before anything was sent is a definite failure.
 func (t *Table[T]) write(ctx context.Context, op string, w write, e encoded, etag azcore.ETag) (Result, error) {
+	obs.SetPartition(ctx, w.pk)
 	if err := ctx.Err(); err != nil {
 		return Result{}, &Error{Op: op, Table: t.name, PartitionKey: w.pk, RowKey: w.rk, Err: err}
 	}
