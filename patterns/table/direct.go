@@ -37,9 +37,9 @@ import (
 type direct struct {
 	pl       runtime.Pipeline
 	tracer   tracing.Tracer // the client's, for the spans of traced requests
-	endpoint string   // the service URL, such as https://acct.table.core.windows.net
-	base     *url.URL // endpoint, parsed
-	sas      string   // the endpoint's query string (a SAS client's token), or ""
+	endpoint string         // the service URL, such as https://acct.table.core.windows.net
+	base     *url.URL       // endpoint, parsed
+	sas      string         // the endpoint's query string (a SAS client's token), or ""
 	table    string
 }
 
