@@ -231,9 +231,9 @@ func (s *leakRig) containerSAS(t *testing.T, c *container.Client) *container.Cli
 func (s *leakRig) workerOptions() *eventual.WorkerOptions {
 	return &eventual.WorkerOptions{
 		VisibilityTimeout: 2 * time.Second, MaxDeliveries: 2, Backoff: &retry.Policy{},
-		Idle:    &retry.Policy{Default: 5 * time.Millisecond, Max: 20 * time.Millisecond, MaxRetries: 1 << 20},
-		Logger:  slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnEvent: func(e eventual.Event) { s.capture("event: %+v (%v)", e, e.Err) },
+		Idle:      &retry.Policy{Default: 5 * time.Millisecond, Max: 20 * time.Millisecond, MaxRetries: 1 << 20},
+		Telemetry: &table.Telemetry{Logger: slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+		OnEvent:   func(e eventual.Event) { s.capture("event: %+v (%v)", e, e.Err) },
 	}
 }
 

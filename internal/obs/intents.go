@@ -78,9 +78,10 @@ func (o *Obs) Log(ctx context.Context, level slog.Level, msg string, attrs ...sl
 // Pending is what ObservePending's callback reports.
 type Pending struct {
 	// Count is the number of pending intents; Oldest the age of the
-	// oldest (0 when there are none).
-	Count  int64
-	Oldest time.Duration
+	// oldest (0 when there are none); both when Counted.
+	Count   int64
+	Oldest  time.Duration
+	Counted bool
 	// Depth is the queue's approximate message count, when HasDepth.
 	Depth    int64
 	HasDepth bool
@@ -108,14 +109,16 @@ func (o *Obs) ObservePending(observe func(context.Context) (Pending, error), att
 	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
 	return m.RegisterCallback(func(ctx context.Context, ob metric.Observer) error {
 		p, err := observe(ctx)
+		if p.Counted {
+			ob.ObserveInt64(count, p.Count, set)
+			ob.ObserveFloat64(age, p.Oldest.Seconds(), set)
+		}
+		if p.HasDepth {
+			ob.ObserveInt64(depth, p.Depth, set)
+		}
 		if err != nil {
 			// The SDK hands it to otel.Handle, which may log it.
 			return errors.New(redact.Text(err.Error()))
-		}
-		ob.ObserveInt64(count, p.Count, set)
-		ob.ObserveFloat64(age, p.Oldest.Seconds(), set)
-		if p.HasDepth {
-			ob.ObserveInt64(depth, p.Depth, set)
 		}
 		return nil
 	}, count, age, depth)

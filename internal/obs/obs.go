@@ -59,6 +59,8 @@ const (
 	KeyIntentEvent = attribute.Key("tablekit.intent.event")
 	// KeyDeliveries is the number of deliveries of an intent's message.
 	KeyDeliveries = attribute.Key("tablekit.intent.deliveries")
+	// KeyQueue is the name of an intents' queue.
+	KeyQueue = attribute.Key("tablekit.queue")
 	// KeyMessageID is the queue message of an intent's delivery.
 	KeyMessageID = attribute.Key("tablekit.message.id")
 	// KeyError is the redacted text of an error, in log records.

@@ -71,7 +71,10 @@ type Span struct {
 // span if any, and a Trace counting its requests. Use the returned
 // context for the operation's requests, and End or EndWrite the Span.
 func (o *Obs) Start(ctx context.Context, op *Operation, table, partition string) (context.Context, Span) {
-	attrs := []attribute.KeyValue{KeyTable.String(table)}
+	attrs := make([]attribute.KeyValue, 0, 2)
+	if table != "" {
+		attrs = append(attrs, KeyTable.String(table))
+	}
 	if partition != "" {
 		attrs = append(attrs, KeyPartition.String(partition))
 	}
@@ -89,7 +92,10 @@ func Child(ctx context.Context, op *Operation, table, partition string) (context
 	if !parent.IsRecording() {
 		return ctx, Span{op: op}
 	}
-	attrs := []attribute.KeyValue{KeyTable.String(table)}
+	attrs := make([]attribute.KeyValue, 0, 2)
+	if table != "" {
+		attrs = append(attrs, KeyTable.String(table))
+	}
 	if partition != "" {
 		attrs = append(attrs, KeyPartition.String(partition))
 	}
@@ -107,6 +113,13 @@ func (s *Span) SetPartition(pk string) {
 	s.partition = pk
 	if s.span != nil {
 		s.span.SetAttributes(KeyPartition.String(pk))
+	}
+}
+
+// Set records attributes of the operation on its span.
+func (s *Span) Set(kvs ...attribute.KeyValue) {
+	if s.span != nil {
+		s.span.SetAttributes(kvs...)
 	}
 }
 
@@ -211,7 +224,10 @@ func (s *Span) end(err error, outcome int) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 9)
-	attrs = append(attrs, slog.String(string(KeyOperation), s.op.name), slog.String(string(KeyTable), s.table))
+	attrs = append(attrs, slog.String(string(KeyOperation), s.op.name))
+	if s.table != "" {
+		attrs = append(attrs, slog.String(string(KeyTable), s.table))
+	}
 	if s.partition != "" {
 		attrs = append(attrs, slog.String(string(KeyPartition), s.partition))
 	}

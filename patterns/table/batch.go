@@ -230,8 +230,9 @@ type BatchResult struct {
 	Transactions int
 }
 
-// verified reports whether some op was verified after a lost response.
-func (r BatchResult) verified() bool {
+// Verified reports whether some op's success was verified by a read after
+// its transaction's response was lost.
+func (r BatchResult) Verified() bool {
 	for _, o := range r.Ops {
 		if o.Verified {
 			return true
@@ -308,7 +309,7 @@ func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOption
 
 func submit(ctx context.Context, c *aztables.Client, name string, d *direct, p *Profile, ops []Op, opts *BatchOptions) (res BatchResult, err error) {
 	ctx, sp := obs.Child(ctx, opSubmit, name, "")
-	defer func() { sp.EndWrite(err, res.verified()) }()
+	defer func() { sp.EndWrite(err, res.Verified()) }()
 	if sp.Traced() {
 		sp.SetPartition(onePartition(ops))
 	}
