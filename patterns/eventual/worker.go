@@ -321,8 +321,8 @@ type delivery struct {
 	span    *obs.Span
 	event   EventType
 	failure error
-	stop   chan struct{}
-	done   chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // handle runs one message to its end: processed, failed (to be retried),
