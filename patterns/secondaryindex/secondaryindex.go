@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
@@ -140,6 +141,10 @@ type Options[T any] struct {
 	// property: Whole indexes are refused, and so are Listed fields that
 	// Sealed reports. Default: none (rows stored as T encodes them).
 	Sealer Sealer
+	// Telemetry receives the spans, metrics and log records of the
+	// Store's operations. Default (nil): the global OpenTelemetry
+	// providers and slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Sealer transforms primary rows for storage, such as
@@ -169,6 +174,7 @@ type Store[T any] struct {
 	sealer  Sealer
 	kind    eventual.Kind[intent]
 	retry   retry.Policy
+	obs     *obs.Obs
 
 	hook func(step string) error // tests: a crash between reconcile steps
 }
@@ -190,7 +196,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	if opts == nil {
 		opts = &Options[T]{}
 	}
-	s := &Store[T]{tbl: reserved.Properties(tbl), primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, retry: retry.Default}
+	s := &Store[T]{tbl: reserved.Properties(tbl), primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, retry: retry.Default, obs: obs.New((*obs.Config)(opts.Telemetry))}
 	if s.primary == "" {
 		s.primary = defaultPrimary
 	}
@@ -524,4 +530,25 @@ func (s *Store[T]) indexNamed(name string) (*Index[T], error) {
 		return nil, fmt.Errorf("%w: no index named %q", ErrInvalid, name)
 	}
 	return ix, nil
+}
+
+// The operations of this package, for telemetry.
+var (
+	opInsert  = obs.Write("secondaryindex.Insert")
+	opUpdate  = obs.Write("secondaryindex.Update")
+	opModify  = obs.Write("secondaryindex.Modify")
+	opDelete  = obs.Write("secondaryindex.Delete")
+	opRebuild = obs.Write("secondaryindex.Rebuild")
+	opGet     = obs.Read("secondaryindex.Get")
+	opLookup  = obs.Read("secondaryindex.Lookup")
+	opFind    = obs.Read("secondaryindex.Find")
+	opRange   = obs.Read("secondaryindex.Range")
+	opVerify  = obs.Read("secondaryindex.Verify")
+	opCheck   = obs.Read("secondaryindex.Check")
+)
+
+// partitionOf is v's PartitionKey, for a span ("" when T cannot give it).
+func partitionOf[T any](v *T) string {
+	pk, _, _ := table.KeysOf(v)
+	return pk
 }

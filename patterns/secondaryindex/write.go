@@ -156,7 +156,9 @@ func (s *Store[T]) submit(ctx context.Context, pk, id string, b batch) (table.Op
 // OtherPartition copies (3: eventual.Queue.Commit). It fails with
 // [table.ErrAlreadyExists] when the entity exists, and with ErrDuplicate
 // when a unique index has one of its values; then nothing was written.
-func (s *Store[T]) Insert(ctx context.Context, v T) (table.Result, error) {
+func (s *Store[T]) Insert(ctx context.Context, v T) (res table.Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opInsert, s.tbl.Name(), partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	e, err := s.encode(v)
 	if err == nil {
 		err = s.seal(ctx, &e)
@@ -174,7 +176,9 @@ func (s *Store[T]) Insert(ctx context.Context, v T) (table.Result, error) {
 
 // Get reads the entity with PartitionKey pk and RowKey (id) rk: 1 point
 // query of its primary row. [table.ErrNotFound] when it does not exist.
-func (s *Store[T]) Get(ctx context.Context, pk, rk string) (Entity[T], error) {
+func (s *Store[T]) Get(ctx context.Context, pk, rk string) (_ Entity[T], err error) {
+	ctx, sp := s.obs.Start(ctx, opGet, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	if err := s.checkKeys(pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
@@ -210,7 +214,9 @@ func (s *Store[T]) checkKeys(pk, rk string) error {
 // copies deleted are always those of the version replaced. An empty etag
 // is [table.ErrNoETag] (and ErrInvalid). v's keys name the entity; use
 // Modify to change some fields of the stored version.
-func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (table.Result, error) {
+func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (res table.Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opUpdate, s.tbl.Name(), partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if etag == "" {
 		return table.Result{}, fmt.Errorf("%w: update: %w", ErrInvalid, table.ErrNoETag)
 	}
@@ -218,8 +224,8 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (table.Res
 	if err != nil {
 		return table.Result{}, err
 	}
-	_, r, err := s.change(ctx, e.pk, e.id, etag, func(*T) (*T, error) { return &v, nil })
-	return r, err
+	_, res, err = s.change(ctx, e.pk, e.id, etag, func(*T) (*T, error) { return &v, nil })
+	return res, err
 }
 
 // Modify reads the entity, applies fn and writes it back as Update does,
@@ -228,11 +234,14 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (table.Res
 // conflict. fn may run several times; an error from it stops Modify and is
 // returned as is. fn may not change the entity's keys. The Entity returned
 // holds the value written and its new ETag.
-func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (Entity[T], error) {
+func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (_ Entity[T], err error) {
+	ctx, sp := s.obs.Start(ctx, opModify, s.tbl.Name(), pk)
+	var res table.Result
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if err := s.checkKeys(pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
-	e, _, err := s.change(ctx, pk, rk, azcore.ETagAny, func(v *T) (*T, error) {
+	e, res, err := s.change(ctx, pk, rk, azcore.ETagAny, func(v *T) (*T, error) {
 		if err := fn(v); err != nil {
 			return nil, retry.Stop(err)
 		}
@@ -251,14 +260,17 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 // when another writer changed the entity in between. An empty etag is
 // [table.ErrNoETag] (and ErrInvalid). A lost response that cannot be
 // settled is [table.ErrOutcomeUnknown].
-func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) (err error) {
+	ctx, sp := s.obs.Start(ctx, opDelete, s.tbl.Name(), pk)
+	var res table.Result
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if etag == "" {
 		return fmt.Errorf("%w: delete: %w", ErrInvalid, table.ErrNoETag)
 	}
 	if err := s.checkKeys(pk, rk); err != nil {
 		return err
 	}
-	_, _, err := s.change(ctx, pk, rk, etag, nil)
+	_, res, err = s.change(ctx, pk, rk, etag, nil)
 	return err
 }
 
