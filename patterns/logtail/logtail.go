@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/buckets"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -39,6 +40,10 @@ type Options struct {
 	// log hides the entries of the buckets no longer read: keep it fixed
 	// per log.
 	Buckets int
+	// Telemetry receives the spans, metrics and log records of the Log's
+	// operations (their tablekit.partition is the log's name). Default
+	// (nil): the global OpenTelemetry providers and slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Log is the guide's log tail over a table: entries of type T appended to
@@ -52,6 +57,7 @@ type Log[T any] struct {
 	// 100 ns tick; seq orders one Log's appends within a tick.
 	writer string
 	seq    atomic.Uint64
+	obs    *obs.Obs
 }
 
 // New returns a Log over tbl, whose rows are the log's entries: T's
@@ -76,7 +82,7 @@ func New[T any](tbl *table.Table[T], opts *Options) (*Log[T], error) {
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
 	}
-	return &Log[T]{tbl: tbl, buckets: b, writer: hex.EncodeToString(id[:])}, nil
+	return &Log[T]{tbl: tbl, buckets: b, writer: hex.EncodeToString(id[:]), obs: obs.New((*obs.Config)(opts.Telemetry))}, nil
 }
 
 // Entry is one entry of a log as read: the [table.Entity] (the keys it is
@@ -132,13 +138,22 @@ func (l *Log[T]) rowKey(at time.Time, seq uint64) string {
 // The entry's key is unique even for appends in the same 100 ns tick, from
 // this Log or any other. A lost response is settled by the table's write
 // outcome model (the insert is verified, never written twice).
-func (l *Log[T]) Append(ctx context.Context, log string, v T) (Appended, error) {
-	return l.AppendAt(ctx, log, time.Now(), v)
+func (l *Log[T]) Append(ctx context.Context, log string, v T) (res Appended, err error) {
+	ctx, sp := l.obs.Start(ctx, opAppend, l.tbl.Name(), log)
+	defer func() { sp.EndWrite(err, res.Verified) }()
+	return l.appendAt(ctx, log, time.Now(), v)
 }
 
 // AppendAt is Append at a given time (which must be within .NET's
 // DateTime range), for importing entries.
-func (l *Log[T]) AppendAt(ctx context.Context, log string, at time.Time, v T) (Appended, error) {
+func (l *Log[T]) AppendAt(ctx context.Context, log string, at time.Time, v T) (res Appended, err error) {
+	ctx, sp := l.obs.Start(ctx, opAppend, l.tbl.Name(), log)
+	defer func() { sp.EndWrite(err, res.Verified) }()
+	return l.appendAt(ctx, log, at, v)
+}
+
+// appendAt is AppendAt, without its span.
+func (l *Log[T]) appendAt(ctx context.Context, log string, at time.Time, v T) (Appended, error) {
 	if err := checkTime(at); err != nil {
 		return Appended{}, err
 	}
@@ -184,7 +199,9 @@ func bound(t time.Time) string {
 // Latest returns the n newest entries of log, newest first: one range
 // query per bucket (in parallel), one round trip each when n <= 1,000
 // (MaxLatest) and the service returns full pages.
-func (l *Log[T]) Latest(ctx context.Context, log string, n int) ([]Entry[T], error) {
+func (l *Log[T]) Latest(ctx context.Context, log string, n int) (_ []Entry[T], err error) {
+	ctx, sp := l.obs.Start(ctx, opLatest, l.tbl.Name(), log)
+	defer func() { sp.End(err) }()
 	if n < 1 || n > MaxLatest {
 		return nil, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, MaxLatest)
 	}
@@ -220,6 +237,13 @@ func (l *Log[T]) merged(ctx context.Context, log string, filter table.Filter, li
 // lazily: one range query per bucket, one round trip per page of each,
 // merged in time order.
 func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter.Seq2[Entry[T], error] {
+	return obs.Seq2(l.obs, ctx, opRange, l.tbl.Name(), log, func(ctx context.Context) iter.Seq2[Entry[T], error] {
+		return l.rangeOf(ctx, log, from, to)
+	})
+}
+
+// rangeOf is Range, without its span.
+func (l *Log[T]) rangeOf(ctx context.Context, log string, from, to time.Time) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
 		if err := checkTime(from); err != nil {
 			yield(Entry[T]{}, err)
@@ -254,7 +278,9 @@ func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter
 // response was lost) are not errors; their page is queried again. For high
 // volumes, a table per period deleted whole (the guide's high-volume delete)
 // costs one request however many entries it holds.
-func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (int, error) {
+func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (_ int, err error) {
+	ctx, sp := l.obs.Start(ctx, opTrim, l.tbl.Name(), log)
+	defer func() { sp.EndWrite(err, false) }()
 	if err := checkTime(before); err != nil {
 		return 0, err
 	}
@@ -341,3 +367,11 @@ func entry[T any](k table.Entity[T]) (Entry[T], error) {
 	}
 	return Entry[T]{Entity: k, Time: t}, nil
 }
+
+// The operations of this package, for telemetry.
+var (
+	opAppend = obs.Write("logtail.Append")
+	opTrim   = obs.Write("logtail.Trim")
+	opLatest = obs.Read("logtail.Latest")
+	opRange  = obs.Read("logtail.Range")
+)
