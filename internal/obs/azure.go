@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/tracing/azotel"
 	"github.com/tablekit/tablekit/internal/redact"
@@ -33,6 +34,31 @@ func TracingProvider() tracing.Provider {
 			return azTracer(parent.TracerProvider(), name, version).SpanFromContext(ctx)
 		}})
 	}, nil)
+}
+
+// httpTracer is the azcore tracer tablekit's operations put in their
+// context (withHTTPSpans): it makes the span of each HTTP request (kind
+// Client, made by azcore's HTTP trace policy, which every azcore pipeline
+// has) under a recording span, in that span's provider, and no span for an
+// SDK method (kind Internal): the operation's own span stands for it. So
+// the requests of queue and blob clients, whose SDKs make no spans of
+// their own, are traced too, whatever the client's options.
+var httpTracer = tracing.NewTracer(func(ctx context.Context, spanName string, o *tracing.SpanOptions) (context.Context, tracing.Span) {
+	parent := trace.SpanFromContext(ctx)
+	if o == nil || o.Kind != tracing.SpanKindClient || !parent.IsRecording() {
+		return ctx, tracing.Span{}
+	}
+	ctx, span := azTracer(parent.TracerProvider(), ScopeName, "").Start(ctx, spanName, o)
+	return ctx, redacting(span)
+}, nil)
+
+// withHTTPSpans returns ctx carrying httpTracer for the requests made with
+// it. (runtime.StartSpan is how azcore's pipelines learn their tracer; it
+// also marks an SDK method as running, so that the SDK methods called
+// with ctx make no spans of their own, only their requests'.)
+func withHTTPSpans(ctx context.Context) context.Context {
+	ctx, _ = runtime.StartSpan(ctx, "tablekit", httpTracer, nil)
+	return ctx
 }
 
 // redacting wraps span so that its status descriptions (an SDK method's

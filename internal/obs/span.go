@@ -79,6 +79,9 @@ func (o *Obs) Start(ctx context.Context, op *Operation, table, partition string)
 		attrs = append(attrs, KeyPartition.String(partition))
 	}
 	ctx, span := o.Tracer().Start(ctx, op.name, trace.WithAttributes(attrs...))
+	if span.IsRecording() {
+		ctx = withHTTPSpans(ctx)
+	}
 	ctx, tr := retry.Track(ctx)
 	return ctx, Span{o: o, op: op, ctx: ctx, span: span, tr: tr, start: time.Now(), table: table, partition: partition, log: true}
 }
@@ -100,6 +103,7 @@ func Child(ctx context.Context, op *Operation, table, partition string) (context
 		attrs = append(attrs, KeyPartition.String(partition))
 	}
 	ctx, span := tracerOf(parent.TracerProvider()).Start(ctx, op.name, trace.WithAttributes(attrs...))
+	ctx = withHTTPSpans(ctx)
 	ctx, tr := retry.Track(ctx)
 	return ctx, Span{op: op, ctx: ctx, span: span, tr: tr, start: time.Now(), table: table, partition: partition}
 }

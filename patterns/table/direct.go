@@ -14,10 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/tablekit/tablekit/internal/redact"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // This file is the direct path: the same REST requests the SDK sends,
@@ -36,10 +33,9 @@ import (
 // direct sends requests for one table.
 type direct struct {
 	pl       runtime.Pipeline
-	tracer   tracing.Tracer // the client's, for the spans of traced requests
-	endpoint string         // the service URL, such as https://acct.table.core.windows.net
-	base     *url.URL       // endpoint, parsed
-	sas      string         // the endpoint's query string (a SAS client's token), or ""
+	endpoint string   // the service URL, such as https://acct.table.core.windows.net
+	base     *url.URL // endpoint, parsed
+	sas      string   // the endpoint's query string (a SAS client's token), or ""
 	table    string
 }
 
@@ -80,7 +76,7 @@ func directOf(c *aztables.Client, table string) *direct {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil
 	}
-	return &direct{pl: ac.Pipeline(), tracer: ac.Tracer(), endpoint: base, base: u, sas: query, table: table}
+	return &direct{pl: ac.Pipeline(), endpoint: base, base: u, sas: query, table: table}
 }
 
 // isCosmos reports whether endpoint is a Cosmos DB Table API account (or
@@ -141,22 +137,8 @@ var (
 )
 
 // do sends one request through the pipeline and returns the response when
-// its status is one of ok, else the service's error. path is escaped. Under
-// a recording span (a traced operation) the request is recorded as the
-// SDK's method name would be (with its HTTP span below, when the client
-// has a TracingProvider); otherwise nothing is added.
-func (d *direct) do(ctx context.Context, name, method, path, query string, header http.Header, body []byte, contentType string, ok ...int) (*http.Response, error) {
-	if !trace.SpanFromContext(ctx).IsRecording() {
-		return d.send(ctx, method, path, query, header, body, contentType, ok...)
-	}
-	ctx, end := runtime.StartSpan(ctx, name, d.tracer, nil)
-	resp, err := d.send(ctx, method, path, query, header, body, contentType, ok...)
-	end(redact.Error(err))
-	return resp, err
-}
-
-// send is do without a span.
-func (d *direct) send(ctx context.Context, method, path, query string, header http.Header, body []byte, contentType string, ok ...int) (*http.Response, error) {
+// its status is one of ok, else the service's error. path is escaped.
+func (d *direct) do(ctx context.Context, method, path, query string, header http.Header, body []byte, contentType string, ok ...int) (*http.Response, error) {
 	u, err := d.requestURL(path, query)
 	if err != nil {
 		return nil, err
@@ -202,16 +184,6 @@ func (d *direct) operation(kind aztables.TransactionType, pk, rk string) (method
 	return http.MethodPut, d.entityPath(pk, rk)
 }
 
-// spanNames are the SDK's method names of the writes, for their spans.
-var spanNames = map[aztables.TransactionType]string{
-	aztables.TransactionTypeAdd:           "Client.AddEntity",
-	aztables.TransactionTypeInsertMerge:   "Client.UpsertEntity",
-	aztables.TransactionTypeInsertReplace: "Client.UpsertEntity",
-	aztables.TransactionTypeUpdateMerge:   "Client.UpdateEntity",
-	aztables.TransactionTypeUpdateReplace: "Client.UpdateEntity",
-	aztables.TransactionTypeDelete:        "Client.DeleteEntity",
-}
-
 // write sends an insert (pk, rk empty), update, upsert or delete and
 // returns the new ETag. The response body, if any, is not needed.
 func (d *direct) write(ctx context.Context, kind aztables.TransactionType, pk, rk string, body []byte, etag azcore.ETag) (azcore.ETag, error) {
@@ -226,7 +198,7 @@ func (d *direct) write(ctx context.Context, kind aztables.TransactionType, pk, r
 	if etag != "" {
 		h["If-Match"] = []string{string(etag)}
 	}
-	resp, err := d.do(ctx, spanNames[kind], method, path, "", h, body, "application/json", http.StatusNoContent, http.StatusCreated, http.StatusOK)
+	resp, err := d.do(ctx, method, path, "", h, body, "application/json", http.StatusNoContent, http.StatusCreated, http.StatusOK)
 	if err != nil {
 		return "", err
 	}
@@ -238,7 +210,7 @@ func (d *direct) write(ctx context.Context, kind aztables.TransactionType, pk, r
 func (d *direct) get(ctx context.Context, pk, rk string) ([]byte, azcore.ETag, error) {
 	// No $format: the Accept header asks for minimal metadata, as the SDK's
 	// GetEntity does, and the service has no query string to parse.
-	resp, err := d.do(ctx, "Client.GetEntity", http.MethodGet, d.entityPath(pk, rk), "", nil, nil, "", http.StatusOK)
+	resp, err := d.do(ctx, http.MethodGet, d.entityPath(pk, rk), "", nil, nil, "", http.StatusOK)
 	if err != nil {
 		return nil, "", err
 	}
@@ -264,7 +236,7 @@ func (d *direct) query(ctx context.Context, o *aztables.ListEntitiesOptions) (en
 	if o.NextRowKey != nil {
 		q.Set("NextRowKey", *o.NextRowKey)
 	}
-	resp, err := d.do(ctx, "Client.ListEntities", http.MethodGet, "/"+url.PathEscape(d.table)+"()", q.Encode(), nil, nil, "", http.StatusOK)
+	resp, err := d.do(ctx, http.MethodGet, "/"+url.PathEscape(d.table)+"()", q.Encode(), nil, nil, "", http.StatusOK)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -404,7 +376,7 @@ func (d *direct) batch(ctx context.Context, ops []Op, tx txn, bodies [][]byte) (
 		b.WriteString("\r\n")
 	}
 	b.WriteString("--changeset_" + changesetID + "--\r\n\r\n--batch_" + batchID + "--\r\n")
-	resp, err := d.do(ctx, "Client.SubmitTransaction", http.MethodPost, "/$batch", "", nil, b.Bytes(), "multipart/mixed; boundary=batch_"+batchID, http.StatusAccepted)
+	resp, err := d.do(ctx, http.MethodPost, "/$batch", "", nil, b.Bytes(), "multipart/mixed; boundary=batch_"+batchID, http.StatusAccepted)
 	if err != nil {
 		return nil, err
 	}

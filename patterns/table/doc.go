@@ -373,10 +373,13 @@
 // carries a recording span (a pattern's, or the application's), as its
 // child in that span's provider; otherwise they allocate nothing for
 // telemetry, so point reads and writes, bulk loads and scans cost what they
-// cost untraced. Below them each request is a child span ("Client.GetEntity",
-// then "HTTP GET") when the client has TracingProvider, which ClientOptions,
-// NewServiceClient* and tabletest's Scratch* install; add it to a client of
-// your own with
+// cost untraced. Below a traced operation each request is a child span
+// ("HTTP GET", with azcore's attributes and the URL without its query
+// string), for table, queue and blob clients alike: the operation's context
+// carries azcore's tracer to the client's pipeline. An SDK method you call
+// under a span of your own is traced when its client has TracingProvider,
+// which ClientOptions, NewServiceClient* and tabletest's Scratch* install;
+// add it to a client of your own with
 //
 //	opts.TracingProvider = table.TracingProvider()
 //

@@ -32,11 +32,12 @@ type Telemetry struct {
 var _ = (*obs.Config)((*Telemetry)(nil))
 
 // TracingProvider returns the azcore tracing provider tablekit's clients
-// use (ClientOptions): OpenTelemetry through azotel, with every request
-// made under a recording span (a tablekit operation's, or your own)
-// recorded as a child span ("HTTP GET", with the SDK's attributes and the
-// URL without its query string), in that span's tracer provider. Requests
-// made without a recording span record nothing. Add it to clients you build
+// use (ClientOptions): OpenTelemetry through azotel, with every SDK call
+// made under a recording span (your own) recorded as child spans (the SDK
+// method's, then "HTTP GET" with the SDK's attributes and the URL without
+// its query string), in that span's tracer provider. Calls made without a
+// recording span record nothing. (tablekit's own operations trace their
+// requests whatever the client's options.) Add it to clients you build
 // yourself with
 //
 //	opts.TracingProvider = table.TracingProvider()

@@ -50,10 +50,9 @@ func spanTree(spans []sdktrace.ReadOnlySpan, root trace.SpanID, show ...attribut
 
 // TestCoreOperationsTracedUnderASpan: under a recording span, each core
 // operation is a child span with its table, partition, round trips and
-// outcome, and each request a grandchild (the SDK method's span, then the
-// HTTP request's); a lost response settled by a read shows as outcome
-// verified with its three round trips. Without a recording span nothing is
-// recorded.
+// outcome, and each of its requests a grandchild (the HTTP request's span);
+// a lost response settled by a read shows as outcome verified with its
+// three round trips. Without a recording span nothing is recorded.
 func TestCoreOperationsTracedUnderASpan(t *testing.T) {
 	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
@@ -101,29 +100,21 @@ func TestCoreOperationsTracedUnderASpan(t *testing.T) {
 	got := spanTree(rec.Ended(), root.SpanContext().SpanID(), "tablekit.table", "tablekit.partition", "tablekit.round_trips", "tablekit.outcome")
 	name := tb.Name()
 	want := strings.ReplaceAll(`table.Insert tablekit.table=T tablekit.partition=p tablekit.round_trips=1 tablekit.outcome=applied
-  Client.AddEntity
-    HTTP POST
+  HTTP POST
 table.Get tablekit.table=T tablekit.partition=p tablekit.round_trips=1
-  Client.GetEntity
-    HTTP GET
+  HTTP GET
 table.Update tablekit.table=T tablekit.partition=p tablekit.round_trips=1 tablekit.outcome=applied
-  Client.UpdateEntity
-    HTTP PATCH
+  HTTP PATCH
 table.Submit tablekit.table=T tablekit.partition=p tablekit.round_trips=1 tablekit.outcome=applied
-  Client.SubmitTransaction
-    HTTP POST
+  HTTP POST
 table.Query tablekit.table=T tablekit.round_trips=1
-  Client.ListEntities
-    HTTP GET
+  HTTP GET
 table.Insert tablekit.table=T tablekit.partition=p tablekit.round_trips=3 tablekit.outcome=verified
-  Client.AddEntity
-    HTTP POST
-    HTTP POST
-  Client.GetEntity
-    HTTP GET
+  HTTP POST
+  HTTP POST
+  HTTP GET
 table.Delete tablekit.table=T tablekit.partition=p tablekit.round_trips=1 tablekit.outcome=applied
-  Client.DeleteEntity
-    HTTP DELETE
+  HTTP DELETE
 `, "=T ", "="+name+" ")
 	if got != want {
 		t.Fatalf("span tree:\n%s\nwant:\n%s", got, want)
@@ -184,7 +175,7 @@ func TestUntracedCoreAllocatesNothingExtra(t *testing.T) {
 	// Alternating, keeping each side's fewest: the emulator's and the
 	// transport's own variations affect both alike.
 	base, got := allocs(plain), allocs(withTracing)
-	for range 1 {
+	for range 2 {
 		for op, n := range allocs(plain) {
 			base[op] = min(base[op], n)
 		}
@@ -193,9 +184,15 @@ func TestUntracedCoreAllocatesNothingExtra(t *testing.T) {
 		}
 	}
 	for op, n := range got {
-		// Allocations of the HTTP transport vary a little between runs;
-		// one more allocation per operation would show as +1.
-		if n > base[op]+0.5 {
+		// A point operation allocates the same every time; a batch or a
+		// scan of about a thousand allocations varies by one between runs
+		// (pools emptied by a collection). One more allocation per request
+		// (the direct path all four share) shows in the point operations.
+		slack := 0.5
+		if op == "batch" || op == "scan" {
+			slack = 1.5
+		}
+		if n > base[op]+slack {
 			t.Errorf("%s: %.2f allocations with a tracing provider, %.2f without", op, n, base[op])
 		}
 	}
