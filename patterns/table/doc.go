@@ -388,7 +388,11 @@
 // tablekit.outcome), tablekit.retries (by operation) and tablekit.throttled
 // (429, 503 and 500 answers, by operation and http.response.status_code),
 // plus package eventual's worker metrics (see there). Metric attributes
-// never include tables or keys. Log records (the Telemetry's Logger): a
+// never include tables or keys. Retries and throttling answers are counted
+// per operation that counts its requests: every pattern operation, and
+// this package's own when traced; an untraced core operation called
+// directly counts only its write's outcome (counting its requests would
+// cost it an allocation). Log records (the Telemetry's Logger): a
 // debug record per operation with the span's attributes, a warning when
 // it needed retries; eventual's worker logs its events.
 //
