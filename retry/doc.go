@@ -69,4 +69,13 @@
 // Policy.OnRetry sees every retry: attempt, delay, HTTP status, service error
 // code and error (with URLs, which may hold SAS tokens, removed from
 // transport errors). Request bodies and keys are never passed to it.
+//
+// Track's Trace counts, per operation, the attempts the pipeline policy
+// sent, its resends (and Policy.Do's), and the throttling answers (429,
+// 503, 500) it met; Traces nest, so an operation made of several requests
+// counts them all. tablekit's packages report these counts as the
+// tablekit.round_trips and tablekit.retries span attributes and the
+// tablekit.retries and tablekit.throttled metrics. Counting costs nothing
+// for a context without a Trace; clients built without ApplyTo count
+// nothing.
 package retry

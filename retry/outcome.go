@@ -45,22 +45,32 @@ func (e *OutcomeError) Unwrap() error { return e.Err }
 func (e *OutcomeError) Is(target error) bool { return target == ErrOutcomeUnknown }
 
 // Trace records what the pipeline policy of ApplyTo did with the requests
-// made with a context from Track: how many attempts were sent and whether
-// any of them may have been applied without the client learning so. It is
-// safe for concurrent use.
+// made with a context from Track: how many attempts were sent, how many of
+// them were resends, which throttling answers came back, and whether any
+// attempt of a write may have been applied without the client learning so.
+// Traces nest: a Trace made by Track under another's context records its
+// requests in the enclosing Traces too, so an operation made of several
+// requests (a pattern's, or a read-modify-write) counts all of them while
+// each request's own Trace still knows only its own. Policy.Do's retries
+// count as resends in the Trace of its context. It is safe for concurrent
+// use.
 type Trace struct {
+	parent    *Trace
 	seen      atomic.Bool
 	attempts  atomic.Int32
+	retries   atomic.Int32
+	throttled [3]atomic.Int32 // 429, 500, 503 answers
 	ambiguous atomic.Bool
 }
 
 type traceKey struct{}
 
-// Track returns a context that carries a new Trace. Requests made with it by
-// a client whose pipeline has this package's policy (ApplyTo) record their
-// attempts in the Trace.
+// Track returns a context that carries a new Trace, nested in the Trace
+// ctx carries, if any. Requests made with it by a client whose pipeline
+// has this package's policy (ApplyTo) record their attempts in the Trace
+// and in every enclosing one.
 func Track(ctx context.Context) (context.Context, *Trace) {
-	t := &Trace{}
+	t := &Trace{parent: traceOf(ctx)}
 	return context.WithValue(ctx, traceKey{}, t), t
 }
 
@@ -72,6 +82,36 @@ func (t *Trace) Tracked() bool { return t.seen.Load() }
 // Attempts returns the number of attempts sent.
 func (t *Trace) Attempts() int { return int(t.attempts.Load()) }
 
+// Retries returns how many of the attempts were resends, by the pipeline
+// policy (a transient failure) or by a Policy.Do loop run with the
+// Trace's context (such as a read-modify-write's conflict).
+func (t *Trace) Retries() int { return int(t.retries.Load()) }
+
+// Throttled returns how many attempts were answered with status, for the
+// answers with which the service sheds load: 429 Too Many Requests, 503
+// Server Busy and 500 (an operation timeout). Other statuses count 0.
+func (t *Trace) Throttled(status int) int {
+	if i := throttleIndex(status); i >= 0 {
+		return int(t.throttled[i].Load())
+	}
+	return 0
+}
+
+// ThrottleStatuses are the statuses Trace.Throttled counts.
+var ThrottleStatuses = [3]int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable}
+
+func throttleIndex(status int) int {
+	switch status {
+	case http.StatusTooManyRequests:
+		return 0
+	case http.StatusInternalServerError:
+		return 1
+	case http.StatusServiceUnavailable:
+		return 2
+	}
+	return -1
+}
+
 // Ambiguous reports whether an attempt of a write may have been applied
 // although the client did not receive a success: its response was lost, it
 // timed out, it answered 500, 502 or 504, or the context ended while it was
@@ -81,6 +121,30 @@ func (t *Trace) Ambiguous() bool { return t.ambiguous.Load() }
 func traceOf(ctx context.Context) *Trace {
 	t, _ := ctx.Value(traceKey{}).(*Trace)
 	return t
+}
+
+// attempt records one attempt sent, answered with status (0 for none), in
+// t and the Traces enclosing it; t may be nil.
+func (t *Trace) attempt(status int, ambiguous bool) {
+	i := throttleIndex(status)
+	for ; t != nil; t = t.parent {
+		t.seen.Store(true)
+		t.attempts.Add(1)
+		if i >= 0 {
+			t.throttled[i].Add(1)
+		}
+		if ambiguous {
+			t.ambiguous.Store(true)
+		}
+	}
+}
+
+// retried records one resend in t and the Traces enclosing it; t may be
+// nil.
+func (t *Trace) retried() {
+	for ; t != nil; t = t.parent {
+		t.retries.Add(1)
+	}
 }
 
 // isWrite reports whether a request may change state.

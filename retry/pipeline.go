@@ -47,9 +47,6 @@ type pipelinePolicy struct{ p Policy }
 func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 	ctx := req.Raw().Context()
 	tr := traceOf(ctx)
-	if tr != nil {
-		tr.seen.Store(true)
-	}
 	write := isWrite(req.Raw())
 	ambiguous := false
 	for attempt := 1; ; attempt++ {
@@ -59,15 +56,11 @@ func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 		if err := ctx.Err(); err != nil && attempt == 1 {
 			return nil, err // never sent: certainly not applied
 		}
-		if tr != nil {
-			tr.attempts.Add(1)
-		}
 		resp, err := req.Clone(ctx).Next()
-		if write && attemptAmbiguous(resp, err) {
-			ambiguous = true
-			if tr != nil {
-				tr.ambiguous.Store(true)
-			}
+		lost := write && attemptAmbiguous(resp, err)
+		ambiguous = ambiguous || lost
+		if tr != nil {
+			tr.attempt(statusOf(resp), lost)
 		}
 		if ctx.Err() != nil || attempt > pp.p.MaxRetries || !shouldRetry(resp, err) {
 			return final(ambiguous, resp, err)
@@ -85,7 +78,15 @@ func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 			// The last real failure, wrapped with the context's error.
 			return final(ambiguous, nil, &Error{Attempts: attempt, Err: last, ctxErr: cerr})
 		}
+		tr.retried()
 	}
+}
+
+func statusOf(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
 }
 
 // final is what the policy returns for a write whose attempts may have been

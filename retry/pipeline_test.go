@@ -305,3 +305,41 @@ func TestPipelineContextEndsDuringBackOff(t *testing.T) {
 		t.Fatalf("GetEntity = %v; want the 503 wrapped with context.Canceled", err)
 	}
 }
+
+// TestTraceCountsNestedRetriesAndThrottling: an operation's Trace counts
+// the attempts, resends and throttling answers of every request made under
+// it, also through a nested Trace (a write's own), and the resends of a
+// Policy.Do loop; the nested Trace knows only its own requests.
+func TestTraceCountsNestedRetriesAndThrottling(t *testing.T) {
+	t.Parallel()
+	c, ft := tableWithFaults(t, fast)
+	ft.Inject(faults.Fault{Status: 503, ErrorCode: "ServerBusy"}, faults.Fault{Status: 429}, faults.Fault{Status: 500, ErrorCode: "OperationTimedOut"})
+	octx, op := retry.Track(context.Background())
+	wctx, w := retry.Track(octx)
+	if _, err := c.AddEntity(wctx, entity("a"), nil); err != nil {
+		t.Fatalf("AddEntity: %v", err)
+	}
+	if w.Attempts() != 4 || w.Retries() != 3 || w.Throttled(503) != 1 || w.Throttled(429) != 1 || w.Throttled(500) != 1 || w.Throttled(404) != 0 {
+		t.Fatalf("the write's trace: %d attempts, %d retries, throttled 503 %d, 429 %d, 500 %d", w.Attempts(), w.Retries(), w.Throttled(503), w.Throttled(429), w.Throttled(500))
+	}
+	// A read-modify-write's conflict, retried by Policy.Do: one more resend
+	// of the operation.
+	calls := 0
+	err := fast.Do(octx, func(ctx context.Context) error {
+		calls++
+		_, err := c.GetEntity(ctx, "p", "a", nil)
+		if calls == 1 {
+			return &azcore.ResponseError{StatusCode: 503}
+		}
+		return err
+	})
+	if err != nil || calls != 2 {
+		t.Fatalf("Do: %v after %d calls", err, calls)
+	}
+	if !op.Tracked() || op.Attempts() != 6 || op.Retries() != 4 || op.Throttled(503) != 1 || !op.Ambiguous() {
+		t.Fatalf("the operation's trace: tracked %v, %d attempts, %d retries, throttled 503 %d, ambiguous %v", op.Tracked(), op.Attempts(), op.Retries(), op.Throttled(503), op.Ambiguous())
+	}
+	if w.Attempts() != 4 {
+		t.Fatalf("the write's trace counted the operation's later requests: %d attempts", w.Attempts())
+	}
+}

@@ -204,5 +204,6 @@ func (p Policy) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 		if cerr := Sleep(ctx, delay); cerr != nil {
 			return &Error{Attempts: attempt, Err: err, ctxErr: cerr}
 		}
+		traceOf(ctx).retried()
 	}
 }

@@ -67,6 +67,7 @@ var steps = []step{
 	{"Blob log: an hour of request logs in time-named append blobs (guide pattern 13)", (*tour).blobLog},
 	{"Eventually consistent transaction: archive an employee through a queue (guide pattern 3)", (*tour).eventualArchive},
 	{"Combining patterns: an employee, its index copy and its change-log entry in one transaction", (*tour).compose},
+	{"Observability: the trace of one insert with an organisation-wide index, from the write to the worker", (*tour).observability},
 	{"Client-side encryption: an encrypted Email, found by its blind index", (*tour).encryptedEmail},
 	{"Shared access signature: read-only, one partition", (*tour).sas},
 	{"Bad input is stopped before the network", (*tour).validation},

@@ -118,6 +118,7 @@ func (s *leakRig) signature(t *testing.T, sasURL string) {
 	if err != nil || u.Query().Get("sig") == "" {
 		t.Fatalf("no signature in %s (%v)", sasURL, err)
 	}
+	watch.addSig(u.Query().Get("sig"))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sigs = append(s.sigs, u.Query().Get("sig"))
@@ -126,7 +127,7 @@ func (s *leakRig) signature(t *testing.T, sasURL string) {
 // options are the SAS clients' options: transport ft, and azcore's own
 // retry policy (shortened) or tablekit's, whose retry events are captured.
 func (s *leakRig) options() policy.ClientOptions {
-	o := policy.ClientOptions{Transport: s.ft}
+	o := policy.ClientOptions{Transport: s.ft, TracingProvider: table.TracingProvider()}
 	if s.tablekit {
 		p := testrig.Fast
 		p.OnRetry = func(e retry.Event) { s.capture("retry event: %+v (%v)", e, e.Err) }
@@ -231,9 +232,9 @@ func (s *leakRig) containerSAS(t *testing.T, c *container.Client) *container.Cli
 func (s *leakRig) workerOptions() *eventual.WorkerOptions {
 	return &eventual.WorkerOptions{
 		VisibilityTimeout: 2 * time.Second, MaxDeliveries: 2, Backoff: &retry.Policy{},
-		Idle:    &retry.Policy{Default: 5 * time.Millisecond, Max: 20 * time.Millisecond, MaxRetries: 1 << 20},
-		Logger:  slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnEvent: func(e eventual.Event) { s.capture("event: %+v (%v)", e, e.Err) },
+		Idle:      &retry.Policy{Default: 5 * time.Millisecond, Max: 20 * time.Millisecond, MaxRetries: 1 << 20},
+		Telemetry: &table.Telemetry{Logger: slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: slog.LevelDebug}))},
+		OnEvent:   func(e eventual.Event) { s.capture("event: %+v (%v)", e, e.Err) },
 	}
 }
 
@@ -311,9 +312,13 @@ func each[T any](seq func(func(T, error) bool)) error {
 // packages with blobs with only its blob requests failing. Every exported operation that talks to storage is called; no
 // error it returns (its text, %+v, or a *url.Error it wraps), no log line
 // of a worker, no eventual.Event and no retry event holds a signature,
-// raw or URL-encoded. Adding a package is adding a row.
+// raw or URL-encoded; nor does any span (of the operations, and of the SAS
+// clients' requests), metric or log record of tablekit's telemetry (on
+// the global providers and logger, for the test's duration: see
+// telemetryWatch). Adding a package is adding a row.
 func TestNoSignatureInErrorsOrLogs(t *testing.T) {
 	t.Parallel()
+	watch.install(t)
 	for _, row := range leakRows {
 		t.Run(row.name, func(t *testing.T) {
 			t.Parallel()

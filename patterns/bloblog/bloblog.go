@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -85,6 +86,11 @@ type Options struct {
 	// Use the same value wherever the log is written and read. Default:
 	// DefaultMaxBlobSize.
 	MaxBlobSize int64
+	// Telemetry receives the spans, metrics and log records of the Log's
+	// operations and its Writers' flushes (Append sends nothing and
+	// records nothing). Default (nil): the global OpenTelemetry providers
+	// and slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Log is a log of entries of type T in time-named append blobs of one
@@ -98,6 +104,7 @@ type Log[T any] struct {
 	conc    int
 	maxBlob int64 // Options.MaxBlobSize
 	raw     bool  // T is []byte
+	obs     *obs.Obs
 }
 
 // New returns a Log in container c (required; a nil opts means defaults).
@@ -127,7 +134,7 @@ func New[T any](c *container.Client, opts *Options) (*Log[T], error) {
 	case maxBlob < 1<<10 || maxBlob > MaxBlobSize:
 		return nil, fmt.Errorf("%w: MaxBlobSize %d outside 1 KiB..%d", ErrInvalid, maxBlob, MaxBlobSize)
 	}
-	return &Log[T]{c: c, prefix: opts.Prefix, conc: conc, maxBlob: maxBlob, raw: reflect.TypeFor[T]() == reflect.TypeFor[[]byte]()}, nil
+	return &Log[T]{c: c, prefix: opts.Prefix, conc: conc, maxBlob: maxBlob, raw: reflect.TypeFor[T]() == reflect.TypeFor[[]byte](), obs: obs.New((*obs.Config)(opts.Telemetry))}, nil
 }
 
 func checkPrefix(p string) error {
@@ -229,6 +236,13 @@ type listed struct {
 // blob is ErrTooLarge, refused from its listed size before it is read).
 // The first error ends the sequence.
 func (l *Log[T]) Range(ctx context.Context, from, to time.Time) iter.Seq2[Entry[T], error] {
+	return obs.Seq2(l.obs, ctx, opRange, "", "", func(ctx context.Context) iter.Seq2[Entry[T], error] {
+		return l.rangeOf(ctx, from, to)
+	})
+}
+
+// rangeOf is Range, without its span.
+func (l *Log[T]) rangeOf(ctx context.Context, from, to time.Time) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
 		if !from.Before(to) {
 			yield(Entry[T]{}, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to))
@@ -428,3 +442,10 @@ func (l *Log[T]) read(ctx context.Context, name string, from, to time.Time) (*cu
 	}
 	return c, nil
 }
+
+// The operations of this package, for telemetry.
+var (
+	opFlush = obs.Write("bloblog.Flush")
+	opClose = obs.Write("bloblog.Close")
+	opRange = obs.Read("bloblog.Range")
+)

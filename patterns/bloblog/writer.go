@@ -210,7 +210,7 @@ func (w *Writer[T]) run(ctx context.Context, tick <-chan time.Time, ticker *time
 		case <-w.kick:
 		case <-tick:
 		}
-		err := w.flush(ctx)
+		err := w.background(ctx)
 		w.mu.Lock()
 		w.lastErr = err
 		w.mu.Unlock()
@@ -276,8 +276,22 @@ func (w *Writer[T]) signal() {
 // MaxBlockSize bytes of each hour; +1 request to create a blob when an
 // hour starts or a blob is full, +1 to record the full blob's last entry
 // time.
-func (w *Writer[T]) Flush(ctx context.Context) error {
+func (w *Writer[T]) Flush(ctx context.Context) (err error) {
+	ctx, sp := w.log.obs.Start(ctx, opFlush, "", "")
+	defer func() { sp.EndWrite(err, false) }()
 	return w.flush(ctx)
+}
+
+// background is a flush of the flushing goroutine: traced (as Flush) only
+// when entries are buffered, so that idle ticks record nothing.
+func (w *Writer[T]) background(ctx context.Context) error {
+	w.mu.Lock()
+	n := len(w.lines)
+	w.mu.Unlock()
+	if n == 0 {
+		return w.flush(ctx)
+	}
+	return w.Flush(ctx)
 }
 
 // Close stops the writer: Append then fails with ErrClosed, and Close
@@ -285,7 +299,9 @@ func (w *Writer[T]) Flush(ctx context.Context) error {
 // writer's blob. A nil error means every entry Append accepted is stored.
 // On an error the entries not written stay buffered, and Close may be
 // called again to retry.
-func (w *Writer[T]) Close(ctx context.Context) error {
+func (w *Writer[T]) Close(ctx context.Context) (err error) {
+	ctx, sp := w.log.obs.Start(ctx, opClose, "", "")
+	defer func() { sp.EndWrite(err, false) }()
 	w.mu.Lock()
 	first := !w.closed
 	w.closed = true

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit/internal/keycursor"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -53,6 +54,11 @@ type Options struct {
 	// Concurrency is the most queries Range runs at once. Default (0): one
 	// per partition read, up to 32.
 	Concurrency int
+	// Telemetry receives the spans, metrics and log records of the
+	// Spread's operations (their tablekit.partition is the logical
+	// PartitionKey). Default (nil): the global OpenTelemetry providers and
+	// slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Spread stores the entities of each logical partition in N bucket
@@ -68,6 +74,7 @@ type Spread[T any] struct {
 	bucket func(string, int) int
 	conc   int
 	pkPath []int // T's PartitionKey field, if it has one
+	obs    *obs.Obs
 }
 
 // New returns a Spread over tbl, whose entities are T's: an entity's
@@ -85,7 +92,7 @@ func New[T any](tbl *table.Table[T], opts *Options) (*Spread[T], error) {
 	if n == 0 {
 		n = DefaultBuckets
 	}
-	s := &Spread[T]{tbl: tbl, bucket: opts.Bucket, conc: opts.Concurrency}
+	s := &Spread[T]{tbl: tbl, bucket: opts.Bucket, conc: opts.Concurrency, obs: obs.New((*obs.Config)(opts.Telemetry))}
 	for i, c := range append([]int{n}, opts.Earlier...) {
 		if c < 1 || c > MaxBuckets {
 			what := "Buckets"
@@ -270,7 +277,9 @@ type Inserted struct {
 // the same keys written under an earlier count may sit in another bucket
 // and is not detected (give appended entities unique RowKeys, or check
 // with Get first).
-func (s *Spread[T]) Insert(ctx context.Context, v T) (Inserted, error) {
+func (s *Spread[T]) Insert(ctx context.Context, v T) (out Inserted, err error) {
+	ctx, sp := s.obs.Start(ctx, opInsert, s.tbl.Name(), s.partitionOf(&v))
+	defer func() { sp.EndWrite(err, out.Verified) }()
 	tb, p, err := s.place(&v)
 	if err != nil {
 		return Inserted{}, err
@@ -289,7 +298,9 @@ func (s *Spread[T]) Insert(ctx context.Context, v T) (Inserted, error) {
 // entity of the same keys written under an earlier count may sit in
 // another bucket, where an upsert would leave it, and both would then be
 // stored.
-func (s *Spread[T]) Upsert(ctx context.Context, v T) (Inserted, error) {
+func (s *Spread[T]) Upsert(ctx context.Context, v T) (out Inserted, err error) {
+	ctx, sp := s.obs.Start(ctx, opUpsert, s.tbl.Name(), s.partitionOf(&v))
+	defer func() { sp.EndWrite(err, out.Verified) }()
 	if len(s.gens) > 1 {
 		return Inserted{}, fmt.Errorf("%w: Upsert with earlier bucket counts %v: the entity may be stored in another bucket", ErrInvalid, s.gens[1:])
 	}
@@ -326,7 +337,9 @@ func (s *Spread[T]) InsertOp(v T) table.Op {
 // its bucket under each earlier count that puts it elsewhere (one round
 // trip each, in the order of Options.Earlier). [table.ErrNotFound] when no
 // bucket has it.
-func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (Entry[T], error) {
+func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (_ Entry[T], err error) {
+	ctx, sp := s.obs.Start(ctx, opGet, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	var tried []string
 	var last error
 	for _, n := range s.gens {
@@ -416,6 +429,13 @@ func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, n int, c
 // partition order. An error ends the sequence; breaking out of the loop
 // stops every query.
 func (s *Spread[T]) Range(ctx context.Context, pk, from, to string) iter.Seq2[Entry[T], error] {
+	return obs.Seq2(s.obs, ctx, opRange, s.tbl.Name(), pk, func(ctx context.Context) iter.Seq2[Entry[T], error] {
+		return s.rangeOf(ctx, pk, from, to)
+	})
+}
+
+// rangeOf is Range, without its span.
+func (s *Spread[T]) rangeOf(ctx context.Context, pk, from, to string) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
 		if err := s.checkPK(pk); err != nil {
 			yield(Entry[T]{}, err)
@@ -439,4 +459,19 @@ func (s *Spread[T]) Range(ctx context.Context, pk, from, to string) iter.Seq2[En
 			}
 		}
 	}
+}
+
+// The operations of this package, for telemetry.
+var (
+	opInsert = obs.Write("buckets.Insert")
+	opUpsert = obs.Write("buckets.Upsert")
+	opGet    = obs.Read("buckets.Get")
+	opRange  = obs.Read("buckets.Range")
+)
+
+// partitionOf is v's logical PartitionKey, for a span ("" when the table
+// cannot give it).
+func (s *Spread[T]) partitionOf(v *T) string {
+	pk, _, _ := s.tbl.Keys(v)
+	return pk
 }

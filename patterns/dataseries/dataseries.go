@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -27,6 +28,10 @@ type Options struct {
 	// Retry is the policy for Add's read-modify-write when another writer
 	// changed the series in between. Default: retry.Default.
 	Retry *retry.Policy
+	// Telemetry receives the spans, metrics and log records of the
+	// Series' operations. Default (nil): the global OpenTelemetry
+	// providers and slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Hours returns the slot names H00 to H23: the guide's hourly counts.
@@ -47,6 +52,7 @@ type Series[V Value] struct {
 	slots []string
 	has   map[string]bool
 	retry *retry.Policy
+	obs   *obs.Obs
 }
 
 // New returns a Series of the named slots (the entity's properties: the
@@ -67,6 +73,7 @@ func New[V Value](tbl *table.Table[table.Dynamic], slots []string, opts *Options
 	s := &Series[V]{tbl: tbl, slots: slices.Clone(slots), has: map[string]bool{}}
 	if opts != nil {
 		s.retry = opts.Retry
+		s.obs = obs.New((*obs.Config)(opts.Telemetry))
 	}
 	for _, name := range s.slots {
 		if err := table.ValidPropertyName(name); err != nil {
@@ -84,7 +91,9 @@ func New[V Value](tbl *table.Table[table.Dynamic], slots []string, opts *Options
 // envelope: its keys, its ETag and every slot's value in Value (zero when
 // never set). A series never written reads as all zeros with an empty
 // ETag (it is never ErrNotFound: Set and Add create it).
-func (s *Series[V]) Get(ctx context.Context, partitionKey, rowKey string) (table.Entity[map[string]V], error) {
+func (s *Series[V]) Get(ctx context.Context, partitionKey, rowKey string) (_ table.Entity[map[string]V], err error) {
+	ctx, sp := s.obs.Start(ctx, opGet, s.tbl.Name(), partitionKey)
+	defer func() { sp.End(err) }()
 	out := table.Entity[map[string]V]{PartitionKey: partitionKey, RowKey: rowKey, Value: s.zeros()}
 	d, err := s.tbl.Get(ctx, partitionKey, rowKey, &table.GetOptions{Select: s.slots})
 	if errors.Is(err, table.ErrNotFound) {
@@ -142,12 +151,14 @@ func isFloat[V Value]() bool {
 // Set stores v in one slot, creating the series if needed: one merge (an
 // upsert of that property alone), one round trip. Other slots keep their
 // values; concurrent Sets of different slots never overwrite each other.
-func (s *Series[V]) Set(ctx context.Context, partitionKey, rowKey, slot string, v V) (table.Result, error) {
+func (s *Series[V]) Set(ctx context.Context, partitionKey, rowKey, slot string, v V) (res table.Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opSet, s.tbl.Name(), partitionKey)
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if !s.has[slot] {
 		return table.Result{}, fmt.Errorf("%w: no slot %q", ErrInvalid, slot)
 	}
 	d := table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: map[string]any{slot: store(v)}}
-	res, err := s.tbl.Upsert(ctx, d, table.Fields(slot))
+	res, err = s.tbl.Upsert(ctx, d, table.Fields(slot))
 	return res, invalid(err)
 }
 
@@ -161,7 +172,9 @@ func (s *Series[V]) Set(ctx context.Context, partitionKey, rowKey, slot string, 
 // the entity's write history afresh, so an Add whose response was lost
 // just before it may end in ErrOutcomeUnknown instead of being settled
 // (it is never applied twice).
-func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, values map[string]V, etag azcore.ETag) (table.Result, error) {
+func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, values map[string]V, etag azcore.ETag) (res table.Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opSetAll, s.tbl.Name(), partitionKey)
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	for name := range values {
 		if !s.has[name] {
 			return table.Result{}, fmt.Errorf("%w: no slot %q", ErrInvalid, name)
@@ -175,8 +188,6 @@ func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, val
 		props[name] = store(values[name])
 	}
 	d := table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: props}
-	var res table.Result
-	var err error
 	if etag == azcore.ETagAny {
 		res, err = s.tbl.Upsert(ctx, d, table.Replace)
 	} else {
@@ -196,7 +207,9 @@ func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, val
 // contention with lost responses, more than table.HistoryLength writes may
 // come between a lost write and its verifying read: that Add then reports
 // ErrOutcomeUnknown rather than guess.
-func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, delta V) (table.Entity[V], error) {
+func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, delta V) (out table.Entity[V], err error) {
+	ctx, sp := s.obs.Start(ctx, opAdd, s.tbl.Name(), partitionKey)
+	defer func() { sp.EndWrite(err, false) }() // a lost response verified shows on table.Modify's span
 	if !s.has[slot] {
 		return table.Entity[V]{}, fmt.Errorf("%w: no slot %q", ErrInvalid, slot)
 	}
@@ -256,3 +269,11 @@ func invalid(err error) error {
 	}
 	return err
 }
+
+// The operations of this package, for telemetry.
+var (
+	opSet    = obs.Write("dataseries.Set")
+	opSetAll = obs.Write("dataseries.SetAll")
+	opAdd    = obs.Write("dataseries.Add")
+	opGet    = obs.Read("dataseries.Get")
+)

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -122,6 +123,13 @@ func (t *Table[T]) Where(field string, value any) (table.Filter, error) {
 // ErrInvalid when field has no blind index or pk is not a valid key (also
 // table.ErrInvalidKey).
 func (t *Table[T]) Find(ctx context.Context, pk, field string, value any) iter.Seq2[table.Entity[T], error] {
+	return obs.Seq2(t.obs, ctx, opFind, t.tbl.Name(), pk, func(ctx context.Context) iter.Seq2[table.Entity[T], error] {
+		return t.find(ctx, pk, field, value)
+	})
+}
+
+// find is Find, without its span.
+func (t *Table[T]) find(ctx context.Context, pk, field string, value any) iter.Seq2[table.Entity[T], error] {
 	return func(yield func(table.Entity[T], error) bool) {
 		want, err := t.BlindValue(field, value)
 		if err == nil && pk != "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -101,6 +102,11 @@ type Options struct {
 	// table's name. Set it to the original name to read a copy of a table
 	// restored under another name.
 	TableName string
+	// Telemetry receives the spans, metrics and log records of the
+	// Table's operations: keys and error texts, never a field's value
+	// (this package's errors carry no plaintext). Default (nil): the
+	// global OpenTelemetry providers and slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Index is a blind index on an encrypted field: HMAC-SHA256 under
@@ -144,6 +150,7 @@ type Table[T any] struct {
 	fieldIndex map[string][]int
 	anyName    bool // T takes any property name (extra map, Dynamic)
 	ciphers    ciphers
+	obs        *obs.Obs
 }
 
 // New returns a Table for entities of type T over tbl, encrypting the
@@ -173,7 +180,7 @@ func New[T any](tbl *table.Table[table.Dynamic], keys KeyProvider, fields []stri
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err) // T is not a type table accepts
 	}
 	t := &Table[T]{tbl: tbl, name: o.TableName, keys: keys, indexes: map[string]*Index{}, byProp: map[string]bool{},
-		props: map[string]bool{}, fieldIndex: map[string][]int{}}
+		props: map[string]bool{}, fieldIndex: map[string][]int{}, obs: obs.New((*obs.Config)(o.Telemetry))}
 	if t.name == "" {
 		t.name = tbl.Name()
 	}
@@ -497,7 +504,9 @@ func (t *Table[T]) mode(m table.Mode) (table.Mode, error) {
 
 // Insert encrypts v's fields and inserts it ([table.Table.Insert]): one
 // round trip, table.ErrAlreadyExists when the entity exists.
-func (t *Table[T]) Insert(ctx context.Context, v T) (table.Result, error) {
+func (t *Table[T]) Insert(ctx context.Context, v T) (res table.Result, err error) {
+	ctx, sp := t.obs.Start(ctx, opInsert, t.tbl.Name(), partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	return t.write(ctx, "insert", &v, table.Mode{}, func(d table.Dynamic, _ table.Mode) (table.Result, error) {
 		return t.tbl.Insert(ctx, d)
 	})
@@ -506,7 +515,9 @@ func (t *Table[T]) Insert(ctx context.Context, v T) (table.Result, error) {
 // Upsert encrypts v's fields and inserts or merges or replaces it
 // ([table.Table.Upsert]): one round trip. A Fields merge naming an
 // encrypted field also writes its blind index.
-func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (table.Result, error) {
+func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (res table.Result, err error) {
+	ctx, sp := t.obs.Start(ctx, opUpsert, t.tbl.Name(), partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	return t.write(ctx, "upsert", &v, mode, func(d table.Dynamic, m table.Mode) (table.Result, error) {
 		return t.tbl.Upsert(ctx, d, m)
 	})
@@ -516,7 +527,9 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (table.Resu
 // ([table.Table.Update]: azcore.ETagAny for any version; empty is
 // table.ErrNoETag). One round trip. Pass v as read (with its table.Meta)
 // for exact verification of a lost response.
-func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Result, error) {
+func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (res table.Result, err error) {
+	ctx, sp := t.obs.Start(ctx, opUpdate, t.tbl.Name(), partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	return t.write(ctx, "update", &v, mode, func(d table.Dynamic, m table.Mode) (table.Result, error) {
 		return t.tbl.Update(ctx, d, etag, m)
 	})
@@ -535,14 +548,18 @@ func (t *Table[T]) write(ctx context.Context, name string, v *T, mode table.Mode
 // Delete removes the entity if etag matches ([table.Table.Delete]:
 // azcore.ETagAny for any version; empty is table.ErrNoETag). One round
 // trip; no key is needed.
-func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
+func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) (err error) {
+	ctx, sp := t.obs.Start(ctx, opDelete, t.tbl.Name(), partitionKey)
+	defer func() { sp.EndWrite(err, false) }()
 	return table.MarkInvalid(ErrInvalid, t.tbl.Delete(ctx, partitionKey, rowKey, etag))
 }
 
 // Get reads and decrypts one entity ([table.Table.Get]): one round trip.
 // ErrDecrypt, ErrUnknownKey or the KeyProvider's error when a value
 // cannot be decrypted; table.ErrNotFound when the entity does not exist.
-func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *table.GetOptions) (table.Entity[T], error) {
+func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *table.GetOptions) (_ table.Entity[T], err error) {
+	ctx, sp := t.obs.Start(ctx, opGet, t.tbl.Name(), partitionKey)
+	defer func() { sp.End(err) }()
 	e, err := t.tbl.Get(ctx, partitionKey, rowKey, opts)
 	if err != nil {
 		return table.Entity[T]{}, table.MarkInvalid(ErrInvalid, err)
@@ -556,7 +573,9 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *t
 // returns the entity as written, with the write's ETag. Two round trips
 // without contention. opts.Mode defaults to Merge; a Fields merge naming
 // an encrypted field also writes its blind index.
-func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *table.ModifyOptions) (table.Entity[T], error) {
+func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *table.ModifyOptions) (_ table.Entity[T], err error) {
+	ctx, sp := t.obs.Start(ctx, opModify, t.tbl.Name(), partitionKey)
+	defer func() { sp.EndWrite(err, false) }()
 	var o table.ModifyOptions
 	if opts != nil {
 		o = *opts
@@ -603,8 +622,15 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 // before the network (ErrInvalid, also table.ErrInvalidFilter), since it
 // would send the plaintext to the service and match nothing.
 func (t *Table[T]) Query(ctx context.Context, q *table.Query) iter.Seq2[T, error] {
+	return obs.Seq2(t.obs, ctx, opQuery, t.tbl.Name(), "", func(ctx context.Context) iter.Seq2[T, error] {
+		return t.query(ctx, q)
+	})
+}
+
+// query is Query, without its span.
+func (t *Table[T]) query(ctx context.Context, q *table.Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		for e, err := range t.QueryEntities(ctx, q) {
+		for e, err := range t.queryEntities(ctx, q) {
 			if !yield(e.Value, err) || err != nil {
 				return
 			}
@@ -617,6 +643,13 @@ func (t *Table[T]) Query(ctx context.Context, q *table.Query) iter.Seq2[T, error
 // conditional updates of each entity when T has no table.Meta. Same cost
 // and filter rules as Query.
 func (t *Table[T]) QueryEntities(ctx context.Context, q *table.Query) iter.Seq2[table.Entity[T], error] {
+	return obs.Seq2(t.obs, ctx, opQuery, t.tbl.Name(), "", func(ctx context.Context) iter.Seq2[table.Entity[T], error] {
+		return t.queryEntities(ctx, q)
+	})
+}
+
+// queryEntities is QueryEntities, without its span.
+func (t *Table[T]) queryEntities(ctx context.Context, q *table.Query) iter.Seq2[table.Entity[T], error] {
 	return func(yield func(table.Entity[T], error) bool) {
 		if q != nil {
 			if err := t.checkFilter("query", q.Filter); err != nil {
@@ -639,7 +672,9 @@ func (t *Table[T]) QueryEntities(ctx context.Context, q *table.Query) iter.Seq2[
 // QueryPage fetches and decrypts one page of q ([table.Table.QueryPage]):
 // one round trip. Resume with q.Cursor = page.Next. A filter that names an
 // encrypted field is refused, as by Query.
-func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (table.Page[T], error) {
+func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (_ table.Page[T], err error) {
+	ctx, sp := t.obs.Start(ctx, opQueryPage, t.tbl.Name(), "")
+	defer func() { sp.End(err) }()
 	if q != nil {
 		if err := t.checkFilter("query", q.Filter); err != nil {
 			return table.Page[T]{}, err
@@ -703,4 +738,24 @@ func (t *Table[T]) checkFilter(op string, f table.Filter) error {
 		}
 	}
 	return nil
+}
+
+// The operations of this package, for telemetry.
+var (
+	opInsert    = obs.Write("encryption.Insert")
+	opUpsert    = obs.Write("encryption.Upsert")
+	opUpdate    = obs.Write("encryption.Update")
+	opDelete    = obs.Write("encryption.Delete")
+	opModify    = obs.Write("encryption.Modify")
+	opReencrypt = obs.Write("encryption.Reencrypt")
+	opGet       = obs.Read("encryption.Get")
+	opQuery     = obs.Read("encryption.Query")
+	opQueryPage = obs.Read("encryption.QueryPage")
+	opFind      = obs.Read("encryption.Find")
+)
+
+// partitionOf is v's PartitionKey, for a span ("" when T cannot give it).
+func partitionOf[T any](v *T) string {
+	pk, _, _ := table.KeysOf(v)
+	return pk
 }

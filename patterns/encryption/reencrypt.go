@@ -81,7 +81,9 @@ var errCurrent = errors.New("already current")
 // Table with Update, conditioned on the ETag read (Merge writes the
 // encrypted fields and their blind indexes); rows of other entity types
 // sharing the table and a property name are skipped with OnError.
-func (t *Table[T]) Reencrypt(ctx context.Context, opts *ReencryptOptions) (Progress, error) {
+func (t *Table[T]) Reencrypt(ctx context.Context, opts *ReencryptOptions) (_ Progress, err error) {
+	ctx, sp := t.obs.Start(ctx, opReencrypt, t.tbl.Name(), "")
+	defer func() { sp.EndWrite(err, false) }()
 	var o ReencryptOptions
 	if opts != nil {
 		o = *opts

@@ -213,6 +213,39 @@
 // message, or one visible when the window ends; a message delete or record
 // removal that finds nothing after a lost response is success.
 //
+// # Observability
+//
+// Enqueue, Commit, Pending, Sweep and Poisoned are spans (eventual.Enqueue,
+// eventual.Commit, ...) with the attributes of every tablekit operation
+// (tablekit.table, tablekit.partition, tablekit.round_trips,
+// tablekit.retries, tablekit.outcome: see patterns/table's Observability),
+// from Options.Telemetry's providers (default: the global ones). Enqueue
+// and Commit put the W3C trace context (traceparent, tracestate) of their
+// span in the intent's envelope (about 60 bytes, inside the message's
+// size limit); a worker's run of a delivery is an eventual.Handle span,
+// a child of that span (not a link: one trace then shows the write, the
+// Commit, each delivery and the handler's writes, across processes), with
+// tablekit.intent.id, tablekit.intent.kind, tablekit.intent.deliveries,
+// tablekit.message.id and the delivery's end (tablekit.intent.event:
+// processed, failed, poisoned, dropped, lease lost). The handler's context
+// carries that span, so its own operations are its children. A message
+// without trace context (written by an older version, or untraced) runs
+// as any other, its span a root. Run and Drain make no span of their own
+// (a worker polling an empty queue records nothing).
+//
+// Metrics: tablekit.eventual.intents (by tablekit.intent.kind and
+// tablekit.intent.event), tablekit.eventual.deliveries (a histogram of the
+// deliveries an intent took when processed or poisoned),
+// tablekit.eventual.lag (seconds from the intent's creation, Kind.New, to
+// its completion: how far behind an index may be),
+// tablekit.eventual.lease.renewals and tablekit.eventual.lease.lost, and,
+// on request (Queue.ObservePending, which costs a scan per collection),
+// the gauges tablekit.eventual.pending, tablekit.eventual.pending.age and
+// tablekit.eventual.queue.depth. Log records (the Telemetry's Logger,
+// default slog.Default()): one per worker event, debug for processed and
+// renewed, warn for failed, dropped and lease lost, error for poisoned,
+// with the span attributes' names; error texts are redacted.
+//
 // # Trust
 //
 // Messages are read back from a queue that others may write to, and nothing
@@ -223,7 +256,9 @@
 // intents/<its own id>/<32 hex digits> (or a Commit's claim check, named
 // with "commit-", without a commit reference), a commit reference whose
 // table is not one of Options.Tables or whose PartitionKey is not a valid
-// key, an abandon count above its deliveries. A claim check larger than
+// key, an abandon count above its deliveries. A trace context is only
+// parsed (a queue writer can choose the trace a delivery's span joins,
+// nothing else). A claim check larger than
 // MaxPayloadSize is poisoned without being read. A commit record is acted
 // on only by the message it names, or by any message once poisoned (see
 // Commit records); the only rows the worker itself writes or removes for a

@@ -153,6 +153,12 @@ type envelope struct {
 	// Abandoned counts the deliveries a worker's shutdown gave back
 	// unfinished: they do not count toward MaxDeliveries.
 	Abandoned int64 `json:"a,omitempty"`
+	// TP and TS are the W3C traceparent and tracestate of the span that
+	// enqueued or committed the intent, when it was traced: the worker's
+	// span of the intent is its child. Messages without them (written
+	// before, or untraced) run as any other.
+	TP string `json:"tp,omitempty"`
+	TS string `json:"ts,omitempty"`
 }
 
 // commitRef locates a commit record.

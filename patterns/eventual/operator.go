@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"net/url"
+	"path"
 	"slices"
 	"time"
 
@@ -13,9 +15,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // PendingIntent is a committed intent whose commit record is still there:
@@ -50,6 +54,16 @@ type PendingOptions struct {
 // the commit records (a range query per partition; a filtered scan per
 // table without PartitionKey), not the queue.
 func (q *Queue) Pending(ctx context.Context, opts *PendingOptions) iter.Seq2[PendingIntent, error] {
+	var tbl, pk string
+	if opts != nil {
+		tbl, pk = opts.Table, opts.PartitionKey
+	}
+	return obs.Seq2(q.obs, ctx, opPending, tbl, pk, func(ctx context.Context) iter.Seq2[PendingIntent, error] {
+		return q.pending(ctx, opts)
+	})
+}
+
+func (q *Queue) pending(ctx context.Context, opts *PendingOptions) iter.Seq2[PendingIntent, error] {
 	var o PendingOptions
 	if opts != nil {
 		o = *opts
@@ -115,8 +129,9 @@ type Swept struct {
 // Timestamp match nothing, the scan reads every aborted record and keeps
 // the old ones by their Timestamp (a [table.Profile] without
 // TimestampFilters).
-func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Duration) (Swept, error) {
-	var out Swept
+func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Duration) (out Swept, err error) {
+	ctx, sp := q.obs.Start(ctx, opSweep, tableName, "")
+	defer func() { sp.EndWrite(err, false) }()
 	if olderThan < q.window+q.sweepMargin {
 		return out, fmt.Errorf("%w: Sweep's olderThan %v is shorter than the commit window %v plus %v", ErrInvalid, olderThan, q.window, q.sweepMargin)
 	}
@@ -237,7 +252,9 @@ type PoisonedIntent struct {
 // Poisoned peeks at up to 32 intents at the front of the poison queue (1
 // round trip), without taking them. Move one back after fixing its cause
 // by enqueueing its Message on the queue.
-func (q *Queue) Poisoned(ctx context.Context, max int) ([]PoisonedIntent, error) {
+func (q *Queue) Poisoned(ctx context.Context, max int) (_ []PoisonedIntent, err error) {
+	ctx, sp := q.obs.Start(ctx, opPoisoned, "", "")
+	defer func() { sp.End(err) }()
 	if max < 1 || max > MaxDequeue {
 		return nil, fmt.Errorf("%w: Poisoned reads 1 to %d messages, not %d", ErrInvalid, MaxDequeue, max)
 	}
@@ -270,4 +287,54 @@ func (q *Queue) Poisoned(ctx context.Context, max int) ([]PoisonedIntent, error)
 		out = append(out, pi)
 	}
 	return out, nil
+}
+
+// ObservePending reports, at each collection of the Queue's meter
+// provider (Options.Telemetry), the pending intents as Pending sees them
+// (committed intents whose commit records remain, poisoned ones included)
+// as the gauge tablekit.eventual.pending, the age of the oldest as
+// tablekit.eventual.pending.age (seconds: how stale an index may be), and
+// the queue's approximate message count (invisible messages included) as
+// tablekit.eventual.queue.depth, each with the attribute tablekit.queue
+// (the queue's name). It is not automatic, because it is not free: each
+// collection scans the commit records of every table of Options.Tables
+// (Pending's filtered query: a round trip per table and per 1,000
+// records) and reads the queue's properties (1 round trip). Unregister
+// the returned Registration to stop.
+func (q *Queue) ObservePending() (metric.Registration, error) {
+	return q.obs.ObservePending(func(ctx context.Context) (obs.Pending, error) {
+		var p obs.Pending
+		var oldest time.Time
+		for in, err := range q.pending(ctx, nil) {
+			if err != nil {
+				return p, err
+			}
+			p.Count++
+			if oldest.IsZero() || in.Created.Before(oldest) {
+				oldest = in.Created
+			}
+		}
+		if !oldest.IsZero() {
+			p.Oldest = max(0, time.Since(oldest))
+		}
+		p.Counted = true
+		props, err := q.q.GetProperties(ctx, nil)
+		if err != nil {
+			return p, fmt.Errorf("eventual: reading queue %s: %w", redact.URL(q.q.URL()), redact.Error(err))
+		}
+		if props.ApproximateMessagesCount != nil {
+			p.Depth, p.HasDepth = int64(*props.ApproximateMessagesCount), true
+		}
+		return p, nil
+	}, obs.KeyQueue.String(queueName(q.q)))
+}
+
+// queueName is the name of the queue c addresses: the last segment of its
+// URL's path (never its query, which may hold a SAS).
+func queueName(c *azqueue.QueueClient) string {
+	u, err := url.Parse(c.URL())
+	if err != nil {
+		return ""
+	}
+	return path.Base(u.Path)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -75,6 +76,11 @@ type Options struct {
 	// right after the batch) runs when the window ends. Default:
 	// DefaultCommitWindow; at least 1 s, whole seconds.
 	CommitWindow time.Duration
+	// Telemetry receives the spans, metrics and log records of the
+	// Queue's operations, and of its Workers unless WorkerOptions says
+	// otherwise. Default (nil): the global OpenTelemetry providers and
+	// slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Queue is the durable intents of one Azure queue: the way to start an
@@ -90,6 +96,7 @@ type Queue struct {
 	// sweepMargin is how much longer than the window an aborted record is
 	// kept at least: a minute (tests shorten it).
 	sweepMargin time.Duration
+	obs         *obs.Obs
 
 	hook func(step string) error // tests: a crash at a step boundary
 }
@@ -117,7 +124,7 @@ func New(q, poison *azqueue.QueueClient, opts *Options) (*Queue, error) {
 	case w < time.Second || w%time.Second != 0 || w > 7*24*time.Hour:
 		return nil, fmt.Errorf("%w: CommitWindow %v must be whole seconds from 1 s to 7 days", ErrInvalid, w)
 	}
-	qu := &Queue{q: q, poison: poison, blobs: o.Blobs, records: map[*aztables.Client]*table.Table[record]{}, byName: map[string]*table.Table[record]{}, window: w, sweepMargin: time.Minute}
+	qu := &Queue{q: q, poison: poison, blobs: o.Blobs, records: map[*aztables.Client]*table.Table[record]{}, byName: map[string]*table.Table[record]{}, window: w, sweepMargin: time.Minute, obs: obs.New((*obs.Config)(o.Telemetry))}
 	for _, c := range o.Tables {
 		if c == nil {
 			return nil, fmt.Errorf("%w: a nil table client in Options.Tables", ErrInvalid)
@@ -185,7 +192,10 @@ type Enqueued struct {
 // may be on the queue; enqueueing the same Draft again is harmless, since
 // handlers are idempotent and the worker runs each message, but it may run
 // twice.
-func (q *Queue) Enqueue(ctx context.Context, d Draft) (Enqueued, error) {
+func (q *Queue) Enqueue(ctx context.Context, d Draft) (_ Enqueued, err error) {
+	ctx, sp := q.obs.Start(ctx, opEnqueue, "", "")
+	defer func() { sp.EndWrite(err, false) }()
+	d.env.TP, d.env.TS = obs.Inject(ctx)
 	text, blobName, err := q.prepare(ctx, &d)
 	if err != nil {
 		return Enqueued{}, err
@@ -281,9 +291,10 @@ func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 }
 
 // commit is Commit, sending the batch no later than notAfter too (when it
-// is not zero): a change's NotAfter (Apply).
-func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, notAfter time.Time, intents []Draft) (CommitResult, error) {
-	var res CommitResult
+// is not zero): a change's NotAfter (Apply). Its span is eventual.Commit.
+func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, notAfter time.Time, intents []Draft) (res CommitResult, err error) {
+	ctx, sp := q.obs.Start(ctx, opCommit, commitTable(q, c), commitPartition(ops))
+	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
 	intents = slices.Clone(intents) // the caller's Drafts stay as they are
 	rt, pk, err := q.checkCommit(c, ops, intents)
 	if err != nil {
@@ -307,6 +318,7 @@ func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 	for i := range intents {
 		d := &intents[i]
 		d.env.Commit = &commitRef{Table: rt.Name(), PartitionKey: pk}
+		d.env.TP, d.env.TS = obs.Inject(ctx)
 		if texts[i], res.Intents[i].Blob, err = q.prepare(ctx, d); err != nil {
 			q.cancel(ctx, res.Intents[:i], nil)
 			return CommitResult{}, err
@@ -528,3 +540,30 @@ func isNotFound(err error) bool {
 }
 
 func ptr[V any](v V) *V { return &v }
+
+// The operations of this package, for telemetry.
+var (
+	opEnqueue  = obs.Write("eventual.Enqueue")
+	opCommit   = obs.Write("eventual.Commit")
+	opSweep    = obs.Write("eventual.Sweep")
+	opPending  = obs.Read("eventual.Pending")
+	opPoisoned = obs.Read("eventual.Poisoned")
+	opHandle   = obs.Read("eventual.Handle")
+)
+
+// commitTable is the name of c's table when it is one of q's, for
+// Commit's span.
+func commitTable(q *Queue, c *aztables.Client) string {
+	if rt := q.records[c]; rt != nil {
+		return rt.Name()
+	}
+	return ""
+}
+
+// commitPartition is the primary's PartitionKey, for Commit's span.
+func commitPartition(ops []table.Op) string {
+	if len(ops) == 0 {
+		return ""
+	}
+	return ops[0].PartitionKey()
+}

@@ -229,7 +229,7 @@ func testNoSignatureLeaks(t *testing.T, tablekitPolicy bool) {
 	var lastErrors []string
 	opts := workerOptions()
 	opts.MaxDeliveries = 2
-	opts.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logged, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opts.Telemetry = &table.Telemetry{Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logged, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	opts.OnEvent = func(e eventual.Event) {
 		mu.Lock()
 		defer mu.Unlock()

@@ -356,7 +356,7 @@ func TestPoisonAfterMaxDeliveries(t *testing.T) {
 	opts := workerOptions()
 	opts.MaxDeliveries = 3
 	var logged bytes.Buffer // written under the handler's lock, read after Run
-	opts.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	opts.Telemetry = &table.Telemetry{Logger: slog.New(slog.NewTextHandler(&logged, nil))}
 	var poisoned atomic.Int32
 	opts.OnEvent = func(e eventual.Event) {
 		if e.Type == eventual.Poisoned {

@@ -89,6 +89,9 @@ func newRigOn(t *testing.T, base *testrig.Rig, opts *eventual.Options) *rig {
 	if opts != nil && opts.CommitWindow != 0 {
 		o.CommitWindow = opts.CommitWindow
 	}
+	if opts != nil {
+		o.Telemetry = opts.Telemetry
+	}
 	o.Tables = append(o.Tables, r.orders.Client())
 	var err error
 	if r.q, err = eventual.New(r.queue, r.poison, &o); err != nil {

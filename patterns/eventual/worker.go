@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
@@ -60,10 +61,12 @@ type WorkerOptions struct {
 	// finish leaves its message on the queue (made visible at once) for
 	// another worker. Default: 30 s.
 	Grace time.Duration
-	// Logger receives one record per event (debug level for processed and
-	// renewed, warn for failed, dropped and lease lost, error for
-	// poisoned). Default: no logging.
-	Logger *slog.Logger
+	// Telemetry receives the spans (eventual.Handle, one per delivery),
+	// metrics and log records of the worker: one record per event (debug
+	// level for processed and renewed, warn for failed, dropped and lease
+	// lost, error for poisoned). Default (nil): the Queue's
+	// Options.Telemetry.
+	Telemetry *table.Telemetry
 	// OnEvent, if set, is called for every event (for metrics). It must be
 	// safe for concurrent use and return quickly.
 	OnEvent func(Event)
@@ -120,7 +123,7 @@ type Worker struct {
 	backoff  retry.Policy
 	idle     retry.Policy
 	grace    time.Duration
-	log      *slog.Logger
+	obs      *obs.Obs
 	onEvent  func(Event)
 
 	running  atomic.Bool
@@ -138,7 +141,10 @@ func NewWorker(q *Queue, opts *WorkerOptions, handlers ...Handler) (*Worker, err
 	}
 	w := &Worker{q: q, handlers: map[string]Handler{}, conc: o.Concurrency, vt: o.VisibilityTimeout, maxDeliv: o.MaxDeliveries,
 		backoff: retry.Policy{Default: time.Second, Max: 5 * time.Minute}, idle: retry.Policy{Default: 100 * time.Millisecond, Max: 5 * time.Second},
-		grace: o.Grace, log: o.Logger, onEvent: o.OnEvent}
+		grace: o.Grace, obs: q.obs, onEvent: o.OnEvent}
+	if o.Telemetry != nil {
+		w.obs = obs.New((*obs.Config)(o.Telemetry))
+	}
 	if o.Backoff != nil {
 		w.backoff = *o.Backoff
 	}
@@ -236,8 +242,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		case err != nil && fatal(err):
 			runErr = fmt.Errorf("eventual: reading queue %s: %w", redact.URL(w.q.q.URL()), redact.Error(err))
 		case err != nil || got == 0:
-			if err != nil && w.log != nil {
-				w.log.Warn("eventual: dequeue failed", "err", redact.Text(err.Error()))
+			if err != nil {
+				w.obs.Log(ctx, slog.LevelWarn, "eventual: dequeue failed", slog.String(string(obs.KeyError), redact.Text(err.Error())))
 			}
 			retry.Sleep(ctx, w.idle.Delay(empty))
 			empty++
@@ -332,8 +338,13 @@ type delivery struct {
 	text   string    // the message's current text
 	lost   bool      // the lease is lost: never touch the message again
 	cancel context.CancelFunc
-	stop   chan struct{}
-	done   chan struct{}
+	// span is the delivery's eventual.Handle span; event and failure are
+	// what its end records.
+	span    *obs.Span
+	event   EventType
+	failure error
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // handle runs one message to its end: processed, failed (to be retried),
@@ -353,6 +364,8 @@ func (w *Worker) handle(runCtx, ctx context.Context, running chan struct{}, m *a
 		return
 	}
 	d.env = env
+	ctx = w.startSpan(ctx, d)
+	defer d.endSpan()
 	hctx := w.lease(ctx, d)
 	defer d.release()
 	select {
@@ -768,27 +781,66 @@ func (w *Worker) deleteMessage(ctx context.Context, d *delivery) error {
 }
 
 func (w *Worker) emit(d *delivery, t EventType, err error) {
-	if w.onEvent == nil && w.log == nil {
-		return
-	}
 	ev := Event{Type: t, ID: d.env.ID, Kind: d.env.Kind, MessageID: d.id, DequeueCount: d.count, Elapsed: time.Since(d.start), Err: redact.Error(err)}
 	if w.onEvent != nil {
 		w.onEvent(ev)
 	}
-	if w.log != nil {
-		level := slog.LevelWarn
-		switch t {
-		case Processed, Renewed:
-			level = slog.LevelDebug
-		case Poisoned:
-			level = slog.LevelError
-		}
-		attrs := []any{"id", ev.ID, "kind", ev.Kind, "message", ev.MessageID, "dequeue_count", ev.DequeueCount, "elapsed", ev.Elapsed}
-		if err != nil {
-			attrs = append(attrs, "err", redact.Text(err.Error()))
-		}
-		w.log.Log(context.Background(), level, "eventual: "+string(t), attrs...)
+	ctx := context.Background()
+	switch t {
+	case Renewed, LeaseLost:
+		w.obs.Lease(ctx, t == Renewed)
+	default:
+		w.obs.Intent(ctx, string(t), d.env.Kind, d.count, d.env.Created)
 	}
+	if t != Renewed {
+		d.mu.Lock()
+		d.event, d.failure = t, nil
+		if t != Dropped {
+			d.failure = ev.Err
+		}
+		d.mu.Unlock()
+	}
+	level := slog.LevelWarn
+	switch t {
+	case Processed, Renewed:
+		level = slog.LevelDebug
+	case Poisoned:
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{slog.String(string(obs.KeyIntentID), ev.ID), slog.String(string(obs.KeyIntentKind), ev.Kind),
+		slog.String(string(obs.KeyMessageID), ev.MessageID), slog.Int64(string(obs.KeyDeliveries), ev.DequeueCount), slog.Duration("elapsed", ev.Elapsed)}
+	if c := d.env.Commit; c != nil {
+		attrs = append(attrs, slog.String(string(obs.KeyTable), c.Table), slog.String(string(obs.KeyPartition), c.PartitionKey))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String(string(obs.KeyError), redact.Text(err.Error())))
+	}
+	w.obs.Log(ctx, level, "eventual: "+string(t), attrs...)
+}
+
+// startSpan starts d's eventual.Handle span, a child of the span that
+// enqueued or committed the intent when its envelope carries one, and
+// returns its context.
+func (w *Worker) startSpan(ctx context.Context, d *delivery) context.Context {
+	var tbl, pk string
+	if c := d.env.Commit; c != nil {
+		tbl, pk = c.Table, c.PartitionKey
+	}
+	ctx, sp := w.obs.Start(obs.Extract(ctx, d.env.TP, d.env.TS), opHandle, tbl, pk)
+	sp.Set(obs.KeyIntentID.String(d.env.ID), obs.KeyIntentKind.String(d.env.Kind), obs.KeyMessageID.String(d.id), obs.KeyDeliveries.Int64(d.count))
+	d.span = &sp
+	return ctx
+}
+
+// endSpan ends d's span with the last event emitted (a dropped message's
+// reason is no failure), once the lease's renewals have stopped.
+func (d *delivery) endSpan() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.event != "" {
+		d.span.Set(obs.KeyIntentEvent.String(string(d.event)))
+	}
+	d.span.End(d.failure)
 }
 
 // permanentError is a failure that retrying cannot cure (an unreadable

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
@@ -83,6 +84,10 @@ type Options struct {
 	Retry *retry.Policy
 	// Concurrency is the most point reads Find has in flight. Default: 8.
 	Concurrency int
+	// Telemetry receives the spans, metrics and log records of the
+	// Index's operations. Default (nil): the global OpenTelemetry
+	// providers and slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // DefaultRetry is the default policy of the ETag loops: retry.Default's
@@ -121,6 +126,7 @@ type Index[T any] struct {
 	value func(*T) string
 	retry retry.Policy
 	conc  int
+	obs   *obs.Obs
 
 	maxBlob int                     // MaxBlobSize; tests lower it
 	hook    func(step string) error // tests: a crash at a step boundary
@@ -167,7 +173,7 @@ func New[T any](tbl *table.Table[T], name string, value func(*T) string, opts *O
 	if opts == nil {
 		opts = &Options{}
 	}
-	x := &Index[T]{tbl: tbl, blobs: opts.Blobs, q: opts.Queue, name: name, value: value, retry: DefaultRetry, conc: opts.Concurrency, maxBlob: MaxBlobSize}
+	x := &Index[T]{tbl: tbl, blobs: opts.Blobs, q: opts.Queue, name: name, value: value, retry: DefaultRetry, conc: opts.Concurrency, maxBlob: MaxBlobSize, obs: obs.New((*obs.Config)(opts.Telemetry))}
 	if opts.Retry != nil {
 		x.retry = *opts.Retry
 	}
@@ -388,9 +394,10 @@ func (x *Index[T]) listOp(l list, value string) (op table.Op, ok bool, err error
 // miss recent ones. Find checks each entity it reads. A list holding
 // anything but ids this Index writes is ErrCorrupt (see the package
 // documentation's Trust).
-func (x *Index[T]) FindIDs(ctx context.Context, partitionKey, value string) ([]ID, error) {
+func (x *Index[T]) FindIDs(ctx context.Context, partitionKey, value string) (_ []ID, err error) {
+	ctx, sp := x.obs.Start(ctx, opFindIDs, x.tbl.Name(), partitionKey)
+	defer func() { sp.End(err) }()
 	var ids []string
-	var err error
 	if partitionKey != "" {
 		if err := checkKeys(partitionKey, ""); err != nil {
 			return nil, fmt.Errorf("indexentity: lookup: %w", err)
@@ -439,6 +446,13 @@ func (x *Index[T]) FindIDs(ctx context.Context, partitionKey, value string) ([]I
 // read), are left out. A failed read ends the sequence with its error. 1
 // round trip plus 1 per id.
 func (x *Index[T]) Find(ctx context.Context, partitionKey, value string) iter.Seq2[table.Entity[T], error] {
+	return obs.Seq2(x.obs, ctx, opFind, x.tbl.Name(), partitionKey, func(ctx context.Context) iter.Seq2[table.Entity[T], error] {
+		return x.find(ctx, partitionKey, value)
+	})
+}
+
+// find is Find, without its span.
+func (x *Index[T]) find(ctx context.Context, partitionKey, value string) iter.Seq2[table.Entity[T], error] {
 	return func(yield func(table.Entity[T], error) bool) {
 		ids, err := x.FindIDs(ctx, partitionKey, value)
 		if err != nil {
@@ -471,4 +485,20 @@ func (x *Index[T]) Find(ctx context.Context, partitionKey, value string) iter.Se
 			}
 		}
 	}
+}
+
+// The operations of this package, for telemetry.
+var (
+	opInsert  = obs.Write("indexentity.Insert")
+	opUpdate  = obs.Write("indexentity.Update")
+	opDelete  = obs.Write("indexentity.Delete")
+	opFindIDs = obs.Read("indexentity.FindIDs")
+	opFind    = obs.Read("indexentity.Find")
+)
+
+// partitionOf is v's PartitionKey in tbl, for a span ("" when tbl cannot
+// give it).
+func partitionOf[T any](tbl *table.Table[T], v *T) string {
+	pk, _, _ := tbl.Keys(v)
+	return pk
 }

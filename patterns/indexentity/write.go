@@ -169,7 +169,9 @@ func (x *Index[T]) submit(ctx context.Context, ops []table.Op, etag azcore.ETag)
 // Eventual stores: v and an intent are committed together
 // (eventual.Queue.Commit: 3 round trips); the worker then puts the id in
 // the list.
-func (x *Index[T]) Insert(ctx context.Context, v T) (Result, error) {
+func (x *Index[T]) Insert(ctx context.Context, v T) (res Result, err error) {
+	ctx, sp := x.obs.Start(ctx, opInsert, x.tbl.Name(), partitionOf(x.tbl, &v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	e, err := x.prepare(v)
 	if err != nil {
 		return Result{}, err
@@ -216,7 +218,9 @@ func (x *Index[T]) Insert(ctx context.Context, v T) (Result, error) {
 // writer that changes the entity in between sends the loop back to the
 // read (a conflict), so that the value moved out of is always the value
 // replaced.
-func (x *Index[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, error) {
+func (x *Index[T]) Update(ctx context.Context, v T, etag azcore.ETag) (res Result, err error) {
+	ctx, sp := x.obs.Start(ctx, opUpdate, x.tbl.Name(), partitionOf(x.tbl, &v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if etag == "" {
 		return Result{}, fmt.Errorf("%w: update: %w", ErrInvalid, table.ErrNoETag)
 	}
@@ -264,7 +268,10 @@ func (x *Index[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, e
 // deleted with the entity, nothing is left to read: like table.Delete,
 // Delete then reports [table.ErrOutcomeUnknown] (which also matches
 // table.ErrNotFound); the entity and its id are gone together or neither.
-func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
+func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) (err error) {
+	ctx, sp := x.obs.Start(ctx, opDelete, x.tbl.Name(), partitionKey)
+	var res Result
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if etag == "" {
 		return fmt.Errorf("%w: delete: %w", ErrInvalid, table.ErrNoETag)
 	}
@@ -274,7 +281,7 @@ func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 	if err := checkKeys(partitionKey, rowKey); err != nil {
 		return fmt.Errorf("indexentity: delete: %w", err)
 	}
-	_, err := x.loop(ctx, "delete", func(ctx context.Context) (Result, error) {
+	res, err = x.loop(ctx, "delete", func(ctx context.Context) (Result, error) {
 		cur, old, err := x.current(ctx, "delete", partitionKey, rowKey, etag)
 		if err != nil {
 			return Result{}, err

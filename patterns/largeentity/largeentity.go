@@ -14,6 +14,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
@@ -126,6 +127,10 @@ type Options[T any] struct {
 	Retry *retry.Policy
 	// Now is the clock that measures Grace. Default: time.Now.
 	Now func() time.Time
+	// Telemetry receives the spans, metrics and log records of the
+	// Store's operations. Default (nil): the global OpenTelemetry
+	// providers and slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Store is the guide's large entity pattern over a table: entities of
@@ -146,6 +151,7 @@ type Store[T any] struct {
 	grace     time.Duration
 	retry     retry.Policy
 	now       func() time.Time
+	obs       *obs.Obs
 
 	hook func(step string) error // tests: a crash at a step boundary
 }
@@ -232,7 +238,7 @@ func New[T any](tbl *table.Table[table.Dynamic], blobs *container.Client, opts *
 		return nil, fmt.Errorf("%w: %v is not a struct type", ErrInvalid, typ)
 	}
 	s := &Store[T]{tbl: reserved.Properties(tbl), blobs: blobs, prefix: o.Prefix, threshold: o.Threshold, conc: o.Concurrency,
-		grace: o.Grace, retry: retry.Default, now: o.Now, readable: map[string]*field{}}
+		grace: o.Grace, retry: retry.Default, now: o.Now, readable: map[string]*field{}, obs: obs.New((*obs.Config)(o.Telemetry))}
 	s.keys, s.keysErr = table.KeyFunc(o.Keys)
 	if s.prefix == "" {
 		s.prefix = tbl.Name()
@@ -467,4 +473,25 @@ func encodeKey(k string) string { return base64.RawURLEncoding.EncodeToString([]
 func decodeKey(k string) (string, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(k)
 	return string(b), err == nil
+}
+
+// The operations of this package, for telemetry.
+var (
+	opInsert = obs.Write("largeentity.Insert")
+	opUpdate = obs.Write("largeentity.Update")
+	opModify = obs.Write("largeentity.Modify")
+	opDelete = obs.Write("largeentity.Delete")
+	opSweep  = obs.Write("largeentity.Sweep")
+	opGet    = obs.Read("largeentity.Get")
+	opRange  = obs.Read("largeentity.Range")
+)
+
+// partitionOf is v's PartitionKey, for a span ("" when the Store cannot
+// give it).
+func (s *Store[T]) partitionOf(v *T) string {
+	if s.keys == nil {
+		return ""
+	}
+	pk, _ := s.keys(v)
+	return pk
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -41,7 +42,9 @@ const maxRereads = 8
 // deleted because the entity changed after the read (a concurrent Delete,
 // or Sweep after an Update) makes Get read the entity again, so it returns
 // one version, whole, or table.ErrNotFound.
-func (s *Store[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (Entity[T], error) {
+func (s *Store[T]) Get(ctx context.Context, pk, rk string, opts *GetOptions) (_ Entity[T], err error) {
+	ctx, sp := s.obs.Start(ctx, opGet, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	if err := checkKeys("get", pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
@@ -213,6 +216,13 @@ func deref(p *int64) any {
 // query is read again (and skipped if it was deleted). The first error
 // ends the sequence.
 func (s *Store[T]) Range(ctx context.Context, pk, from, to string, opts *GetOptions) iter.Seq2[Entity[T], error] {
+	return obs.Seq2(s.obs, ctx, opRange, s.tbl.Name(), pk, func(ctx context.Context) iter.Seq2[Entity[T], error] {
+		return s.rangeOf(ctx, pk, from, to, opts)
+	})
+}
+
+// rangeOf is Range, without its span.
+func (s *Store[T]) rangeOf(ctx context.Context, pk, from, to string, opts *GetOptions) iter.Seq2[Entity[T], error] {
 	return func(yield func(Entity[T], error) bool) {
 		q, err := s.rangeQuery(pk, from, to, "", opts)
 		if err != nil {

@@ -64,8 +64,9 @@ type listed struct{ name, property string }
 // table where most large entities are older than Grace it reads about one
 // entity per large entity. Run it rarely (daily, say), or spread it with
 // several Stores over disjoint Prefixes.
-func (s *Store[T]) Sweep(ctx context.Context) (Swept, error) {
-	var res Swept
+func (s *Store[T]) Sweep(ctx context.Context) (res Swept, err error) {
+	ctx, sp := s.obs.Start(ctx, opSweep, s.tbl.Name(), "")
+	defer func() { sp.EndWrite(err, false) }()
 	cutoff := s.now().Add(-s.grace)
 	groups := func(yield func(sweepGroup, error) bool) {
 		var g sweepGroup

@@ -277,7 +277,9 @@ func (s *Store[T]) deleteBlobs(ctx context.Context, os []*offload) {
 // resent after one answers 409 (applied), the entity insert is verified
 // by the table package, so an Insert is never applied twice nor reported
 // failed when it was applied.
-func (s *Store[T]) Insert(ctx context.Context, v T) (Result, error) {
+func (s *Store[T]) Insert(ctx context.Context, v T) (res Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opInsert, s.tbl.Name(), s.partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	p, err := s.plan("insert", v)
 	if err != nil {
 		return Result{}, err
@@ -295,7 +297,9 @@ func (s *Store[T]) Insert(ctx context.Context, v T) (Result, error) {
 // version are left for Sweep (a reader of that version may still be
 // fetching them). table.ErrNotFound when the entity does not exist. A
 // lost response is settled as for [table.Table.Update].
-func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, error) {
+func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (res Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opUpdate, s.tbl.Name(), s.partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if etag == "" {
 		return Result{}, fmt.Errorf("largeentity: update: %w: %w", ErrInvalid, table.ErrNoETag)
 	}
@@ -320,7 +324,10 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (Result, e
 // history, so fn's change is never applied twice; when it cannot be
 // settled Modify returns table.ErrOutcomeUnknown and does not call fn
 // again.
-func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error) (Entity[T], error) {
+func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error) (_ Entity[T], err error) {
+	ctx, sp := s.obs.Start(ctx, opModify, s.tbl.Name(), pk)
+	var verified bool
+	defer func() { sp.EndWrite(err, verified) }()
 	if err := s.modifiable(pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
@@ -329,7 +336,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 	p.Retryable = func(err error) bool {
 		return retry.RetryOn412(err) && !errors.Is(err, ErrCorrupt)
 	}
-	err := p.Do(ctx, func(ctx context.Context) error {
+	err = p.Do(ctx, func(ctx context.Context) error {
 		e, d, err := s.get(ctx, "modify", pk, rk, nil)
 		if err != nil {
 			return err
@@ -353,6 +360,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		if err != nil {
 			return err
 		}
+		verified = res.Verified
 		out = Entity[T]{Entity: table.Entity[T]{PartitionKey: pk, RowKey: rk, ETag: res.ETag, Value: e.Value}, Blobs: res.Blobs}
 		return nil
 	})
@@ -379,7 +387,9 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 // its error is then table.ErrOutcomeUnknown (which also matches
 // table.ErrNotFound), and the blobs are deleted once a read finds the
 // entity gone.
-func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) (err error) {
+	ctx, sp := s.obs.Start(ctx, opDelete, s.tbl.Name(), pk)
+	defer func() { sp.EndWrite(err, false) }()
 	if err := checkKeys("delete", pk, rk); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/keycursor"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/buckets"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -57,6 +58,10 @@ type Options struct {
 	// partitions cannot share one). Default: "" (each log's partitions
 	// hold its entries only).
 	Prefix string
+	// Telemetry receives the spans, metrics and log records of the Log's
+	// operations (their tablekit.partition is the log's name). Default
+	// (nil): the global OpenTelemetry providers and slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Log is the guide's log tail over a table: entries of type T appended to
@@ -72,6 +77,7 @@ type Log[T any] struct {
 	// 100 ns tick; seq orders one Log's appends within a tick.
 	writer string
 	seq    atomic.Uint64
+	obs    *obs.Obs
 }
 
 // New returns a Log over tbl, whose rows are the log's entries: T's
@@ -109,6 +115,7 @@ func New[T any](tbl *table.Table[T], opts *Options) (*Log[T], error) {
 		return nil, err
 	}
 	l.writer = hex.EncodeToString(id[:])
+	l.obs = obs.New((*obs.Config)(opts.Telemetry))
 	return l, nil
 }
 
@@ -187,13 +194,22 @@ func (l *Log[T]) end() string {
 // The entry's key is unique even for appends in the same 100 ns tick, from
 // this Log or any other. A lost response is settled by the table's write
 // outcome model (the insert is verified, never written twice).
-func (l *Log[T]) Append(ctx context.Context, log string, v T) (Appended, error) {
-	return l.AppendAt(ctx, log, time.Now(), v)
+func (l *Log[T]) Append(ctx context.Context, log string, v T) (res Appended, err error) {
+	ctx, sp := l.obs.Start(ctx, opAppend, l.tbl.Name(), log)
+	defer func() { sp.EndWrite(err, res.Verified) }()
+	return l.appendAt(ctx, log, time.Now(), v)
 }
 
 // AppendAt is Append at a given time (which must be within .NET's
 // DateTime range), for importing entries.
-func (l *Log[T]) AppendAt(ctx context.Context, log string, at time.Time, v T) (Appended, error) {
+func (l *Log[T]) AppendAt(ctx context.Context, log string, at time.Time, v T) (res Appended, err error) {
+	ctx, sp := l.obs.Start(ctx, opAppend, l.tbl.Name(), log)
+	defer func() { sp.EndWrite(err, res.Verified) }()
+	return l.appendAt(ctx, log, at, v)
+}
+
+// appendAt is AppendAt, without its span.
+func (l *Log[T]) appendAt(ctx context.Context, log string, at time.Time, v T) (Appended, error) {
 	if err := checkTime(at); err != nil {
 		return Appended{}, err
 	}
@@ -277,7 +293,9 @@ func (l *Log[T]) bound(t time.Time) string {
 // transfer and memory, and one query per bucket per window step: a few
 // steps for a log written steadily, about 8 for one whose n-th newest
 // entry is years old.
-func (l *Log[T]) Latest(ctx context.Context, log string, n int) ([]Entry[T], error) {
+func (l *Log[T]) Latest(ctx context.Context, log string, n int) (_ []Entry[T], err error) {
+	ctx, sp := l.obs.Start(ctx, opLatest, l.tbl.Name(), log)
+	defer func() { sp.End(err) }()
 	if n < 1 || n > MaxLatest {
 		return nil, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, MaxLatest)
 	}
@@ -383,6 +401,13 @@ func (l *Log[T]) merged(ctx context.Context, log string, filter table.Filter, li
 // bucket's entries of the range are read whole and sorted before the
 // first is yielded ([table.FanOutOptions] Ordered).
 func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter.Seq2[Entry[T], error] {
+	return obs.Seq2(l.obs, ctx, opRange, l.tbl.Name(), log, func(ctx context.Context) iter.Seq2[Entry[T], error] {
+		return l.rangeOf(ctx, log, from, to)
+	})
+}
+
+// rangeOf is Range, without its span.
+func (l *Log[T]) rangeOf(ctx context.Context, log string, from, to time.Time) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
 		if err := checkTime(from); err != nil {
 			yield(Entry[T]{}, err)
@@ -417,7 +442,9 @@ func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter
 // response was lost) are not errors; their page is queried again. For high
 // volumes, a table per period deleted whole (the guide's high-volume delete)
 // costs one request however many entries it holds.
-func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (int, error) {
+func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (_ int, err error) {
+	ctx, sp := l.obs.Start(ctx, opTrim, l.tbl.Name(), log)
+	defer func() { sp.EndWrite(err, false) }()
 	if err := checkTime(before); err != nil {
 		return 0, err
 	}
@@ -515,8 +542,9 @@ func (l *Log[T]) entry(k table.Entity[T]) (Entry[T], error) {
 // appended meanwhile to the part already read are not returned. 1 round
 // trip per bucket (in parallel) when the service returns full pages; a
 // page may be short, or empty, with a Next.
-func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, n int, cursor table.Cursor) (table.Page[Entry[T]], error) {
-	var page table.Page[Entry[T]]
+func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, n int, cursor table.Cursor) (page table.Page[Entry[T]], err error) {
+	ctx, sp := l.obs.Start(ctx, opRangePage, l.tbl.Name(), log)
+	defer func() { sp.End(err) }()
 	if n < 1 || n > MaxLatest {
 		return page, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, MaxLatest)
 	}
@@ -555,3 +583,12 @@ func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, 
 	}
 	return page, nil
 }
+
+// The operations of this package, for telemetry.
+var (
+	opAppend    = obs.Write("logtail.Append")
+	opTrim      = obs.Write("logtail.Trim")
+	opLatest    = obs.Read("logtail.Latest")
+	opRange     = obs.Read("logtail.Range")
+	opRangePage = obs.Read("logtail.RangePage")
+)

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/keycursor"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -84,6 +85,10 @@ type Options struct {
 	// Now is the clock that decides which periods are closed. Default
 	// (nil): time.Now. For tests and examples with fixed dates.
 	Now func() time.Time
+	// Telemetry receives the spans, metrics and log records of the
+	// Tables' operations. Default (nil): the global OpenTelemetry
+	// providers and slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Tables routes entities of type T to a table per period, named by a
@@ -101,6 +106,7 @@ type Tables[T any] struct {
 	now    func() time.Time
 	keyFn  func(*T) (pk, rk string)
 	digits int // the length of a period's part of a name
+	obs    *obs.Obs
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z](?:[A-Za-z0-9]*[A-Za-z])?$`)
@@ -122,7 +128,7 @@ func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tab
 	if opts == nil {
 		opts = &Options{}
 	}
-	r := &Tables[T]{svc: svc, prefix: prefix, period: opts.Period, grace: opts.Grace, conc: opts.Concurrency, now: opts.Now}
+	r := &Tables[T]{svc: svc, prefix: prefix, period: opts.Period, grace: opts.Grace, conc: opts.Concurrency, now: opts.Now, obs: obs.New((*obs.Config)(opts.Telemetry))}
 	if r.period.Layout == "" && r.period.Start == nil {
 		r.period = Day
 	}
@@ -234,7 +240,9 @@ type PeriodTable struct {
 // prefix. Names that start with the prefix but do not end in a period's
 // start (other tables) are skipped. A table being deleted may still be
 // listed by the service for a while.
-func (r *Tables[T]) Periods(ctx context.Context) ([]PeriodTable, error) {
+func (r *Tables[T]) Periods(ctx context.Context) (_ []PeriodTable, err error) {
+	ctx, sp := r.obs.Start(ctx, opPeriods, "", "")
+	defer func() { sp.End(err) }()
 	var out []PeriodTable
 	for name, err := range table.ListTables(ctx, r.svc, r.prefix) {
 		if err != nil {
@@ -308,7 +316,9 @@ func (r *Tables[T]) create(ctx context.Context, name string) error {
 // exist: one round trip. Creating the next period's table ahead of time
 // keeps the creation off the first write's path. ErrExpired for a closed
 // period or a table being deleted.
-func (r *Tables[T]) Prepare(ctx context.Context, at time.Time) error {
+func (r *Tables[T]) Prepare(ctx context.Context, at time.Time) (err error) {
+	ctx, sp := r.obs.Start(ctx, opPrepare, r.Name(at), "")
+	defer func() { sp.EndWrite(err, false) }()
 	if err := r.checkOpen("prepare", at); err != nil {
 		return err
 	}
@@ -323,13 +333,15 @@ func (r *Tables[T]) Prepare(ctx context.Context, at time.Time) error {
 // more read tells whether the table exists). ErrExpired, with nothing
 // sent, when the period closed; ErrExpired when its table is being
 // deleted.
-func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (table.Result, error) {
+func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (res table.Result, err error) {
+	ctx, sp := r.obs.Start(ctx, opInsert, r.Name(at), r.partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if err := r.checkOpen("insert", at); err != nil {
 		return table.Result{}, err
 	}
 	name := r.Name(at)
 	tb := r.named(name)
-	res, err := tb.Insert(ctx, v)
+	res, err = tb.Insert(ctx, v)
 	switch {
 	case err == nil:
 		return res, nil
@@ -398,7 +410,9 @@ func (r *Tables[T]) missing(ctx context.Context, tb *table.Table[T], v T) bool {
 // with nothing sent, when the period closed; ErrExpired, with no op sent,
 // when the create finds its table being deleted. When the create fails
 // otherwise no op is sent either, and the result has no op results.
-func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, opts *table.BatchOptions) (table.BatchResult, error) {
+func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, opts *table.BatchOptions) (res table.BatchResult, err error) {
+	ctx, sp := r.obs.Start(ctx, opSubmit, r.Name(at), "")
+	defer func() { sp.EndWrite(err, res.Verified()) }()
 	for i, op := range ops {
 		if err := op.Err(); err != nil {
 			return table.BatchResult{}, fmt.Errorf("rotation: submit: op %d: %w", i, table.MarkInvalid(ErrInvalid, err))
@@ -408,7 +422,7 @@ func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, op
 		return table.BatchResult{}, err
 	}
 	name := r.Name(at)
-	res, err := table.Submit(ctx, r.svc.NewClient(name), ops, opts)
+	res, err = table.Submit(ctx, r.svc.NewClient(name), ops, opts)
 	if beingDeleted(err) {
 		err = expired("submit", name, err)
 	}
@@ -431,6 +445,13 @@ func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, op
 // A period deleted while Range reads it ends the sequence with
 // table.ErrTableNotFound.
 func (r *Tables[T]) Range(ctx context.Context, from, to time.Time, q *table.Query) iter.Seq2[table.Entity[T], error] {
+	return obs.Seq2(r.obs, ctx, opRange, "", "", func(ctx context.Context) iter.Seq2[table.Entity[T], error] {
+		return r.rangeOf(ctx, from, to, q)
+	})
+}
+
+// rangeOf is Range, without its span.
+func (r *Tables[T]) rangeOf(ctx context.Context, from, to time.Time, q *table.Query) iter.Seq2[table.Entity[T], error] {
 	return func(yield func(table.Entity[T], error) bool) {
 		if !from.Before(to) {
 			yield(table.Entity[T]{}, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to))
@@ -557,8 +578,9 @@ type Swept struct {
 // finds gone (table.DeleteTable settles it). On any other failure Sweep
 // stops and returns what it did with the error; running it again
 // continues.
-func (r *Tables[T]) Sweep(ctx context.Context, before time.Time) (Swept, error) {
-	var out Swept
+func (r *Tables[T]) Sweep(ctx context.Context, before time.Time) (out Swept, err error) {
+	ctx, sp := r.obs.Start(ctx, opSweep, "", "")
+	defer func() { sp.EndWrite(err, false) }()
 	if latest := r.now().Add(-r.grace - MaxClockSkew); before.After(latest) {
 		return out, fmt.Errorf("%w: Sweep before %v: periods ending after %v (now less Grace %v and MaxClockSkew %v) may still be written", ErrInvalid, before, latest, r.grace, MaxClockSkew)
 	}
@@ -582,4 +604,24 @@ func (r *Tables[T]) Sweep(ctx context.Context, before time.Time) (Swept, error) 
 		}
 	}
 	return out, nil
+}
+
+// The operations of this package, for telemetry.
+var (
+	opPrepare = obs.Write("rotation.Prepare")
+	opInsert  = obs.Write("rotation.Insert")
+	opSubmit  = obs.Write("rotation.Submit")
+	opSweep   = obs.Write("rotation.Sweep")
+	opPeriods = obs.Read("rotation.Periods")
+	opRange   = obs.Read("rotation.Range")
+)
+
+// partitionOf is v's PartitionKey, for a span ("" when T cannot give it).
+func (r *Tables[T]) partitionOf(v *T) string {
+	if r.keyFn != nil {
+		pk, _ := r.keyFn(v)
+		return pk
+	}
+	pk, _, _ := table.KeysOf(v)
+	return pk
 }

@@ -51,7 +51,9 @@ func (d Drift) Clean() bool { return len(d.Missing)+len(d.Stale)+len(d.Orphans) 
 // worker first for an exact answer. A copy its index could not have
 // written (see ErrCorrupt) is an orphan; when two entities have the value
 // of a unique index, the one without its copy is Missing.
-func (s *Store[T]) Check(ctx context.Context, pk string) (Drift, error) {
+func (s *Store[T]) Check(ctx context.Context, pk string) (_ Drift, err error) {
+	ctx, sp := s.obs.Start(ctx, opCheck, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	d, _, err := s.drift(ctx, pk)
 	return d, err
 }
@@ -66,7 +68,9 @@ func (s *Store[T]) Check(ctx context.Context, pk string) (Drift, error) {
 // number of copies fixed, and, after every other fix, an ErrDuplicate for
 // each entity that has a unique value whose copy another entity holds
 // (its copy is not written: change one of the values).
-func (s *Store[T]) Rebuild(ctx context.Context, pk string) (Drift, error) {
+func (s *Store[T]) Rebuild(ctx context.Context, pk string) (_ Drift, err error) {
+	ctx, sp := s.obs.Start(ctx, opRebuild, s.tbl.Name(), pk)
+	defer func() { sp.EndWrite(err, false) }()
 	d, plan, err := s.drift(ctx, pk)
 	if err != nil || d.Clean() {
 		return d, err

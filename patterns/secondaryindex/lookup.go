@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/largeentity"
@@ -37,7 +38,9 @@ type LookupOptions struct {
 // primary partitions (an organisation-wide index), pk "" finds the value
 // in any of them. ErrNotFound when no entity (of pk) has the value;
 // ErrCorrupt when the copy is not one the index could have written.
-func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string, opts *LookupOptions) (Entity[T], error) {
+func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string, opts *LookupOptions) (_ Entity[T], err error) {
+	ctx, sp := s.obs.Start(ctx, opLookup, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	ix, err := s.indexNamed(index)
 	if err != nil {
 		return Entity[T]{}, err
@@ -80,7 +83,9 @@ func inScope[T any](pk string, e Entity[T]) bool {
 // skipped, and pk "" returns the entities of all of them. A copy the index
 // could not have written ends the sequence with ErrCorrupt.
 func (s *Store[T]) Find(ctx context.Context, pk, index string, value []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
-	return s.Range(ctx, pk, index, value, value, opts)
+	return obs.Seq2(s.obs, ctx, opFind, s.tbl.Name(), pk, func(ctx context.Context) iter.Seq2[Entity[T], error] {
+		return s.rangeOf(ctx, pk, index, value, value, opts)
+	})
 }
 
 // Range returns the entities of partition pk whose index value is from
@@ -91,6 +96,13 @@ func (s *Store[T]) Find(ctx context.Context, pk, index string, value []string, o
 // sorted before the first entity is returned (same round trips; memory
 // for the whole range, not a page); Find likewise.
 func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
+	return obs.Seq2(s.obs, ctx, opRange, s.tbl.Name(), pk, func(ctx context.Context) iter.Seq2[Entity[T], error] {
+		return s.rangeOf(ctx, pk, index, from, to, opts)
+	})
+}
+
+// rangeOf is Range, without its span.
+func (s *Store[T]) rangeOf(ctx context.Context, pk, index string, from, to []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
 	return func(yield func(Entity[T], error) bool) {
 		ix, q, err := s.rangeQuery(pk, index, from, to, "", opts)
 		if err != nil {
@@ -367,7 +379,9 @@ func (s *Store[T]) fetches(ix *Index[T], opts *LookupOptions) bool {
 // reports whether the copy was current: the primary exists and still has
 // the copy's value. It returns the primary as read (without its large
 // values, Options.Large). 1 round trip.
-func (s *Store[T]) Verify(ctx context.Context, index string, e Entity[T]) (Entity[T], bool, error) {
+func (s *Store[T]) Verify(ctx context.Context, index string, e Entity[T]) (_ Entity[T], _ bool, err error) {
+	ctx, sp := s.obs.Start(ctx, opVerify, s.tbl.Name(), e.PartitionKey)
+	defer func() { sp.End(err) }()
 	ix, err := s.indexNamed(index)
 	if err != nil {
 		return Entity[T]{}, false, err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
@@ -151,6 +152,10 @@ type Options[T any] struct {
 	// a value Large may offload: Whole indexes are refused, and so are
 	// Listed fields Large chooses. Not with a Sealer. Default: none.
 	Large *largeentity.Store[T]
+	// Telemetry receives the spans, metrics and log records of the
+	// Store's operations. Default (nil): the global OpenTelemetry
+	// providers and slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Sealer transforms primary rows for storage, such as
@@ -181,6 +186,7 @@ type Store[T any] struct {
 	large   *largeentity.Store[T]
 	kind    eventual.Kind[intent]
 	retry   retry.Policy
+	obs     *obs.Obs
 
 	hook func(step string) error // tests: a crash between reconcile steps
 }
@@ -202,7 +208,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	if opts == nil {
 		opts = &Options[T]{}
 	}
-	s := &Store[T]{tbl: reserved.Properties(tbl), primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, large: opts.Large, retry: retry.Default}
+	s := &Store[T]{tbl: reserved.Properties(tbl), primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, large: opts.Large, retry: retry.Default, obs: obs.New((*obs.Config)(opts.Telemetry))}
 	switch {
 	case s.large != nil && s.large.Client() != tbl.Client():
 		return nil, fmt.Errorf("%w: Options.Large is a largeentity Store of another table client: it must be over this Store's table (the same *aztables.Client), whose primaries its Sweep reads", ErrInvalid)
@@ -560,4 +566,25 @@ func (s *Store[T]) indexNamed(name string) (*Index[T], error) {
 		return nil, fmt.Errorf("%w: no index named %q", ErrInvalid, name)
 	}
 	return ix, nil
+}
+
+// The operations of this package, for telemetry.
+var (
+	opInsert  = obs.Write("secondaryindex.Insert")
+	opUpdate  = obs.Write("secondaryindex.Update")
+	opModify  = obs.Write("secondaryindex.Modify")
+	opDelete  = obs.Write("secondaryindex.Delete")
+	opRebuild = obs.Write("secondaryindex.Rebuild")
+	opGet     = obs.Read("secondaryindex.Get")
+	opLookup  = obs.Read("secondaryindex.Lookup")
+	opFind    = obs.Read("secondaryindex.Find")
+	opRange   = obs.Read("secondaryindex.Range")
+	opVerify  = obs.Read("secondaryindex.Verify")
+	opCheck   = obs.Read("secondaryindex.Check")
+)
+
+// partitionOf is v's PartitionKey, for a span ("" when T cannot give it).
+func partitionOf[T any](v *T) string {
+	pk, _, _ := table.KeysOf(v)
+	return pk
 }

@@ -244,12 +244,15 @@ func (s *Store[T]) prepare(ctx context.Context, b *batch, v T, current []largeen
 // parallel). It fails with [table.ErrAlreadyExists] when the entity
 // exists, and with ErrDuplicate when a unique index has one of its
 // values; then nothing was written.
-func (s *Store[T]) Insert(ctx context.Context, v T) (table.Result, error) {
+func (s *Store[T]) Insert(ctx context.Context, v T) (_ table.Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opInsert, s.tbl.Name(), partitionOf(&v))
+	var r table.OpResult
+	defer func() { sp.EndWrite(err, r.Verified) }()
 	b, err := s.insert(ctx, v)
 	if err != nil {
 		return table.Result{}, err
 	}
-	r, err := s.submit(ctx, b)
+	r, err = s.submit(ctx, b)
 	return table.Result{ETag: r.ETag, Verified: r.Verified}, err
 }
 
@@ -275,7 +278,9 @@ func (s *Store[T]) InsertOps(ctx context.Context, v T) (table.Change, error) {
 // Get reads the entity with PartitionKey pk and RowKey (id) rk: 1 point
 // query of its primary row, + 1 read per large value (Options.Large), in
 // parallel. [table.ErrNotFound] when it does not exist.
-func (s *Store[T]) Get(ctx context.Context, pk, rk string) (Entity[T], error) {
+func (s *Store[T]) Get(ctx context.Context, pk, rk string) (_ Entity[T], err error) {
+	ctx, sp := s.obs.Start(ctx, opGet, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	if err := s.checkKeys(pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
@@ -344,13 +349,15 @@ func (s *Store[T]) checkKeys(pk, rk string) error {
 // copies deleted are always those of the version replaced. An empty etag
 // is [table.ErrNoETag] (and ErrInvalid). v's keys name the entity; use
 // Modify to change some fields of the stored version.
-func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (table.Result, error) {
+func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (res table.Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opUpdate, s.tbl.Name(), partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	e, err := s.updateKeys(v, etag)
 	if err != nil {
 		return table.Result{}, err
 	}
-	_, r, err := s.write(ctx, e.pk, e.id, etag, false, func(*T) (*T, error) { return &v, nil })
-	return r, err
+	_, res, err = s.write(ctx, e.pk, e.id, etag, false, func(*T) (*T, error) { return &v, nil })
+	return res, err
 }
 
 // updateKeys checks an Update's arguments and returns v's encoding.
@@ -390,11 +397,14 @@ func (s *Store[T]) UpdateOps(ctx context.Context, v T, etag azcore.ETag) (table.
 // one it leaves empty keeps its blob (set one to replace it, +1 round trip
 // to upload it; use Update to remove one). The Entity returned holds the
 // value written (its large values only as fn set them) and its new ETag.
-func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (Entity[T], error) {
+func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) error) (_ Entity[T], err error) {
+	ctx, sp := s.obs.Start(ctx, opModify, s.tbl.Name(), pk)
+	var res table.Result
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if err := s.checkKeys(pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
-	e, _, err := s.write(ctx, pk, rk, azcore.ETagAny, true, func(v *T) (*T, error) {
+	e, res, err := s.write(ctx, pk, rk, azcore.ETagAny, true, func(v *T) (*T, error) {
 		if err := fn(v); err != nil {
 			return nil, retry.Stop(err)
 		}
@@ -430,11 +440,14 @@ func (s *Store[T]) ModifyOps(ctx context.Context, pk, rk string, fn func(v *T) e
 // azcore.ETagAny, it reads again when another writer changed the entity
 // in between. An empty etag is [table.ErrNoETag] (and ErrInvalid). A lost
 // response that cannot be settled is [table.ErrOutcomeUnknown].
-func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) (err error) {
+	ctx, sp := s.obs.Start(ctx, opDelete, s.tbl.Name(), pk)
+	var res table.Result
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if err := s.deleteKeys(pk, rk, etag); err != nil {
 		return err
 	}
-	_, _, err := s.write(ctx, pk, rk, etag, false, nil)
+	_, res, err = s.write(ctx, pk, rk, etag, false, nil)
 	return err
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -221,6 +222,17 @@ type BatchResult struct {
 	Transactions int
 }
 
+// Verified reports whether some op's success was verified by a read after
+// its transaction's response was lost.
+func (r BatchResult) Verified() bool {
+	for _, o := range r.Ops {
+		if o.Verified {
+			return true
+		}
+	}
+	return false
+}
+
 // BatchError is returned by Submit when some ops were not applied, or their
 // outcome is unknown (then errors.Is(err, ErrOutcomeUnknown)).
 type BatchError struct {
@@ -283,14 +295,20 @@ func (e *OpError) Unwrap() error { return e.Err }
 // its ops are then reported applied (Verified), not applied, or, when no
 // read can tell, with ErrOutcomeUnknown.
 func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOptions) (BatchResult, error) {
-	return submit(ctx, c, directOf(c, tableNameOf(c)), profileOf(c), ops, opts)
+	name := tableNameOf(c)
+	return submit(ctx, c, name, directOf(c, name), profileOf(c), ops, opts)
 }
 
-func submit(ctx context.Context, c *aztables.Client, d *direct, p *Profile, ops []Op, opts *BatchOptions) (BatchResult, error) {
+func submit(ctx context.Context, c *aztables.Client, name string, d *direct, p *Profile, ops []Op, opts *BatchOptions) (res BatchResult, err error) {
+	ctx, sp := obs.Child(ctx, opSubmit, name, "")
+	defer func() { sp.EndWrite(err, res.Verified()) }()
+	if sp.Traced() {
+		sp.SetPartition(onePartition(ops))
+	}
 	if opts == nil {
 		opts = &BatchOptions{}
 	}
-	res := BatchResult{Ops: make([]OpResult, len(ops))}
+	res = BatchResult{Ops: make([]OpResult, len(ops))}
 	parts, err := plan(ops, p)
 	if err != nil {
 		for i := range res.Ops {
@@ -357,7 +375,7 @@ func submit(ctx context.Context, c *aztables.Client, d *direct, p *Profile, ops 
 
 // Submit is the package-level Submit on t's client.
 func (t *Table[T]) Submit(ctx context.Context, ops []Op, opts *BatchOptions) (BatchResult, error) {
-	return submit(ctx, t.client, t.direct, t.profile, ops, opts)
+	return submit(ctx, t.client, t.name, t.direct, t.profile, ops, opts)
 }
 
 // batchError reports the ops not applied and why: the causes are the

@@ -200,15 +200,16 @@ func shares(changes []Change, measure func(*Change) int) string {
 // one. Changes that carry intents need eventual's Queue.Apply, which
 // commits the intents with the same transaction; Apply refuses them.
 func Apply(ctx context.Context, c *aztables.Client, changes ...Change) (BatchResult, error) {
-	return apply(ctx, c, directOf(c, tableNameOf(c)), profileOf(c), changes)
+	name := tableNameOf(c)
+	return apply(ctx, c, name, directOf(c, name), profileOf(c), changes)
 }
 
 // Apply is the package-level Apply on t's client, with t's profile.
 func (t *Table[T]) Apply(ctx context.Context, changes ...Change) (BatchResult, error) {
-	return apply(ctx, t.client, t.direct, t.profile, changes)
+	return apply(ctx, t.client, t.name, t.direct, t.profile, changes)
 }
 
-func apply(ctx context.Context, c *aztables.Client, d *direct, p *Profile, changes []Change) (BatchResult, error) {
+func apply(ctx context.Context, c *aztables.Client, name string, d *direct, p *Profile, changes []Change) (BatchResult, error) {
 	j, err := Join(p, changes...)
 	if err != nil {
 		return BatchResult{}, err
@@ -224,6 +225,6 @@ func apply(ctx context.Context, c *aztables.Client, d *direct, p *Profile, chang
 		ctx, cancel = context.WithDeadline(ctx, j.NotAfter)
 		defer cancel()
 	}
-	res, err := submit(ctx, c, d, p, Atomic(j.Ops...), nil)
+	res, err := submit(ctx, c, name, d, p, Atomic(j.Ops...), nil)
 	return res, j.Explained(err)
 }

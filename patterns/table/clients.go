@@ -12,12 +12,14 @@ import (
 )
 
 // ClientOptions returns aztables client options that use retry.Default in
-// place of azcore's built-in retry: what tablekit's constructors use when
-// given nil options. Adjust the result, or install another policy with
-// retry.Policy.ApplyTo.
+// place of azcore's built-in retry, and TracingProvider for spans of the
+// requests made under a recording span: what tablekit's constructors use
+// when given nil options. Adjust the result, or install another policy
+// with retry.Policy.ApplyTo.
 func ClientOptions() *aztables.ClientOptions {
 	o := &aztables.ClientOptions{}
 	retry.Default.ApplyTo(&o.ClientOptions)
+	o.TracingProvider = TracingProvider()
 	return o
 }
 

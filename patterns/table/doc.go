@@ -416,6 +416,61 @@
 // and service error code, parsed from the 202 multipart answer the SDK
 // reports without a code.
 //
+// # Observability
+//
+// tablekit traces and measures itself with the OpenTelemetry API (the
+// SDK, exporters and sampling are the application's). Each pattern
+// package's Options has a Telemetry field ([Telemetry]: a tracer provider,
+// a meter provider and a *slog.Logger; nil means the global providers,
+// looked up at each use, and slog.Default()), and each exported operation
+// of a pattern that talks to storage is a span named <package>.<Verb>
+// (secondaryindex.Insert, eventual.Commit, logtail.Latest, ...) with these
+// attributes:
+//
+//	tablekit.table        the table's name
+//	tablekit.partition    the PartitionKey (RowKeys are never recorded:
+//	                      they often hold personal data, an email or a
+//	                      name; error texts name keys as the errors do)
+//	tablekit.round_trips  the requests sent, counted by the retry policy
+//	                      (retry.Policy.ApplyTo, installed by ClientOptions
+//	                      and every client tablekit builds); absent for
+//	                      clients without it
+//	tablekit.retries      the resends among them (transient failures, and
+//	                      conflicts a read-modify-write retried)
+//	tablekit.outcome      a write's outcome: applied, not_applied, unknown,
+//	                      or verified (a lost response settled by a read)
+//
+// An error is recorded as the span's status and an exception event, its
+// text redacted (no shared access signature, no account key; this
+// package's and the patterns' errors never hold a property's value). This
+// package's own operations (Insert, Upsert, Update, Delete, Get, Modify,
+// Submit, each query page) make a span only when their context already
+// carries a recording span (a pattern's, or the application's), as its
+// child in that span's provider; otherwise they allocate nothing for
+// telemetry, so point reads and writes, bulk loads and scans cost what they
+// cost untraced. Below a traced operation each request is a child span
+// ("HTTP GET", with azcore's attributes and the URL without its query
+// string), for table, queue and blob clients alike: the operation's context
+// carries azcore's tracer to the client's pipeline. An SDK method you call
+// under a span of your own is traced when its client has TracingProvider,
+// which ClientOptions, NewServiceClient* and tabletest's Scratch* install;
+// add it to a client of your own with
+//
+//	opts.TracingProvider = table.TracingProvider()
+//
+// Metrics (the meter provider's; the global one for this package's own
+// operations): tablekit.writes (by tablekit.operation and
+// tablekit.outcome), tablekit.retries (by operation) and tablekit.throttled
+// (429, 503 and 500 answers, by operation and http.response.status_code),
+// plus package eventual's worker metrics (see there). Metric attributes
+// never include tables or keys. Retries and throttling answers are counted
+// per operation that counts its requests: every pattern operation, and
+// this package's own when traced; an untraced core operation called
+// directly counts only its write's outcome (counting its requests would
+// cost it an allocation). Log records (the Telemetry's Logger): a
+// debug record per operation with the span's attributes, a warning when
+// it needed retries; eventual's worker logs its events.
+//
 // # Performance
 //
 // The codec reflects over T once; encoding writes JSON straight into a

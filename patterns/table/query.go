@@ -13,6 +13,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/obs"
 )
 
 // MaxPageSize is the most entities the service returns in one page.
@@ -236,6 +237,14 @@ const MaxQueryLength = 8 << 10
 // stored keys. When at says Limit has been reached it returns the empty
 // last page without a round trip.
 func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool) (Page[T], [][3]string, error) {
+	ctx, sp := obs.Child(ctx, opQuery, t.name, "")
+	p, ks, err := t.fetchPage(ctx, q, at, wantKeys)
+	sp.End(err)
+	return p, ks, err
+}
+
+// fetchPage is fetch, untraced.
+func (t *Table[T]) fetchPage(ctx context.Context, q *Query, at Cursor, wantKeys bool) (Page[T], [][3]string, error) {
 	var p Page[T]
 	opts, pos, err := t.listOptions(q, at)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -306,7 +307,9 @@ func release(bp *[]byte) {
 // lost and the retry policy's resend answers 409, one read tells whether the
 // entity is the one this Insert wrote (success, Result.Verified) or another
 // writer's; see the package documentation's outcome table.
-func (t *Table[T]) Insert(ctx context.Context, v T) (Result, error) {
+func (t *Table[T]) Insert(ctx context.Context, v T) (res Result, err error) {
+	ctx, sp := obs.Child(ctx, opInsert, t.name, "")
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	e, bp, err := t.encode("insert", &v, Mode{})
 	if err != nil {
 		return Result{}, err
@@ -325,7 +328,9 @@ func (t *Table[T]) Insert(ctx context.Context, v T) (Result, error) {
 // InsertOrReplace). The service has no conditional upsert; use Update with
 // an ETag for that. One round trip. An upsert is idempotent: resent after a
 // lost response, it succeeds.
-func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (Result, error) {
+func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (res Result, err error) {
+	ctx, sp := obs.Child(ctx, opUpsert, t.name, "")
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	mode = t.writeMode(&v, mode)
 	kind, err := txType("upsert", mode)
 	if err != nil {
@@ -351,7 +356,9 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (Result, error) {
 // retry.RetryOn412 never applies a change twice. Pass v with the Meta read
 // with etag (T embeds Meta) for exact verification; without it a lost
 // response may end in ErrOutcomeUnknown.
-func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode Mode) (Result, error) {
+func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode Mode) (res Result, err error) {
+	ctx, sp := obs.Child(ctx, opUpdate, t.name, "")
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	return t.update(ctx, "update", &v, etag, mode, t.prevWrites(&v, etag))
 }
 
@@ -401,7 +408,9 @@ func (t *Table[T]) prevWrites(v *T, etag azcore.ETag) string {
 // When a response is lost and the resend answers 404, the delete may have
 // been the one that removed the entity: the error is then ErrOutcomeUnknown
 // (and still ErrNotFound, for callers to whom either means "gone").
-func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
+func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) (err error) {
+	ctx, sp := obs.Child(ctx, opDelete, t.name, partitionKey)
+	defer func() { sp.EndWrite(err, false) }()
 	if etag == "" {
 		return &Error{Op: "delete", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: ErrNoETag}
 	}
@@ -409,13 +418,14 @@ func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 		return err
 	}
 	w := write{kind: aztables.TransactionTypeDelete, pk: partitionKey, rk: rowKey, etag: etag}
-	_, err := t.write(ctx, "delete", w, encoded{pk: partitionKey, rk: rowKey}, etag)
+	_, err = t.write(ctx, "delete", w, encoded{pk: partitionKey, rk: rowKey}, etag)
 	return err
 }
 
 // write sends one write and settles its outcome (see settle). A context
 // that ended before anything was sent is a definite failure.
 func (t *Table[T]) write(ctx context.Context, op string, w write, e encoded, etag azcore.ETag) (Result, error) {
+	obs.SetPartition(ctx, w.pk)
 	if err := ctx.Err(); err != nil {
 		return Result{}, &Error{Op: op, Table: t.name, PartitionKey: w.pk, RowKey: w.rk, Err: err}
 	}
@@ -461,7 +471,9 @@ type GetOptions struct {
 
 // Get reads one entity: a point query, one round trip. ErrNotFound when it
 // does not exist. With Select, only those properties are transferred.
-func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *GetOptions) (Entity[T], error) {
+func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *GetOptions) (_ Entity[T], err error) {
+	ctx, sp := obs.Child(ctx, opGet, t.name, partitionKey)
+	defer func() { sp.End(err) }()
 	if err := t.checkKeys("get", partitionKey, rowKey); err != nil {
 		return Entity[T]{}, err
 	}
@@ -569,9 +581,11 @@ type ModifyOptions struct {
 // a change is never applied twice; when that cannot be settled Modify
 // returns ErrOutcomeUnknown and does not call fn again. ErrNotFound when
 // the entity does not exist.
-func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *ModifyOptions) (Entity[T], error) {
+func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *ModifyOptions) (_ Entity[T], err error) {
+	ctx, sp := obs.Child(ctx, opModify, t.name, partitionKey)
 	var v T
 	var res Result
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if err := t.checkKeys("modify", partitionKey, rowKey); err != nil {
 		return Entity[T]{}, err
 	}
@@ -593,7 +607,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 	p.Retryable = func(err error) bool {
 		return !errors.Is(err, ErrOutcomeUnknown) && retryable(err)
 	}
-	err := p.Do(ctx, func(ctx context.Context) error {
+	err = p.Do(ctx, func(ctx context.Context) error {
 		cur, etag, writes, upgraded, err := t.get(ctx, "modify", partitionKey, rowKey, true)
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -20,10 +21,10 @@ import (
 var scratchSeq atomic.Uint64
 
 // ScratchTable creates a table with a fresh name that starts with prefix
-// (a letter, then up to 40 letters and digits) in the account ConnectionString names, and returns
-// a client of it (with retry.Default in place of azcore's retry) and a
-// function that deletes it. It is the set-up of a runnable example, and of
-// a test outside testing.T's reach:
+// (a letter, then up to 40 letters and digits) in the account
+// ConnectionString names, and returns a client of it (ScratchService's
+// options) and a function that deletes it. It is the set-up of a runnable
+// example, and of a test outside testing.T's reach:
 //
 //	logins, cleanup, err := tabletest.ScratchTable(ctx, "logins")
 //	if err != nil {
@@ -46,7 +47,9 @@ func ScratchTable(ctx context.Context, prefix string) (c *aztables.Client, clean
 }
 
 // ScratchService returns a table service client of the account
-// ConnectionString names, with retry.Default in place of azcore's retry.
+// ConnectionString names, with retry.Default in place of azcore's retry
+// and spans of the requests made under a recording span (as
+// table.ClientOptions).
 func ScratchService() (*aztables.ServiceClient, error) {
 	cs, err := ConnectionString()
 	if err != nil {
@@ -54,13 +57,15 @@ func ScratchService() (*aztables.ServiceClient, error) {
 	}
 	o := &aztables.ClientOptions{}
 	retry.Default.ApplyTo(&o.ClientOptions)
+	o.TracingProvider = obs.TracingProvider()
 	return aztables.NewServiceClientFromConnectionString(cs, o)
 }
 
 // ScratchQueue creates a queue with a fresh name that starts with prefix
 // (lower-case letters and digits) in the account ConnectionString names,
-// and returns a client of it and a function that deletes it: the set-up of
-// a runnable example that needs a queue.
+// and returns a client of it (retry.Default, spans as ScratchService's)
+// and a function that deletes it: the set-up of a runnable example that
+// needs a queue.
 func ScratchQueue(ctx context.Context, prefix string) (q *azqueue.QueueClient, cleanup func(), err error) {
 	cs, err := ConnectionString()
 	if err != nil {
@@ -68,6 +73,7 @@ func ScratchQueue(ctx context.Context, prefix string) (q *azqueue.QueueClient, c
 	}
 	o := &azqueue.ClientOptions{}
 	retry.Default.ApplyTo(&o.ClientOptions)
+	o.TracingProvider = obs.TracingProvider()
 	svc, err := azqueue.NewServiceClientFromConnectionString(cs, o)
 	if err != nil {
 		return nil, nil, err
@@ -81,8 +87,9 @@ func ScratchQueue(ctx context.Context, prefix string) (q *azqueue.QueueClient, c
 
 // ScratchContainer creates a blob container with a fresh name that starts
 // with prefix (lower-case letters and digits) in the account
-// ConnectionString names, and returns a client of it and a function that
-// deletes it: the set-up of a runnable example that needs blobs.
+// ConnectionString names, and returns a client of it (retry.Default, spans
+// as ScratchService's) and a function that deletes it: the set-up of a
+// runnable example that needs blobs.
 func ScratchContainer(ctx context.Context, prefix string) (c *container.Client, cleanup func(), err error) {
 	cs, err := ConnectionString()
 	if err != nil {
@@ -90,6 +97,7 @@ func ScratchContainer(ctx context.Context, prefix string) (c *container.Client, 
 	}
 	o := &azblob.ClientOptions{}
 	retry.Default.ApplyTo(&o.ClientOptions)
+	o.TracingProvider = obs.TracingProvider()
 	svc, err := azblob.NewClientFromConnectionString(cs, o)
 	if err != nil {
 		return nil, nil, err

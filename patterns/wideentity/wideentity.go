@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -71,6 +72,10 @@ type Options[T any] struct {
 	// Retry is the policy for Modify's conflicts and for the re-reads of a
 	// read that saw rows of two versions. Default: retry.Default.
 	Retry *retry.Policy
+	// Telemetry receives the spans, metrics and log records of the
+	// Store's operations. Default (nil): the global OpenTelemetry
+	// providers and slog.Default().
+	Telemetry *table.Telemetry
 }
 
 // Store is the guide's wide entity pattern over a table: logical entities
@@ -86,6 +91,7 @@ type Store[T any] struct {
 	retry    retry.Policy
 	bag      bool // T is table.Dynamic
 	pageSize int  // rows per page of a read; 0 for the service's maximum (tests set it)
+	obs      *obs.Obs
 }
 
 // New returns a Store of entities of type T in tbl's table (required; a
@@ -111,7 +117,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	case o.Parts < 1 || o.Parts > maxParts(tbl):
 		return nil, fmt.Errorf("%w: Parts %d outside 1..%d", ErrInvalid, o.Parts, maxParts(tbl))
 	}
-	s := &Store[T]{tbl: reserved.Properties(tbl), parts: o.Parts, retry: retry.Default}
+	s := &Store[T]{tbl: reserved.Properties(tbl), parts: o.Parts, retry: retry.Default, obs: obs.New((*obs.Config)(o.Telemetry))}
 	s.keys, s.keysErr = table.KeyFunc(o.Keys)
 	if o.Retry != nil {
 		s.retry = *o.Retry
@@ -363,7 +369,9 @@ func (s *Store[T]) partsOf(h table.Dynamic) (int, error) {
 // trip. ErrAlreadyExists when the entity exists (in any layout). A lost
 // response is settled by the table package's verification (the insert is
 // reported applied, Verified, never written twice).
-func (s *Store[T]) Insert(ctx context.Context, v T) (table.Result, error) {
+func (s *Store[T]) Insert(ctx context.Context, v T) (res table.Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opInsert, s.tbl.Name(), s.partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	pk, rk, err := s.keysOf("insert", &v)
 	if err != nil {
 		return table.Result{}, err
@@ -408,7 +416,9 @@ func (s *Store[T]) Insert(ctx context.Context, v T) (table.Result, error) {
 // (after one more read, which tells a missing entity from one stored with
 // another Parts: that one is written in its stored layout by a merge, and
 // moved to the configured layout by a Replace, two round trips more).
-func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Result, error) {
+func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (res table.Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opUpdate, s.tbl.Name(), s.partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	pk, rk, err := s.keysOf("update", &v)
 	if err != nil {
 		return table.Result{}, err
@@ -485,14 +495,17 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 // read) when it does not exist. As with table.Delete, a delete whose
 // response was lost leaves nothing to read: its error is then
 // ErrOutcomeUnknown, which also matches ErrNotFound.
-func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) error {
+func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) (err error) {
+	ctx, sp := s.obs.Start(ctx, opDelete, s.tbl.Name(), pk)
+	var res table.Result
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	if err := s.checkKeys("delete", pk, rk); err != nil {
 		return err
 	}
 	if etag == "" {
 		return fmt.Errorf("wideentity: delete (%q, %q): %w: %w", pk, rk, ErrInvalid, table.ErrNoETag)
 	}
-	_, err := s.write(ctx, "delete", pk, rk, etag, func(cur stored) ([]table.Op, error) {
+	res, err = s.write(ctx, "delete", pk, rk, etag, func(cur stored) ([]table.Op, error) {
 		ops := []table.Op{table.DeleteOp(pk, headerKey(rk), cur.etag)}
 		for k := range cur.parts {
 			ops = append(ops, table.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
@@ -508,14 +521,16 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 // must form one version: a read that saw two (possible only across pages)
 // reads again, per Options.Retry, and ends in ErrInconsistent if it keeps
 // seeing two.
-func (s *Store[T]) Get(ctx context.Context, pk, rk string) (Entity[T], error) {
+func (s *Store[T]) Get(ctx context.Context, pk, rk string) (_ Entity[T], err error) {
+	ctx, sp := s.obs.Start(ctx, opGet, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	if err := s.checkKeys("get", pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
 	var e Entity[T]
 	p := s.retry
 	p.Retryable = func(err error) bool { return errors.Is(err, ErrInconsistent) }
-	err := p.Do(ctx, func(ctx context.Context) error {
+	err = p.Do(ctx, func(ctx context.Context) error {
 		var err error
 		e, _, err = s.read(ctx, pk, rk)
 		return err
@@ -615,7 +630,10 @@ func (s *Store[T]) read(ctx context.Context, pk, rk string) (Entity[T], stored, 
 // nothing. A lost response is settled exactly from the header's write
 // history, so fn's change is never applied twice; when that cannot be
 // settled Modify returns ErrOutcomeUnknown and does not call fn again.
-func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error) (Entity[T], error) {
+func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error) (_ Entity[T], err error) {
+	ctx, sp := s.obs.Start(ctx, opModify, s.tbl.Name(), pk)
+	var verified bool
+	defer func() { sp.EndWrite(err, verified) }()
 	if err := s.modifiable(pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
@@ -624,7 +642,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 	p.Retryable = func(err error) bool {
 		return retry.RetryOn412(err) || errors.Is(err, ErrInconsistent)
 	}
-	err := p.Do(ctx, func(ctx context.Context) error {
+	err = p.Do(ctx, func(ctx context.Context) error {
 		e, cur, err := s.read(ctx, pk, rk)
 		if err != nil {
 			return err
@@ -643,6 +661,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		if err != nil {
 			return err
 		}
+		verified = res.Verified
 		e.ETag, e.Parts = res.ETag, s.parts
 		out = e
 		return nil
@@ -663,4 +682,23 @@ func (s *Store[T]) modifiable(pk, rk string) error {
 		return fmt.Errorf("wideentity: modify: %w", table.MarkInvalid(ErrInvalid, s.keysErr))
 	}
 	return nil
+}
+
+// The operations of this package, for telemetry.
+var (
+	opInsert = obs.Write("wideentity.Insert")
+	opUpdate = obs.Write("wideentity.Update")
+	opDelete = obs.Write("wideentity.Delete")
+	opModify = obs.Write("wideentity.Modify")
+	opGet    = obs.Read("wideentity.Get")
+)
+
+// partitionOf is v's logical PartitionKey, for a span ("" when the Store
+// cannot give it).
+func (s *Store[T]) partitionOf(v *T) string {
+	if s.keys == nil {
+		return ""
+	}
+	pk, _ := s.keys(v)
+	return pk
 }
