@@ -373,7 +373,9 @@ func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (_ Entry[T], err err
 // never split between pages, so a page may hold a few more than n. 1
 // round trip per partition read (Concurrency at a time) when the service
 // returns full pages.
-func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, n int, cursor table.Cursor) (table.Page[Entry[T]], error) {
+func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, n int, cursor table.Cursor) (_ table.Page[Entry[T]], err error) {
+	ctx, sp := s.obs.Start(ctx, opRangePage, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	var page table.Page[Entry[T]]
 	if n < 1 || n > table.MaxPageSize {
 		return page, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, table.MaxPageSize)
@@ -463,10 +465,11 @@ func (s *Spread[T]) rangeOf(ctx context.Context, pk, from, to string) iter.Seq2[
 
 // The operations of this package, for telemetry.
 var (
-	opInsert = obs.Write("buckets.Insert")
-	opUpsert = obs.Write("buckets.Upsert")
-	opGet    = obs.Read("buckets.Get")
-	opRange  = obs.Read("buckets.Range")
+	opInsert    = obs.Write("buckets.Insert")
+	opUpsert    = obs.Write("buckets.Upsert")
+	opGet       = obs.Read("buckets.Get")
+	opRange     = obs.Read("buckets.Range")
+	opRangePage = obs.Read("buckets.RangePage")
 )
 
 // partitionOf is v's logical PartitionKey, for a span ("" when the table

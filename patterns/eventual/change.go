@@ -27,7 +27,9 @@ import (
 // failed transaction is the change's own explanation (Change.Explain)
 // when it has one. Like Commit's, an ErrCommitWindow means nothing
 // applied: make the changes again, with new Drafts.
-func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.Change) (CommitResult, error) {
+func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.Change) (res CommitResult, err error) {
+	ctx, sp := q.obs.Start(ctx, opApply, commitTable(q, c), "")
+	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
 	if c == nil {
 		return CommitResult{}, fmt.Errorf("%w: Apply needs a table client", ErrInvalid)
 	}
@@ -64,7 +66,7 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 	if !j.NotAfter.IsZero() && !time.Now().Before(j.NotAfter) {
 		return CommitResult{}, fmt.Errorf("eventual: %w: the NotAfter of %s passed before anything was sent", table.ErrNotApplied, j.By)
 	}
-	res, err := q.commit(ctx, c, j.Ops, j.NotAfter, drafts)
+	res, err = q.commit(ctx, c, j.Ops, j.NotAfter, drafts)
 	return res, j.Explained(err)
 }
 

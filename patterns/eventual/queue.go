@@ -545,6 +545,7 @@ func ptr[V any](v V) *V { return &v }
 var (
 	opEnqueue  = obs.Write("eventual.Enqueue")
 	opCommit   = obs.Write("eventual.Commit")
+	opApply    = obs.Write("eventual.Apply")
 	opSweep    = obs.Write("eventual.Sweep")
 	opPending  = obs.Read("eventual.Pending")
 	opPoisoned = obs.Read("eventual.Poisoned")

@@ -26,7 +26,9 @@ var ErrChanged = errors.New("largeentity: a blob the entity pointed at is gone: 
 // with a NotAfter half of Grace after the uploads began. Nothing points
 // at the blobs until the transaction applies: if it does not, they are
 // orphans that Sweep deletes (the entity never points at a missing blob).
-func (s *Store[T]) InsertOps(ctx context.Context, v T) (table.Change, error) {
+func (s *Store[T]) InsertOps(ctx context.Context, v T) (_ table.Change, err error) {
+	ctx, sp := s.obs.Start(ctx, opInsertOps, s.tbl.Name(), s.partitionOf(&v))
+	defer func() { sp.End(err) }()
 	pk, rk, err := s.keysOf("insert", &v)
 	if err != nil {
 		return table.Change{}, err
@@ -43,7 +45,9 @@ func (s *Store[T]) InsertOps(ctx context.Context, v T) (table.Change, error) {
 // ETag is etag (azcore.ETagAny: any version; empty: [table.ErrNoETag]),
 // with a NotAfter as InsertOps'. The replaced version's blobs, and the
 // new ones if the transaction does not apply, are left to Sweep.
-func (s *Store[T]) UpdateOps(ctx context.Context, v T, etag azcore.ETag) (table.Change, error) {
+func (s *Store[T]) UpdateOps(ctx context.Context, v T, etag azcore.ETag) (_ table.Change, err error) {
+	ctx, sp := s.obs.Start(ctx, opUpdateOps, s.tbl.Name(), s.partitionOf(&v))
+	defer func() { sp.End(err) }()
 	if etag == "" {
 		return table.Change{}, fmt.Errorf("largeentity: update: %w: %w", ErrInvalid, table.ErrNoETag)
 	}
@@ -145,7 +149,9 @@ type PrepareOptions struct {
 // Send the write before Prepared.NotAfter, conditioned on the version
 // whose blobs are opts.Current; if it does not apply, Discard the blobs
 // (or leave them to Sweep).
-func (s *Store[T]) Prepare(ctx context.Context, v T, pk, rk string, opts *PrepareOptions) (Prepared, error) {
+func (s *Store[T]) Prepare(ctx context.Context, v T, pk, rk string, opts *PrepareOptions) (_ Prepared, err error) {
+	ctx, sp := s.obs.Start(ctx, opPrepare, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	if err := checkKeys("prepare", pk, rk); err != nil {
 		return Prepared{}, err
 	}
@@ -190,7 +196,9 @@ func (s *Store[T]) Pointers(row *table.Dynamic) ([]Blob, error) {
 // parallel (Concurrency at a time), each checked against its pointer's
 // size and SHA-256 (ErrCorrupt otherwise). A blob gone because the entity
 // changed since it was read is ErrChanged: read the entity again.
-func (s *Store[T]) Fetch(ctx context.Context, v *T, blobs []Blob) error {
+func (s *Store[T]) Fetch(ctx context.Context, v *T, blobs []Blob) (err error) {
+	ctx, sp := s.obs.Start(ctx, opFetch, s.tbl.Name(), "")
+	defer func() { sp.End(err) }()
 	rv := reflect.ValueOf(v).Elem()
 	i := 0
 	for b, err := range prefetch.Map(ctx, prefetch.Slice(blobs), s.conc, s.fetch) {

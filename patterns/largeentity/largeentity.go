@@ -477,13 +477,20 @@ func decodeKey(k string) (string, bool) {
 
 // The operations of this package, for telemetry.
 var (
-	opInsert = obs.Write("largeentity.Insert")
-	opUpdate = obs.Write("largeentity.Update")
-	opModify = obs.Write("largeentity.Modify")
-	opDelete = obs.Write("largeentity.Delete")
-	opSweep  = obs.Write("largeentity.Sweep")
-	opGet    = obs.Read("largeentity.Get")
-	opRange  = obs.Read("largeentity.Range")
+	opInsert    = obs.Write("largeentity.Insert")
+	opUpdate    = obs.Write("largeentity.Update")
+	opModify    = obs.Write("largeentity.Modify")
+	opDelete    = obs.Write("largeentity.Delete")
+	opSweep     = obs.Write("largeentity.Sweep")
+	opGet       = obs.Read("largeentity.Get")
+	opRange     = obs.Read("largeentity.Range")
+	opRangePage = obs.Read("largeentity.RangePage")
+	// The ...Ops and Prepare write no entity (the change's transaction
+	// does, where it is applied): their spans have no outcome.
+	opInsertOps = obs.Read("largeentity.InsertOps")
+	opUpdateOps = obs.Read("largeentity.UpdateOps")
+	opPrepare   = obs.Read("largeentity.Prepare")
+	opFetch     = obs.Read("largeentity.Fetch")
 )
 
 // partitionOf is v's PartitionKey, for a span ("" when the Store cannot

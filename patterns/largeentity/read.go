@@ -253,7 +253,9 @@ func (s *Store[T]) rangeOf(ctx context.Context, pk, from, to string, opts *GetOp
 // for the page (up to opts.PageSize entities, 1,000 by default), + 1 read
 // per offloaded value, Concurrency at a time. A page may be short, or
 // empty, with a Next.
-func (s *Store[T]) RangePage(ctx context.Context, pk, from, to string, cursor table.Cursor, opts *GetOptions) (table.Page[Entity[T]], error) {
+func (s *Store[T]) RangePage(ctx context.Context, pk, from, to string, cursor table.Cursor, opts *GetOptions) (_ table.Page[Entity[T]], err error) {
+	ctx, sp := s.obs.Start(ctx, opRangePage, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	q, err := s.rangeQuery(pk, from, to, cursor, opts)
 	if err != nil {
 		return table.Page[Entity[T]]{}, err

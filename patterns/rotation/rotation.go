@@ -501,7 +501,9 @@ func (r *Tables[T]) rangeOf(ctx context.Context, from, to time.Time, q *table.Qu
 // with the cursor; Range takes a Limit). 1 listing of the periods + 1
 // round trip per period (Concurrency at a time) when the service returns
 // full pages.
-func (r *Tables[T]) RangePage(ctx context.Context, from, to time.Time, q *table.Query, cursor table.Cursor) (table.Page[table.Entity[T]], error) {
+func (r *Tables[T]) RangePage(ctx context.Context, from, to time.Time, q *table.Query, cursor table.Cursor) (_ table.Page[table.Entity[T]], err error) {
+	ctx, sp := r.obs.Start(ctx, opRangePage, "", "")
+	defer func() { sp.End(err) }()
 	var page table.Page[table.Entity[T]]
 	if !from.Before(to) {
 		return page, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to)
@@ -608,12 +610,13 @@ func (r *Tables[T]) Sweep(ctx context.Context, before time.Time) (out Swept, err
 
 // The operations of this package, for telemetry.
 var (
-	opPrepare = obs.Write("rotation.Prepare")
-	opInsert  = obs.Write("rotation.Insert")
-	opSubmit  = obs.Write("rotation.Submit")
-	opSweep   = obs.Write("rotation.Sweep")
-	opPeriods = obs.Read("rotation.Periods")
-	opRange   = obs.Read("rotation.Range")
+	opPrepare   = obs.Write("rotation.Prepare")
+	opInsert    = obs.Write("rotation.Insert")
+	opSubmit    = obs.Write("rotation.Submit")
+	opSweep     = obs.Write("rotation.Sweep")
+	opPeriods   = obs.Read("rotation.Periods")
+	opRange     = obs.Read("rotation.Range")
+	opRangePage = obs.Read("rotation.RangePage")
 )
 
 // partitionOf is v's PartitionKey, for a span ("" when T cannot give it).

@@ -129,7 +129,9 @@ func (s *Store[T]) rangeOf(ctx context.Context, pk, index string, from, to []str
 // and Select. 1 round trip for the page (up to opts.PageSize copies), +
 // the fetches (KeysOnly, or Fetch: 1 per entity, in parallel). A page may
 // be short, or empty, with a Next.
-func (s *Store[T]) RangePage(ctx context.Context, pk, index string, from, to []string, cursor table.Cursor, opts *LookupOptions) (table.Page[Entity[T]], error) {
+func (s *Store[T]) RangePage(ctx context.Context, pk, index string, from, to []string, cursor table.Cursor, opts *LookupOptions) (_ table.Page[Entity[T]], err error) {
+	ctx, sp := s.obs.Start(ctx, opRangePage, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	ix, q, err := s.rangeQuery(pk, index, from, to, cursor, opts)
 	if err != nil {
 		return table.Page[Entity[T]]{}, err
@@ -256,16 +258,31 @@ type ListOptions struct {
 // "empid!..." key), the primary's ETag, the value with its large values
 // (Options.Large, read in parallel ahead of the loop, Concurrency at a
 // time; only those selected with opts.Select). 1 range query per page of
-// up to opts.PageSize entities, + 1 read per large value. Other rows of
-// the partition (copies, other Stores' and patterns' rows) are not read.
+// up to opts.PageSize entities, + 1 read per large value; on a service
+// whose queries return rows in no key order (Cosmos DB) the partition's
+// primaries are read whole and sorted before the first is returned. Other
+// rows of the partition (copies, other Stores' and patterns' rows) are
+// not read.
 func (s *Store[T]) List(ctx context.Context, pk string, opts *ListOptions) iter.Seq2[Entity[T], error] {
+	return obs.Seq2(s.obs, ctx, opList, s.tbl.Name(), pk, func(ctx context.Context) iter.Seq2[Entity[T], error] {
+		return s.list(ctx, pk, opts)
+	})
+}
+
+// list is List, without its span.
+func (s *Store[T]) list(ctx context.Context, pk string, opts *ListOptions) iter.Seq2[Entity[T], error] {
 	return func(yield func(Entity[T], error) bool) {
 		q, conc, err := s.listQuery(pk, "", opts)
 		if err != nil {
 			yield(Entity[T]{}, err)
 			return
 		}
-		for e, err := range prefetch.Map(ctx, s.tbl.Query(ctx, q), conc, s.listed(q.Select)) {
+		// In id order on every service: an ordered fan-out of one query
+		// streams pages on Table Storage and, on a service without key
+		// order (Cosmos DB), reads the partition's primaries whole and
+		// sorts them first.
+		rows := s.tbl.FanOut(ctx, []*table.Query{q}, &table.FanOutOptions{Ordered: true})
+		for e, err := range prefetch.Map(ctx, rows, conc, s.listed(q.Select)) {
 			if err != nil {
 				yield(Entity[T]{}, err)
 				return
@@ -283,7 +300,9 @@ func (s *Store[T]) List(ctx context.Context, pk string, opts *ListOptions) iter.
 // another process, with the same pk and Select. 1 round trip for the page
 // (up to opts.PageSize entities), + 1 read per large value, Concurrency at
 // a time. A page may be short, or empty, with a Next.
-func (s *Store[T]) ListPage(ctx context.Context, pk string, cursor table.Cursor, opts *ListOptions) (table.Page[Entity[T]], error) {
+func (s *Store[T]) ListPage(ctx context.Context, pk string, cursor table.Cursor, opts *ListOptions) (_ table.Page[Entity[T]], err error) {
+	ctx, sp := s.obs.Start(ctx, opListPage, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	q, conc, err := s.listQuery(pk, cursor, opts)
 	if err != nil {
 		return table.Page[Entity[T]]{}, err

@@ -570,17 +570,26 @@ func (s *Store[T]) indexNamed(name string) (*Index[T], error) {
 
 // The operations of this package, for telemetry.
 var (
-	opInsert  = obs.Write("secondaryindex.Insert")
-	opUpdate  = obs.Write("secondaryindex.Update")
-	opModify  = obs.Write("secondaryindex.Modify")
-	opDelete  = obs.Write("secondaryindex.Delete")
-	opRebuild = obs.Write("secondaryindex.Rebuild")
-	opGet     = obs.Read("secondaryindex.Get")
-	opLookup  = obs.Read("secondaryindex.Lookup")
-	opFind    = obs.Read("secondaryindex.Find")
-	opRange   = obs.Read("secondaryindex.Range")
-	opVerify  = obs.Read("secondaryindex.Verify")
-	opCheck   = obs.Read("secondaryindex.Check")
+	opInsert    = obs.Write("secondaryindex.Insert")
+	opUpdate    = obs.Write("secondaryindex.Update")
+	opModify    = obs.Write("secondaryindex.Modify")
+	opDelete    = obs.Write("secondaryindex.Delete")
+	opRebuild   = obs.Write("secondaryindex.Rebuild")
+	opGet       = obs.Read("secondaryindex.Get")
+	opList      = obs.Read("secondaryindex.List")
+	opListPage  = obs.Read("secondaryindex.ListPage")
+	opRangePage = obs.Read("secondaryindex.RangePage")
+	// The ...Ops write nothing to the table (the change's transaction
+	// does, where it is applied): their spans have no outcome.
+	opInsertOps = obs.Read("secondaryindex.InsertOps")
+	opUpdateOps = obs.Read("secondaryindex.UpdateOps")
+	opModifyOps = obs.Read("secondaryindex.ModifyOps")
+	opDeleteOps = obs.Read("secondaryindex.DeleteOps")
+	opLookup    = obs.Read("secondaryindex.Lookup")
+	opFind      = obs.Read("secondaryindex.Find")
+	opRange     = obs.Read("secondaryindex.Range")
+	opVerify    = obs.Read("secondaryindex.Verify")
+	opCheck     = obs.Read("secondaryindex.Check")
 )
 
 // partitionOf is v's PartitionKey, for a span ("" when T cannot give it).

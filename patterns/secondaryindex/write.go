@@ -267,7 +267,9 @@ func (s *Store[T]) Insert(ctx context.Context, v T) (_ table.Result, err error) 
 // ErrDuplicate. Nothing is written to the table until the change is
 // applied; a change never applied leaves its large values to the Large
 // Store's Sweep.
-func (s *Store[T]) InsertOps(ctx context.Context, v T) (table.Change, error) {
+func (s *Store[T]) InsertOps(ctx context.Context, v T) (_ table.Change, err error) {
+	ctx, sp := s.obs.Start(ctx, opInsertOps, s.tbl.Name(), partitionOf(&v))
+	defer func() { sp.End(err) }()
 	b, err := s.insert(ctx, v)
 	if err != nil {
 		return table.Change{}, err
@@ -376,7 +378,9 @@ func (s *Store[T]) updateKeys(v T, etag azcore.ETag) (entry, error) {
 // write in between fails the transaction with
 // [table.ErrPreconditionFailed]: make the change again. A copy of the
 // version read found missing fails it with ErrDrift.
-func (s *Store[T]) UpdateOps(ctx context.Context, v T, etag azcore.ETag) (table.Change, error) {
+func (s *Store[T]) UpdateOps(ctx context.Context, v T, etag azcore.ETag) (_ table.Change, err error) {
+	ctx, sp := s.obs.Start(ctx, opUpdateOps, s.tbl.Name(), partitionOf(&v))
+	defer func() { sp.End(err) }()
 	e, err := s.updateKeys(v, etag)
 	if err != nil {
 		return table.Change{}, err
@@ -418,7 +422,9 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 // write conditioned on the ETag read; large values as for Modify. A write
 // in between fails the transaction with [table.ErrPreconditionFailed]:
 // make the change again.
-func (s *Store[T]) ModifyOps(ctx context.Context, pk, rk string, fn func(v *T) error) (table.Change, error) {
+func (s *Store[T]) ModifyOps(ctx context.Context, pk, rk string, fn func(v *T) error) (_ table.Change, err error) {
+	ctx, sp := s.obs.Start(ctx, opModifyOps, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	if err := s.checkKeys(pk, rk); err != nil {
 		return table.Change{}, err
 	}
@@ -461,7 +467,9 @@ func (s *Store[T]) deleteKeys(pk, rk string, etag azcore.ETag) error {
 // DeleteOps is Delete as a [table.Change] (see InsertOps and UpdateOps):
 // it reads the primary (1 round trip) and returns its delete conditioned
 // on the ETag read, with its copies' deletes and intent.
-func (s *Store[T]) DeleteOps(ctx context.Context, pk, rk string, etag azcore.ETag) (table.Change, error) {
+func (s *Store[T]) DeleteOps(ctx context.Context, pk, rk string, etag azcore.ETag) (_ table.Change, err error) {
+	ctx, sp := s.obs.Start(ctx, opDeleteOps, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
 	if err := s.deleteKeys(pk, rk, etag); err != nil {
 		return table.Change{}, err
 	}
