@@ -63,15 +63,18 @@ func (s *Store[T]) UpdateOps(ctx context.Context, v T, etag azcore.ETag) (_ tabl
 }
 
 // DeleteOps is Delete as a [table.Change]: the entity's delete if its
-// ETag is etag (azcore.ETagAny: any version). Nothing is read, so the
-// blobs it points at are left to Sweep; an error (keys, an empty etag) is
-// the op's, reported by table.Join.
-func (s *Store[T]) DeleteOps(pk, rk string, etag azcore.ETag) table.Change {
-	op := s.tbl.DeleteOp(pk, rk, etag)
+// ETag is etag (azcore.ETagAny: any version). Nothing is sent (ctx is for
+// the shape every ...Ops shares), so the blobs it points at are left to
+// Sweep. Invalid keys or an empty etag ([table.ErrNoETag]) are ErrInvalid.
+func (s *Store[T]) DeleteOps(ctx context.Context, pk, rk string, etag azcore.ETag) (table.Change, error) {
 	if err := checkKeys("delete", pk, rk); err != nil {
-		op = table.FailedOp(err)
+		return table.Change{}, err
 	}
-	return table.Change{By: s.by(), Ops: []table.Op{op}}
+	op := s.tbl.DeleteOp(pk, rk, etag)
+	if err := op.Err(); err != nil {
+		return table.Change{}, fmt.Errorf("largeentity: delete: %w", table.MarkInvalid(ErrInvalid, err))
+	}
+	return table.Change{By: s.by(), Ops: []table.Op{op}}, nil
 }
 
 func (s *Store[T]) by() string { return fmt.Sprintf("largeentity %q", s.prefix) }

@@ -106,10 +106,14 @@ func TestUpdateAndDeleteOps(t *testing.T) {
 	if err != nil || got.Value.Name != "Jo" || !bytes.Equal(got.Value.Photo, photo(100<<10, 2)) {
 		t.Fatalf("after UpdateOps: %v", err)
 	}
-	if err := s.DeleteOps("Sales", "1", azcore.ETag("")).Ops[0].Err(); !errors.Is(err, table.ErrNoETag) {
+	if _, err := s.DeleteOps(ctx, "Sales", "1", azcore.ETag("")); !errors.Is(err, table.ErrNoETag) || !errors.Is(err, largeentity.ErrInvalid) {
 		t.Fatalf("DeleteOps without an ETag: %v", err)
 	}
-	if _, err := table.Apply(ctx, f.tbl.Client(), s.DeleteOps("Sales", "1", ar.Ops[0].ETag)); err != nil {
+	del, err := s.DeleteOps(ctx, "Sales", "1", ar.Ops[0].ETag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Apply(ctx, f.tbl.Client(), del); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, "Sales", "1", nil); !errors.Is(err, table.ErrNotFound) {

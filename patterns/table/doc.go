@@ -85,7 +85,8 @@
 //	...Op     InsertOp(v), UpdateOp(v, etag[, mode]),               table, encryption (ctx first: keys),
 //	          UpsertOp(v[, mode]), DeleteOp(pk, rk, etag): Op       buckets
 //	...Ops    InsertOps(ctx, v), UpdateOps(ctx, v, etag),           secondaryindex (+ ModifyOps),
-//	          DeleteOps(...): (Change, error) (see Composing)       largeentity; logtail's AppendOp
+//	          DeleteOps(ctx, pk, rk, etag): (Change, error)         largeentity; logtail's AppendOp
+//	          (see Composing)
 //	Lookup    Lookup(ctx, pk, index, value..., opts) (E, error)     secondaryindex (unique values)
 //	Find      Find(ctx, pk, [index,] value...) iter.Seq2[E, error]  secondaryindex, indexentity, encryption
 //	Range     Range(ctx, scope..., from, to) iter.Seq2[E, error]    secondaryindex, largeentity, logtail,

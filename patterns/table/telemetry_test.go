@@ -126,6 +126,9 @@ table.Delete tablekit.table=T tablekit.partition=p tablekit.round_trips=1 tablek
 // recording span, point insert, point get, a 100-entity batch and a scan
 // allocate what they allocate on a client without any tracing provider.
 func TestUntracedCoreAllocatesNothingExtra(t *testing.T) {
+	if testrig.Race {
+		t.Skip("allocation counts vary under the race detector (sync.Pool drops items at random); make test runs this test without -race")
+	}
 	r := testrig.New(t)
 	ctx := context.Background()
 	// Not the rig's transport: it records every request, and its growing
