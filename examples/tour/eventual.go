@@ -88,15 +88,7 @@ func (t *tour) eventualArchive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	if err := w.Drain(ctx); err != nil {
-		return err
-	}
-	stop()
-	if err := <-done; err != nil {
+	if err := drained(ctx, w); err != nil {
 		return err
 	}
 	_, gone := t.employees.Get(ctx, "Sales", jun.ID, nil)
@@ -112,4 +104,18 @@ func (t *tour) eventualArchive(ctx context.Context) error {
 	}
 	t.say("pending intents: %d; a crash at any step would have been repaired by redelivery", len(pending))
 	return nil
+}
+
+// drained runs w until it has done every intent enqueued so far (Drain),
+// then stops it.
+func drained(ctx context.Context, w *eventual.Worker) error {
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	if err := w.Drain(ctx); err != nil {
+		return err
+	}
+	stop()
+	return <-done
 }

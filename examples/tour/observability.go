@@ -84,15 +84,7 @@ func (t *tour) observability(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	if err := w.Drain(ctx); err != nil {
-		return err
-	}
-	stop()
-	if err := <-done; err != nil {
+	if err := drained(ctx, w); err != nil {
 		return err
 	}
 	var found []string

@@ -305,47 +305,17 @@ func (t *Transport) query(req *http.Request) (*http.Response, error) {
 		// Cosmos DB's Timestamp is _ts: a filter on it matches nothing.
 		return t.page(req, pending{top: top, head: map[string]json.RawMessage{}, header: http.Header{"Content-Type": {"application/json;odata=minimalmetadata"}}})
 	}
-	all := pending{top: top}
 	q.Set("$top", "1000")
-	for {
-		r := req.Clone(req.Context())
-		r.URL = t.rewrite(req.URL)
-		r.URL.RawQuery = q.Encode()
-		r.Host = r.URL.Host
-		t.sign(r)
-		resp, err := t.next().Do(r)
-		if err != nil {
-			return nil, err
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body = io.NopCloser(bytes.NewReader(b))
-			return resp, nil
-		}
-		var obj map[string]json.RawMessage
-		var value []json.RawMessage
-		if err := json.Unmarshal(b, &obj); err != nil {
-			return nil, fmt.Errorf("cosmosim: query page: %w", err)
-		}
-		if err := json.Unmarshal(obj["value"], &value); err != nil {
-			return nil, fmt.Errorf("cosmosim: query page value: %w", err)
-		}
-		delete(obj, "value")
-		if all.head == nil {
-			all.head, all.header = obj, resp.Header.Clone()
-		}
-		all.entities = append(all.entities, value...)
-		npk, nrk := resp.Header.Get("x-ms-continuation-NextPartitionKey"), resp.Header.Get("x-ms-continuation-NextRowKey")
-		if npk == "" && nrk == "" {
-			break
-		}
+	all, resp, err := t.readAll(req, q, "query", func(h http.Header) bool {
+		npk, nrk := h.Get("x-ms-continuation-NextPartitionKey"), h.Get("x-ms-continuation-NextRowKey")
 		q.Set("NextPartitionKey", npk)
 		q.Set("NextRowKey", nrk)
+		return npk != "" || nrk != ""
+	})
+	if resp != nil || err != nil {
+		return resp, err
 	}
+	all.top = top
 	t.reorder(all.entities)
 	return t.page(req, all)
 }
@@ -405,9 +375,27 @@ func (t *Transport) throttled(req *http.Request) *http.Response {
 // read from the emulator, reversed or shuffled, in one page.
 func (t *Transport) tables(req *http.Request) (*http.Response, error) {
 	q := req.URL.Query()
-	var all []json.RawMessage
-	var head map[string]json.RawMessage
-	var header http.Header
+	all, resp, err := t.readAll(req, q, "tables", func(h http.Header) bool {
+		next := h.Get("x-ms-continuation-NextTableName")
+		q.Set("NextTableName", next)
+		return next != ""
+	})
+	if resp != nil || err != nil {
+		return resp, err
+	}
+	t.reorder(all.entities)
+	all.top = len(all.entities)
+	all.header.Del("x-ms-continuation-NextTableName")
+	return t.page(req, all)
+}
+
+// readAll reads every page of the listing req names, with query q, from
+// the emulator: the pages' values in one pending (not yet reordered), the
+// first page's other members and headers. more sets q for the next page
+// from a page's headers and reports whether there is one. A response that
+// is not 200 is returned as it is.
+func (t *Transport) readAll(req *http.Request, q url.Values, what string, more func(http.Header) bool) (pending, *http.Response, error) {
+	var all pending
 	for {
 		r := req.Clone(req.Context())
 		r.URL = t.rewrite(req.URL)
@@ -416,39 +404,34 @@ func (t *Transport) tables(req *http.Request) (*http.Response, error) {
 		t.sign(r)
 		resp, err := t.next().Do(r)
 		if err != nil {
-			return nil, err
+			return all, nil, err
 		}
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			return nil, err
+			return all, nil, err
 		}
 		if resp.StatusCode != http.StatusOK {
 			resp.Body = io.NopCloser(bytes.NewReader(b))
-			return resp, nil
+			return all, resp, nil
 		}
 		var obj map[string]json.RawMessage
 		var value []json.RawMessage
 		if err := json.Unmarshal(b, &obj); err != nil {
-			return nil, fmt.Errorf("cosmosim: tables page: %w", err)
+			return all, nil, fmt.Errorf("cosmosim: %s page: %w", what, err)
 		}
 		if err := json.Unmarshal(obj["value"], &value); err != nil {
-			return nil, fmt.Errorf("cosmosim: tables page value: %w", err)
+			return all, nil, fmt.Errorf("cosmosim: %s page value: %w", what, err)
 		}
 		delete(obj, "value")
-		if head == nil {
-			head, header = obj, resp.Header.Clone()
+		if all.head == nil {
+			all.head, all.header = obj, resp.Header.Clone()
 		}
-		all = append(all, value...)
-		next := resp.Header.Get("x-ms-continuation-NextTableName")
-		if next == "" {
-			break
+		all.entities = append(all.entities, value...)
+		if !more(resp.Header) {
+			return all, nil, nil
 		}
-		q.Set("NextTableName", next)
 	}
-	t.reorder(all)
-	header.Del("x-ms-continuation-NextTableName")
-	return t.page(req, pending{top: len(all), entities: all, head: head, header: header})
 }
 
 // answer is a service error response with an OData error body.
