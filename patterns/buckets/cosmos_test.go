@@ -8,6 +8,7 @@ import (
 
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/buckets"
+	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // TestCosmosRange: on each service (the Cosmos DB simulation returns each
@@ -30,6 +31,7 @@ func TestCosmosRange(t *testing.T) {
 		}
 		slices.Sort(want)
 		ft.Reset()
+		var how string
 		if got := rangeKeys(t, s, "h", "", ""); !slices.Equal(got, want) {
 			t.Fatalf("Range = %v, want %v", got, want)
 		}
@@ -42,7 +44,30 @@ func TestCosmosRange(t *testing.T) {
 		if e, err := s.Get(ctx, "h", "k033"); err != nil || e.Value.Key != "k033" || e.PartitionKey != "h" {
 			t.Fatalf("Get = %+v, %v", e, err)
 		}
-		how := "1 range query per bucket, merged lazily by RowKey"
+		// The whole range in pages of 7, resumed from each cursor.
+		var paged []string
+		var cursor table.Cursor
+		for pages := 0; ; pages++ {
+			p, err := s.RangePage(ctx, "h", "", "", 7, cursor)
+			if err != nil || pages > 6 {
+				t.Fatalf("RangePage %d: %v", pages, err)
+			}
+			for _, e := range p.Items {
+				paged = append(paged, e.Value.Key)
+			}
+			if cursor = p.Next; cursor == "" {
+				break
+			}
+		}
+		if !slices.Equal(paged, want) {
+			t.Fatalf("RangePage pages = %v, want %v", paged, want)
+		}
+		how = "1 range query per bucket per page ($top = the page's size + 1), merged by RowKey; the cursor is the last key returned"
+		if !r.Profile().Sorted {
+			how = "each page reads what is left of each bucket's range whole and sorts it: O(rest of the range) per page"
+		}
+		r.Claim(t, testrig.Capability{Pattern: "buckets", Operation: "RangePage", How: how})
+		how = "1 range query per bucket, merged lazily by RowKey"
 		if !r.Profile().Sorted {
 			how = "each bucket's range read whole and sorted, then merged: same round trips, memory O(range)"
 		}

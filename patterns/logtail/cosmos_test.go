@@ -73,6 +73,24 @@ func TestCosmosLatest(t *testing.T) {
 			if want := []string{"6", "7", "8", "9", "10"}; !slices.Equal(rng, want) {
 				t.Fatalf("Range with %d buckets = %v, want %v", nb, rng, want)
 			}
+			// The same window in pages of 2, resumed from each cursor.
+			var paged []string
+			var cursor table.Cursor
+			for pages := 0; ; pages++ {
+				p, err := l.RangePage(ctx, "u", now.Add(-10*time.Second), now.Add(-5*time.Second), 2, cursor)
+				if err != nil || pages > 3 {
+					t.Fatalf("RangePage %d with %d buckets: %v", pages, nb, err)
+				}
+				for _, e := range p.Items {
+					paged = append(paged, e.Value.IP)
+				}
+				if cursor = p.Next; cursor == "" {
+					break
+				}
+			}
+			if want := []string{"6", "7", "8", "9", "10"}; !slices.Equal(paged, want) {
+				t.Fatalf("RangePage with %d buckets = %v, want %v", nb, paged, want)
+			}
 			if n, err := l.Trim(ctx, "u", now.Add(-19500*time.Millisecond)); err != nil || n != 21 {
 				t.Fatalf("Trim with %d buckets = %d, %v; want the 20 oldest entries and the old row", nb, n, err)
 			}
@@ -91,6 +109,11 @@ func TestCosmosLatest(t *testing.T) {
 			how = "each bucket's range read whole and sorted: O(range) before the first entry"
 		}
 		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "Range", How: how})
+		how = "1 range query per bucket per page ($top = the page's size), merged by RowKey; the cursor is the last key returned"
+		if !r.Profile().Sorted {
+			how = "each page reads what is left of each bucket's range whole and sorts it: O(rest of the range) per page"
+		}
+		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "RangePage", How: how})
 		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "Trim", How: "any 1,000 old entries per round, batched deletes: no order needed"})
 	})
 }

@@ -274,6 +274,30 @@ func TestCosmosRange(t *testing.T) {
 		if n := f.ft.Count(); n != 3 {
 			t.Fatalf("Range over 2 periods: %d round trips, want 3 (list, 2 queries)", n)
 		}
+		// The same range in pages of 4, resumed from each cursor: keys of
+		// two periods stay together on a page.
+		var paged []row
+		var cursor table.Cursor
+		for pages := 0; ; pages++ {
+			p, err := r.RangePage(ctx, jul30.Add(12*time.Hour), aug1, &table.Query{PageSize: 4}, cursor)
+			if err != nil || pages > len(want) {
+				t.Fatalf("RangePage %d: %v", pages, err)
+			}
+			for _, k := range p.Items {
+				paged = append(paged, row{k.Value.User, k.Value.At, k.Value.IP})
+			}
+			if cursor = p.Next; cursor == "" {
+				break
+			}
+		}
+		if !slices.Equal(paged, want) {
+			t.Fatalf("RangePage pages = %v\nwant %v", paged, want)
+		}
+		how := "1 listing + 1 query per period per page ($top = the page's size + 1), merged in key order; the cursor is the last keys returned"
+		if !rig.Profile().Sorted {
+			how = "each page reads what is left of each period's range whole and sorts it: O(rest of the range) per page"
+		}
+		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "RangePage", How: how})
 		// A filter inside the periods, and a Limit over the whole.
 		var u1 []string
 		for k, err := range r.Range(ctx, jul30, aug1.Add(time.Hour), &table.Query{Filter: table.PartitionKey("u1"), Limit: 3}) {
@@ -303,7 +327,7 @@ func TestCosmosRange(t *testing.T) {
 		for _, err := range r.Range(ctx, aug1.AddDate(1, 0, 0), aug1.AddDate(1, 0, 1), nil) {
 			t.Fatalf("a range without periods yielded (%v)", err)
 		}
-		how := "Periods (a listing, in name order) + 1 query per page per period, merged lazily in key order"
+		how = "Periods (a listing, in name order) + 1 query per page per period, merged lazily in key order"
 		if !rig.Profile().Sorted {
 			how = "Periods (the listing sorted client-side) + each period's query read whole and sorted, then merged: O(range) before the first entity"
 		}

@@ -122,13 +122,16 @@ func (s *Store[T]) rangeOf(ctx context.Context, pk, index string, from, to []str
 }
 
 // RangePage returns one page of Range (Find's too, with from and to the
-// value): the entities of one page of copies, read from cursor ("" for
-// the first page), and the cursor of the next page (Next, empty at the
-// end). The cursor is a [table.Cursor]: a plain string to keep anywhere
-// and resume from in another process, with the same pk, index, from, to
-// and Select. 1 round trip for the page (up to opts.PageSize copies), +
-// the fetches (KeysOnly, or Fetch: 1 per entity, in parallel). A page may
-// be short, or empty, with a Next.
+// value): the entities of one page of copies, read from cursor ("" for the
+// first page), and the cursor of the next page (Next, empty at the end).
+// The cursor is a [table.Cursor]: a plain string to keep anywhere and
+// resume from in another process, with the same pk, index, from, to and
+// Select. 1 round trip for the page (up to opts.PageSize copies), + the
+// fetches (KeysOnly, or Fetch: 1 per entity, in parallel). A page may be
+// short, or empty, with a Next. On a service whose queries return rows in
+// no key order (Cosmos DB) a page's entities come in the service's order:
+// every entity exactly once across the pages, not in index order (Range
+// sorts).
 func (s *Store[T]) RangePage(ctx context.Context, pk, index string, from, to []string, cursor table.Cursor, opts *LookupOptions) (_ table.Page[Entity[T]], err error) {
 	ctx, sp := s.obs.Start(ctx, opRangePage, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()
@@ -299,7 +302,10 @@ func (s *Store[T]) list(ctx context.Context, pk string, opts *ListOptions) iter.
 // [table.Cursor], a plain string to keep anywhere and resume from in
 // another process, with the same pk and Select. 1 round trip for the page
 // (up to opts.PageSize entities), + 1 read per large value, Concurrency at
-// a time. A page may be short, or empty, with a Next.
+// a time. A page may be short, or empty, with a Next. On a service whose
+// queries return rows in no key order (Cosmos DB) a page's entities come in
+// the service's order: every entity exactly once across the pages, not in
+// id order (List sorts).
 func (s *Store[T]) ListPage(ctx context.Context, pk string, cursor table.Cursor, opts *ListOptions) (_ table.Page[Entity[T]], err error) {
 	ctx, sp := s.obs.Start(ctx, opListPage, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,7 +118,11 @@ func TestCosmosCore(t *testing.T) {
 		for i := range 40 {
 			big = append(big, dyn.InsertOp(table.Dynamic{PartitionKey: "big", RowKey: fmt.Sprint(i), Properties: map[string]any{"B": make([]byte, 60<<10)}}))
 		}
+		_, errJoin := table.Join(dyn.Profile(), table.Change{By: "photos", Ops: big[:20]}, table.Change{By: "scans", Ops: big[20:]})
 		_, errBatch := dyn.Submit(ctx, table.Atomic(big...), nil)
+		if sorted && errJoin != nil || !sorted && (!errors.Is(errJoin, table.ErrTooLarge) || !strings.Contains(errJoin.Error(), "scans")) {
+			t.Errorf("Join of two changes of 1.6 MB on %s: %v", r.ServiceName(), errJoin)
+		}
 		if sorted {
 			if errTS != nil || len(recent) != 30 || errACL != nil || errBatch != nil {
 				t.Fatalf("on %s: Timestamp filter %d entities, %v; SetAccessPolicy %v; a 3.3 MB transaction %v", r.ServiceName(), len(recent), errTS, errACL, errBatch)
@@ -146,6 +151,7 @@ func TestCosmosCore(t *testing.T) {
 		claim("Query with Limit", false, how("the first Limit entities by key", "any Limit matching entities (a cap, not the first by key: use an ordered FanOut)"))
 		claim("FanOut, FanOutEntities (Ordered, ByRowKey)", false, how("k-way merge of the pages, lazily", "each query read whole without its Limit, sorted, cut to its Limit, then merged: O(range)"))
 		claim("Get, Insert, Update, Upsert, Delete, Modify, Submit", false, how("transactions of 100 ops and 4 MiB, entities of 1 MiB", "transactions of 2 MB, entities of 2 MB of JSON, RowKeys of 255 bytes, reserved names refused before the network"))
+		claim("Change, Join, Apply", false, how("one transaction of the changes (100 ops, 4 MiB), checked before the network", "one transaction of the changes (2 MB), checked before the network; the error names the change that does not fit"))
 		claim("Types.Migrate", false, "page by page with a cursor, each upgrade conditioned on its ETag: no order needed")
 		claim("filter on Timestamp", !sorted, how("a filter like any other", "ErrUnsupported before the network (Cosmos DB matches nothing)"))
 		claim("SetAccessPolicy, GetAccessPolicy, SAS with an Identifier", !sorted, how("stored access policies", "ErrUnsupported before the network (none on Cosmos DB)"))
