@@ -32,13 +32,13 @@ type Person struct {
 	Score        float64
 	Born         time.Time
 	Photo        []byte
-	ID           table.GUID
+	Badge        table.GUID
 	OK           bool
 	Nick         *string
 	Tags         []string `table:",json"`
 }
 
-var secret = []string{"Email", "SSN", "Age", "Big", "Score", "Born", "Photo", "ID", "OK", "Nick", "Tags"}
+var secret = []string{"Email", "SSN", "Age", "Big", "Score", "Born", "Photo", "Badge", "OK", "Nick", "Tags"}
 
 // key returns a deterministic 32-byte key named by s.
 func key(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
@@ -192,7 +192,7 @@ func alice() Person {
 		PartitionKey: "Sales", RowKey: "001", Name: "Alice",
 		Email: "Alice@Contoso.com", SSN: "123-45-6789", Age: 42, Big: -1 << 60, Score: 2,
 		Born:  time.Date(1980, 5, 6, 7, 8, 9, 123456700, time.UTC),
-		Photo: []byte{0, 1, 2, 255}, ID: table.GUID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+		Photo: []byte{0, 1, 2, 255}, Badge: table.GUID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
 		OK: true, Nick: nick("Al"), Tags: []string{"vip", "emea"},
 	}
 }
