@@ -533,7 +533,7 @@ func (t *Table[T]) get(ctx context.Context, op, pk, rk string, wantWrites bool) 
 		body, etag, err = t.direct.get(ctx, pk, rk)
 	} else {
 		var resp aztables.GetEntityResponse
-		resp, err = t.client.GetEntity(ctx, pk, rk, &aztables.GetEntityOptions{Format: ptr(aztables.MetadataFormatMinimal)})
+		resp, err = t.client.GetEntity(ctx, pk, rk, nil) // minimal metadata (the Accept header), no $format: the request the direct path sends
 		body, etag = resp.Value, resp.ETag
 	}
 	if err != nil {
