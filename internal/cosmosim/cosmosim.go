@@ -292,8 +292,7 @@ func (t *Transport) query(req *http.Request) (*http.Response, error) {
 	}
 	if next := q.Get("NextPartitionKey"); strings.HasPrefix(next, token) {
 		t.mu.Lock()
-		p, ok := t.pages[next]
-		delete(t.pages, next)
+		p, ok := t.pages[next] // kept: a token may be used again, as Cosmos DB's may
 		t.mu.Unlock()
 		if !ok {
 			return answer(req, http.StatusBadRequest, "InvalidContinuationToken", nil), nil

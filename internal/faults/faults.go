@@ -58,6 +58,7 @@ type Request struct {
 	Method, URL string
 	Date, Auth  string // x-ms-date and Authorization headers
 	Body        []byte
+	Merge       bool // IsMerge: a PATCH, or the POST that stands for one on Cosmos DB
 	Injected    bool // a fault answered (or lost) it
 	Status      int  // the status returned to the client, 0 for a transport error
 }
@@ -104,7 +105,7 @@ func (t *Transport) Reset() {
 
 // Do implements policy.Transporter.
 func (t *Transport) Do(req *http.Request) (*http.Response, error) {
-	rec := Request{Method: req.Method, URL: req.URL.String(), Date: req.Header.Get("x-ms-date"), Auth: req.Header.Get("Authorization")}
+	rec := Request{Method: req.Method, URL: req.URL.String(), Date: req.Header.Get("x-ms-date"), Auth: req.Header.Get("Authorization"), Merge: IsMerge(req)}
 	if req.Body != nil {
 		body, err := io.ReadAll(req.Body)
 		req.Body.Close()
@@ -219,4 +220,11 @@ func BodyContains(s string) func(*http.Request) bool {
 		b, _ := io.ReadAll(body)
 		return bytes.Contains(b, []byte(s))
 	}
+}
+
+// IsMerge reports whether req is a merge (an update or upsert of some
+// properties): PATCH, or the POST with X-HTTP-Method: MERGE that the SDK
+// sends to Cosmos DB in its place.
+func IsMerge(req *http.Request) bool {
+	return req.Method == http.MethodPatch || req.Method == http.MethodPost && strings.EqualFold(req.Header.Get("X-HTTP-Method"), "MERGE")
 }

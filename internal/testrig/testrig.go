@@ -434,3 +434,15 @@ func Drain(t testing.TB, drain func(context.Context) error) {
 		t.Fatalf("Drain: %v", err)
 	}
 }
+
+// StorageOnly skips t on a service whose semantics differ from Table
+// Storage's (the Cosmos DB simulation or account) because what t asserts
+// is Table Storage's own: key order of plain queries, its limits, its
+// request shapes. why names the difference and where the Cosmos DB
+// behaviour is tested instead.
+func StorageOnly(t testing.TB, why string) {
+	t.Helper()
+	if Cosmos() {
+		t.Skipf("Table Storage semantics only (%s)", why)
+	}
+}

@@ -399,6 +399,9 @@ func TestQueryPages(t *testing.T) {
 		q.Cursor = page.Next
 	}
 	all, err := table.Collect(p.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales")}))
+	if testrig.Cosmos() {
+		slices.Sort(ages) // every row once, in no order
+	}
 	if err != nil || len(all) != 5 || !reflect.DeepEqual(ages, []int32{0, 1, 2, 3, 4}) {
 		t.Fatalf("Query: %d entities, %v; pages gave %v", len(all), err, ages)
 	}
@@ -606,7 +609,7 @@ func TestLostResponseVerified(t *testing.T) {
 	}
 	v.Age = 50
 	r.Faults.Reset()
-	r.Faults.Inject(faults.Fault{Match: func(req *http.Request) bool { return req.Method == http.MethodPatch }, LoseResponse: true})
+	r.Faults.Inject(faults.Fault{Match: func(req *http.Request) bool { return faults.IsMerge(req) }, LoseResponse: true})
 	res, err := p.Update(ctx, v, v.ETag, table.Merge)
 	if err != nil || !res.Verified || r.Faults.Count() != 3 {
 		t.Fatalf("lost response of a conditional update: %+v, %v after %d requests (want write, resend, read)", res, err, r.Faults.Count())

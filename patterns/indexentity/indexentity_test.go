@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/testrig"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/keys"
@@ -223,6 +225,7 @@ func fill(x *indexentity.Index[Employee], listPK, pk string, width int) []indexe
 // before the transaction (table.ErrTooLarge, pointing to the blob store),
 // and shrinks again by removals.
 func TestListLimits(t *testing.T) {
+	testrig.StorageOnly(t, "Table Storage's 1 MiB list; TestCosmosListLimits covers Cosmos DB's 2 MB")
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()

@@ -127,6 +127,7 @@ func TestUpdateAndDeleteOps(t *testing.T) {
 // RangePage pages through a partition with a cursor that a fresh Store
 // (another process) resumes; each page is 1 round trip + the blobs.
 func TestRangePage(t *testing.T) {
+	testrig.StorageOnly(t, "pages in key order; TestCosmosLargeEntity pages on Cosmos DB")
 	t.Parallel()
 	f := newFixture(t)
 	s := newStore[Employee](t, f, nil)

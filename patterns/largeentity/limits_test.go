@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/testrig"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -87,6 +89,7 @@ func second[A, B any](_ A, b B) B { return b }
 
 // Writes and reads that cannot succeed fail before the network.
 func TestLimitsSendNothing(t *testing.T) {
+	testrig.StorageOnly(t, "Table Storage's 1 MiB entity and 64 KiB values; TestCosmosLargeEntity covers the Cosmos DB profile")
 	t.Parallel()
 	f := newFixture(t)
 	s := newStore[Employee](t, f, nil)
@@ -148,6 +151,7 @@ func TestLimitsSendNothing(t *testing.T) {
 // Values under the threshold stay inline until the entity would pass
 // 1 MiB; then the largest go to blobs, only as many as needed.
 func TestSpillWhenTheEntityWouldBeTooLarge(t *testing.T) {
+	testrig.StorageOnly(t, "Table Storage's 1 MiB entity and 64 KiB values; TestCosmosLargeEntity covers the Cosmos DB profile")
 	t.Parallel()
 	f := newFixture(t)
 	type album struct {

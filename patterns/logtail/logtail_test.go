@@ -40,6 +40,7 @@ func newLog(t *testing.T, opts *logtail.Options) (*logtail.Log[login], *faults.T
 }
 
 func TestAppendAndLatest(t *testing.T) {
+	testrig.StorageOnly(t, "Latest's round trips with $top; TestCosmosLatest covers Latest's window on Cosmos DB")
 	t.Parallel()
 	l, ft, _ := newLog(t, nil)
 	ctx := context.Background()
@@ -169,6 +170,7 @@ func TestLostResponseAppendsOnce(t *testing.T) {
 // buckets, Latest reads them in parallel (4 round trips) and merges by time,
 // Range merges lazily.
 func TestBuckets(t *testing.T) {
+	testrig.StorageOnly(t, "Latest's round trips with $top; TestCosmosLatest covers Latest's window on Cosmos DB")
 	t.Parallel()
 	l, ft, _ := newLog(t, &logtail.Options{Buckets: 4})
 	ctx := context.Background()

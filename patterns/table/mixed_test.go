@@ -483,7 +483,7 @@ func TestTypesModifyUpgradesWithReplace(t *testing.T) {
 	if _, err := r.emps.Update(ctx, e, e.ETag, table.Fields("Age")); err != nil {
 		t.Fatal(err)
 	}
-	if reqs := r.ft.Requests(); len(reqs) != 1 || reqs[0].Method != http.MethodPatch {
+	if reqs := r.ft.Requests(); len(reqs) != 1 || !reqs[0].Merge {
 		t.Fatalf("Fields update after Modify: %+v", reqs)
 	}
 
