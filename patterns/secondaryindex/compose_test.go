@@ -363,6 +363,7 @@ func TestOpsFormsWithIntents(t *testing.T) {
 // has them, and nothing of the other rows there; RangePage pages through
 // an index and resumes in a fresh Store from its cursor.
 func TestListAndPages(t *testing.T) {
+	testrig.StorageOnly(t, "pages in key order; TestCosmosSecondaryIndex pages on Cosmos DB")
 	t.Parallel()
 	r := newRig(t, intraIndexes(), false)
 	notes := testrig.NewTable[note](t, r.tbl.Client())

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tablekit/tablekit/internal/testrig"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
@@ -36,6 +39,9 @@ func TestIntraPartitionRoundTrips(t *testing.T) {
 	var rks []string
 	for _, row := range rows {
 		rks = append(rks, row.RowKey)
+	}
+	if testrig.Cosmos() {
+		slices.Sort(rks) // a query's rows come in no order on Cosmos DB
 	}
 	want := "[email!jonesa@contoso.2Ecom email!jonesj@contoso.2Ecom empid!000123 empid!000223 name!Jones!Ana!000123 name!Jones!Jo!000223]"
 	if got := strings.Join(strings.Fields(strings.Trim(strings.ReplaceAll(strings.Join(rks, " "), "\"", ""), "[]")), " "); "["+got+"]" != want {
@@ -166,6 +172,7 @@ type fat struct {
 // Bad input and writes that do not fit one transaction are refused with
 // nothing sent, naming the index.
 func TestLimitsSendNothing(t *testing.T) {
+	testrig.StorageOnly(t, "Table Storage's 4 MiB transaction; TestCosmosSecondaryIndex and table's TestCosmosCore cover Cosmos DB's 2 MB")
 	t.Parallel()
 	r := newRig(t, intraIndexes(), false)
 	ctx := context.Background()

@@ -381,6 +381,7 @@ func TestShrinkAndLayoutChanges(t *testing.T) {
 //
 // Key errors are tested in TestKeyErrors.
 func TestLimitsSendNothing(t *testing.T) {
+	testrig.StorageOnly(t, "Table Storage's 1 MiB entity; TestCosmosWideEntity covers Cosmos DB's 2 MB")
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
