@@ -97,7 +97,7 @@ func (t *tour) observability(ctx context.Context) error {
 
 	tree := spanTree(rec.Ended(), req.SpanContext())
 	t.say("one trace of %d spans from the request to the worker's index copy (the worker's span is a child", len(tree))
-	t.say("of the Commit's, through the traceparent in the intent's message; the first read is the commit record's):")
+	t.say("of the commit's (eventual.Apply here), through the traceparent in the intent's message; the first read is the commit record's):")
 	for _, line := range tree {
 		t.say("  %s", line)
 	}

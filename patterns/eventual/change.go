@@ -28,7 +28,11 @@ import (
 // when it has one. Like Commit's, an ErrCommitWindow means nothing
 // applied: make the changes again, with new Drafts.
 func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.Change) (res CommitResult, err error) {
-	ctx, sp := q.obs.Start(ctx, opApply, commitTable(q, c), "")
+	pk := ""
+	if len(changes) > 0 && len(changes[0].Ops) > 0 {
+		pk = changes[0].Ops[0].PartitionKey()
+	}
+	ctx, sp := q.obs.Start(ctx, opApply, commitTable(q, c), pk)
 	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
 	if c == nil {
 		return CommitResult{}, fmt.Errorf("%w: Apply needs a table client", ErrInvalid)
@@ -56,7 +60,7 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 	// The transaction with its commit records, sized before anything is
 	// sent (the records name their messages: a placeholder id here).
 	records := table.Change{By: "eventual (commit records)"}
-	pk := j.Ops[0].PartitionKey()
+	pk = j.Ops[0].PartitionKey()
 	for _, d := range drafts {
 		records.Ops = append(records.Ops, recordOp(rt, pk, d, "00000000-0000-0000-0000-000000000000"))
 	}

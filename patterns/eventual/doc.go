@@ -215,12 +215,12 @@
 //
 // # Observability
 //
-// Enqueue, Commit, Pending, Sweep and Poisoned are spans (eventual.Enqueue,
-// eventual.Commit, ...) with the attributes of every tablekit operation
+// Enqueue, Commit, Apply, Pending, Sweep and Poisoned are spans
+// (eventual.Enqueue, eventual.Commit, ...) with the attributes of every tablekit operation
 // (tablekit.table, tablekit.partition, tablekit.round_trips,
 // tablekit.retries, tablekit.outcome: see patterns/table's Observability),
-// from Options.Telemetry's providers (default: the global ones). Enqueue
-// and Commit put the W3C trace context (traceparent, tracestate) of their
+// from Options.Telemetry's providers (default: the global ones). Enqueue,
+// Commit and Apply put the W3C trace context (traceparent, tracestate) of their
 // span in the intent's envelope (about 60 bytes, inside the message's
 // size limit); a worker's run of a delivery is an eventual.Handle span,
 // a child of that span (not a link: one trace then shows the write, the

@@ -286,15 +286,16 @@ type CommitResult struct {
 // ops must fit one transaction with the records, as the table's
 // [table.Profile] has it: at most 100 operations and 4 MiB in all (2 MB on
 // Cosmos DB), one PartitionKey; else ErrInvalid and nothing is sent.
-func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, intents ...Draft) (CommitResult, error) {
+func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, intents ...Draft) (res CommitResult, err error) {
+	ctx, sp := q.obs.Start(ctx, opCommit, commitTable(q, c), commitPartition(ops))
+	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
 	return q.commit(ctx, c, ops, time.Time{}, intents)
 }
 
-// commit is Commit, sending the batch no later than notAfter too (when it
-// is not zero): a change's NotAfter (Apply). Its span is eventual.Commit.
+// commit is Commit without its span (Apply's is its own), sending the
+// batch no later than notAfter too (when it is not zero): a change's
+// NotAfter (Apply).
 func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, notAfter time.Time, intents []Draft) (res CommitResult, err error) {
-	ctx, sp := q.obs.Start(ctx, opCommit, commitTable(q, c), commitPartition(ops))
-	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
 	intents = slices.Clone(intents) // the caller's Drafts stay as they are
 	rt, pk, err := q.checkCommit(c, ops, intents)
 	if err != nil {
