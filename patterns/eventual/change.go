@@ -28,11 +28,7 @@ import (
 // when it has one. Like Commit's, an ErrCommitWindow means nothing
 // applied: make the changes again, with new Drafts.
 func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.Change) (res CommitResult, err error) {
-	pk := ""
-	if len(changes) > 0 && len(changes[0].Ops) > 0 {
-		pk = changes[0].Ops[0].PartitionKey()
-	}
-	ctx, sp := q.obs.Start(ctx, opApply, commitTable(q, c), pk)
+	ctx, sp := q.obs.Start(ctx, opApply, commitTable(q, c), "")
 	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
 	if c == nil {
 		return CommitResult{}, fmt.Errorf("%w: Apply needs a table client", ErrInvalid)
@@ -45,6 +41,8 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 	if err != nil {
 		return CommitResult{}, fmt.Errorf("eventual: %w", table.MarkInvalid(ErrInvalid, err))
 	}
+	pk := j.Ops[0].PartitionKey()
+	sp.SetPartition(pk)
 	if len(j.Intents) == 0 {
 		res, err := table.Apply(ctx, c, changes...)
 		return CommitResult{Batch: res, Released: true}, err
@@ -60,7 +58,6 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 	// The transaction with its commit records, sized before anything is
 	// sent (the records name their messages: a placeholder id here).
 	records := table.Change{By: "eventual (commit records)"}
-	pk = j.Ops[0].PartitionKey()
 	for _, d := range drafts {
 		records.Ops = append(records.Ops, recordOp(rt, pk, d, "00000000-0000-0000-0000-000000000000"))
 	}
