@@ -75,6 +75,7 @@ func TestValidPropertyNameAndKeys(t *testing.T) {
 		t.Fatalf("KeysOf of a type without keys = %v", err)
 	}
 	errX := table.NewErrInvalid("x: invalid request")
+	//lint:ignore SA1032 the reverse order is the point: the root must not match a package's sentinel
 	if !errors.Is(errX, table.ErrInvalid) || errX.Error() != "x: invalid request" || errors.Is(table.ErrInvalid, errX) {
 		t.Fatalf("NewErrInvalid: %v", errX)
 	}

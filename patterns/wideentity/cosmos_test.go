@@ -38,7 +38,7 @@ func TestCosmosWideEntity(t *testing.T) {
 			}
 			return e.ETag
 		}
-		etag := check(0)
+		check(0)
 		if _, err := s.Modify(ctx, "p", "r", func(d *table.Dynamic) error {
 			for k, v := range d.Properties {
 				d.Properties[k] = v.(int64) + 1000
@@ -47,7 +47,7 @@ func TestCosmosWideEntity(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("Modify: %v", err)
 		}
-		etag = check(1000)
+		etag := check(1000)
 		if _, err := s.Update(ctx, at("p", "r", bag(300, 2000)), etag, table.Replace); err != nil {
 			t.Fatalf("Update: %v", err)
 		}
