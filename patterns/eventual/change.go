@@ -44,7 +44,7 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 	pk := j.Ops[0].PartitionKey()
 	sp.SetPartition(pk)
 	if len(j.Intents) == 0 {
-		res, err := table.Apply(ctx, c, changes...)
+		res, err := rt.Apply(ctx, changes...) // c's, with the Queue's profile
 		return CommitResult{Batch: res, Released: true}, err
 	}
 	drafts := make([]Draft, len(j.Intents))

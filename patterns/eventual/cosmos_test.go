@@ -37,3 +37,35 @@ func TestCosmosCommitLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestProfileOption: Options.Profile holds Commit and Apply to a profile
+// the endpoint does not tell (a Cosmos DB account behind a proxy or a
+// custom domain): on Azurite, with the Cosmos DB profile, a 2.3 MB
+// Commit and a 2.3 MB Apply are refused before anything is sent.
+func TestProfileOption(t *testing.T) {
+	t.Parallel()
+	testrig.StorageOnly(t, "the endpoint is Azurite's, so Options.Profile is what makes it Cosmos DB")
+	r := newRigOn(t, testrig.New(t), &eventual.Options{Profile: table.Cosmos})
+	ctx := context.Background()
+	var ops []table.Op
+	for i := range 70 {
+		ops = append(ops, r.orders.InsertOp(order{Customer: "c1", ID: fmt.Sprint(i), Email: strings.Repeat("e", 32<<10)}))
+	}
+	r.Faults.Reset()
+	if _, err := r.q.Commit(ctx, r.orders.Client(), ops, indexKind.New(indexOrder{"c1", "0", "e"})); !errors.Is(err, eventual.ErrInvalid) || !strings.Contains(err.Error(), "Cosmos") {
+		t.Fatalf("a 2.3 MB Commit under Options.Profile Cosmos: %v; want ErrInvalid naming Cosmos DB", err)
+	}
+	if _, err := r.q.Apply(ctx, r.orders.Client(), table.Change{By: "orders", Ops: ops}); !errors.Is(err, table.ErrTooLarge) || !strings.Contains(err.Error(), "Cosmos") {
+		t.Fatalf("a 2.3 MB Apply under Options.Profile Cosmos: %v; want ErrTooLarge naming Cosmos DB", err)
+	}
+	if n := r.Faults.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+	// Within the profile's limits, both write as usual.
+	if _, err := r.q.Apply(ctx, r.orders.Client(), table.Change{By: "orders", Ops: ops[:10]}); err != nil {
+		t.Fatalf("a 330 KB Apply: %v", err)
+	}
+	if _, err := r.q.Commit(ctx, r.orders.Client(), ops[10:20], indexKind.New(indexOrder{"c1", "10", "e"})); err != nil {
+		t.Fatalf("a 330 KB Commit: %v", err)
+	}
+}

@@ -70,6 +70,12 @@ type Options struct {
 	// worker needs every table its queue's intents were committed to.
 	// Default (none): Commit refuses every table, Enqueue works.
 	Tables []*aztables.Client
+	// Profile is the table service of Tables, whose limits Commit and
+	// Apply check before anything is sent. Default (nil): each client's
+	// own, from its endpoint (table.ProfileFor); set it for a Cosmos DB
+	// account behind a proxy or a custom domain, as Table.WithProfile
+	// does for a Table.
+	Profile *table.Profile
 	// CommitWindow is how long Commit's reserved message stays invisible
 	// while the primary batch is written; Commit does not send the batch
 	// after three quarters of it. An intent whose release is lost (a crash
@@ -132,6 +138,9 @@ func New(q, poison *azqueue.QueueClient, opts *Options) (*Queue, error) {
 		rt, err := table.New[record](c)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		if o.Profile != nil {
+			rt = rt.WithProfile(o.Profile)
 		}
 		rt = reserved.Table(rt) // commit records are reserved rows
 		if _, dup := qu.byName[rt.Name()]; dup || rt.Name() == "" {
@@ -360,7 +369,7 @@ func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		deadline = notAfter
 	}
 	bctx, cancel := context.WithDeadline(ctx, deadline)
-	res.Batch, err = table.Submit(bctx, c, table.Atomic(batchOf(messages)...), nil)
+	res.Batch, err = rt.Submit(bctx, table.Atomic(batchOf(messages)...), nil) // c's, with the Queue's profile
 	cancel()
 	switch {
 	case errors.Is(err, table.ErrOutcomeUnknown):

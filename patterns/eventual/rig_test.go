@@ -90,7 +90,7 @@ func newRigOn(t *testing.T, base *testrig.Rig, opts *eventual.Options) *rig {
 		o.CommitWindow = opts.CommitWindow
 	}
 	if opts != nil {
-		o.Telemetry = opts.Telemetry
+		o.Telemetry, o.Profile = opts.Telemetry, opts.Profile
 	}
 	o.Tables = append(o.Tables, r.orders.Client())
 	var err error
