@@ -278,7 +278,8 @@ func (e *OpError) Unwrap() error { return e.Err }
 
 // Submit writes ops with as few transactions as the service allows: it
 // groups them by PartitionKey, cuts each partition's ops into transactions
-// of at most 100 operations and under 4 MiB of request body, never splits
+// of at most the profile's operations and request body (c's endpoint's
+// profile: Table Storage 100 and 4 MiB, Cosmos DB 100 and 2 MB), never splits
 // an Atomic group, never puts one entity twice into a transaction (a repeat
 // starts a new one, keeping the order), and runs independent partitions
 // concurrently. Everything is validated before the first request.
@@ -373,7 +374,7 @@ func submit(ctx context.Context, c *aztables.Client, name string, d *direct, p *
 	return res, batchError(res.Ops, causes)
 }
 
-// Submit is the package-level Submit on t's client.
+// Submit is the package-level Submit on t's client, with t's profile.
 func (t *Table[T]) Submit(ctx context.Context, ops []Op, opts *BatchOptions) (BatchResult, error) {
 	return submit(ctx, t.client, t.name, t.direct, t.profile, ops, opts)
 }
