@@ -70,6 +70,7 @@ var steps = []step{
 	{"Observability: the trace of one insert with an organisation-wide index, from the write to the worker", (*tour).observability},
 	{"Client-side encryption: an encrypted Email, found by its blind index", (*tour).encryptedEmail},
 	{"Shared access signature: read-only, one partition", (*tour).sas},
+	{"Cosmos DB Table API: the same code under its service profile", (*tour).cosmos},
 	{"Bad input is stopped before the network", (*tour).validation},
 }
 

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// cosmos shows the service profile: the same code on the Cosmos DB Table
+// API follows that service's limits and order, checked before the network.
+func (t *tour) cosmos(ctx context.Context) error {
+	for _, u := range []string{"https://contoso.table.core.windows.net/", "https://contoso.table.cosmos.azure.com/"} {
+		p := table.ProfileFor(u)
+		t.say("%s -> %s: key order %v, transactions of %d ops and %d bytes", u, p.Name, p.Sorted, p.MaxBatchOps, p.MaxBatchSize)
+	}
+	t.say("this table's endpoint gives %s; a view with Cosmos DB's profile (WithProfile, as for an account behind a proxy):", t.employees.Profile().Name)
+	cosmos := t.employees.WithProfile(table.Cosmos)
+	_, err := table.Collect(cosmos.Query(ctx, &table.Query{Filter: table.Gt("Timestamp", time.Now().Add(-time.Hour))}))
+	t.say("a filter on Timestamp (Cosmos DB would match nothing, silently): %v", err)
+	if !errors.Is(err, table.ErrUnsupported) {
+		return fmt.Errorf("want ErrUnsupported, got %v", err)
+	}
+	dyn, err := table.New[table.Dynamic](t.employees.Client())
+	if err != nil {
+		return err
+	}
+	var ops []table.Op
+	for i := range 40 {
+		ops = append(ops, dyn.InsertOp(table.Dynamic{PartitionKey: "Badges", RowKey: fmt.Sprintf("%03d", i), Properties: map[string]any{"Scan": make([]byte, 60<<10)}}))
+	}
+	_, err = dyn.WithProfile(table.Cosmos).Submit(ctx, table.Atomic(ops...), nil)
+	t.say("one transaction of 40 badge scans of 60 KiB (about 3.3 MB once encoded): %v", err)
+	if !errors.Is(err, table.ErrTooLarge) {
+		return fmt.Errorf("want ErrTooLarge, got %v", err)
+	}
+	t.say("refused before anything was sent; Table Storage takes it (4 MiB). Ordered reads (Range, Find, Latest, ordered FanOut)")
+	t.say("sort client-side there: see the README's capability matrix")
+	return nil
+}
