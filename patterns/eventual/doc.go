@@ -135,7 +135,8 @@
 // checks' container, are a Storage account's (Cosmos DB has neither).
 // Commit's transaction follows the table's [table.Profile] (2 MB there:
 // a larger one is ErrInvalid before anything is sent, no message
-// reserved). Nothing depends on query order: the worker reads records by
+// reserved), from the client's endpoint, or Options.Profile for an
+// account behind a proxy or a custom domain. Nothing depends on query order: the worker reads records by
 // key, Pending lists what it finds, and Sweep, since a filter on Timestamp
 // matches nothing on Cosmos DB, reads every aborted record there and keeps
 // the old ones by their Timestamp. The worker's reads of commit records
