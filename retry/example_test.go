@@ -31,8 +31,8 @@ func ExamplePolicy_Delay() {
 func ExamplePolicy_ApplyTo() {
 	opts := &aztables.ClientOptions{}
 	retry.Default.ApplyTo(&opts.ClientOptions)
-	fmt.Println("built-in retries:", opts.Retry.MaxRetries)
 	// Then: aztables.NewServiceClientFromConnectionString(connStr, opts)
+	fmt.Println("built-in retries:", opts.Retry.MaxRetries)
 	// Output:
 	// built-in retries: -1
 }

@@ -217,8 +217,8 @@ func ExampleSASURL() {
 		StartPartitionKey: "Sales",
 		EndPartitionKey:   "Sales",
 	})
-	fmt.Println(err, len(url) > 0)
 	// Then, in the client: c, err := table.NewClientFromSASURL(url, nil)
+	fmt.Println(err, len(url) > 0)
 	// Output:
 	// <nil> true
 }
