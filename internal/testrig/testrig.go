@@ -446,3 +446,13 @@ func StorageOnly(t testing.TB, why string) {
 		t.Skipf("Table Storage semantics only (%s)", why)
 	}
 }
+
+// Which returns sorted on a service whose queries return rows in key order
+// (Table Storage) and unsorted on one without (Cosmos DB): a Capability's
+// How, as each service does it.
+func (r *Rig) Which(sorted, unsorted string) string {
+	if r.Profile().Sorted {
+		return sorted
+	}
+	return unsorted
+}

@@ -31,7 +31,6 @@ func TestCosmosRange(t *testing.T) {
 		}
 		slices.Sort(want)
 		ft.Reset()
-		var how string
 		if got := rangeKeys(t, s, "h", "", ""); !slices.Equal(got, want) {
 			t.Fatalf("Range = %v, want %v", got, want)
 		}
@@ -62,16 +61,8 @@ func TestCosmosRange(t *testing.T) {
 		if !slices.Equal(paged, want) {
 			t.Fatalf("RangePage pages = %v, want %v", paged, want)
 		}
-		how = "1 range query per bucket per page ($top = the page's size + 1), merged by RowKey; the cursor is the last key returned"
-		if !r.Profile().Sorted {
-			how = "each page reads what is left of each bucket's range whole and sorts it: O(rest of the range) per page"
-		}
-		r.Claim(t, testrig.Capability{Pattern: "buckets", Operation: "RangePage", How: how})
-		how = "1 range query per bucket, merged lazily by RowKey"
-		if !r.Profile().Sorted {
-			how = "each bucket's range read whole and sorted, then merged: same round trips, memory O(range)"
-		}
-		r.Claim(t, testrig.Capability{Pattern: "buckets", Operation: "Range", How: how})
+		r.Claim(t, testrig.Capability{Pattern: "buckets", Operation: "RangePage", How: r.Which("1 range query per bucket per page ($top = the page's size + 1), merged by RowKey; the cursor is the last key returned", "each page reads what is left of each bucket's range whole and sorts it: O(rest of the range) per page")})
+		r.Claim(t, testrig.Capability{Pattern: "buckets", Operation: "Range", How: r.Which("1 range query per bucket, merged lazily by RowKey", "each bucket's range read whole and sorted, then merged: same round trips, memory O(range)")})
 		r.Claim(t, testrig.Capability{Pattern: "buckets", Operation: "Insert, Upsert, Get", How: "point operations in the key's bucket: no order needed"})
 	})
 }

@@ -293,11 +293,7 @@ func TestCosmosRange(t *testing.T) {
 		if !slices.Equal(paged, want) {
 			t.Fatalf("RangePage pages = %v\nwant %v", paged, want)
 		}
-		how := "1 listing + 1 query per period per page ($top = the page's size + 1), merged in key order; the cursor is the last keys returned"
-		if !rig.Profile().Sorted {
-			how = "each page reads what is left of each period's range whole and sorts it: O(rest of the range) per page"
-		}
-		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "RangePage", How: how})
+		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "RangePage", How: rig.Which("1 listing + 1 query per period per page ($top = the page's size + 1), merged in key order; the cursor is the last keys returned", "each page reads what is left of each period's range whole and sorts it: O(rest of the range) per page")})
 		// A filter inside the periods, and a Limit over the whole.
 		var u1 []string
 		for k, err := range r.Range(ctx, jul30, aug1.Add(time.Hour), &table.Query{Filter: table.PartitionKey("u1"), Limit: 3}) {
@@ -327,11 +323,7 @@ func TestCosmosRange(t *testing.T) {
 		for _, err := range r.Range(ctx, aug1.AddDate(1, 0, 0), aug1.AddDate(1, 0, 1), nil) {
 			t.Fatalf("a range without periods yielded (%v)", err)
 		}
-		how = "Periods (a listing, in name order) + 1 query per page per period, merged lazily in key order"
-		if !rig.Profile().Sorted {
-			how = "Periods (the listing sorted client-side) + each period's query read whole and sorted, then merged: O(range) before the first entity"
-		}
-		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "Periods, Range", How: how})
+		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "Periods, Range", How: rig.Which("Periods (a listing, in name order) + 1 query per page per period, merged lazily in key order", "Periods (the listing sorted client-side) + each period's query read whole and sorted, then merged: O(range) before the first entity")})
 	})
 }
 

@@ -124,20 +124,14 @@ func TestCosmosSecondaryIndex(t *testing.T) {
 			t.Fatalf("Lookup after Rebuild = %+v, %v; want Ops's, the first by key", e, err)
 		}
 
-		how := func(storage, cosmos string) string {
-			if sorted {
-				return storage
-			}
-			return cosmos
-		}
 		r.Claim(t, testrig.Capability{Pattern: "secondaryindex", Operation: "Lookup", How: "a point read of the copy (+1 to fetch the primary)"})
-		r.Claim(t, testrig.Capability{Pattern: "secondaryindex", Operation: "Find, Range", How: how(
+		r.Claim(t, testrig.Capability{Pattern: "secondaryindex", Operation: "Find, Range", How: r.Which(
 			"1 range query per page of copies, streamed in index order",
 			"the copies of the range read whole and sorted client-side: same round trips, memory O(range)")})
-		r.Claim(t, testrig.Capability{Pattern: "secondaryindex", Operation: "List", How: how(
+		r.Claim(t, testrig.Capability{Pattern: "secondaryindex", Operation: "List", How: r.Which(
 			"1 range query per page of primaries, streamed in id order",
 			"the partition's primaries read whole and sorted client-side: same round trips, memory O(partition)")})
-		r.Claim(t, testrig.Capability{Pattern: "secondaryindex", Operation: "ListPage, RangePage", How: how(
+		r.Claim(t, testrig.Capability{Pattern: "secondaryindex", Operation: "ListPage, RangePage", How: r.Which(
 			"1 query per page, in key order; the cursor is the service's continuation",
 			"1 query per page, each page in the service's order (every entity exactly once across the pages, not in key order)")})
 		r.Claim(t, testrig.Capability{Pattern: "secondaryindex", Operation: "InsertOps, UpdateOps, ModifyOps, DeleteOps with table.Apply", How: "one transaction with the other patterns' ops in the partition; the profile's limits checked before the network"})
