@@ -21,11 +21,6 @@ import (
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
-// errGone is ErrChanged: a blob the entity read pointed at is gone. The entity has
-// changed since it was read (a Delete or Sweep removes only blobs no
-// current version points at): read it again.
-var errGone = ErrChanged
-
 // maxRereads bounds the reads of an entity whose blobs keep disappearing
 // because it keeps changing.
 const maxRereads = 8
@@ -84,7 +79,7 @@ func (s *Store[T]) get(ctx context.Context, op, pk, rk string, sel []string) (En
 		}
 		e, err := s.resolve(ctx, d)
 		switch {
-		case !errors.Is(err, errGone):
+		case !errors.Is(err, ErrChanged):
 			return e, d, err
 		case i > 0 && d.ETag == last.ETag:
 			return Entity[T]{}, d, fmt.Errorf("%w: %v, and the entity still points at it", ErrCorrupt, err)
@@ -172,7 +167,7 @@ func (s *Store[T]) resolve(ctx context.Context, d table.Dynamic) (Entity[T], err
 func (s *Store[T]) fetch(ctx context.Context, b Blob) ([]byte, error) {
 	resp, err := s.blobs.NewBlobClient(b.Name).DownloadStream(ctx, nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return nil, fmt.Errorf("%w: blob %s of property %s", errGone, b.Name, b.Property)
+		return nil, fmt.Errorf("%w: blob %s of property %s", ErrChanged, b.Name, b.Property)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("largeentity: reading blob %s of property %s: %w", b.Name, b.Property, redact.Error(err))
@@ -305,7 +300,7 @@ type ranged[T any] struct {
 func (s *Store[T]) rangeOne(pk string, sel []string) func(context.Context, table.Dynamic) (ranged[T], error) {
 	return func(ctx context.Context, d table.Dynamic) (ranged[T], error) {
 		e, err := s.resolve(ctx, d)
-		if errors.Is(err, errGone) {
+		if errors.Is(err, ErrChanged) {
 			e, _, err = s.get(ctx, "range", pk, d.RowKey, sel)
 			if errors.Is(err, table.ErrNotFound) {
 				return ranged[T]{}, nil

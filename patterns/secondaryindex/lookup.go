@@ -144,24 +144,13 @@ func (s *Store[T]) RangePage(ctx context.Context, pk, index string, from, to []s
 		return table.Page[Entity[T]]{}, err
 	}
 	page := table.Page[Entity[T]]{Next: rows.Next}
-	for e, err := range s.fromCopies(ctx, pk, ix, opts, seq2(rows.Items)) {
+	for e, err := range s.fromCopies(ctx, pk, ix, opts, prefetch.Slice(rows.Items)) {
 		if err != nil {
 			return table.Page[Entity[T]]{}, err
 		}
 		page.Items = append(page.Items, e)
 	}
 	return page, nil
-}
-
-// seq2 yields items with nil errors.
-func seq2[V any](items []V) iter.Seq2[V, error] {
-	return func(yield func(V, error) bool) {
-		for _, v := range items {
-			if !yield(v, nil) {
-				return
-			}
-		}
-	}
 }
 
 // rangeQuery is the query of the copies of Range and RangePage.
@@ -318,7 +307,7 @@ func (s *Store[T]) ListPage(ctx context.Context, pk string, cursor table.Cursor,
 		return table.Page[Entity[T]]{}, err
 	}
 	page := table.Page[Entity[T]]{Next: rows.Next}
-	for e, err := range prefetch.Map(ctx, seq2(rows.Items), conc, s.listed(q.Select)) {
+	for e, err := range prefetch.Map(ctx, prefetch.Slice(rows.Items), conc, s.listed(q.Select)) {
 		if err != nil {
 			return table.Page[Entity[T]]{}, err
 		}

@@ -67,7 +67,7 @@ func endpointOf(c *aztables.Client) string {
 // directOf returns the direct path for c, or nil to use the SDK.
 func directOf(c *aztables.Client, table string) *direct {
 	ac, endpoint, ok := generated(c)
-	if table == "" || !ok || isCosmos(endpoint) {
+	if table == "" || !ok || ProfileFor(endpoint) != Storage { // Cosmos DB: the SDK's path, with its X-HTTP-Method rewrite
 		return nil
 	}
 	base, query, _ := strings.Cut(endpoint, "?")
@@ -77,13 +77,6 @@ func directOf(c *aztables.Client, table string) *direct {
 		return nil
 	}
 	return &direct{pl: ac.Pipeline(), endpoint: base, base: u, sas: query, table: table}
-}
-
-// isCosmos reports whether endpoint is a Cosmos DB Table API account (or
-// its emulator), as aztables decides it.
-func isCosmos(endpoint string) bool {
-	return strings.Contains(endpoint, "cosmos.azure.com") || strings.Contains(endpoint, "table.cosmosdb.") ||
-		strings.Contains(endpoint, "localhost") && strings.Contains(endpoint, "8902")
 }
 
 const (

@@ -122,8 +122,12 @@ func (t *Table[T]) Profile() *Profile { return t.profile }
 
 // WithProfile returns a view of the table that follows p instead of the
 // profile of its endpoint: for a Cosmos DB account behind a proxy or a
-// custom domain, or to hold data to the limits of both services.
+// custom domain, or to hold data to the limits of both services. A nil p
+// is the profile of the table's endpoint.
 func (t *Table[T]) WithProfile(p *Profile) *Table[T] {
+	if p == nil {
+		p = profileOf(t.client)
+	}
 	c := *t
 	c.profile = p
 	return &c

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -151,5 +152,39 @@ func TestCosmosThrottling(t *testing.T) {
 	all, err := table.Collect(tb.Query(ctx, nil))
 	if err != nil || len(all) != 3 {
 		t.Fatalf("%d entities, %v", len(all), err)
+	}
+}
+
+// TestWithProfileNilAndDirectPath: WithProfile(nil) is the endpoint's
+// profile (it panicked on the first key check), and only a Table Storage
+// endpoint takes the direct path: a Cosmos DB host of any cloud goes
+// through the SDK, whose X-HTTP-Method rewrite Cosmos DB needs.
+func TestWithProfileNilAndDirectPath(t *testing.T) {
+	for _, tc := range []struct {
+		endpoint string
+		profile  *table.Profile
+	}{
+		{"https://acct.table.core.windows.net/t", table.Storage},
+		{"https://acct.table.cosmos.azure.com/t", table.Cosmos},
+		{"https://acct.table.cosmos.azure.us/t", table.Cosmos},
+		{"https://acct.table.cosmosdb.azure.cn/t", table.Cosmos},
+	} {
+		c, err := aztables.NewClientWithNoCredential(tc.endpoint, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, err := table.New[table.Dynamic](c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tb.Profile() != tc.profile || tb.WithProfile(nil).Profile() != tc.profile {
+			t.Errorf("%s: profile %s, WithProfile(nil) %s; want %s", tc.endpoint, tb.Profile().Name, tb.WithProfile(nil).Profile().Name, tc.profile.Name)
+		}
+		if got := table.Direct(tb); got != (tc.profile == table.Storage) {
+			t.Errorf("%s: direct path %v", tc.endpoint, got)
+		}
+		if _, err := tb.WithProfile(nil).Get(context.Background(), "", "r", nil); !errors.Is(err, table.ErrInvalidKey) {
+			t.Errorf("%s: Get with an empty PartitionKey through WithProfile(nil): %v", tc.endpoint, err)
+		}
 	}
 }
