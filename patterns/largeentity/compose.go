@@ -202,6 +202,11 @@ func (s *Store[T]) Pointers(row *table.Dynamic) ([]Blob, error) {
 func (s *Store[T]) Fetch(ctx context.Context, v *T, blobs []Blob) (err error) {
 	ctx, sp := s.obs.Start(ctx, opFetch, s.tbl.Name(), "")
 	defer func() { sp.End(err) }()
+	return s.fetchAll(ctx, v, blobs)
+}
+
+// fetchAll is Fetch without its span (Get's and Range's reads are theirs).
+func (s *Store[T]) fetchAll(ctx context.Context, v *T, blobs []Blob) error {
 	rv := reflect.ValueOf(v).Elem()
 	i := 0
 	for b, err := range prefetch.Map(ctx, prefetch.Slice(blobs), s.conc, s.fetch) {

@@ -156,7 +156,7 @@ func (s *Store[T]) resolve(ctx context.Context, d table.Dynamic) (Entity[T], err
 	if err != nil {
 		return Entity[T]{}, fmt.Errorf("largeentity: (%q, %q): %w", d.PartitionKey, d.RowKey, err)
 	}
-	if err := s.Fetch(ctx, &v, refs); err != nil {
+	if err := s.fetchAll(ctx, &v, refs); err != nil {
 		return Entity[T]{}, fmt.Errorf("(%q, %q): %w", d.PartitionKey, d.RowKey, err)
 	}
 	return Entity[T]{Entity: table.Entity[T]{PartitionKey: d.PartitionKey, RowKey: d.RowKey, ETag: d.ETag, Value: v}, Blobs: refs}, nil

@@ -436,3 +436,24 @@ func TestListAndPages(t *testing.T) {
 	}
 	_ = eventual.ErrInvalid
 }
+
+// TestListRefusesBadPartitions: List and ListPage refuse an empty or
+// reserved PartitionKey before the network, as Get does.
+func TestListRefusesBadPartitions(t *testing.T) {
+	t.Parallel()
+	r := newLargeRig(t)
+	ctx := context.Background()
+	for _, pk := range []string{"", table.ReservedPrefix + "x", "Sa/les"} {
+		for _, err := range r.store.List(ctx, pk, nil) {
+			if !errors.Is(err, secondaryindex.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
+				t.Errorf("List(%q): %v", pk, err)
+			}
+		}
+		if _, err := r.store.ListPage(ctx, pk, "", nil); !errors.Is(err, secondaryindex.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
+			t.Errorf("ListPage(%q): %v", pk, err)
+		}
+	}
+	if n := r.Faults.Count(); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}

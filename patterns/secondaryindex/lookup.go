@@ -65,7 +65,7 @@ func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string,
 	case !s.fetches(ix, opts):
 		return e, nil
 	}
-	return s.Get(ctx, e.PartitionKey, e.RowKey)
+	return s.get(ctx, e.PartitionKey, e.RowKey, nil) // keys from a checked copy
 }
 
 // inScope reports whether e, read from a copy, is an entity of partition
@@ -203,7 +203,7 @@ func (s *Store[T]) fromCopies(ctx context.Context, pk string, ix *Index[T], opts
 			return
 		}
 		fetch := func(ctx context.Context, c Entity[T]) (*Entity[T], error) {
-			e, err := s.Get(ctx, c.PartitionKey, c.RowKey)
+			e, err := s.get(ctx, c.PartitionKey, c.RowKey, nil) // keys from a checked copy
 			switch {
 			case errors.Is(err, table.ErrNotFound):
 				return nil, nil
@@ -322,8 +322,8 @@ func (s *Store[T]) ListPage(ctx context.Context, pk string, cursor table.Cursor,
 // rows, projected on the selection with the pointers of the large values
 // it names.
 func (s *Store[T]) listQuery(pk string, cursor table.Cursor, opts *ListOptions) (*table.Query, int, error) {
-	if err := keys.Validate(pk); err != nil {
-		return nil, 0, fmt.Errorf("%w: PartitionKey: %w", ErrInvalid, err)
+	if err := table.CheckKeys(pk, ""); err != nil { // empty or reserved PartitionKeys too
+		return nil, 0, fmt.Errorf("secondaryindex: list: %w", table.MarkInvalid(ErrInvalid, err))
 	}
 	lo, hi := keys.PrefixRange(s.primary)
 	q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.RowKeyRange(lo, hi)), Cursor: cursor}
