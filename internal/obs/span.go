@@ -143,18 +143,6 @@ func (s *Span) End(err error) { s.end(err, -1) }
 // verified after a lost response, recording its outcome.
 func (s *Span) EndWrite(err error, verified bool) { s.end(err, outcomeIndex(err, verified)) }
 
-// EndOutcome ends a write whose outcome is known otherwise (one of the
-// Outcome values), with its error.
-func (s *Span) EndOutcome(err error, outcome string) {
-	i := 0
-	for j, o := range outcomes {
-		if o == outcome {
-			i = j
-		}
-	}
-	s.end(err, i)
-}
-
 // outcomeIndex is the outcome of a write that ended with err.
 func outcomeIndex(err error, verified bool) int {
 	switch {
@@ -173,8 +161,12 @@ func (s *Span) end(err error, outcome int) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	write := outcome >= 0 && s.op.write
+	if s.span == nil && !s.log && !write {
+		return // an untraced core read: nothing to record
+	}
 	in := s.o.instruments()
-	if outcome >= 0 && s.op.write {
+	if write {
 		in.writes.Add(ctx, 1, s.op.writes[outcome]...)
 	}
 	if s.span == nil && !s.log {
