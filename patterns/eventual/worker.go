@@ -807,6 +807,9 @@ func (w *Worker) emit(d *delivery, t EventType, err error) {
 	case Poisoned:
 		level = slog.LevelError
 	}
+	if !w.obs.Logger().Enabled(ctx, level) {
+		return // Processed and Renewed are debug records: built only when wanted
+	}
 	attrs := []slog.Attr{slog.String(string(obs.KeyIntentID), ev.ID), slog.String(string(obs.KeyIntentKind), ev.Kind),
 		slog.String(string(obs.KeyMessageID), ev.MessageID), slog.Int64(string(obs.KeyDeliveries), ev.DequeueCount), slog.Duration("elapsed", ev.Elapsed)}
 	if c := d.env.Commit; c != nil {
