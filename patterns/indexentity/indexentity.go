@@ -400,7 +400,7 @@ func (x *Index[T]) FindIDs(ctx context.Context, partitionKey, value string) (_ [
 	var ids []string
 	if partitionKey != "" {
 		if err := checkKeys(partitionKey, ""); err != nil {
-			return nil, fmt.Errorf("indexentity: lookup: %w", err)
+			return nil, err // already "indexentity: ..."
 		}
 	}
 	switch x.store {
