@@ -1,6 +1,7 @@
 package tabletest_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -28,6 +29,14 @@ func TestCosmosAccountQueuesAndBlobs(t *testing.T) {
 		if !skipped {
 			t.Fatalf("%s of a Cosmos DB account without %s: not skipped", what, tabletest.StorageConnectionStringEnv)
 		}
+	}
+	// The examples' scratch queues and containers: a clear error, not a
+	// request to an endpoint the Cosmos DB account does not have.
+	if _, _, err := tabletest.ScratchQueue(context.Background(), "q"); err == nil || !strings.Contains(err.Error(), tabletest.StorageConnectionStringEnv) {
+		t.Fatalf("ScratchQueue of a Cosmos DB account without %s: %v", tabletest.StorageConnectionStringEnv, err)
+	}
+	if _, _, err := tabletest.ScratchContainer(context.Background(), "c"); err == nil || !strings.Contains(err.Error(), tabletest.StorageConnectionStringEnv) {
+		t.Fatalf("ScratchContainer of a Cosmos DB account without %s: %v", tabletest.StorageConnectionStringEnv, err)
 	}
 	t.Setenv(tabletest.StorageConnectionStringEnv, "DefaultEndpointsProtocol=https;AccountName=store;AccountKey=a2V5;QueueEndpoint=https://store.queue.core.windows.net/;BlobEndpoint=https://store.blob.core.windows.net/")
 	e := tabletest.New(t)

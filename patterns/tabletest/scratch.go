@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -36,7 +37,7 @@ func ScratchTable(ctx context.Context, prefix string) (c *aztables.Client, clean
 	if err != nil {
 		return nil, nil, err
 	}
-	name := fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1e12, scratchSeq.Add(1))
+	name := scratchName(prefix)
 	if _, err := svc.CreateTable(ctx, name, nil); err != nil {
 		var re *azcore.ResponseError
 		if !errors.As(err, &re) || re.StatusCode != http.StatusConflict {
@@ -44,6 +45,26 @@ func ScratchTable(ctx context.Context, prefix string) (c *aztables.Client, clean
 		}
 	}
 	return svc.NewClient(name), func() { _, _ = svc.DeleteTable(context.WithoutCancel(ctx), name, nil) }, nil
+}
+
+// scratchName is a fresh name that starts with prefix.
+func scratchName(prefix string) string {
+	return fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1e12, scratchSeq.Add(1))
+}
+
+// storageConnectionString is ConnectionString for queues and blobs
+// (what): a Storage account's, from StorageConnectionStringEnv when
+// ConnectionString names a Cosmos DB Table API account, which has
+// neither.
+func storageConnectionString(what string) (string, error) {
+	cs, err := ConnectionString()
+	if err != nil || !cosmosTables(cs) {
+		return cs, err
+	}
+	if s := os.Getenv(StorageConnectionStringEnv); s != "" {
+		return s, nil
+	}
+	return "", fmt.Errorf("tabletest: %s names a Cosmos DB Table API account, which has no %s: set %s to a Storage account's connection string", ConnectionStringEnv, what, StorageConnectionStringEnv)
 }
 
 // ScratchService returns a table service client of the account
@@ -62,12 +83,13 @@ func ScratchService() (*aztables.ServiceClient, error) {
 }
 
 // ScratchQueue creates a queue with a fresh name that starts with prefix
-// (lower-case letters and digits) in the account ConnectionString names,
-// and returns a client of it (retry.Default, spans as ScratchService's)
+// (lower-case letters and digits) in the account ConnectionString names
+// (TABLEKIT_STORAGE_CONNECTION_STRING's when that is a Cosmos DB
+// account), and returns a client of it (retry.Default, spans as ScratchService's)
 // and a function that deletes it: the set-up of a runnable example that
 // needs a queue.
 func ScratchQueue(ctx context.Context, prefix string) (q *azqueue.QueueClient, cleanup func(), err error) {
-	cs, err := ConnectionString()
+	cs, err := storageConnectionString("queues")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -78,7 +100,7 @@ func ScratchQueue(ctx context.Context, prefix string) (q *azqueue.QueueClient, c
 	if err != nil {
 		return nil, nil, err
 	}
-	q = svc.NewQueueClient(fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1e12, scratchSeq.Add(1)))
+	q = svc.NewQueueClient(scratchName(prefix))
 	if _, err := q.Create(ctx, nil); err != nil {
 		return nil, nil, fmt.Errorf("tabletest: creating a queue: %w", redact.Error(err))
 	}
@@ -87,11 +109,12 @@ func ScratchQueue(ctx context.Context, prefix string) (q *azqueue.QueueClient, c
 
 // ScratchContainer creates a blob container with a fresh name that starts
 // with prefix (lower-case letters and digits) in the account
-// ConnectionString names, and returns a client of it (retry.Default, spans
+// ConnectionString names (TABLEKIT_STORAGE_CONNECTION_STRING's when that is
+// a Cosmos DB account), and returns a client of it (retry.Default, spans
 // as ScratchService's) and a function that deletes it: the set-up of a
 // runnable example that needs blobs.
 func ScratchContainer(ctx context.Context, prefix string) (c *container.Client, cleanup func(), err error) {
-	cs, err := ConnectionString()
+	cs, err := storageConnectionString("blobs")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -102,7 +125,7 @@ func ScratchContainer(ctx context.Context, prefix string) (c *container.Client, 
 	if err != nil {
 		return nil, nil, err
 	}
-	c = svc.ServiceClient().NewContainerClient(fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1e12, scratchSeq.Add(1)))
+	c = svc.ServiceClient().NewContainerClient(scratchName(prefix))
 	if _, err := c.Create(ctx, nil); err != nil {
 		return nil, nil, fmt.Errorf("tabletest: creating a container: %w", redact.Error(err))
 	}
