@@ -505,9 +505,9 @@ func (t *Table[T]) mode(m table.Mode) (table.Mode, error) {
 // Insert encrypts v's fields and inserts it ([table.Table.Insert]): one
 // round trip, table.ErrAlreadyExists when the entity exists.
 func (t *Table[T]) Insert(ctx context.Context, v T) (res table.Result, err error) {
-	ctx, sp := t.obs.Start(ctx, opInsert, t.tbl.Name(), partitionOf(&v))
+	ctx, sp := t.obs.Start(ctx, opInsert, t.tbl.Name(), "")
 	defer func() { sp.EndWrite(err, res.Verified) }()
-	return t.write(ctx, "insert", &v, table.Mode{}, func(d table.Dynamic, _ table.Mode) (table.Result, error) {
+	return t.write(ctx, &sp, "insert", &v, table.Mode{}, func(d table.Dynamic, _ table.Mode) (table.Result, error) {
 		return t.tbl.Insert(ctx, d)
 	})
 }
@@ -516,9 +516,9 @@ func (t *Table[T]) Insert(ctx context.Context, v T) (res table.Result, err error
 // ([table.Table.Upsert]): one round trip. A Fields merge naming an
 // encrypted field also writes its blind index.
 func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (res table.Result, err error) {
-	ctx, sp := t.obs.Start(ctx, opUpsert, t.tbl.Name(), partitionOf(&v))
+	ctx, sp := t.obs.Start(ctx, opUpsert, t.tbl.Name(), "")
 	defer func() { sp.EndWrite(err, res.Verified) }()
-	return t.write(ctx, "upsert", &v, mode, func(d table.Dynamic, m table.Mode) (table.Result, error) {
+	return t.write(ctx, &sp, "upsert", &v, mode, func(d table.Dynamic, m table.Mode) (table.Result, error) {
 		return t.tbl.Upsert(ctx, d, m)
 	})
 }
@@ -528,19 +528,21 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode table.Mode) (res table.
 // table.ErrNoETag). One round trip. Pass v as read (with its table.Meta)
 // for exact verification of a lost response.
 func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (res table.Result, err error) {
-	ctx, sp := t.obs.Start(ctx, opUpdate, t.tbl.Name(), partitionOf(&v))
+	ctx, sp := t.obs.Start(ctx, opUpdate, t.tbl.Name(), "")
 	defer func() { sp.EndWrite(err, res.Verified) }()
-	return t.write(ctx, "update", &v, mode, func(d table.Dynamic, m table.Mode) (table.Result, error) {
+	return t.write(ctx, &sp, "update", &v, mode, func(d table.Dynamic, m table.Mode) (table.Result, error) {
 		return t.tbl.Update(ctx, d, etag, m)
 	})
 }
 
-// write encrypts v as name does (see encrypt) and sends it with send.
-func (t *Table[T]) write(ctx context.Context, name string, v *T, mode table.Mode, send func(table.Dynamic, table.Mode) (table.Result, error)) (table.Result, error) {
+// write encrypts v as name does (see encrypt), names its partition on sp
+// (the keys are known once it is encoded), and sends it with send.
+func (t *Table[T]) write(ctx context.Context, sp *obs.Span, name string, v *T, mode table.Mode, send func(table.Dynamic, table.Mode) (table.Result, error)) (table.Result, error) {
 	d, m, err := t.encrypt(ctx, name, v, mode)
 	if err != nil {
 		return table.Result{}, err
 	}
+	sp.SetPartition(d.PartitionKey)
 	res, err := send(d, m)
 	return res, table.MarkInvalid(ErrInvalid, err)
 }
@@ -753,9 +755,3 @@ var (
 	opQueryPage = obs.Read("encryption.QueryPage")
 	opFind      = obs.Read("encryption.Find")
 )
-
-// partitionOf is v's PartitionKey, for a span ("" when T cannot give it).
-func partitionOf[T any](v *T) string {
-	pk, _, _ := table.KeysOf(v)
-	return pk
-}
