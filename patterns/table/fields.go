@@ -95,15 +95,12 @@ func ValidPropertyName(name string) error {
 // field, or fields tagged pk and rk): for packages that take a T and store
 // it their own way. ErrInvalidEntity when T has no key fields.
 func KeysOf[T any](v *T) (pk, rk string, err error) {
-	c, err := codecFor(reflect.TypeFor[T]())
+	keys, err := KeyFunc[T](nil)
 	if err != nil {
 		return "", "", err
 	}
-	if c.pk == nil || c.rk == nil {
-		return "", "", fmt.Errorf("%w: %v has no PartitionKey and RowKey fields", ErrInvalidEntity, c.typ)
-	}
-	e := reflect.ValueOf(v).Elem()
-	return e.FieldByIndex(c.pk).String(), e.FieldByIndex(c.rk).String(), nil
+	pk, rk = keys(v)
+	return pk, rk, nil
 }
 
 // CheckKeys checks an entity's keys as every write of an application's
