@@ -232,7 +232,13 @@ func TestForgedCommitReferences(t *testing.T) {
 	var ran []indexOrder
 	worker := func(on func(eventual.Event)) *eventual.Worker {
 		opts := workerOptions()
-		opts.MaxDeliveries = 1
+		// One delivery each, under a lease no loaded machine outlives: a
+		// lease lost before its delivery settles (2 s, as workerOptions'
+		// lease, can pass between a dequeue and its first renewal on a
+		// loaded 2-core machine) brings the message back as a second
+		// delivery, which MaxDeliveries 1 poisons as it should; this test
+		// is about what a first delivery decides.
+		opts.MaxDeliveries, opts.VisibilityTimeout = 1, 30*time.Second
 		opts.OnEvent = on
 		w, err := eventual.NewWorker(r.q, opts, indexKind.Handle(func(ctx context.Context, in eventual.Intent[indexOrder]) error {
 			mu.Lock()
@@ -301,6 +307,9 @@ func TestForgedCommitReferences(t *testing.T) {
 	}
 	if kinds[eventual.Poisoned] != 2 || kinds[eventual.Dropped] != 4 {
 		t.Errorf("events %v; want 2 poisoned (invalid references), 4 dropped", kinds)
+		for _, e := range events {
+			t.Logf("%s %s (dequeue %d, %v): %v", e.MessageID, e.Type, e.DequeueCount, e.Elapsed, e.Err)
+		}
 	}
 	// Pending still lists the committed intent, not poisoned.
 	pending, err := table.Collect(r.q.Pending(ctx, nil))
