@@ -6,7 +6,7 @@
 GO      ?= go
 AZURITE := node_modules/azurite/dist/src/azurite.js
 
-.PHONY: demo test soak bench lint emulator capabilities
+.PHONY: demo test soak bench lint emulator capabilities drift
 
 # The targets below install the emulator only when they will start it: not
 # when AZURE_STORAGE_CONNECTION_STRING names an account or TABLEKIT_AZURITE an
@@ -73,11 +73,20 @@ capabilities: $(TEST_EMULATOR)
 # instead of make test's few dozen; TABLEKIT_SEED=n replays a failure. The
 # filter keeps the tests' names and results and every line a test logs (the
 # seed, the outcome counts, a failure's step, operation and state), and
-# drops the PAUSE/CONT noise of parallel tests.
+# drops the PAUSE/CONT noise of parallel tests. Then the SDK drift check
+# (drift, below).
 soak: SHELL := /bin/bash
 soak: .SHELLFLAGS := -o pipefail -c
 soak: $(TEST_EMULATOR)
 	TABLEKIT_SOAK=1 $(GO) test -race -count=1 -timeout 60m -run 'Model' -v ./... 2>&1 | grep -E '^(=== RUN|--- |ok|FAIL|PASS|panic:)|^ +[^ ]'
+	bash .ci/drift
+
+# SDK drift: the core's tests (and those of the packages on queues and
+# blobs) in a temporary copy of the module with azcore, aztables, azblob
+# and azqueue raised to the newest versions the Go module proxy serves,
+# which a user's go.mod may select. Also run by soak.
+drift: $(TEST_EMULATOR)
+	bash .ci/drift
 
 # Benchmarks against fresh emulators (no -race): every comparison runs
 # BENCHCOUNT times, then .ci/benchtable.awk prints the side-by-side summary

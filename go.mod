@@ -1,6 +1,6 @@
 module github.com/tablekit/tablekit
 
-go 1.23.0
+go 1.24.0
 
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.20.0

@@ -42,7 +42,6 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/buckets"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -223,7 +222,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	o := table.ClientOptions()
 	o.PerRetryPolicies = append(o.PerRetryPolicies, b)
 	o.Transport = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c.Workers, MaxIdleConns: c.Workers}}
-	load, err := aztables.NewServiceClientFromConnectionString(cs, o)
+	load, err := table.NewServiceClientFromConnectionString(cs, o)
 	if err != nil {
 		return err
 	}
@@ -240,11 +239,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "deleted the test table %s\n", name)
 	}()
-	setup, err := table.New[reading](admin.NewClient(name))
+	setup, err := table.New[reading](table.NewClient(admin, name))
 	if err != nil {
 		return err
 	}
-	tbl, err := table.New[reading](load.NewClient(name))
+	tbl, err := table.New[reading](table.NewClient(load, name))
 	if err != nil {
 		return err
 	}

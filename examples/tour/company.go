@@ -89,7 +89,7 @@ func (t *tour) continuation(ctx context.Context) error {
 	}
 	t.say("page 1: %d employees; cursor to save: %q", len(page.Items), page.Next)
 	// A later process resumes from the saved cursor with a new Table.
-	later, err := table.New[Employee](t.svc.NewClient(t.name))
+	later, err := table.New[Employee](table.NewClient(t.svc, t.name))
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (t *tour) lostResponse(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	flaky, err := table.New[Employee](svc.NewClient(t.name))
+	flaky, err := table.New[Employee](table.NewClient(svc, t.name))
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (t *tour) lostResponse(ctx context.Context) error {
 
 func (t *tour) logTail(ctx context.Context) error {
 	type Login struct{ IP string }
-	logins, err := table.New[Login](t.svc.NewClient(t.name))
+	logins, err := table.New[Login](table.NewClient(t.svc, t.name))
 	if err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func (t *tour) logTail(ctx context.Context) error {
 }
 
 func (t *tour) dataSeries(ctx context.Context) error {
-	tbl, err := table.New[table.Dynamic](t.svc.NewClient(t.name))
+	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name))
 	if err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func (t *tour) dataSeries(ctx context.Context) error {
 }
 
 func (t *tour) wideEntity(ctx context.Context) error {
-	tbl, err := table.New[table.Dynamic](t.svc.NewClient(t.name))
+	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name))
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ type logEntry struct{ Employee, What string }
 // compose writes a hire with its index copies and its change-log entry in
 // one transaction: the patterns produce operations, the core joins them.
 func (t *tour) compose(ctx context.Context) error {
-	c := t.svc.NewClient(t.name)
+	c := table.NewClient(t.svc, t.name)
 	tbl, err := table.New[table.Dynamic](c)
 	if err != nil {
 		return err

@@ -34,7 +34,7 @@ func (t *tour) encryptedEmail(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tbl, err := table.New[table.Dynamic](t.svc.NewClient(t.name))
+	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name))
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (t *tour) encryptedEmail(ctx context.Context) error {
 			return err
 		}
 	}
-	raw, err := t.svc.NewClient(t.name).GetEntity(ctx, "Legal", "000401", nil)
+	raw, err := table.NewClient(t.svc, t.name).GetEntity(ctx, "Legal", "000401", nil)
 	if err != nil {
 		return err
 	}

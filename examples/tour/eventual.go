@@ -38,7 +38,7 @@ func (t *tour) eventualArchive(ctx context.Context) error {
 		}
 		defer qsvc.DeleteQueue(context.WithoutCancel(ctx), n, nil) //nolint:errcheck // cleanup
 	}
-	archive, err := table.New[Employee](t.svc.NewClient(archiveName))
+	archive, err := table.New[Employee](table.NewClient(t.svc, archiveName))
 	if err != nil {
 		return err
 	}

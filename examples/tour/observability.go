@@ -49,7 +49,7 @@ func (t *tour) observability(ctx context.Context) error {
 		return err
 	}
 	defer cleanPoison()
-	client := t.svc.NewClient(t.name)
+	client := table.NewClient(t.svc, t.name)
 	q, err := eventual.New(intents, poison, &eventual.Options{Tables: []*aztables.Client{client}, Telemetry: tel})
 	if err != nil {
 		return err

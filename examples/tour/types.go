@@ -34,7 +34,7 @@ type Engineer struct {
 }
 
 func (t *tour) entityTypes(ctx context.Context) error {
-	client := t.svc.NewClient(t.name)
+	client := table.NewClient(t.svc, t.name)
 	// The older release: version 1 of Engineer.
 	before, err := table.NewTypes(client, nil)
 	if err != nil {

@@ -85,7 +85,7 @@ func (t *tour) spreadAccesses(ctx context.Context) error {
 		Sequence string `table:",rk"`
 		Resource string
 	}
-	tbl, err := table.New[Access](t.svc.NewClient(t.name))
+	tbl, err := table.New[Access](table.NewClient(t.svc, t.name))
 	if err != nil {
 		return err
 	}

@@ -259,11 +259,32 @@ func (r *Rig) TableClient(name string, o *aztables.ClientOptions) *aztables.Clie
 // cosmosClient is a client of the table name on the simulated Cosmos
 // endpoint.
 func (r *Rig) cosmosClient(name string, o *aztables.ClientOptions) *aztables.Client {
-	c, err := aztables.NewClientWithSharedKey("http://"+cosmosim.Host(r.cred.AccountName())+"/"+name, r.cred, o)
+	svc, err := table.NewServiceClientFromConnectionString(r.cosmosConnectionString(), o)
 	if err != nil {
 		panic(err) // a well-formed URL and a credential: cannot fail
 	}
-	return c
+	return table.NewClient(svc, name)
+}
+
+// cosmosConnectionString is the connection string of the simulated Cosmos
+// DB endpoint: the rig's account and key.
+func (r *Rig) cosmosConnectionString() string {
+	return "TableEndpoint=http://" + cosmosim.Host(r.cred.AccountName()) + "/;AccountName=" + r.cred.AccountName() + ";AccountKey=" + setting(r.ConnectionString, "AccountKey")
+}
+
+// SDKClient returns a client of the table called name built by aztables
+// itself (not by tablekit, which then knows neither its name nor its
+// service), through Faults, on the rig's service.
+func (r *Rig) SDKClient(name string) *aztables.Client {
+	cs := r.ConnectionString
+	if r.sim != nil {
+		cs = r.cosmosConnectionString()
+	}
+	svc, err := aztables.NewServiceClientFromConnectionString(cs, r.TableOptions())
+	if err != nil {
+		panic(err) // the rig's own connection string
+	}
+	return svc.NewClient(name)
 }
 
 // Service returns a table service client through Faults.
@@ -272,9 +293,9 @@ func (r *Rig) Service(t testing.TB) *aztables.ServiceClient {
 	var svc *aztables.ServiceClient
 	var err error
 	if r.sim == nil {
-		svc, err = aztables.NewServiceClientFromConnectionString(r.ConnectionString, r.TableOptions())
+		svc, err = table.NewServiceClientFromConnectionString(r.ConnectionString, r.TableOptions())
 	} else {
-		svc, err = aztables.NewServiceClientWithSharedKey("http://"+cosmosim.Host(r.cred.AccountName())+"/", r.cred, r.TableOptions())
+		svc, err = table.NewServiceClientFromConnectionString(r.cosmosConnectionString(), r.TableOptions())
 	}
 	if err != nil {
 		t.Fatal(err)

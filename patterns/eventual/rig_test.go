@@ -85,7 +85,10 @@ func newRigOn(t *testing.T, base *testrig.Rig, opts *eventual.Options) *rig {
 	r.queueHost, r.blobHost = hostOf(r.queue.URL()), hostOf(r.BlobService(nil).URL())
 	r.orders = testrig.NewTable[order](t, r.Table())
 	r.index = testrig.NewTable[byEmail](t, r.Table())
-	o := eventual.Options{CommitWindow: 2 * time.Second} // short, yet long enough on a loaded 2-core machine
+	// Short, for the tests that wait for a window to end, yet long enough
+	// for a batch to arrive within its three quarters on a loaded 2-core
+	// machine (2 s was not: TestCompetingWorkers beside another make test).
+	o := eventual.Options{CommitWindow: 5 * time.Second}
 	if opts != nil && opts.CommitWindow != 0 {
 		o.CommitWindow = opts.CommitWindow
 	}

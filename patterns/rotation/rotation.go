@@ -154,7 +154,7 @@ func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tab
 	if n := len(prefix) + r.digits; n > 63 {
 		return nil, fmt.Errorf("%w: prefix %q and %d digits of period make %d characters, more than a table name's 63", ErrInvalid, prefix, r.digits, n)
 	}
-	if _, err := table.New[T](svc.NewClient(r.Name(time.Unix(0, 0)))); err != nil {
+	if _, err := table.New[T](table.NewClient(svc, r.Name(time.Unix(0, 0)))); err != nil {
 		return nil, table.MarkInvalid(ErrInvalid, err)
 	}
 	return r, nil
@@ -222,7 +222,7 @@ func (r *Tables[T]) Table(at time.Time) *table.Table[T] {
 }
 
 func (r *Tables[T]) named(name string) *table.Table[T] {
-	t, _ := table.New[T](r.svc.NewClient(name)) // T was checked by New
+	t, _ := table.New[T](table.NewClient(r.svc, name)) // T was checked by New
 	if r.keyFn != nil {
 		t = t.WithKeys(r.keyFn)
 	}
@@ -422,7 +422,7 @@ func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, op
 		return table.BatchResult{}, err
 	}
 	name := r.Name(at)
-	res, err = table.Submit(ctx, r.svc.NewClient(name), ops, opts)
+	res, err = table.Submit(ctx, table.NewClient(r.svc, name), ops, opts)
 	if beingDeleted(err) {
 		err = expired("submit", name, err)
 	}

@@ -24,7 +24,7 @@ func TestKeyErrors(t *testing.T) {
 	f := newFixture(t, jul31)
 	r := f.tables(t, nil)
 	ctx := context.Background()
-	tb, err := table.New[login](f.svc.NewClient("any"))
+	tb, err := table.New[login](table.NewClient(f.svc, "any"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestSASSignatureNeverInErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb, _ := table.New[login](svc.NewClient("any"))
+		tb, _ := table.New[login](table.NewClient(svc, "any"))
 		ops := map[string]func() error{
 			"Prepare": func() error { return r.Prepare(ctx, jul31) },
 			"Insert":  func() error { _, err := r.Insert(ctx, jul31, loginAt("u", jul31, "ip")); return err },

@@ -296,8 +296,8 @@ func (e *OpError) Unwrap() error { return e.Err }
 // its ops are then reported applied (Verified), not applied, or, when no
 // read can tell, with ErrOutcomeUnknown.
 func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOptions) (BatchResult, error) {
-	name := tableNameOf(c)
-	return submit(ctx, c, name, directOf(c, name), profileOf(c), ops, opts)
+	a := aboutClient(c)
+	return submit(ctx, c, a.name, directOf(a), a.resolvedProfile(), ops, opts)
 }
 
 func submit(ctx context.Context, c *aztables.Client, name string, d *direct, p *Profile, ops []Op, opts *BatchOptions) (res BatchResult, err error) {
@@ -574,7 +574,7 @@ func send(ctx context.Context, c *aztables.Client, d *direct, ops []Op, tx txn, 
 		return nil
 	}
 	failed, opErr := transactionError(err, ops, tx)
-	opErr.Table = tableNameOf(c)
+	opErr.Table = aboutClient(c).name
 	var failing write
 	if failed >= 0 {
 		failing = opWrite(ops[tx[failed]], id)

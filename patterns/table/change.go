@@ -200,8 +200,8 @@ func shares(changes []Change, measure func(*Change) int) string {
 // one. Changes that carry intents need eventual's Queue.Apply, which
 // commits the intents with the same transaction; Apply refuses them.
 func Apply(ctx context.Context, c *aztables.Client, changes ...Change) (BatchResult, error) {
-	name := tableNameOf(c)
-	return apply(ctx, c, name, directOf(c, name), profileOf(c), changes)
+	a := aboutClient(c)
+	return apply(ctx, c, a.name, directOf(a), a.resolvedProfile(), changes)
 }
 
 // Apply is the package-level Apply on t's client, with t's profile.

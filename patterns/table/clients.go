@@ -1,12 +1,15 @@
 package table
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -24,34 +27,100 @@ func ClientOptions() *aztables.ClientOptions {
 }
 
 // NewServiceClientFromConnectionString builds a table service client from
-// a connection string (Azure Storage, Cosmos DB Table API, or an emulator
-// with explicit endpoints). With nil opts it uses ClientOptions(): the
-// guide's retry policy instead of azcore's. Options you pass are used as
-// they are.
+// a connection string (Azure Storage, Cosmos DB Table API, or an emulator:
+// see ParseConnectionString, and TableEndpoint with SharedAccessSignature
+// for a SAS), and tablekit's own pipeline beside it, with the same
+// authentication and options: the clients NewClient makes from it are
+// known to tablekit (their name, endpoint, Profile), and Tables of them
+// on Table Storage send their requests through that pipeline. With nil
+// opts it uses ClientOptions(): the guide's retry policy instead of
+// azcore's. Options you pass are used as they are. Errors match
+// ErrInvalidConnectionString and never hold the key or a signature.
 func NewServiceClientFromConnectionString(connStr string, opts *aztables.ClientOptions) (*aztables.ServiceClient, error) {
-	if opts == nil {
-		opts = ClientOptions()
+	cs, err := parseConnectionString(connStr)
+	if err != nil {
+		return nil, err
 	}
-	return aztables.NewServiceClientFromConnectionString(connStr, opts)
+	if cs.key == "" {
+		return newServiceClient(cs.serviceURL+"?"+cs.sas, nil, opts, aztables.NewServiceClientWithNoCredential)
+	}
+	key, err := newSharedKey(cs.account, cs.key)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := aztables.NewSharedKeyCredential(cs.account, cs.key)
+	if err != nil {
+		return nil, connStrError("AccountKey is not valid base64")
+	}
+	return newServiceClient(cs.serviceURL, key, opts, func(u string, o *aztables.ClientOptions) (*aztables.ServiceClient, error) {
+		return aztables.NewServiceClientWithSharedKey(u, cred, o)
+	})
 }
 
 // NewServiceClient builds a table service client for serviceURL that
-// authenticates with cred (Microsoft Entra ID, from azidentity). With nil
-// opts it uses ClientOptions().
+// authenticates with cred (Microsoft Entra ID, from azidentity: tokens of
+// the storage audience, or of the Cosmos DB audience for a Cosmos DB
+// Table API endpoint, in the cloud of opts), and tablekit's own pipeline
+// beside it, as NewServiceClientFromConnectionString does. With nil opts
+// it uses ClientOptions().
 func NewServiceClient(serviceURL string, cred azcore.TokenCredential, opts *aztables.ClientOptions) (*aztables.ServiceClient, error) {
+	if cred == nil {
+		return nil, fmt.Errorf("table.NewServiceClient: %w: nil credential", ErrInvalid)
+	}
+	scope, err := bearerScope(serviceURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newServiceClient(serviceURL, runtime.NewBearerTokenPolicy(cred, []string{scope}, nil), opts, func(u string, o *aztables.ClientOptions) (*aztables.ServiceClient, error) {
+		return aztables.NewServiceClient(u, cred, o)
+	})
+}
+
+// newServiceClient builds the SDK's service client with build and the
+// account beside it, and records the account for NewClient.
+func newServiceClient(serviceURL string, auth policy.Policy, opts *aztables.ClientOptions, build func(string, *aztables.ClientOptions) (*aztables.ServiceClient, error)) (*aztables.ServiceClient, error) {
 	if opts == nil {
 		opts = ClientOptions()
 	}
-	return aztables.NewServiceClient(serviceURL, cred, opts)
+	acct, err := newAccount(serviceURL, auth, opts)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := build(serviceURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	remember(&services, svc, acct)
+	return svc, nil
 }
 
 // NewClientFromSASURL builds a client for one table from a SAS URL (see
-// SASURL). With nil opts it uses ClientOptions().
+// SASURL), https://<account>.table.core.windows.net/<table>?<token>,
+// known to tablekit as NewClient's clients are. With nil opts it uses
+// ClientOptions().
 func NewClientFromSASURL(sasURL string, opts *aztables.ClientOptions) (*aztables.Client, error) {
 	if opts == nil {
 		opts = ClientOptions()
 	}
-	return aztables.NewClientWithNoCredential(sasURL, opts)
+	base, query, _ := strings.Cut(sasURL, "?")
+	i := strings.LastIndexByte(strings.TrimRight(base, "/"), '/')
+	if i < 0 {
+		return nil, fmt.Errorf("table.NewClientFromSASURL: %w: the URL names no table", ErrInvalid)
+	}
+	name, err := url.PathUnescape(strings.TrimRight(base, "/")[i+1:])
+	if err != nil || name == "" {
+		return nil, fmt.Errorf("table.NewClientFromSASURL: %w: the URL names no table", ErrInvalid)
+	}
+	acct, err := newAccount(base[:i]+"?"+query, nil, opts)
+	if err != nil {
+		return nil, fmt.Errorf("table.NewClientFromSASURL: %w", err)
+	}
+	c, err := aztables.NewClientWithNoCredential(sasURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	remember(&clients, c, &about{name: name, profile: acct.profile, acct: acct})
+	return c, nil
 }
 
 // ErrInvalidConnectionString: a connection string ParseConnectionString
@@ -106,8 +175,46 @@ var accountName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$
 // errors.Is(err, ErrInvalidConnectionString). They name settings, never
 // their values, so they never contain the key or a signature.
 func ParseConnectionString(connStr string) (serviceURL string, cred *aztables.SharedKeyCredential, err error) {
-	fail := func(format string, args ...any) (string, *aztables.SharedKeyCredential, error) {
-		return "", nil, &Error{Op: "connection string", Err: marked{ErrInvalidConnectionString, fmt.Errorf(format, args...)}}
+	cs, err := parseConnectionString(connStr)
+	if err != nil {
+		return "", nil, err
+	}
+	if cs.key == "" {
+		return "", nil, cs.noKey()
+	}
+	// Not the SDK's error: its text is its own business, and must not
+	// come to include the key. (parseConnectionString checked the key.)
+	if cred, err = aztables.NewSharedKeyCredential(cs.account, cs.key); err != nil {
+		return "", nil, connStrError("AccountKey is not valid base64")
+	}
+	return cs.serviceURL, cred, nil
+}
+
+// connSettings is a parsed connection string: a service URL and an account
+// key, or a SAS (without a key).
+type connSettings struct {
+	serviceURL, account, key, sas string
+}
+
+func connStrError(format string, args ...any) error {
+	return &Error{Op: "connection string", Err: marked{ErrInvalidConnectionString, fmt.Errorf(format, args...)}}
+}
+
+// noKey is ParseConnectionString's error for a connection string without
+// an AccountKey.
+func (c connSettings) noKey() error {
+	if c.sas != "" {
+		return connStrError("it has a SharedAccessSignature and no AccountKey; a SAS cannot sign, so use its token with NewClientFromSASURL")
+	}
+	return connStrError("no AccountKey")
+}
+
+// parseConnectionString parses connStr for ParseConnectionString and
+// NewServiceClientFromConnectionString: with an AccountKey, or with a
+// SharedAccessSignature and no key (cs.key "").
+func parseConnectionString(connStr string) (cs connSettings, err error) {
+	fail := func(format string, args ...any) (connSettings, error) {
+		return connSettings{}, connStrError(format, args...)
 	}
 	settings := map[string]string{}
 	for i, part := range strings.Split(connStr, ";") {
@@ -140,27 +247,27 @@ func ParseConnectionString(connStr string) (serviceURL string, cred *aztables.Sh
 		settings = map[string]string{"accountname": devStorageAccount, "accountkey": devStorageKey, "tableendpoint": devStorageTables}
 	}
 	account, key := settings["accountname"], settings["accountkey"]
-	if key == "" {
-		if settings["sharedaccesssignature"] != "" {
-			return fail("it has a SharedAccessSignature and no AccountKey; a SAS cannot sign, so use its token with NewClientFromSASURL")
-		}
+	cs = connSettings{account: account, key: key, sas: strings.TrimPrefix(settings["sharedaccesssignature"], "?")}
+	switch {
+	case key == "" && cs.sas == "":
 		return fail("no AccountKey")
-	}
-	if account == "" {
+	case key != "" && account == "":
 		return fail("no AccountName")
-	}
-	// Not the SDK's error: its text is its own business, and must not
-	// come to include the key.
-	cred, kerr := aztables.NewSharedKeyCredential(account, key)
-	if kerr != nil {
-		return fail("AccountKey is not valid base64")
+	case key != "":
+		if _, kerr := base64.StdEncoding.DecodeString(key); kerr != nil {
+			return fail("AccountKey is not valid base64")
+		}
 	}
 	if ep := settings["tableendpoint"]; ep != "" {
 		u, perr := url.Parse(ep)
 		if perr != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 			return fail("TableEndpoint is not an http or https URL with a host")
 		}
-		return strings.TrimRight(ep, "/"), cred, nil
+		cs.serviceURL = strings.TrimRight(ep, "/")
+		return cs, nil
+	}
+	if account == "" {
+		return fail("no AccountName")
 	}
 	proto := "https"
 	if p, ok := settings["defaultendpointsprotocol"]; ok {
@@ -176,9 +283,9 @@ func ParseConnectionString(connStr string) (serviceURL string, cred *aztables.Sh
 	if !accountName.MatchString(account) {
 		return fail("AccountName %q cannot be part of a host name; give TableEndpoint", account)
 	}
-	serviceURL = proto + "://" + account + ".table." + suffix
-	if u, perr := url.Parse(serviceURL); perr != nil || u.Host != account+".table."+suffix || suffix == "" {
+	cs.serviceURL = proto + "://" + account + ".table." + suffix
+	if u, perr := url.Parse(cs.serviceURL); perr != nil || u.Host != account+".table."+suffix || suffix == "" {
 		return fail("EndpointSuffix %q does not make a host name", suffix)
 	}
-	return serviceURL, cred, nil
+	return cs, nil
 }

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -18,17 +17,17 @@ import (
 )
 
 // This file is the direct path: the same REST requests the SDK sends,
-// built from the codec's bytes and sent through the aztables client's own
-// azcore pipeline (its authentication, the retry policy, logging), without
-// the SDK's round trip of every entity through map[string]any. The SDK
-// unmarshals each entity of a batch or a query page into a map and marshals
-// it again; profiles showed most of the client's CPU there.
+// built from the codec's bytes and sent through tablekit's own pipeline
+// for the service (see known.go: the SDK client's authentication, retry
+// policy, logging and tracing), without the SDK's round trip of every
+// entity through map[string]any. The SDK unmarshals each entity of a
+// batch or a query page into a map and marshals it again; profiles showed
+// most of the client's CPU there.
 //
-// aztables does not export its pipeline, so directOf reads it from the
-// client's unexported fields, checking their types; when they are not what
-// this version expects (another aztables version), or the endpoint is a
-// Cosmos DB Table API account (whose merge needs the SDK's rewriting), the
-// Table falls back to the SDK's methods, with the same results.
+// Only clients tablekit built have the pipeline (aztables does not export
+// its own). Other clients, and Cosmos DB Table API accounts (whose merge
+// needs the SDK's rewriting), take the SDK's methods, with the same
+// results.
 
 // direct sends requests for one table.
 type direct struct {
@@ -39,44 +38,13 @@ type direct struct {
 	table    string
 }
 
-var azClientType = reflect.TypeOf((*azcore.Client)(nil))
-
-// generated returns c's generated client's azcore client and endpoint
-// (unexported fields, stable since aztables v1.0), or false when they are
-// not what this version expects.
-func generated(c *aztables.Client) (*azcore.Client, string, bool) {
-	v := reflect.ValueOf(c).Elem()
-	gen := v.FieldByName("client")
-	if gen.Kind() != reflect.Pointer || gen.IsNil() || gen.Elem().Kind() != reflect.Struct {
-		return nil, "", false
-	}
-	in, ep := gen.Elem().FieldByName("internal"), gen.Elem().FieldByName("endpoint")
-	if !in.IsValid() || in.Type() != azClientType || in.IsNil() || ep.Kind() != reflect.String {
-		return nil, "", false
-	}
-	return (*azcore.Client)(in.UnsafePointer()), ep.String(), true
-}
-
-// endpointOf returns the service URL c talks to, or "" when it cannot be
-// read.
-func endpointOf(c *aztables.Client) string {
-	_, ep, _ := generated(c)
-	return ep
-}
-
-// directOf returns the direct path for c, or nil to use the SDK.
-func directOf(c *aztables.Client, table string) *direct {
-	ac, endpoint, ok := generated(c)
-	if table == "" || !ok || ProfileFor(endpoint) != Storage { // Cosmos DB: the SDK's path, with its X-HTTP-Method rewrite
+// directOf returns the direct path of the client a describes, or nil to
+// use the SDK.
+func directOf(a *about) *direct {
+	if a.acct == nil || a.name == "" || a.profile != Storage { // Cosmos DB: the SDK's path, with its X-HTTP-Method rewrite
 		return nil
 	}
-	base, query, _ := strings.Cut(endpoint, "?")
-	base = strings.TrimSuffix(base, "/")
-	u, err := url.Parse(base)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil
-	}
-	return &direct{pl: ac.Pipeline(), endpoint: base, base: u, sas: query, table: table}
+	return &direct{pl: a.acct.pl, endpoint: a.acct.endpoint, base: a.acct.base, sas: a.acct.sas, table: a.name}
 }
 
 const (

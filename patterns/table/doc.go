@@ -11,7 +11,7 @@
 //	svc, err := table.NewServiceClientFromConnectionString(connStr, nil) // or NewServiceClient(url, azidentityCred, nil)
 //	if err != nil { ... }
 //	if err := table.CreateTable(ctx, svc, "Employees"); err != nil { ... }
-//	employees, err := table.New[Employee](svc.NewClient("Employees"))
+//	employees, err := table.New[Employee](table.NewClient(svc, "Employees"))
 //	if err != nil { ... }
 //	_, err = employees.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jo"})
 //	e, err := employees.Get(ctx, "Sales", "000223", nil) // e.Value, e.ETag
@@ -21,6 +21,34 @@
 // in place of azcore's; a client you build yourself gets it with
 // retry.Default.ApplyTo(&opts.ClientOptions). ParseConnectionString gives
 // the service URL and shared key for minting SAS (SASURL).
+//
+// # Clients
+//
+// tablekit takes ordinary *aztables.Client values, and must know three
+// things aztables keeps to itself: the table's name (errors, spans, and
+// packages such as eventual address tables by name), the service's
+// endpoint, which decides its Profile (Table Storage sorts by key; the
+// Cosmos DB Table API does not, and has other limits), and a pipeline to
+// send the requests it builds itself. It never reads another module's
+// unexported state, so it knows them for the clients it builds:
+// NewServiceClientFromConnectionString and NewServiceClient build, beside
+// the SDK's service client, a pipeline of tablekit's own with the same
+// authentication (Shared Key Lite, signed as the SDK signs; Microsoft
+// Entra ID tokens of the storage or Cosmos DB audience; a SAS) and the
+// same client options (retry policy, transport, logging, tracing);
+// NewClient(svc, name) and NewClientFromSASURL make table clients known
+// by name and service. On Table Storage, Tables of such clients send
+// their point operations, queries and transactions through that pipeline
+// from the codec's bytes (the direct path); on Cosmos DB they use the
+// SDK's methods.
+//
+// A client the application builds with aztables itself works too, with
+// the SDK's methods, no name, and Portable, the strictest profile (both
+// services' limits, no key order assumed; never Storage, whose order a
+// Cosmos DB account does not keep), which tablekit says once in
+// slog.Default's log. Describe gives such a client its name and profile.
+// svc.NewClient(name) on a service client tablekit built also makes such
+// a client: use NewClient(svc, name).
 //
 // # When to use it
 //

@@ -52,7 +52,7 @@ func Example() {
 	defer done()
 	ctx := context.Background()
 
-	employees, err := table.New[Employee](svc.NewClient(name))
+	employees, err := table.New[Employee](table.NewClient(svc, name))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func ExampleTable_Query() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](svc.NewClient(name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name))
 	var ops []table.Op
 	for _, id := range []uint64{99, 100, 150, 199, 200} {
 		ops = append(ops, employees.InsertOp(Employee{Department: "Sales", ID: keys.Pad(id, 6), FirstName: fmt.Sprint("E", id)}))
@@ -119,7 +119,7 @@ func ExampleTable_QueryPage() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](svc.NewClient(name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name))
 	var ops []table.Op
 	for i := uint64(0); i < 5; i++ {
 		ops = append(ops, employees.InsertOp(Employee{Department: "Sales", ID: keys.Pad(i, 6)}))
@@ -152,13 +152,13 @@ func ExampleSubmit() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](svc.NewClient(name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name))
 
 	var ops []table.Op
 	for i := uint64(0); i < 250; i++ {
 		ops = append(ops, employees.InsertOp(Employee{Department: "Sales", ID: keys.Pad(i, 6)}))
 	}
-	res, err := table.Submit(ctx, svc.NewClient(name), ops, nil)
+	res, err := table.Submit(ctx, table.NewClient(svc, name), ops, nil)
 	fmt.Println(res.Transactions, "transactions,", err)
 
 	// An atomic group whose second insert collides: neither is applied.
@@ -186,7 +186,7 @@ func ExampleTable_WithKeys() {
 		Year       int32
 		Rating     int32
 	}
-	reviews, err := table.NewWithKeys(svc.NewClient(name), func(r *Review) (string, string) {
+	reviews, err := table.NewWithKeys(table.NewClient(svc, name), func(r *Review) (string, string) {
 		return "Sales", keys.Join(r.EmployeeID, fmt.Sprint(r.Year))
 	})
 	if err != nil {
@@ -228,7 +228,7 @@ func ExampleTable_FanOut() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](svc.NewClient(name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name))
 	for _, e := range []Employee{{Department: "Sales", ID: "2"}, {Department: "HR", ID: "1"}, {Department: "Sales", ID: "1"}} {
 		if _, err := employees.Insert(ctx, e); err != nil {
 			log.Fatal(err)
@@ -254,7 +254,7 @@ func ExampleSASURL_fromConnectionString() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](svc.NewClient(name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name))
 	if _, err := employees.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jo"}); err != nil {
 		log.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func ExampleTable_Modify() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](svc.NewClient(name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name))
 	if _, err := employees.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jo", Age: 29}); err != nil {
 		log.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func ExampleFields() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](svc.NewClient(name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name))
 	if _, err := employees.Insert(ctx, Employee{Department: "Sales", ID: "000006", FirstName: "Jo", Email: "jo@contoso.com", Age: 41}); err != nil {
 		log.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func ExampleTypes() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	client := svc.NewClient(name)
+	client := table.NewClient(svc, name)
 
 	// An older program, version 1 of Staff.
 	before, _ := table.NewTypes(client, nil)

@@ -1,6 +1,9 @@
 package table
 
-import "reflect"
+import (
+	"reflect"
+	"sync"
+)
 
 // CheckType exposes the codec's type analysis to tests, for struct types
 // built at run time (New is generic and cannot take them).
@@ -44,3 +47,7 @@ func FromDynamicValue(d Dynamic, t reflect.Type) (any, error) {
 	err = fromDynamic(c, d, rv)
 	return rv.Interface(), err
 }
+
+// ForgetUnknownWarning lets the next Table of a client tablekit does not
+// know log its warning again (it logs once per process).
+func ForgetUnknownWarning() { unknownOnce = sync.Once{} }

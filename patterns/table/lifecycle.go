@@ -124,7 +124,8 @@ func ListTables(ctx context.Context, svc *aztables.ServiceClient, prefix string)
 			f := And(Ge("TableName", prefix), Lt("TableName", prefix+"{")).String() // '{' follows 'z'
 			opts.Filter = &f
 		}
-		sorted := profileOf(svc.NewClient("x")).Sorted
+		acct := accountOf(svc) // unknown: sorted here, as on Cosmos DB
+		sorted := acct != nil && acct.profile.Sorted
 		var names []string
 		pager := svc.NewListTablesPager(opts)
 		for pager.More() {

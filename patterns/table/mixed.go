@@ -109,8 +109,8 @@ func NewTypes(c *aztables.Client, opts *TypesOptions) (*Types, error) {
 			return nil, fmt.Errorf("table.NewTypes: Untyped: %w", err)
 		}
 	}
-	name := tableNameOf(c)
-	ts.rows = &Table[any]{client: c, name: name, direct: directOf(c, name), types: ts, profile: profileOf(c)}
+	a := aboutClient(c)
+	ts.rows = &Table[any]{client: c, name: a.name, direct: directOf(a), types: ts, profile: a.resolvedProfile()}
 	ts.reg.Store(&registry{byName: map[string]*entityType{}})
 	return ts, nil
 }

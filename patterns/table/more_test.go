@@ -457,7 +457,7 @@ func TestClientsUseTheGuidePolicy(t *testing.T) {
 	}
 	name := env.Name()
 	env.CreateTable(name, nil)
-	tb, _ := table.New[employee](svc.NewClient(name))
+	tb, _ := table.New[employee](table.NewClient(svc, name))
 	for i := 0; i < 10; i++ {
 		ft.Inject(faults.Fault{Status: 503, ErrorCode: "ServerBusy"})
 	}

@@ -109,13 +109,9 @@ func ProfileFor(endpoint string) *Profile {
 	return Storage
 }
 
-// profileOf returns the profile of c's endpoint.
-func profileOf(c *aztables.Client) *Profile {
-	if ep := endpointOf(c); ep != "" {
-		return ProfileFor(ep)
-	}
-	return Storage
-}
+// profileOf returns the profile c is known to have (Portable when tablekit
+// does not know c: see Describe).
+func profileOf(c *aztables.Client) *Profile { return aboutClient(c).resolvedProfile() }
 
 // Profile returns the profile whose limits and behaviours t follows.
 func (t *Table[T]) Profile() *Profile { return t.profile }

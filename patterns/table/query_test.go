@@ -121,7 +121,7 @@ func TestCursorResumesInAnotherProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb, err := table.New[employee](svc.NewClient(name))
+		tb, err := table.New[employee](table.NewClient(svc, name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -342,7 +342,7 @@ func SetAccessPolicy(ctx context.Context, c *aztables.Client, policies ...Access
 		return &Error{Op: op, Err: errors.New("nil *aztables.Client")}
 	}
 	if p := profileOf(c); !p.AccessPolicies {
-		return &Error{Op: op, Table: tableNameOf(c), Err: p.unsupported(op, "it has no stored access policies")}
+		return &Error{Op: op, Table: aboutClient(c).name, Err: p.unsupported(op, "it has no stored access policies")}
 	}
 	if len(policies) > maxPolicies {
 		return &Error{Op: op, Err: invalidSAS(fmt.Errorf("%d access policies; a table can have at most %d", len(policies), maxPolicies))}
@@ -369,7 +369,7 @@ func SetAccessPolicy(ctx context.Context, c *aztables.Client, policies ...Access
 		acl = append(acl, &aztables.SignedIdentifier{ID: &id, AccessPolicy: ap})
 	}
 	_, err := c.SetAccessPolicy(ctx, &aztables.SetAccessPolicyOptions{TableACL: acl})
-	return wrap(op, tableNameOf(c), "", "", err)
+	return wrap(op, aboutClient(c).name, "", "", err)
 }
 
 func (p AccessPolicy) validate(seen map[string]bool) error {
@@ -398,11 +398,11 @@ func GetAccessPolicy(ctx context.Context, c *aztables.Client) ([]AccessPolicy, e
 		return nil, &Error{Op: op, Err: errors.New("nil *aztables.Client")}
 	}
 	if p := profileOf(c); !p.AccessPolicies {
-		return nil, &Error{Op: op, Table: tableNameOf(c), Err: p.unsupported(op, "it has no stored access policies")}
+		return nil, &Error{Op: op, Table: aboutClient(c).name, Err: p.unsupported(op, "it has no stored access policies")}
 	}
 	resp, err := c.GetAccessPolicy(ctx, nil)
 	if err != nil {
-		return nil, wrap(op, tableNameOf(c), "", "", err)
+		return nil, wrap(op, aboutClient(c).name, "", "", err)
 	}
 	var out []AccessPolicy
 	for _, si := range resp.SignedIdentifiers {

@@ -495,7 +495,7 @@ func TestParseConnectionString(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = table.DeleteTable(context.Background(), svc, name) })
-	tb, _ := table.New[employee](svc.NewClient(name))
+	tb, _ := table.New[employee](table.NewClient(svc, name))
 	load(t, tb, "Sales", 2)
 	sas, err := table.SASURL(svcURL, cred, name, table.SASOptions{
 		Permissions: aztables.SASPermissions{Read: true}, Expiry: time.Now().Add(time.Hour),

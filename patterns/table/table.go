@@ -109,8 +109,8 @@ func New[T any](c *aztables.Client) (*Table[T], error) {
 	if (cd.pk == nil) != (cd.rk == nil) {
 		return nil, fmt.Errorf("%w: %v has a PartitionKey field but no RowKey field, or the reverse: give both, or neither and use NewWithKeys", ErrInvalidEntity, cd.typ)
 	}
-	name := tableNameOf(c)
-	t := &Table[T]{client: c, name: name, direct: directOf(c, name), codec: cd, profile: profileOf(c)}
+	a := aboutClient(c)
+	t := &Table[T]{client: c, name: a.name, direct: directOf(a), codec: cd, profile: a.resolvedProfile()}
 	if cd.pk != nil && cd.rk != nil {
 		t.keyFn = func(v *T) (string, string) {
 			rv := reflect.ValueOf(v).Elem()
@@ -134,18 +134,9 @@ func NewWithKeys[T any](c *aztables.Client, keyFn func(*T) (pk, rk string)) (*Ta
 	return t.WithKeys(keyFn), nil
 }
 
-// tableNameOf returns the name of the table c talks to. aztables.Client
-// does not export it; errors name the table, so it is read from the
-// client's (unexported, stable since v1.0) name field, or "" if absent.
-func tableNameOf(c *aztables.Client) string {
-	f := reflect.ValueOf(c).Elem().FieldByName("name")
-	if f.Kind() != reflect.String {
-		return ""
-	}
-	return f.String()
-}
-
-// Name returns the name of the table, as the client was given it.
+// Name returns the name of the table, as the client was given it, or ""
+// for a client tablekit did not build and the application did not
+// Describe.
 func (t *Table[T]) Name() string { return t.name }
 
 // WithKeys returns a view of the table that computes each entity's keys

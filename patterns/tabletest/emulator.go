@@ -62,7 +62,8 @@ type EmulatorOptions struct {
 	// directory.
 	Dir string
 	// StartTimeout bounds the wait until all three services answer.
-	// Default: 60 seconds.
+	// Default: 2 minutes (Azurite can take over a minute to start on a
+	// loaded 2-core machine).
 	StartTimeout time.Duration
 }
 
@@ -197,7 +198,7 @@ func StartEmulator(ctx context.Context, opts *EmulatorOptions) (*Emulator, error
 	}
 	timeout := opts.StartTimeout
 	if timeout <= 0 {
-		timeout = 60 * time.Second
+		timeout = 2 * time.Minute
 	}
 	script, err := findOrInstall(ctx, opts.Dir, os.Stderr)
 	if err != nil {

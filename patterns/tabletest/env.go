@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -87,7 +88,7 @@ func (s *sharedEmulator) env(t testing.TB) (*Env, error) {
 	e := &Env{ConnectionString: cs, t: t, emu: emu}
 	o := clientOptions()
 	o.ClientOptions = e.withExitCheck(o.ClientOptions)
-	if e.Tables, err = aztables.NewServiceClientFromConnectionString(cs, o); err != nil {
+	if e.Tables, err = table.NewServiceClientFromConnectionString(cs, o); err != nil {
 		return nil, fmt.Errorf("tabletest: table service client: %w", err)
 	}
 	return e, nil
@@ -297,11 +298,11 @@ func (e *Env) TableClient(name string, opts *aztables.ClientOptions) *aztables.C
 		o := *opts
 		o.ClientOptions = e.withExitCheck(o.ClientOptions)
 		var err error
-		if svc, err = aztables.NewServiceClientFromConnectionString(e.ConnectionString, &o); err != nil {
+		if svc, err = table.NewServiceClientFromConnectionString(e.ConnectionString, &o); err != nil {
 			e.t.Fatalf("tabletest: table service client: %v", err)
 		}
 	}
-	return svc.NewClient(name)
+	return table.NewClient(svc, name)
 }
 
 // storage returns the connection string of the account whose queues and

@@ -17,7 +17,7 @@ func TestEmulatorLongOutputLine(t *testing.T) {
 	script := realAzurite(t)
 	t.Setenv(tabletest.AzuriteEnv, wrapAzurite(t, script,
 		`process.stdout.write("x".repeat(1<<20) + "\nafter the long line\n", azurite);`))
-	e, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{StartTimeout: 30 * time.Second})
+	e, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{StartTimeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestEmulatorLastWordsKept(t *testing.T) {
 	t.Setenv(tabletest.AzuriteEnv, wrapAzurite(t, script,
 		`process.argv.push("--location", `+jsString(t.TempDir())+`);`+
 			`process.stdout.write("y".repeat(100000) + "\nbefore Azurite\n", azurite);`))
-	_, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{StartTimeout: 30 * time.Second})
+	_, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{StartTimeout: 2 * time.Minute})
 	if err == nil {
 		t.Fatal("StartEmulator succeeded with --location and --inMemoryPersistence")
 	}

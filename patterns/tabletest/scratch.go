@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/redact"
+	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -44,7 +45,7 @@ func ScratchTable(ctx context.Context, prefix string) (c *aztables.Client, clean
 			return nil, nil, fmt.Errorf("tabletest: creating table %s: %w", name, redact.Error(err))
 		}
 	}
-	return svc.NewClient(name), func() { _, _ = svc.DeleteTable(context.WithoutCancel(ctx), name, nil) }, nil
+	return table.NewClient(svc, name), func() { _, _ = svc.DeleteTable(context.WithoutCancel(ctx), name, nil) }, nil
 }
 
 // scratchName is a fresh name that starts with prefix.
@@ -68,18 +69,15 @@ func storageConnectionString(what string) (string, error) {
 }
 
 // ScratchService returns a table service client of the account
-// ConnectionString names, with retry.Default in place of azcore's retry
-// and spans of the requests made under a recording span (as
-// table.ClientOptions).
+// ConnectionString names, built by table.NewServiceClientFromConnectionString
+// with table.ClientOptions (retry.Default in place of azcore's retry, and
+// spans of the requests made under a recording span).
 func ScratchService() (*aztables.ServiceClient, error) {
 	cs, err := ConnectionString()
 	if err != nil {
 		return nil, err
 	}
-	o := &aztables.ClientOptions{}
-	retry.Default.ApplyTo(&o.ClientOptions)
-	o.TracingProvider = obs.TracingProvider()
-	return aztables.NewServiceClientFromConnectionString(cs, o)
+	return table.NewServiceClientFromConnectionString(cs, nil)
 }
 
 // ScratchQueue creates a queue with a fresh name that starts with prefix

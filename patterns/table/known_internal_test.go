@@ -1,0 +1,182 @@
+package table
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+)
+
+// recorder answers every request with status and body, keeping a copy of
+// each request: what the SDK sends, for comparing signatures. It stands in
+// for no service behaviour (answers are not checked).
+type recorder struct {
+	status int
+	header http.Header
+	body   string
+	reqs   []*http.Request
+}
+
+func (r *recorder) Do(req *http.Request) (*http.Response, error) {
+	r.reqs = append(r.reqs, req.Clone(context.Background()))
+	h := http.Header{"Content-Type": {"application/json"}}
+	for k, v := range r.header {
+		h[k] = v
+	}
+	return &http.Response{StatusCode: r.status, Header: h, Body: io.NopCloser(strings.NewReader(r.body)), Request: req}, nil
+}
+
+// TestSharedKeyMatchesSDK: tablekit's Shared Key Lite signer gives, byte
+// for byte, the Authorization header aztables' own policy gives, over a
+// corpus of every kind of request the SDK makes: table and service
+// operations, entity operations with keys that need escaping, queries with
+// filters and continuations, transactions, and comp= requests.
+func TestSharedKeyMatchesSDK(t *testing.T) {
+	const account, key = "acct1", "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	for _, endpoint := range []string{"https://acct1.table.core.windows.net", "http://127.0.0.1:10002/devstoreaccount1"} {
+		rec := &recorder{status: 200, body: `{"value":[]}`, header: http.Header{"X-Ms-Continuation-Nextpartitionkey": {"1!8!cGsx"}, "X-Ms-Continuation-Nextrowkey": {"1!12!cm93IDI-"}}}
+		cred, err := aztables.NewSharedKeyCredential(account, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := aztables.NewServiceClientWithSharedKey(endpoint, cred, &aztables.ClientOptions{ClientOptions: policy.ClientOptions{Transport: rec, Retry: policy.RetryOptions{MaxRetries: -1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		keys := []string{"plain", "with space", "quote'd", "percent%25", "é-ü-日本", "hash#q?x=1", "plus+amp&eq=", "slash/back\\", "semi;colon:comma,"}
+		c := svc.NewClient("Tbl1")
+		_, _ = svc.CreateTable(ctx, "Tbl2", nil)
+		_, _ = svc.DeleteTable(ctx, "Tbl2", nil)
+		filter := "PartitionKey eq 'a b' and RowKey ge 'x''y'"
+		_, _ = svc.NewListTablesPager(&aztables.ListTablesOptions{Filter: &filter}).NextPage(ctx)
+		_, _ = svc.GetProperties(ctx, nil)
+		_, _ = svc.GetStatistics(ctx, nil)
+		_, _ = c.GetAccessPolicy(ctx, nil)
+		_, _ = c.SetAccessPolicy(ctx, nil)
+		for _, k := range keys {
+			entity := []byte(`{"PartitionKey":"` + strings.ReplaceAll(k, `\`, `\\`) + `","RowKey":"r"}`)
+			_, _ = c.GetEntity(ctx, k, k, nil)
+			_, _ = c.AddEntity(ctx, entity, nil)
+			_, _ = c.UpdateEntity(ctx, entity, &aztables.UpdateEntityOptions{UpdateMode: aztables.UpdateModeMerge})
+			_, _ = c.UpsertEntity(ctx, entity, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
+			_, _ = c.DeleteEntity(ctx, k, k, nil)
+		}
+		top := int32(3)
+		sel := "PartitionKey,RowKey,Name"
+		pager := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Select: &sel, Top: &top})
+		_, _ = pager.NextPage(ctx)
+		_, _ = pager.NextPage(ctx) // with the continuation
+		_, _ = c.SubmitTransaction(ctx, []aztables.TransactionAction{{ActionType: aztables.TransactionTypeAdd, Entity: []byte(`{"PartitionKey":"p","RowKey":"r"}`)}}, nil)
+		if len(rec.reqs) < 50 {
+			t.Fatalf("%s: %d requests recorded, want the whole corpus", endpoint, len(rec.reqs))
+		}
+		sk, err := newSharedKey(account, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, req := range rec.reqs {
+			want := req.Header.Get("Authorization")
+			date := req.Header.Get("x-ms-date")
+			if !strings.HasPrefix(want, "SharedKeyLite ") || date == "" {
+				t.Fatalf("%s %s: the SDK sent Authorization %q, x-ms-date %q", req.Method, req.URL, want, date)
+			}
+			if got := sk.authorization(date, req.URL); got != want {
+				t.Errorf("%s %s: Authorization %q, the SDK's %q", req.Method, req.URL, got, want)
+			}
+		}
+	}
+}
+
+// The signer itself: a request through a pipeline with it gets the date
+// it lacked and keeps a retry's first date.
+func TestSharedKeyPolicy(t *testing.T) {
+	sk, err := newSharedKey("a", "a2V5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{status: 200}
+	acct, err := newAccount("https://a.table.core.windows.net", sk, &aztables.ClientOptions{ClientOptions: policy.ClientOptions{Transport: rec, Retry: policy.RetryOptions{MaxRetries: -1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &direct{pl: acct.pl, endpoint: acct.endpoint, base: acct.base, table: "t"}
+	if _, _, err := d.get(context.Background(), "p", "r"); err != nil {
+		t.Fatal(err)
+	}
+	req := rec.reqs[0]
+	date, err := time.Parse(http.TimeFormat, req.Header.Get("x-ms-date"))
+	if err != nil || time.Since(date) > time.Hour {
+		t.Fatalf("x-ms-date %q: %v", req.Header.Get("x-ms-date"), err)
+	}
+	if got, want := req.Header.Get("Authorization"), sk.authorization(req.Header.Get("x-ms-date"), req.URL); got != want || !bytes.HasPrefix([]byte(got), []byte("SharedKeyLite a:")) {
+		t.Fatalf("Authorization %q, want %q", got, want)
+	}
+	if _, err := newSharedKey("a", "not base64!"); err == nil {
+		t.Fatal("a key that is not base64 was taken")
+	}
+}
+
+// tokens records the scopes it is asked for.
+type tokens struct{ scopes [][]string }
+
+func (c *tokens) GetToken(_ context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	c.scopes = append(c.scopes, o.Scopes)
+	return azcore.AccessToken{Token: "tok", ExpiresOn: time.Now().Add(time.Hour)}, nil
+}
+
+// TestBearerScopes: NewServiceClient's pipeline asks Microsoft Entra ID for
+// the audience of the service and cloud (storage, or Cosmos DB for a
+// Cosmos DB Table API endpoint), and sends the token.
+func TestBearerScopes(t *testing.T) {
+	for _, tc := range []struct {
+		url   string
+		cloud string
+		want  string
+	}{
+		{"https://acct.table.core.windows.net", "", "https://storage.azure.com/.default"},
+		{"https://acct.table.core.chinacloudapi.cn", "china", "https://storage.azure.cn/.default"},
+		{"https://acct.table.cosmos.azure.com", "", "https://cosmos.azure.com/.default"},
+		{"https://acct.table.cosmos.azure.us", "gov", "https://cosmos.azure.us/.default"},
+	} {
+		o := ClientOptions()
+		switch tc.cloud {
+		case "china":
+			o.Cloud = cloud.AzureChina
+		case "gov":
+			o.Cloud = cloud.AzureGovernment
+		}
+		rec := &recorder{status: 200}
+		o.Transport = rec
+		cred := &tokens{}
+		svc, err := NewServiceClient(tc.url, cred, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acct := accountOf(svc)
+		if acct == nil {
+			t.Fatalf("%s: NewServiceClient's account not recorded", tc.url)
+		}
+		d := &direct{pl: acct.pl, endpoint: acct.endpoint, base: acct.base, table: "t"}
+		if _, _, err := d.get(context.Background(), "p", "r"); err != nil {
+			t.Fatal(err)
+		}
+		if len(cred.scopes) != 1 || len(cred.scopes[0]) != 1 || cred.scopes[0][0] != tc.want {
+			t.Errorf("%s: scopes %v, want [[%s]]", tc.url, cred.scopes, tc.want)
+		}
+		if got := rec.reqs[0].Header.Get("Authorization"); got != "Bearer tok" {
+			t.Errorf("%s: Authorization %q", tc.url, got)
+		}
+	}
+	if _, err := NewServiceClient("https://acct.table.core.windows.net", nil, nil); err == nil {
+		t.Error("a nil credential was taken")
+	}
+}
