@@ -208,6 +208,7 @@ func TestValidationErrors(t *testing.T) {
 		"New, a CommitWindow of 1.5 s":  {err: newErr(r.queue, r.poison, &eventual.Options{CommitWindow: 1500 * time.Millisecond})},
 		"New, a nil table client":       {err: newErr(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{nil}})},
 		"New, a table twice":            {err: newErr(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{r.orders.Client(), r.orders.Client()}})},
+		"New, a client with no name":    {err: newErr(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{r.SDKClient(r.orders.Name())}})},
 		"NewWorker without a Queue":     {err: workerErr(nil, nil, h)},
 		"NewWorker without handlers":    {err: workerErr(r.q, nil)},
 		"NewWorker, a zero Handler":     {err: workerErr(r.q, nil, eventual.Handler{})},
@@ -254,5 +255,24 @@ func TestValidationErrors(t *testing.T) {
 	}
 	if n := r.Faults.Count(); n != 0 {
 		t.Errorf("%d requests sent", n)
+	}
+}
+
+// A table client tablekit did not build has no name for Options.Tables:
+// New says how to give it one, and takes it once described.
+func TestUnknownTableClients(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	_, err := eventual.New(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{r.SDKClient(r.orders.Name())}})
+	if !errors.Is(err, eventual.ErrInvalid) || !strings.Contains(err.Error(), "table.NewClient") || !strings.Contains(err.Error(), "table.Describe") {
+		t.Fatalf("New with a client of no name: %v", err)
+	}
+	c := table.Describe(r.SDKClient(r.orders.Name()), r.orders.Name(), r.Profile())
+	q, err := eventual.New(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{c}})
+	if err != nil {
+		t.Fatalf("New with a described client: %v", err)
+	}
+	if _, err := q.Commit(context.Background(), c, []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1"})}, indexKind.New(indexOrder{"c1", "o1", "a@x"})); err != nil {
+		t.Fatalf("Commit through a described client: %v", err)
 	}
 }

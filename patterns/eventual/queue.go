@@ -143,8 +143,11 @@ func New(q, poison *azqueue.QueueClient, opts *Options) (*Queue, error) {
 			rt = rt.WithProfile(o.Profile)
 		}
 		rt = reserved.Table(rt) // commit records are reserved rows
-		if _, dup := qu.byName[rt.Name()]; dup || rt.Name() == "" {
-			return nil, fmt.Errorf("%w: table %q given twice in Options.Tables, or without a name", ErrInvalid, rt.Name())
+		if rt.Name() == "" {
+			return nil, fmt.Errorf("%w: Options.Tables[%d] is a client whose table name tablekit does not know (built with aztables directly): build it with table.NewClient(svc, name) or table.NewClientFromSASURL, or name it with table.Describe", ErrInvalid, len(qu.records))
+		}
+		if _, dup := qu.byName[rt.Name()]; dup {
+			return nil, fmt.Errorf("%w: table %q given twice in Options.Tables", ErrInvalid, rt.Name())
 		}
 		qu.records[c], qu.byName[rt.Name()] = rt, rt
 	}
