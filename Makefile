@@ -102,6 +102,7 @@ bench: $(RUN_EMULATOR)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./retry | tee bench.out
 	$(GO) test -run '^$$' -bench 'Codec|MixedDecode' -benchmem -count $(BENCHCOUNT) ./patterns/table | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'PointOps' -benchmem -benchtime 1000x -count $(BENCHCOUNT) ./patterns/table | tee -a bench.out
+	$(GO) test -run '^$$' -bench 'ClientWork' -benchmem -count $(BENCHCOUNT) ./patterns/table | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'Ceiling|BulkLoad|Stream' -benchmem -benchtime 8x -count $(BENCHCOUNT) -timeout 3h ./patterns/table | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'TypesQuery' -benchtime 50x -count $(BENCHCOUNT) ./patterns/table | tee -a bench.out
 	$(GO) test -run '^$$' -bench 'Latest' -benchtime 10x -count $(BENCHCOUNT) -timeout 1h ./patterns/logtail | tee -a bench.out
