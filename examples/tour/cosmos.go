@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -38,5 +39,30 @@ func (t *tour) cosmos(ctx context.Context) error {
 	}
 	t.say("refused before anything was sent; Table Storage takes it (4 MiB). Ordered reads (Range, Find, Latest, ordered FanOut)")
 	t.say("sort client-side there: see the README's capability matrix")
+
+	// What tablekit knows of a client: those it builds carry their name,
+	// endpoint and profile; one built with aztables directly follows
+	// Portable until described.
+	raw, err := aztables.NewServiceClientFromConnectionString(t.connStr, nil)
+	if err != nil {
+		return err
+	}
+	unknown, err := table.New[table.Dynamic](raw.NewClient(t.name))
+	if err != nil {
+		return err
+	}
+	t.say("a client built with aztables itself: tablekit cannot read its endpoint, so it follows %s (name %q);", unknown.Profile().Name, unknown.Name())
+	endpoint, _, err := table.ParseConnectionString(t.connStr)
+	if err != nil {
+		return err
+	}
+	described, err := table.New[table.Dynamic](table.Describe(raw.NewClient(t.name), t.name, table.ProfileFor(endpoint)))
+	if err != nil {
+		return err
+	}
+	t.say("table.Describe gives it its name and profile: %q, %s; table.NewClient(svc, name) needs no description", described.Name(), described.Profile().Name)
+	if unknown.Profile() != table.Portable || described.Name() != t.name {
+		return fmt.Errorf("an unknown client follows %s, a described one is named %q", unknown.Profile().Name, described.Name())
+	}
 	return nil
 }
