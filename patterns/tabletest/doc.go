@@ -49,8 +49,11 @@
 // # Isolation
 //
 // Every table, queue and container an Env hands out has a fresh name derived
-// from the test's name and is deleted when the test ends, so tests may run in
-// parallel against one emulator or one real account.
+// from the test's name (Name) and is deleted when the test ends, so tests may
+// run in parallel against one emulator or one real account. A pattern that
+// creates tables itself, under a prefix (rotation: a table per period),
+// takes Env.Prefix: a fresh prefix short enough for any such pattern, under
+// which every table is deleted when the test ends.
 //
 // # A missing emulator fails
 //
