@@ -178,7 +178,8 @@
 //	crash point                 state left                       repaired by
 //	before the reserve          nothing                          -
 //	reserved, before the batch  invisible message, no record     the worker, when the window ends:
-//	                                                             aborted record, message dropped
+//	(or a reserve failed after                                   aborted record, message dropped
+//	a lost response)
 //	batch outcome unknown       invisible message; record iff    the worker, when the window ends:
 //	                            the batch applied                runs it iff the record exists
 //	batch applied, no release   invisible message, record        the worker runs it when the
@@ -209,7 +210,12 @@
 // claim check the first already emptied (then it is dropped as done); a
 // reserved one's is dropped because
 // the commit record names the other message (or ruled out once the record
-// is gone); the batch's outcome is settled by the core's verification
+// is gone). A reserve whose last attempt fails too is Commit's error
+// matching table.ErrNotApplied, not ErrOutcomeUnknown: the batch was never
+// sent, and the messages its attempts may have left are the "reserved,
+// before the batch" row above (never released, so each is ruled out when
+// the window ends: an aborted record, the message dropped, the handler
+// never run). The batch's outcome is settled by the core's verification
 // (patterns/table); a release whose response is lost leaves a visible
 // message, or one visible when the window ends; a message delete or record
 // removal that finds nothing after a lost response is success.

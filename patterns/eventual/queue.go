@@ -19,6 +19,7 @@ import (
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/retry"
 )
 
 // ErrInvalid is the sentinel for a request rejected before anything is
@@ -283,7 +284,12 @@ type CommitResult struct {
 //     primary's partition) are written in one entity group transaction;
 //  3. release: each message is made visible at once.
 //
-// 3 round trips for one intent (2n+1 for n). When the batch fails, Commit
+// 3 round trips for one intent (2n+1 for n). When a reserve fails, Commit
+// deletes the messages reserved before it and sends nothing more: the
+// error matches [table.ErrNotApplied], also after a lost response (never
+// ErrOutcomeUnknown: the batch was not sent), and a message such a reserve
+// may have left is never released: when its window ends, a worker writes
+// an aborted record for it and drops it. When the batch fails, Commit
 // reads the first intent's commit record (1 round trip): a batch that
 // applied after all (a client without tablekit's retry policy resent it
 // and took the 409 at face value) is reported applied; otherwise Commit
@@ -349,7 +355,7 @@ func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		resp, err := q.q.EnqueueMessage(ctx, texts[i], &azqueue.EnqueueMessageOptions{TimeToLive: ptr(int32(-1)), VisibilityTimeout: ptr(int32(q.window / time.Second))})
 		if err != nil {
 			q.cancel(ctx, res.Intents, receipts[:i])
-			return CommitResult{}, fmt.Errorf("eventual: reserving intent %s (%s), nothing committed: %w", intents[i].env.ID, intents[i].env.Kind, redact.Error(err))
+			return CommitResult{}, reserveFailed(intents[i].env.ID, intents[i].env.Kind, err)
 		}
 		res.Intents[i].ID, res.Intents[i].MessageID = intents[i].env.ID, messageID(resp)
 		receipts[i], messages[i] = popReceipt(resp), messageID(resp)
@@ -409,6 +415,25 @@ func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		}
 	}
 	return res, nil
+}
+
+// reserveFailed is Commit's error when reserving intent id of kind failed
+// with err: the primary batch was never sent, so it matches
+// table.ErrNotApplied, also when the enqueue's outcome is unknown (its
+// response was lost), since what such an enqueue may have left is a
+// reservation, never released: when the commit window ends, a worker finds
+// no commit record, writes an aborted one and drops the message, without
+// running the intent. It wraps the last attempt's error (errors.As still
+// finds an *azcore.ResponseError), but not the pipeline's
+// ErrOutcomeUnknown verdict.
+func reserveFailed(id, kind string, err error) error {
+	maybe := ""
+	var unknown *retry.OutcomeError
+	if errors.As(err, &unknown) {
+		err = unknown.Err
+		maybe = " (a response was lost, so the reserved message may be on the queue: never released, it is ruled out by a worker when the commit window ends)"
+	}
+	return fmt.Errorf("eventual: reserving intent %s (%s) failed, so the primary batch was never sent: %w%s: %w", id, kind, table.ErrNotApplied, maybe, redact.Error(err))
 }
 
 // leftToWorker is the error of a failed Commit whose reserved messages

@@ -250,6 +250,44 @@ func TestLostResponses(t *testing.T) {
 	}
 }
 
+// A reserve whose every attempt's response is lost (the retry policy sent
+// it again each time) never sent the primary batch: Commit reports the
+// write not applied (table.ErrNotApplied), not ErrOutcomeUnknown. The
+// reservations the attempts left are invisible and never released: when
+// the commit window ends a worker finds no commit record, writes an
+// aborted one and drops them, and the intent's handler never runs.
+func TestLostReserveIsNotApplied(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	ctx := context.Background()
+	attempts := 1 + testrig.Fast.MaxRetries
+	for range attempts {
+		r.Faults.Inject(faults.Fault{Match: r.onQueue(func(q *http.Request) bool {
+			return q.Method == http.MethodPost && strings.HasSuffix(q.URL.Path, "/messages")
+		}), LoseResponse: true})
+	}
+	d := indexKind.New(indexOrder{"c1", "o1", "a@x"})
+	_, err := r.q.Commit(ctx, r.orders.Client(), []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1", Email: "a@x", Total: 10})}, d)
+	if !errors.Is(err, table.ErrNotApplied) || errors.Is(err, table.ErrOutcomeUnknown) || errors.Is(err, eventual.ErrOutcomeUnknown) {
+		t.Fatalf("Commit after the reserve's responses were lost: %v; want table.ErrNotApplied, not ErrOutcomeUnknown", err)
+	}
+	if !errors.Is(err, faults.ErrLost) || !strings.Contains(err.Error(), d.ID()) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("the error does not name the intent and the lost response in one line: %q", err)
+	}
+	if n, b := len(r.requests(r.isQueue)), len(r.requests(r.isTable)); n != attempts || b != 0 {
+		t.Fatalf("%d queue and %d table round trips; want the %d reserve attempts and no batch", n, b, attempts)
+	}
+	if _, err := r.orders.Get(ctx, "c1", "o1", nil); !errors.Is(err, table.ErrNotFound) {
+		t.Fatalf("the order: %v, want ErrNotFound", err)
+	}
+	r.checkSettled(t, nil, []string{d.ID()}) // every reservation dropped, none run
+	dyn := reserved.Table(testrig.NewTable[table.Dynamic](t, r.orders.Client()))
+	rec, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil)
+	if err != nil || rec.Value.Properties["State"] != "aborted" {
+		t.Fatalf("the commit record after the worker: %+v, %v; want an aborted one", rec, err)
+	}
+}
+
 // Duplicate and reordered deliveries of intents for the same order, run by
 // two workers at once while the order changes and is deleted, converge to
 // the truth: the handler reconciles from the order.

@@ -39,20 +39,11 @@ func newBenchRig(b *testing.B) *benchRig {
 	o.Transport = rig.ft
 	rig.svc, _ = aztables.NewServiceClientFromConnectionString(env.ConnectionString, o)
 	rig.raw, _ = aztables.NewServiceClientFromConnectionString(env.ConnectionString, &aztables.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: rig.ft}})
-	prefix := env.Name()[:min(len(env.Name()), 40)] + "x"
-	r, err := rotation.New[login](rig.svc, prefix, &rotation.Options{Now: rig.clock.Now, Grace: 365 * 24 * time.Hour})
+	r, err := rotation.New[login](rig.svc, env.Prefix(), &rotation.Options{Now: rig.clock.Now, Grace: 365 * 24 * time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
 	rig.r = r
-	b.Cleanup(func() {
-		ctx := context.Background()
-		for name, err := range table.ListTables(ctx, env.Tables, prefix) {
-			if err == nil {
-				_ = table.DeleteTable(ctx, env.Tables, name)
-			}
-		}
-	})
 	return rig
 }
 

@@ -54,8 +54,8 @@ func (c *clock) Set(t time.Time) {
 
 // fixture is a rotation over the test's rig (internal/testrig): its
 // service client goes through the rig's fault-injecting transport, its
-// clock is settable; every table of its prefix is deleted when the test
-// ends.
+// clock is settable; every table of its prefix (tabletest's Env.Prefix)
+// is deleted when the test ends.
 type fixture struct {
 	env    *testrig.Rig
 	ft     *faults.Transport
@@ -73,21 +73,7 @@ func newFixture(t *testing.T, now time.Time) *fixture {
 func newFixtureOn(t *testing.T, rig *testrig.Rig, now time.Time) *fixture {
 	t.Helper()
 	f := &fixture{env: rig, ft: rig.Faults, clock: &clock{now: now}, svc: rig.Service(t)}
-	name := rig.Name()
-	f.prefix = name[:min(len(name), 45)] + "x"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for name, err := range table.ListTables(ctx, rig.Tables, f.prefix) {
-			if err != nil {
-				t.Errorf("listing the test's tables: %v", err)
-				return
-			}
-			if err := table.DeleteTable(ctx, rig.Tables, name); err != nil && !errors.Is(err, table.ErrTableNotFound) {
-				t.Errorf("deleting %s: %v", name, err)
-			}
-		}
-	})
+	f.prefix = rig.Prefix() // its tables are deleted when the test ends
 	return f
 }
 

@@ -15,12 +15,9 @@
 // StartEmulator runs Azurite with Node.js. It finds Azurite (FindAzurite) at
 // the path in TABLEKIT_AZURITE (its dist/src/azurite.js or the azurite
 // command), else in node_modules/azurite from the working directory upwards,
-// else as the azurite command on PATH. tablekit's own tests use the version
-// pinned by its package-lock.json, which make test and make demo install into
-// node_modules. Tests of a module that depends on tablekit run in that
-// module's folders, so they need Azurite installed once with
-// `npm install -g azurite` (InstallCommand), in their own node_modules, or
-// named by TABLEKIT_AZURITE.
+// else as the azurite command on PATH, else in a per-user cache. tablekit's
+// own tests use the version pinned by its package-lock.json, which make test
+// and make demo install into node_modules.
 //
 // StartEmulator starts Azurite in memory on loopback ports the operating
 // system picks (so test binaries running in parallel never collide), and
@@ -37,6 +34,32 @@
 //
 //	func TestMain(m *testing.M) { tabletest.Main(m) }
 //
+// # The first run on a machine
+//
+// Tests of a module that depends on tablekit run in that module's folders,
+// which hold no Azurite. When it is found nowhere and npm is on PATH,
+// StartEmulator installs the pinned version (AzuriteVersion, with
+// InstallAzurite) into the per-user cache: tablekit in os.UserCacheDir, or
+// the folder in TABLEKIT_CACHE (CacheEnv). That happens once per machine,
+// puts about 360 MB there and takes minutes (2 min 23 s measured with an
+// empty npm cache), the last minute or more of which npm spends unpacking
+// without a word. Later runs find it there at once. TABLEKIT_NO_INSTALL=1 (NoInstallEnv) refuses the
+// install; Azurite on PATH (`npm install -g azurite`, InstallCommand), in
+// the module's own node_modules or named by TABLEKIT_AZURITE serves as
+// well.
+//
+// While it installs, the test binary writes to its standard error why
+// (Azurite was found nowhere), what and where (the version, the folder),
+// that it happens once, and npm's progress. go test shows that as it comes
+// only when it runs one package verbosely (go test -v ./pkg) or in the
+// package's folder without arguments (go test). Otherwise go test holds a
+// package's output until the package ends and then shows it only with -v
+// or when the package fails: the first go test ./... on a machine prints
+// nothing for minutes, then its ok lines. Each test binary of such a run
+// installs a copy of its own at the same time (the first to finish is
+// kept, the others are deleted), so to watch one install, run the tests of
+// one package first: go test -v ./pkg.
+//
 // # A Cosmos DB account
 //
 // AZURE_STORAGE_CONNECTION_STRING may name a Cosmos DB Table API account
@@ -49,14 +72,18 @@
 // # Isolation
 //
 // Every table, queue and container an Env hands out has a fresh name derived
-// from the test's name and is deleted when the test ends, so tests may run in
-// parallel against one emulator or one real account.
+// from the test's name (Name) and is deleted when the test ends, so tests may
+// run in parallel against one emulator or one real account. A pattern that
+// creates tables itself, under a prefix (rotation: a table per period),
+// takes Env.Prefix: a fresh prefix short enough for any such pattern, under
+// which every table is deleted when the test ends.
 //
 // # A missing emulator fails
 //
-// When Azurite is not installed, New fails the test with an error that lists
-// where it looked and names the install command (ErrEmulatorNotInstalled,
-// InstallCommand). Users without Node.js may set TABLEKIT_NO_EMULATOR=1 to
+// When Azurite is found nowhere and cannot be installed (npm is missing or
+// fails, or TABLEKIT_NO_INSTALL=1), New fails the test with an error that
+// lists where it looked, why it was not installed and the fixes
+// (ErrEmulatorNotInstalled, InstallCommand). Users without Node.js may set TABLEKIT_NO_EMULATOR=1 to
 // skip such tests instead (and the examples of binaries whose TestMain calls
 // Main, which cannot skip themselves); the variable is ignored when CI is
 // set, so CI never silently skips.

@@ -87,13 +87,17 @@ type Emulator struct {
 // FindAzurite returns the path of Azurite's entry script. It looks, in this
 // order, at
 //
-//  1. the path in TABLEKIT_AZURITE (AzuriteEnv), when that is set;
+//  1. the path in TABLEKIT_AZURITE (AzuriteEnv), when that is set (and
+//     then nowhere else);
 //  2. node_modules/azurite in dir and its parent folders (dir "" means the
 //     working directory): a project's own `npm ci` or `npm install azurite`;
-//  3. the azurite command on PATH, as `npm install -g azurite` installs it.
+//  3. the azurite command on PATH, as `npm install -g azurite` installs it;
+//  4. the per-user cache (see CacheEnv), where InstallAzurite installs the
+//     pinned version (AzuriteVersion) and StartEmulator has it installed on
+//     the first run on a machine.
 //
-// The error wraps ErrEmulatorNotInstalled, lists what was tried and names
-// InstallCommand.
+// It installs nothing. The error wraps ErrEmulatorNotInstalled, lists what
+// was tried and names the fixes, InstallCommand among them.
 func FindAzurite(dir string) (string, error) {
 	if p := os.Getenv(AzuriteEnv); p != "" {
 		script, err := nodeScript(p)
@@ -131,10 +135,20 @@ func FindAzurite(dir string) (string, error) {
 		}
 		onPath = fmt.Sprintf("%s: %v", exe, err)
 	}
-	return "", fmt.Errorf("%w; tried: %s (not set); %s in %s and its parent folders (none); azurite on PATH (%s). "+
-		"Fix: run `%s`, or set %s to the path of an installed azurite "+
+	var cache string
+	switch cacheDir, script, ok, err := cachedAzurite(); {
+	case err != nil:
+		cache = err.Error()
+	case ok:
+		return script, nil
+	default:
+		cache = cacheDir + ": not there"
+	}
+	return "", fmt.Errorf("%w; tried: %s (not set); %s in %s and its parent folders (none); azurite on PATH (%s); "+
+		"Azurite %s in the per-user cache (%s). "+
+		"Fix: run the tests with npm on PATH and without %s=1 (they install it into that cache), run `%s`, or set %s to the path of an installed azurite "+
 		"(or set %s to use an existing account)",
-		ErrEmulatorNotInstalled, AzuriteEnv, azuriteScript, dir, onPath, InstallCommand, AzuriteEnv, ConnectionStringEnv)
+		ErrEmulatorNotInstalled, AzuriteEnv, azuriteScript, dir, onPath, AzuriteVersion, cache, NoInstallEnv, InstallCommand, AzuriteEnv, ConnectionStringEnv)
 }
 
 // nodeScript resolves p, Azurite's entry script or a command that stands for

@@ -228,16 +228,65 @@ func (c exitCheck) Do(req *policy.Request) (*http.Response, error) {
 
 // Name returns a fresh name that is valid for a table, a queue and a blob
 // container alike: lower-case letters and digits, starting with a letter,
-// at most 63 characters, derived from the test's name.
+// at most 52 characters, derived from the test's name. It ends in hex
+// digits, so it is no prefix for a pattern's tables: use Prefix.
 func (e *Env) Name() string {
-	return uniqueName(e.t.Name())
+	return uniqueName(e.t.Name(), 40)
 }
 
-func uniqueName(hint string) string {
+// Prefix returns a fresh prefix for the names of tables that a pattern
+// creates itself (rotation.New's prefix: a table per period), derived from
+// the test's name: lower-case letters and digits, starting and ending with
+// a letter, at most 32 characters, so that 31 more characters still make a
+// valid table name (a rotation's period takes 6 to 10). When the test
+// ends, every table whose name starts with it is deleted: one listing
+// (one round trip per 1,000 tables), then one delete per table. Only
+// those: the 12 random hex digits in a prefix keep other tests' names and
+// prefixes from starting with it.
+func (e *Env) Prefix() string {
+	e.t.Helper()
+	prefix := uniqueName(e.t.Name(), 19) + "x"
+	e.t.Cleanup(func() {
+		ctx, cancel := cleanupContext()
+		defer cancel()
+		if err := e.deleteTables(ctx, prefix); err != nil {
+			e.t.Errorf("tabletest: deleting the tables of prefix %s: %v", prefix, err)
+		}
+	})
+	return prefix
+}
+
+// deleteTables deletes every table whose name starts with prefix.
+func (e *Env) deleteTables(ctx context.Context, prefix string) error {
+	filter := "TableName ge '" + prefix + "' and TableName lt '" + prefix + "{'" // '{' follows 'z'; prefix needs no quoting
+	var names []string
+	for pager := e.Tables.NewListTablesPager(&aztables.ListTablesOptions{Filter: &filter}); pager.More(); {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("listing them: %w", err)
+		}
+		for _, t := range page.Tables {
+			if t.Name != nil && strings.HasPrefix(*t.Name, prefix) {
+				names = append(names, *t.Name)
+			}
+		}
+	}
+	var errs []error
+	for _, name := range names {
+		if _, err := e.Tables.DeleteTable(ctx, name, nil); err != nil && !isStatus(err, 404) {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// uniqueName is "tk", the first letters and digits of hint (lower-cased)
+// up to n characters in all, then 12 random hex digits.
+func uniqueName(hint string, n int) string {
 	var b strings.Builder
 	b.WriteString("tk")
 	for _, r := range strings.ToLower(hint) {
-		if b.Len() >= 40 {
+		if b.Len() >= n {
 			break
 		}
 		if ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {

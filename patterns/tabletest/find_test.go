@@ -59,7 +59,8 @@ func samePath(t *testing.T, got, want string) {
 }
 
 // FindAzurite looks, in this order, at TABLEKIT_AZURITE, node_modules from
-// the folder upwards, and `azurite` on PATH.
+// the folder upwards, `azurite` on PATH, and the per-user cache that
+// InstallAzurite installs into.
 func TestFindAzuriteOrder(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("npm's global layout differs on Windows")
@@ -73,6 +74,9 @@ func TestFindAzuriteOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	explicit := writeFile(t, filepath.Join(root, "elsewhere", "azurite.js"), "")
+	cache := filepath.Join(root, "cache")
+	cached := localInstall(t, filepath.Join(cache, "azurite-"+tabletest.AzuriteVersion))
+	t.Setenv(tabletest.CacheEnv, cache)
 	t.Setenv("PATH", bin)
 
 	t.Run("env var first", func(t *testing.T) {
@@ -99,13 +103,22 @@ func TestFindAzuriteOrder(t *testing.T) {
 		}
 		samePath(t, got, local)
 	})
-	t.Run("PATH last", func(t *testing.T) {
+	t.Run("PATH third", func(t *testing.T) {
 		t.Setenv(tabletest.AzuriteEnv, "")
 		got, err := tabletest.FindAzurite(filepath.Join(root, "elsewhere"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		samePath(t, got, global)
+	})
+	t.Run("the per-user cache last", func(t *testing.T) {
+		t.Setenv(tabletest.AzuriteEnv, "")
+		t.Setenv("PATH", t.TempDir())
+		got, err := tabletest.FindAzurite(filepath.Join(root, "elsewhere"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		samePath(t, got, cached)
 	})
 }
 
@@ -136,7 +149,8 @@ func TestFindAzuriteBadEnv(t *testing.T) {
 // the one command that fixes it.
 func TestMissingEmulatorNamesInstallCommand(t *testing.T) {
 	t.Setenv(tabletest.AzuriteEnv, "")
-	t.Setenv(tabletest.CacheEnv, t.TempDir()) // no Azurite installed there either
+	cache := t.TempDir() // no Azurite installed there either
+	t.Setenv(tabletest.CacheEnv, cache)
 	t.Setenv("PATH", t.TempDir())
 	dir := t.TempDir()
 	_, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{Dir: dir})
@@ -147,6 +161,7 @@ func TestMissingEmulatorNamesInstallCommand(t *testing.T) {
 		tabletest.AzuriteEnv,
 		filepath.Join("node_modules", "azurite"), dir,
 		"PATH",
+		"per-user cache", filepath.Join(cache, "azurite-"+tabletest.AzuriteVersion),
 		tabletest.InstallCommand, "npm install -g azurite",
 	} {
 		if !strings.Contains(err.Error(), want) {

@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/patterns/rotation"
+	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
 )
 
@@ -98,6 +102,72 @@ func TestTableIsDeletedAtCleanup(t *testing.T) {
 	if n := countTables(t, env, name); n != 0 {
 		t.Fatalf("table %s still exists after its test ended", name)
 	}
+}
+
+// A Prefix fits rotation, the pattern that creates tables of its own,
+// with each of its periods, also for a test name longer than a table name
+// may be; every table created under it (rotation's periods) is deleted
+// when the test ends, and no other table is.
+func TestPrefixTablesAreDeletedAtCleanup(t *testing.T) {
+	t.Parallel()
+	env := tabletest.New(t)
+	ctx := context.Background()
+	other := env.Name()
+	env.CreateTable(other, nil)
+	var prefix string
+	t.Run("a test whose name is longer than a table name may be, even with its parent's", func(t *testing.T) {
+		inner := tabletest.New(t)
+		prefix = inner.Prefix()
+		if !regexp.MustCompile(`^tk[a-z0-9]*[a-z]$`).MatchString(prefix) || len(prefix) > 32 {
+			t.Fatalf("Prefix() = %q: want lower-case letters and digits, ending with a letter, at most 32", prefix)
+		}
+		if again := inner.Prefix(); again == prefix || strings.HasPrefix(again, prefix) || strings.HasPrefix(prefix, again) {
+			t.Fatalf("Prefix() twice: %q and %q, one a prefix of the other", prefix, again)
+		}
+		type login struct {
+			User string `table:",pk"`
+			At   string `table:",rk"`
+		}
+		for _, p := range []rotation.Period{rotation.Month, rotation.Day} {
+			if _, err := rotation.New[login](inner.Tables, prefix, &rotation.Options{Period: p}); err != nil {
+				t.Fatalf("rotation.New with Prefix() %q: %v", prefix, err)
+			}
+		}
+		start := time.Date(2024, 7, 31, 9, 0, 0, 0, time.UTC)
+		now := func() time.Time { return start.Add(2 * time.Hour) }
+		r, err := rotation.New[login](inner.Tables, prefix, &rotation.Options{Period: rotation.Hour, Grace: 24 * time.Hour, Now: now})
+		if err != nil {
+			t.Fatalf("rotation.New with Prefix() %q: %v", prefix, err)
+		}
+		for h := range 3 {
+			at := start.Add(time.Duration(h) * time.Hour)
+			if _, err := r.Insert(ctx, at, login{User: "jones", At: at.Format(time.RFC3339)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := tablesUnder(t, inner, prefix); len(got) != 3 {
+			t.Fatalf("tables under %s: %v, want rotation's 3 periods", prefix, got)
+		}
+	})
+	if got := tablesUnder(t, env, prefix); len(got) != 0 {
+		t.Fatalf("tables under %s after its test ended: %v, want none", prefix, got)
+	}
+	if n := countTables(t, env, other); n != 1 {
+		t.Fatalf("table %s of the parent test is gone after the subtest's cleanup", other)
+	}
+}
+
+// tablesUnder lists the tables whose names start with prefix.
+func tablesUnder(t *testing.T, env *tabletest.Env, prefix string) []string {
+	t.Helper()
+	var names []string
+	for name, err := range table.ListTables(context.Background(), env.Tables, prefix) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 func countTables(t *testing.T, env *tabletest.Env, name string) int {
