@@ -100,7 +100,9 @@ func TestCommitCrashPoints(t *testing.T) {
 func TestCosmosRuledOutCommitCannotApplyLate(t *testing.T) {
 	t.Parallel()
 	testrig.Services(t, func(t *testing.T, base *testrig.Rig) {
-		r := newRigOn(t, base, nil)
+		// A 2 s window, which Sweep's cutoff below must exceed (no batch
+		// is sent, so a loaded machine cannot outlast it).
+		r := newRigOn(t, base, &eventual.Options{CommitWindow: 2 * time.Second})
 		ctx := context.Background()
 		r.crash.At("commit", 1)
 		d := indexKind.New(indexOrder{"c1", "o1", "a@x"})

@@ -59,19 +59,16 @@ func NewServiceClientFromConnectionString(connStr string, opts *aztables.ClientO
 
 // NewServiceClient builds a table service client for serviceURL that
 // authenticates with cred (Microsoft Entra ID, from azidentity: tokens of
-// the storage audience, or of the Cosmos DB audience for a Cosmos DB
-// Table API endpoint, in the cloud of opts), and tablekit's own pipeline
+// the storage audience, which is the same in every cloud, or for a Cosmos
+// DB Table API endpoint of the Cosmos DB audience of opts' cloud), and
+// tablekit's own pipeline
 // beside it, as NewServiceClientFromConnectionString does. With nil opts
 // it uses ClientOptions().
 func NewServiceClient(serviceURL string, cred azcore.TokenCredential, opts *aztables.ClientOptions) (*aztables.ServiceClient, error) {
 	if cred == nil {
 		return nil, fmt.Errorf("table.NewServiceClient: %w: nil credential", ErrInvalid)
 	}
-	scope, err := bearerScope(serviceURL, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newServiceClient(serviceURL, runtime.NewBearerTokenPolicy(cred, []string{scope}, nil), opts, func(u string, o *aztables.ClientOptions) (*aztables.ServiceClient, error) {
+	return newServiceClient(serviceURL, runtime.NewBearerTokenPolicy(cred, []string{bearerScope(serviceURL, opts)}, nil), opts, func(u string, o *aztables.ClientOptions) (*aztables.ServiceClient, error) {
 		return aztables.NewServiceClient(u, cred, o)
 	})
 }

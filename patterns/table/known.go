@@ -152,23 +152,28 @@ func newAccount(serviceURL string, auth policy.Policy, o *aztables.ClientOptions
 		pl: runtime.NewPipeline("tablekit", "v0.1.0", pl, &co)}, nil
 }
 
-// bearerScope is the OAuth scope of a table service for the cloud of o:
-// the cloud's storage audience, or its Cosmos DB audience for a Cosmos DB
-// Table API endpoint, as aztables asks for.
-func bearerScope(serviceURL string, o *aztables.ClientOptions) (string, error) {
-	cl := cloud.AzurePublic
-	if o != nil && (o.Cloud.ActiveDirectoryAuthorityHost != "" || len(o.Cloud.Services) > 0) {
-		cl = o.Cloud
+// bearerScope is the OAuth scope of a table service, as the newest
+// aztables asks for (whose cloud configuration's meaning changed in
+// v1.4.1, so it is not read here): Table Storage has one audience in
+// every cloud; the Cosmos DB Table API has one per cloud, chosen by the
+// options' cloud (a custom cloud's Cosmos DB audience, when its
+// aztables.ServiceName configuration names one).
+func bearerScope(serviceURL string, o *aztables.ClientOptions) string {
+	if ProfileFor(serviceURL) != Cosmos {
+		return "https://storage.azure.com/.default"
 	}
-	cfg, ok := cl.Services[aztables.ServiceName]
-	if !ok || cfg.Audience == "" {
-		return "", fmt.Errorf("%w: the client options' cloud configuration has no audience for Azure Tables (aztables.ServiceName)", ErrInvalid)
+	audience := "https://cosmos.azure.com"
+	if o != nil {
+		switch cfg, ok := o.Cloud.Services[aztables.ServiceName]; {
+		case o.Cloud.ActiveDirectoryAuthorityHost == cloud.AzureChina.ActiveDirectoryAuthorityHost:
+			audience = "https://cosmos.azure.cn"
+		case o.Cloud.ActiveDirectoryAuthorityHost == cloud.AzureGovernment.ActiveDirectoryAuthorityHost:
+			audience = "https://cosmos.azure.us"
+		case ok && strings.Contains(cfg.Audience, "cosmos"):
+			audience = strings.TrimRight(cfg.Audience, "/")
+		}
 	}
-	audience := cfg.Audience
-	if ProfileFor(serviceURL) == Cosmos {
-		audience = strings.Replace(audience, "storage", "cosmos", 1)
-	}
-	return strings.TrimRight(audience, "/") + "/.default", nil
+	return audience + "/.default"
 }
 
 // sharedKey signs requests with an account key, as the Table service's

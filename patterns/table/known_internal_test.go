@@ -134,8 +134,11 @@ func (c *tokens) GetToken(_ context.Context, o policy.TokenRequestOptions) (azco
 }
 
 // TestBearerScopes: NewServiceClient's pipeline asks Microsoft Entra ID for
-// the audience of the service and cloud (storage, or Cosmos DB for a
-// Cosmos DB Table API endpoint), and sends the token.
+// the audience of the service and cloud (storage's, the same in every
+// cloud; or the cloud's Cosmos DB audience for a Cosmos DB Table API
+// endpoint), as the newest aztables does, and sends the token. (With
+// aztables v1.4.1 the cloud configuration's audience became Cosmos DB's:
+// make drift caught tablekit asking for it on Table Storage.)
 func TestBearerScopes(t *testing.T) {
 	for _, tc := range []struct {
 		url   string
@@ -143,7 +146,8 @@ func TestBearerScopes(t *testing.T) {
 		want  string
 	}{
 		{"https://acct.table.core.windows.net", "", "https://storage.azure.com/.default"},
-		{"https://acct.table.core.chinacloudapi.cn", "china", "https://storage.azure.cn/.default"},
+		{"https://acct.table.core.chinacloudapi.cn", "china", "https://storage.azure.com/.default"},
+		{"https://acct.table.cosmos.azure.cn", "china", "https://cosmos.azure.cn/.default"},
 		{"https://acct.table.cosmos.azure.com", "", "https://cosmos.azure.com/.default"},
 		{"https://acct.table.cosmos.azure.us", "gov", "https://cosmos.azure.us/.default"},
 	} {
