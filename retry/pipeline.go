@@ -73,7 +73,7 @@ func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 		}
 		if ctx.Err() != nil || attempt > pp.p.MaxRetries || !shouldRetry(resp, err) {
 			if err != nil && attempt > 1 && ctx.Err() == nil {
-				err = &Error{Attempts: attempt, Err: err, http: true} // the true count, once
+				err = &Error{Attempts: attempt, Err: err, http: true} // its own count of HTTP attempts
 			}
 			return final(ambiguous, resp, err)
 		}
