@@ -36,7 +36,10 @@ func RetryableStatus(code int) bool {
 // pipe, unexpected EOF, network timeouts, temporary DNS failures). Context
 // cancellation and deadlines are never retryable, nor is an error whose
 // outcome is unknown (ErrOutcomeUnknown: the write may have been applied),
-// nor nil.
+// nor nil. It is what the pipeline policy of ApplyTo retries, and Do's
+// default: for a function whose failures nothing else retries. A loop
+// around a client's requests should not use it (their pipeline retried
+// these failures already); it retries its conflicts only (RetryOn412).
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrOutcomeUnknown) {
 		return false
@@ -47,22 +50,26 @@ func IsRetryable(err error) bool {
 	return transientTransport(err)
 }
 
-// RetryOn412 is a Retryable classifier for optimistic-concurrency loops:
-// it retries what IsRetryable does, and also 412 Precondition Failed (a
-// stale ETag: re-read and try again) and 409 Conflict (a concurrent insert of
-// the same key). It never retries ErrOutcomeUnknown: a 412 or 409 that
-// follows an attempt whose response was lost may be the answer to the loop's
-// own earlier write, and running the loop again would apply it twice.
-// (Package table's writes verify such answers by reading, so they return
-// ErrPreconditionFailed only when the write was certainly not applied.)
+// RetryOn412 is the Retryable classifier of optimistic-concurrency loops
+// (Policy.Do around a read and a conditional write): it retries the loop's
+// conflicts, 412 Precondition Failed (a stale ETag: re-read and try again)
+// and 409 Conflict (a concurrent insert of the same key), and nothing else.
+// Transient failures (IsRetryable) are not retried: the client's pipeline
+// (ApplyTo's policy, or azcore's built-in retry) has already retried them
+// with its own budget, and retrying the loop as well would multiply the
+// attempts (1 + MaxRetries of the pipeline for each of 1 + MaxRetries passes
+// of the loop). It never retries ErrOutcomeUnknown: a 412 or 409 that
+// follows an attempt whose response was lost may be the answer to the
+// loop's own earlier write, and running the loop again would apply it
+// twice. (Package table's writes verify such answers by reading, so they
+// return ErrPreconditionFailed only when the write was certainly not
+// applied.)
 func RetryOn412(err error) bool {
 	if errors.Is(err, ErrOutcomeUnknown) {
 		return false
 	}
-	if re := responseErrorOf(err); re != nil && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict) {
-		return true
-	}
-	return IsRetryable(err)
+	re := responseErrorOf(err)
+	return re != nil && (re.StatusCode == http.StatusPreconditionFailed || re.StatusCode == http.StatusConflict)
 }
 
 func responseErrorOf(err error) *azcore.ResponseError {

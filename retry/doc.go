@@ -20,6 +20,17 @@
 //   - Policy.Do retries a function: an application-level operation such as
 //     an optimistic-concurrency read-modify-write (with RetryOn412).
 //
+// The two are never stacked on the same failure. The pipeline retries
+// transient failures (IsRetryable); a loop around a client's requests
+// retries its conflicts only: RetryOn412 retries 412 and 409, and each of
+// tablekit's loops (table.Table.Modify and the patterns' read-modify-writes)
+// retries its conflicts and what its own protocol defines (an entity that
+// changed while it was read), never a transport failure, a throttling
+// answer or a 5xx. So a request against an unreachable endpoint is tried
+// 1 + MaxRetries times in all, and its error (*Error) says so; a loop's
+// *Error counts the loop's passes, each of which met a conflict but the
+// last.
+//
 // # What is retried
 //
 // RetryableStatus and IsRetryable classify failures: 408, 429 (Cosmos DB
@@ -61,8 +72,9 @@
 //
 // # Cost
 //
-// A Policy adds no round trips of its own: an operation costs 1 + (number of
-// retries) requests, at most 1 + MaxRetries.
+// A Policy adds no round trips of its own: a request costs 1 + (number of
+// retries) attempts, at most 1 + MaxRetries; a read-modify-write loop
+// repeats its requests once per conflict, at most 1 + MaxRetries times.
 //
 // # Observability
 //

@@ -16,8 +16,17 @@ import (
 // retries are never stacked. Because per-call policies run before request
 // signing, every attempt is rewound and re-signed (fresh x-ms-date and
 // Authorization). A client built from o makes at most 1 + p.MaxRetries
-// attempts per operation. It works for aztables, azqueue and azblob clients:
-// pass &opts.ClientOptions.
+// attempts per request. It works for aztables, azqueue and azblob clients:
+// pass &opts.ClientOptions. A request that failed without an HTTP answer
+// after it was retried (a transport failure) fails with an *Error whose
+// Attempts are the HTTP attempts sent; the final HTTP answer of a request
+// (a 503 after retries) is returned as the response, which the SDK turns
+// into its *azcore.ResponseError.
+//
+// tablekit's read-modify-write loops (Policy.Do with RetryOn412 or another
+// classifier of conflicts) retry conflicts only, never what this policy
+// retries, so the budget of a request is spent once, not once per pass of a
+// loop.
 //
 // The pipeline retries by HTTP status (RetryableStatus) and transport error
 // (IsRetryable); p.Retryable is not consulted. It retries every method,
@@ -63,6 +72,9 @@ func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 			tr.attempt(statusOf(resp), lost)
 		}
 		if ctx.Err() != nil || attempt > pp.p.MaxRetries || !shouldRetry(resp, err) {
+			if err != nil && attempt > 1 && ctx.Err() == nil {
+				err = &Error{Attempts: attempt, Err: err, http: true} // its own count of HTTP attempts
+			}
 			return final(ambiguous, resp, err)
 		}
 		delay := max(pp.p.Delay(attempt), pp.p.retryAfter(resp))
@@ -76,7 +88,7 @@ func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 		}
 		if cerr := Sleep(ctx, delay); cerr != nil {
 			// The last real failure, wrapped with the context's error.
-			return final(ambiguous, nil, &Error{Attempts: attempt, Err: last, ctxErr: cerr})
+			return final(ambiguous, nil, &Error{Attempts: attempt, Err: last, ctxErr: cerr, http: true})
 		}
 		tr.retried()
 	}

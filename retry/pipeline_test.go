@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -286,6 +288,21 @@ func TestPipelineRefusedIsNotAmbiguous(t *testing.T) {
 	_, err = c.AddEntity(ctx, entity("a"), nil)
 	if err == nil || errors.Is(err, retry.ErrOutcomeUnknown) || tr.Ambiguous() || tr.Attempts() != 1+fast.MaxRetries {
 		t.Fatalf("AddEntity to a closed port = %v (ambiguous %v, %d attempts)", err, tr.Ambiguous(), tr.Attempts())
+	}
+	// The error names the attempts the policy made: the true count.
+	var re *retry.Error
+	want := fmt.Sprintf("(after %d HTTP attempts)", 1+fast.MaxRetries)
+	if !errors.As(err, &re) || re.Attempts != 1+fast.MaxRetries || !strings.HasSuffix(err.Error(), want) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("AddEntity to a closed port = %v, want a *retry.Error of %d attempts ending %q", err, 1+fast.MaxRetries, want)
+	}
+	// Without retries there is nothing to count.
+	one := &aztables.ClientOptions{}
+	retry.Policy{}.ApplyTo(&one.ClientOptions)
+	if c, err = aztables.NewClientWithNoCredential("http://127.0.0.1:1/devstoreaccount1/nowhere", one); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = c.AddEntity(context.Background(), entity("a"), nil); err == nil || errors.As(err, &re) {
+		t.Fatalf("AddEntity to a closed port without retries = %v, want the transport's error alone", err)
 	}
 }
 

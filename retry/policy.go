@@ -36,10 +36,13 @@ type Policy struct {
 	// (nil): math/rand/v2's Float64. Set it in tests for reproducible delays;
 	// it must be safe for concurrent use if the Policy is.
 	Rand func() float64
-	// Retryable decides which errors Do retries. Default (nil): IsRetryable.
-	// Optimistic-concurrency loops use RetryOn412 or their own function. The
-	// pipeline policy of ApplyTo classifies HTTP responses itself and ignores
-	// this field.
+	// Retryable decides which errors Do retries. Default (nil): IsRetryable,
+	// for a function whose failures nothing else retries. A loop around a
+	// client's requests (an optimistic-concurrency read-modify-write) uses
+	// RetryOn412 or its own classifier of its conflicts only: the client's
+	// pipeline has retried transient failures already, and retrying them
+	// again would stack the two budgets. The pipeline policy of ApplyTo
+	// classifies HTTP responses itself and ignores this field.
 	Retryable func(error) bool
 	// MaxRetryAfter caps how long a service's Retry-After hint (or
 	// x-ms-retry-after-ms) may make a wait: the wait is the larger of
@@ -114,21 +117,34 @@ func (p Policy) Delay(x int) time.Duration {
 	return max(0, time.Duration(y))
 }
 
-// Error is the final error of Do: the last error of the function, and how
-// many attempts were made. errors.Is and errors.As see through it to the
-// last error (and to the context's error when the context ended).
+// Error is the final error of a retry loop that retried: of Do, where
+// Attempts counts the calls of its function, and of the pipeline policy of
+// ApplyTo, for a request that failed without an HTTP answer (a transport
+// failure, or the context ending during a wait) after it was retried, where
+// Attempts counts the HTTP attempts sent. It wraps the last error and tells
+// how many attempts were made, so no count is claimed but the loop's own:
+// a read-modify-write that made one pass, whose request the pipeline tried
+// six times, fails with the pipeline's Error (6 HTTP attempts), not the
+// loop's. errors.Is and errors.As see through it to the last error (and to
+// the context's error when the context ended).
 type Error struct {
 	Attempts int
-	Err      error // the last error of the function
+	Err      error // the last error of the function or request
 	ctxErr   error // set when the context ended the loop
+	http     bool  // the pipeline's: Attempts counts HTTP attempts
 }
 
-// Error gives the last error and the number of attempts.
+// Error gives the last error and the number of attempts: "(after 3
+// attempt(s))" for Do, "(after 6 HTTP attempts)" for the pipeline.
 func (e *Error) Error() string {
-	if e.ctxErr != nil {
-		return fmt.Sprintf("%v after %d attempt(s); last error: %v", e.ctxErr, e.Attempts, e.Err)
+	unit := "attempt(s)"
+	if e.http {
+		unit = "HTTP attempts"
 	}
-	return fmt.Sprintf("%v (after %d attempt(s))", e.Err, e.Attempts)
+	if e.ctxErr != nil {
+		return fmt.Sprintf("%v after %d %s; last error: %v", e.ctxErr, e.Attempts, unit, e.Err)
+	}
+	return fmt.Sprintf("%v (after %d %s)", e.Err, e.Attempts, unit)
 }
 
 // Unwrap returns the last error and, if the context ended the loop, the

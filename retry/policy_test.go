@@ -147,8 +147,25 @@ func TestClassification(t *testing.T) {
 			t.Errorf("IsRetryable(%v) = %v, want %v", tt.err, got, tt.want)
 		}
 	}
-	if !retry.RetryOn412(&azcore.ResponseError{StatusCode: 412}) || !retry.RetryOn412(&azcore.ResponseError{StatusCode: 503}) || retry.RetryOn412(&azcore.ResponseError{StatusCode: 404}) {
-		t.Error("RetryOn412 must retry 412 and transient errors, not 404")
+	// RetryOn412 retries a loop's conflicts only: what IsRetryable retries
+	// the client's pipeline has retried already.
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{&azcore.ResponseError{StatusCode: 412}, true},
+		{fmt.Errorf("x: %w", &azcore.ResponseError{StatusCode: 409}), true},
+		{&retry.OutcomeError{Err: &azcore.ResponseError{StatusCode: 412}}, false},
+		{&azcore.ResponseError{StatusCode: 503}, false},
+		{&azcore.ResponseError{StatusCode: 429}, false},
+		{&azcore.ResponseError{StatusCode: 404}, false},
+		{&url.Error{Op: "Get", URL: "http://x", Err: syscall.ECONNREFUSED}, false},
+		{io.ErrUnexpectedEOF, false},
+		{nil, false},
+	} {
+		if got := retry.RetryOn412(tt.err); got != tt.want {
+			t.Errorf("RetryOn412(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }
 

@@ -14,7 +14,10 @@
 // with ad hoc helpers. Azurite does not enforce the key ranges of a
 // table SAS, so tests plant with account clients and keep to the
 // partitions the attacker's SAS would grant. Its functions are safe for
-// concurrent use.
+// concurrent use. This package's tests also hold the black-box tests that
+// run every pattern's operations over failing storage: no signature in
+// errors, logs or telemetry (nosecret_test.go), and no retry loop spending
+// the client pipeline's budget more than once (budget_test.go).
 package hostile
 
 import (

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
 	"sync"
 	"testing"
 
@@ -44,7 +42,7 @@ func (w *telemetryWatch) check(what, text string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, sig := range w.sigs {
-		if strings.Contains(text, sig) || strings.Contains(text, url.QueryEscape(sig)) || strings.Contains(text, url.PathEscape(sig)) {
+		if holds(text, sig) {
 			w.leaks = append(w.leaks, what+": "+text)
 			return
 		}

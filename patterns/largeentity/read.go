@@ -13,11 +13,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/internal/redact"
+	"github.com/tablekit/tablekit/internal/reread"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -64,29 +66,53 @@ func (s *Store[T]) projection(names []string) []string {
 }
 
 // get reads an entity and its blobs, reading again when a blob is gone
-// because the entity changed. It also returns the entity as read.
+// because the entity changed (rereadLoop). It also returns the entity as read.
 func (s *Store[T]) get(ctx context.Context, op, pk, rk string, sel []string) (Entity[T], table.Dynamic, error) {
 	var gopts *table.GetOptions
 	if sel != nil {
 		gopts = &table.GetOptions{Select: sel}
 	}
-	var last table.Dynamic
-	for i := 0; ; i++ {
+	var e Entity[T]
+	var d table.Dynamic
+	err := rereadLoop(op, pk, rk, func() (azcore.ETag, error) {
 		got, err := s.tbl.Get(ctx, pk, rk, gopts)
-		d := got.Value
+		d = got.Value
 		if err != nil {
-			return Entity[T]{}, d, fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
+			return "", fmt.Errorf("largeentity: %s (%q, %q): %w", op, pk, rk, err)
 		}
-		e, err := s.resolve(ctx, d)
+		e, err = s.resolve(ctx, d)
+		return d.ETag, err
+	})
+	if err != nil {
+		return Entity[T]{}, d, err
+	}
+	return e, d, nil
+}
+
+func init() { reread.Register(rereadLoop) }
+
+// rereadLoop calls read (a read of entity (pk, rk) and its blobs, returning
+// the ETag read) until it ends otherwise than with ErrChanged, at most
+// 1 + maxRereads times: a blob an entity pointed at is deleted only once
+// no current version points at it, so a blob gone means the entity
+// changed, and reading it again finds a new version. The same ETag read
+// again (a blob missing while the entity, unchanged, still points at it) is
+// ErrCorrupt. It is the one reread loop of the package and of the patterns
+// that keep their large values through a Store (internal/reread), op names
+// the operation in its errors.
+func rereadLoop(op, pk, rk string, read reread.Func) error {
+	var last azcore.ETag
+	for i := 0; ; i++ {
+		etag, err := read()
 		switch {
 		case !errors.Is(err, ErrChanged):
-			return e, d, err
-		case i > 0 && d.ETag == last.ETag:
-			return Entity[T]{}, d, fmt.Errorf("%w: %v, and the entity still points at it", ErrCorrupt, err)
+			return err
+		case i > 0 && etag == last:
+			return fmt.Errorf("%w: %v, and the entity still points at it", ErrCorrupt, err)
 		case i == maxRereads:
-			return Entity[T]{}, d, fmt.Errorf("largeentity: %s (%q, %q): the entity changed during each of %d reads: %w", op, pk, rk, i+1, err)
+			return fmt.Errorf("largeentity: %s (%q, %q): the entity changed during each of %d reads: %w", op, pk, rk, i+1, err)
 		}
-		last = d
+		last = etag
 	}
 }
 

@@ -73,7 +73,10 @@
 // missing blob, and a write that does not apply leaves only orphans,
 // which the Large Store's Sweep deletes (Insert deletes them at once when
 // the write certainly failed). Get and List read the blobs back (in
-// parallel, each checked against its pointer's size and SHA-256); lookups
+// parallel, each checked against its pointer's size and SHA-256, with
+// largeentity's reread: a blob gone because the entity changed meanwhile
+// makes the read read the entity again, a blob missing under an unchanged
+// ETag is largeentity.ErrCorrupt, never data); lookups
 // from copies never do: no copy holds a large value (Whole indexes are
 // refused with Large, and so are Listed fields it may offload). Update
 // writes v's large values whole (an unchanged one keeps its blob); Modify

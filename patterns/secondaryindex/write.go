@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/reread"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -279,7 +280,12 @@ func (s *Store[T]) InsertOps(ctx context.Context, v T) (_ table.Change, err erro
 
 // Get reads the entity with PartitionKey pk and RowKey (id) rk: 1 point
 // query of its primary row, + 1 read per large value (Options.Large), in
-// parallel. [table.ErrNotFound] when it does not exist.
+// parallel. [table.ErrNotFound] when it does not exist. A large value's
+// blob gone because the entity changed after the read makes Get read the
+// entity again (largeentity's reread, bounded); a blob missing while the
+// entity, read again unchanged, still points at it is
+// [largeentity.ErrCorrupt], as is a blob whose size or SHA-256 is not its
+// pointer's.
 func (s *Store[T]) Get(ctx context.Context, pk, rk string) (_ Entity[T], err error) {
 	ctx, sp := s.obs.Start(ctx, opGet, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()
@@ -289,31 +295,35 @@ func (s *Store[T]) Get(ctx context.Context, pk, rk string) (_ Entity[T], err err
 	return s.get(ctx, pk, rk, nil)
 }
 
-// maxRereads bounds the reads of an entity whose large values keep
-// disappearing because it keeps changing.
-const maxRereads = 8
-
 // get reads an entity with its large values (the properties sel, when
-// not nil), again when a blob is gone because the entity changed.
+// not nil), again when a blob is gone because the entity changed: with
+// largeentity's reread loop (internal/reread), so a blob missing while the
+// entity, unchanged, still points at it is largeentity.ErrCorrupt.
 func (s *Store[T]) get(ctx context.Context, pk, id string, sel []string) (Entity[T], error) {
 	var gopts *table.GetOptions
 	if sel != nil {
 		gopts = &table.GetOptions{Select: sel}
 	}
-	for i := 0; ; i++ {
+	var e Entity[T]
+	err := reread.Large("get", pk, id, func() (azcore.ETag, error) {
 		d, err := s.tbl.Get(ctx, pk, s.primaryKey(id), gopts)
 		if err != nil {
-			return Entity[T]{}, err
+			return "", err
 		}
-		e, blobs, err := s.decode(ctx, d.Value)
+		var blobs []largeentity.Blob
+		e, blobs, err = s.decode(ctx, d.Value)
 		if err != nil || len(blobs) == 0 {
-			return e, err
+			return d.ETag, err
 		}
-		err = s.large.Fetch(ctx, &e.Value, blobs)
-		if !errors.Is(err, largeentity.ErrChanged) || i == maxRereads {
-			return e, err
+		if err := s.large.Fetch(ctx, &e.Value, blobs); err != nil {
+			return d.ETag, fmt.Errorf("secondaryindex: (%q, %q): %w", pk, id, err)
 		}
+		return d.ETag, nil
+	})
+	if err != nil {
+		return Entity[T]{}, err
 	}
+	return e, nil
 }
 
 // read reads the entity without its large values, and returns the blobs

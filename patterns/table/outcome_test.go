@@ -307,6 +307,9 @@ func TestReadModifyWriteNeverAppliesTwice(t *testing.T) {
 // lost at random points. Every increment reported applied is stored, none
 // twice: the total lies between the applied count and the applied plus the
 // unknown count (an unknown outcome is left to the caller, never retried).
+// A write whose every attempt lost its response and that a read found not
+// applied fails with the lost connection: the loop retries conflicts only,
+// the pipeline's budget was spent.
 func TestConcurrentIncrementsWithLostResponses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -321,7 +324,7 @@ func TestConcurrentIncrementsWithLostResponses(t *testing.T) {
 	loop := retry.Policy{Default: time.Millisecond, Max: 20 * time.Millisecond, MaxRetries: 100, Retryable: retry.RetryOn412, FullJitter: true}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var applied, verified, unknown int
+	var applied, verified, unknown, failed int
 	errs := make(chan error, writers)
 	for range writers {
 		wg.Add(1)
@@ -342,6 +345,8 @@ func TestConcurrentIncrementsWithLostResponses(t *testing.T) {
 					}
 				case errors.Is(err, table.ErrOutcomeUnknown):
 					unknown++
+				case errors.Is(err, faults.ErrLost):
+					failed++
 				default:
 					errs <- err
 				}
@@ -355,9 +360,9 @@ func TestConcurrentIncrementsWithLostResponses(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := f.stored(t, "r")
-	t.Logf("%d applied (%d verified after a lost response), %d unknown; stored %d", applied, verified, unknown, got.N)
-	if applied+unknown != writers*each || unknown > lost || got.N < int64(applied) || got.N > int64(applied+unknown) {
-		t.Fatalf("stored N=%d with %d applied and %d unknown", got.N, applied, unknown)
+	t.Logf("%d applied (%d verified after a lost response), %d unknown, %d not applied; stored %d", applied, verified, unknown, failed, got.N)
+	if applied+unknown+failed != writers*each || unknown+failed > lost || got.N < int64(applied) || got.N > int64(applied+unknown) {
+		t.Fatalf("stored N=%d with %d applied, %d unknown and %d not applied", got.N, applied, unknown, failed)
 	}
 }
 

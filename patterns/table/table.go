@@ -556,7 +556,9 @@ type ModifyOptions struct {
 	// Retry is the policy for conflicts: on ErrPreconditionFailed (another
 	// writer changed the entity in between) Modify reads and calls fn
 	// again. Default: retry.Default. Its Retryable, if nil, is
-	// retry.RetryOn412.
+	// retry.RetryOn412: conflicts only, since the client's pipeline has
+	// retried transient failures (a transport error, a 503) with its own
+	// budget, and such a failure ends Modify.
 	Retry *retry.Policy
 }
 

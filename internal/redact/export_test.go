@@ -1,0 +1,4 @@
+package redact
+
+// MaxDecodings is maxDecodings, for the fuzz test.
+const MaxDecodings = maxDecodings
