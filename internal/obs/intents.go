@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/redact"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -118,7 +117,7 @@ func (o *Obs) ObservePending(observe func(context.Context) (Pending, error), att
 		}
 		if err != nil {
 			// The SDK hands it to otel.Handle, which may log it.
-			return errors.New(redact.Text(err.Error()))
+			return errors.New(Sanitize(err.Error()))
 		}
 		return nil
 	}, count, age, depth)

@@ -245,7 +245,9 @@
 // tablekit.eventual.queue.depth. Log records (the Telemetry's Logger,
 // default slog.Default()): one per worker event, debug for processed and
 // renewed, warn for failed, dropped and lease lost, error for poisoned,
-// with the span attributes' names; error texts are redacted.
+// with the span attributes' names; their error texts, like every text of
+// a span, hold no RowKey, query string or secret (see patterns/table's
+// Observability).
 //
 // # Trust
 //

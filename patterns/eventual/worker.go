@@ -243,7 +243,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			runErr = fmt.Errorf("eventual: reading queue %s: %w", redact.URL(w.q.q.URL()), redact.Error(err))
 		case err != nil || got == 0:
 			if err != nil {
-				w.obs.Log(ctx, slog.LevelWarn, "eventual: dequeue failed", slog.String(string(obs.KeyError), redact.Text(err.Error())))
+				w.obs.Log(ctx, slog.LevelWarn, "eventual: dequeue failed", slog.String(string(obs.KeyError), obs.Sanitize(err.Error())))
 			}
 			retry.Sleep(ctx, w.idle.Delay(empty))
 			empty++
@@ -816,7 +816,7 @@ func (w *Worker) emit(d *delivery, t EventType, err error) {
 		attrs = append(attrs, slog.String(string(obs.KeyTable), c.Table), slog.String(string(obs.KeyPartition), c.PartitionKey))
 	}
 	if err != nil {
-		attrs = append(attrs, slog.String(string(obs.KeyError), redact.Text(err.Error())))
+		attrs = append(attrs, slog.String(string(obs.KeyError), obs.Sanitize(err.Error())))
 	}
 	w.obs.Log(ctx, level, "eventual: "+string(t), attrs...)
 }

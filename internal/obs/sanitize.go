@@ -1,0 +1,195 @@
+package obs
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
+	"github.com/tablekit/tablekit/internal/redact"
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// Elided stands for what Sanitize removes.
+const Elided = "…"
+
+// Sanitize returns text as tablekit's telemetry records it: every span
+// attribute, event attribute and status description that reaches a span
+// through this package (tablekit's operations' spans and the azcore spans
+// of their requests), and the error texts of log records, pass through it.
+// A RowKey often holds personal data (an email, a name) and a query
+// string holds a shared access signature, a filter's values or a pop
+// receipt, so it removes
+//
+//   - from every URL (http:// or https://) its query string, fragment and
+//     user information, and all of its path after the table, queue or
+//     container it addresses (after the account too, for an emulator's
+//     path-style URL on an IP address): an entity's keys, a blob's name, a
+//     message's id. An entity URL https://a.table.core.windows.net/tbl(PartitionKey='Sales',RowKey='x')
+//     becomes https://a.table.core.windows.net/tbl(…), a message's
+//     https://a.queue.core.windows.net/q/messages/id?popreceipt=…
+//     becomes https://a.queue.core.windows.net/q/…;
+//   - every entity predicate outside a URL: (PartitionKey=…,RowKey=…)
+//     becomes (…);
+//   - every double-quoted string ("…"): tablekit's errors quote (%q) every
+//     key, filter, cursor and value they name, and a transport error
+//     quotes its URL, so their texts keep their shape without a key:
+//     table: get tbl (PartitionKey "…", RowKey "…"): 404 ResourceNotFound.
+//
+// and then every remaining signature and account key (redact.Text). The
+// PartitionKey an operation addresses is recorded only as its
+// tablekit.partition attribute. Sanitize is safe for concurrent use, and
+// returns a text without any of these unchanged, without allocating.
+func Sanitize(text string) string {
+	if strings.IndexByte(text, '"') >= 0 || strings.Contains(text, "://") || strings.Contains(text, "PartitionKey=") {
+		text = elide(text)
+	}
+	if strings.ContainsAny(text, "=%") { // each text redact.Text looks for has one
+		text = redact.Text(text)
+	}
+	return text
+}
+
+// elide removes text's URLs' parts, entity predicates and quoted strings
+// (see Sanitize).
+func elide(text string) string {
+	var b strings.Builder
+	b.Grow(len(text))
+	for i := 0; i < len(text); {
+		rest := text[i:]
+		switch {
+		case rest[0] == '"':
+			if q, err := strconv.QuotedPrefix(rest); err == nil {
+				b.WriteString(`"` + Elided + `"`)
+				i += len(q)
+				continue
+			}
+		case hasURLScheme(rest):
+			n := urlEnd(rest)
+			b.WriteString(sanitizeURL(rest[:n]))
+			i += n
+			continue
+		case strings.HasPrefix(rest, "(PartitionKey="):
+			b.WriteString("(" + Elided + ")")
+			i += predicateEnd(rest)
+			continue
+		}
+		b.WriteByte(text[i])
+		i++
+	}
+	return b.String()
+}
+
+// hasURLScheme reports whether s starts with http:// or https://, in any
+// case.
+func hasURLScheme(s string) bool {
+	for _, p := range [...]string{"http://", "https://"} {
+		if len(s) >= len(p) && strings.EqualFold(s[:len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// urlEnd is the length of the URL s starts with: up to a space, a double
+// quote or an angle bracket, less the punctuation that ends a sentence or
+// a clause (the ':' before an error's status, say).
+func urlEnd(s string) int {
+	n := strings.IndexAny(s, " \t\r\n\"<>`")
+	if n < 0 {
+		n = len(s)
+	}
+	for n > 0 && strings.IndexByte(".,:;'", s[n-1]) >= 0 {
+		n--
+	}
+	return n
+}
+
+// predicateEnd is the length of the entity predicate s starts with
+// ("(PartitionKey='a',RowKey='b')", its quotes doubled inside values), or
+// up to the next space when it does not parse.
+func predicateEnd(s string) int {
+	in := false
+	for i := 1; i < len(s); i++ {
+		switch {
+		case s[i] == '\'' && in && i+1 < len(s) && s[i+1] == '\'':
+			i++ // a doubled quote inside a value
+		case s[i] == '\'':
+			in = !in
+		case s[i] == ')' && !in:
+			return i + 1
+		}
+	}
+	if n := strings.IndexAny(s, " \t\r\n"); n >= 0 {
+		return n
+	}
+	return len(s)
+}
+
+// sanitizeURL is raw (a URL) reduced to its scheme, host and the path up
+// to the resource it addresses (see Sanitize).
+func sanitizeURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		scheme, _, _ := strings.Cut(raw, "://")
+		return scheme + "://" + Elided
+	}
+	keep := 1 // the table, queue or container
+	if net.ParseIP(u.Hostname()) != nil {
+		keep = 2 // an emulator's path-style URL: the account first
+	}
+	segs := strings.Split(strings.TrimPrefix(u.EscapedPath(), "/"), "/")
+	var b strings.Builder
+	b.WriteString(u.Scheme + "://" + u.Host)
+	for i, s := range segs {
+		if i == keep {
+			b.WriteString("/" + Elided)
+			break
+		}
+		if p := strings.IndexAny(s, "(%"); p >= 0 && s[p:] != "()" {
+			s = s[:p] + "(" + Elided + ")"
+		}
+		if s != "" || i == 0 {
+			b.WriteString("/" + s)
+		}
+	}
+	return b.String()
+}
+
+// sanitizeKVs applies Sanitize to the string values of kvs, in place.
+func sanitizeKVs(kvs []attribute.KeyValue) []attribute.KeyValue {
+	for i, kv := range kvs {
+		switch kv.Value.Type() {
+		case attribute.STRING:
+			if s := kv.Value.AsString(); s != "" {
+				kvs[i] = kv.Key.String(Sanitize(s))
+			}
+		case attribute.STRINGSLICE:
+			ss := kv.Value.AsStringSlice() // a copy
+			for j := range ss {
+				ss[j] = Sanitize(ss[j])
+			}
+			kvs[i] = kv.Key.StringSlice(ss)
+		}
+	}
+	return kvs
+}
+
+// sanitizeAttrs returns azcore's attrs with Sanitize applied to every value
+// that is not a number or a bool (azotel records those as text).
+func sanitizeAttrs(attrs []tracing.Attribute) []tracing.Attribute {
+	out := make([]tracing.Attribute, len(attrs))
+	for i, a := range attrs {
+		switch v := a.Value.(type) {
+		case int, int64, float64, bool:
+		case string:
+			a.Value = Sanitize(v)
+		default:
+			a.Value = Sanitize(fmt.Sprint(v))
+		}
+		out[i] = a
+	}
+	return out
+}
