@@ -71,6 +71,11 @@ const (
 	KeyError = attribute.Key("error")
 )
 
+// OtherKind is the tablekit.intent.kind a worker records for an intent
+// whose kind none of its handlers has (a message's kind is whatever its
+// writer chose).
+const OtherKind = "unknown"
+
 // The outcomes of a write (the KeyOutcome attribute).
 const (
 	// Applied: the write succeeded.

@@ -203,7 +203,10 @@ func TestTraceContextRoundTrip(t *testing.T) {
 	if !got.IsRemote() || got.TraceID() != span.SpanContext().TraceID() || got.SpanID() != span.SpanContext().SpanID() {
 		t.Fatalf("extracted %v", got)
 	}
-	for _, bad := range []string{"", "garbage", "00-zz-yy-01", strings.Repeat("0", 55)} {
+	// An unsampled context (its flags 00) would keep the delivery from
+	// being recorded under a parent-based sampler: not a parent.
+	unsampled := tp[:len(tp)-2] + "00"
+	for _, bad := range []string{"", "garbage", "00-zz-yy-01", strings.Repeat("0", 55), unsampled} {
 		if sc := trace.SpanContextFromContext(obs.Extract(context.Background(), bad, "x")); sc.IsValid() {
 			t.Fatalf("extracted %v from %q", sc, bad)
 		}
@@ -219,9 +222,10 @@ func TestIntentMetrics(t *testing.T) {
 	o.Intent(ctx, "processed", "k", 2, time.Now().Add(-3*time.Second))
 	o.Intent(ctx, "poisoned", "k", 5, time.Now())
 	o.Intent(ctx, "dropped", "k", 1, time.Now())
+	o.Intent(ctx, "processed", "k", 1, time.Time{}) // no start known: no lag
 	o.Lease(ctx, true)
 	o.Lease(ctx, false)
-	if got := r.sums(t, obs.MetricIntents); got["tablekit.intent.event=processed,tablekit.intent.kind=k"] != 1 || got["tablekit.intent.event=poisoned,tablekit.intent.kind=k"] != 1 || got["tablekit.intent.event=dropped,tablekit.intent.kind=k"] != 1 {
+	if got := r.sums(t, obs.MetricIntents); got["tablekit.intent.event=processed,tablekit.intent.kind=k"] != 2 || got["tablekit.intent.event=poisoned,tablekit.intent.kind=k"] != 1 || got["tablekit.intent.event=dropped,tablekit.intent.kind=k"] != 1 {
 		t.Fatalf("intents: %v", got)
 	}
 	var rm metricdata.ResourceMetrics
@@ -236,7 +240,7 @@ func TestIntentMetrics(t *testing.T) {
 				seen[m.Name] = true
 			}
 		case metricdata.Histogram[int64]:
-			if m.Name == obs.MetricDeliveries && d.DataPoints[0].Count == 2 && d.DataPoints[0].Sum == 7 {
+			if m.Name == obs.MetricDeliveries && d.DataPoints[0].Count == 3 && d.DataPoints[0].Sum == 8 {
 				seen[m.Name] = true
 			}
 		case metricdata.Sum[int64]:
