@@ -212,8 +212,8 @@ func (s *Span) end(err error, outcome int) {
 		return
 	}
 	level := slog.LevelDebug
-	if retries > 0 {
-		level = slog.LevelWarn // a transient failure, retried
+	if err != nil && retries > 0 {
+		level = slog.LevelWarn // it gave up: retries did not cure a failure
 	}
 	l := s.o.Logger()
 	if !l.Enabled(ctx, level) {

@@ -480,8 +480,9 @@
 // this package's own when traced; an untraced core operation called
 // directly counts only its write's outcome (counting its requests would
 // cost it an allocation). Log records (the Telemetry's Logger): a
-// debug record per operation with the span's attributes, a warning when
-// it needed retries; eventual's worker logs its events.
+// debug record per operation with the span's attributes (a conflict or a
+// transient failure retried with success included), a warning when it
+// failed after retries (it gave up); eventual's worker logs its events.
 //
 // # Performance
 //

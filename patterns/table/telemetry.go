@@ -24,7 +24,8 @@ type Telemetry struct {
 	// MeterProvider makes the metric instruments.
 	MeterProvider metric.MeterProvider
 	// Logger receives the package's log records (debug per operation,
-	// warn for retried failures, error for a poisoned intent).
+	// warn for an operation that failed after retries, error for a
+	// poisoned intent).
 	Logger *slog.Logger
 }
 
