@@ -12,36 +12,38 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
-// Elided stands for what Sanitize removes.
-const Elided = "…"
+// elided stands for what Sanitize removes.
+const elided = "…"
 
 // Sanitize returns text as tablekit's telemetry records it: every span
 // attribute, event attribute and status description that reaches a span
 // through this package (tablekit's operations' spans and the azcore spans
-// of their requests), and the error texts of log records, pass through it.
-// A RowKey often holds personal data (an email, a name) and a query
-// string holds a shared access signature, a filter's values or a pop
-// receipt, so it removes
+// of their requests), and the error text of every log record, pass
+// through it. A RowKey often holds personal data (an email, a name), and
+// a query string a shared access signature, a filter's values or a pop
+// receipt, so it removes:
 //
-//   - from every URL (http:// or https://) its query string, fragment and
+//   - from every URL (http:// or https://), its query string, fragment and
 //     user information, and all of its path after the table, queue or
-//     container it addresses (after the account too, for an emulator's
-//     path-style URL on an IP address): an entity's keys, a blob's name, a
-//     message's id. An entity URL https://a.table.core.windows.net/tbl(PartitionKey='Sales',RowKey='x')
+//     container it addresses (after the account, which comes first in an
+//     emulator's path-style URL on an IP address): an entity's keys, a
+//     blob's name, a message's id. An entity's
+//     https://a.table.core.windows.net/tbl(PartitionKey='Sales',RowKey='x')
 //     becomes https://a.table.core.windows.net/tbl(…), a message's
-//     https://a.queue.core.windows.net/q/messages/id?popreceipt=…
+//     https://a.queue.core.windows.net/q/messages/id?popreceipt=p
 //     becomes https://a.queue.core.windows.net/q/…;
-//   - every entity predicate outside a URL: (PartitionKey=…,RowKey=…)
+//   - every entity predicate outside a URL: (PartitionKey='a',RowKey='b')
 //     becomes (…);
-//   - every double-quoted string ("…"): tablekit's errors quote (%q) every
-//     key, filter, cursor and value they name, and a transport error
-//     quotes its URL, so their texts keep their shape without a key:
-//     table: get tbl (PartitionKey "…", RowKey "…"): 404 ResourceNotFound.
+//   - every double-quoted string: tablekit's errors quote (%q) each key,
+//     filter, cursor and name they give, and a transport error quotes its
+//     URL, so their texts keep their shape without a key: table: get tbl
+//     (PartitionKey "…", RowKey "…"): 404 ResourceNotFound;
+//   - then every signature and account key left (redact.Text).
 //
-// and then every remaining signature and account key (redact.Text). The
-// PartitionKey an operation addresses is recorded only as its
-// tablekit.partition attribute. Sanitize is safe for concurrent use, and
-// returns a text without any of these unchanged, without allocating.
+// The PartitionKey an operation addresses is recorded only as its
+// tablekit.partition attribute. Sanitize is safe for concurrent use; a
+// text without a double quote, a URL, a predicate, '=' or '%' is returned
+// as it is, without allocating.
 func Sanitize(text string) string {
 	if strings.IndexByte(text, '"') >= 0 || strings.Contains(text, "://") || strings.Contains(text, "PartitionKey=") {
 		text = elide(text)
@@ -62,7 +64,7 @@ func elide(text string) string {
 		switch {
 		case rest[0] == '"':
 			if q, err := strconv.QuotedPrefix(rest); err == nil {
-				b.WriteString(`"` + Elided + `"`)
+				b.WriteString(`"` + elided + `"`)
 				i += len(q)
 				continue
 			}
@@ -72,7 +74,7 @@ func elide(text string) string {
 			i += n
 			continue
 		case strings.HasPrefix(rest, "(PartitionKey="):
-			b.WriteString("(" + Elided + ")")
+			b.WriteString("(" + elided + ")")
 			i += predicateEnd(rest)
 			continue
 		}
@@ -134,7 +136,7 @@ func sanitizeURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		scheme, _, _ := strings.Cut(raw, "://")
-		return scheme + "://" + Elided
+		return scheme + "://" + elided
 	}
 	keep := 1 // the table, queue or container
 	if net.ParseIP(u.Hostname()) != nil {
@@ -145,11 +147,13 @@ func sanitizeURL(raw string) string {
 	b.WriteString(u.Scheme + "://" + u.Host)
 	for i, s := range segs {
 		if i == keep {
-			b.WriteString("/" + Elided)
+			b.WriteString("/" + elided)
 			break
 		}
+		// A table's segment may end with an entity predicate (or, escaped,
+		// anything): keep its name.
 		if p := strings.IndexAny(s, "(%"); p >= 0 && s[p:] != "()" {
-			s = s[:p] + "(" + Elided + ")"
+			s = s[:p] + "(" + elided + ")"
 		}
 		if s != "" || i == 0 {
 			b.WriteString("/" + s)
