@@ -2,8 +2,7 @@ package obs
 
 import (
 	"fmt"
-	"net"
-	"net/url"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -59,29 +58,36 @@ func Sanitize(text string) string {
 func elide(text string) string {
 	var b strings.Builder
 	b.Grow(len(text))
-	for i := 0; i < len(text); {
-		rest := text[i:]
-		switch {
-		case rest[0] == '"':
-			if q, err := strconv.QuotedPrefix(rest); err == nil {
-				b.WriteString(`"` + elided + `"`)
-				i += len(q)
-				continue
-			}
-		case hasURLScheme(rest):
-			n := urlEnd(rest)
-			b.WriteString(sanitizeURL(rest[:n]))
-			i += n
-			continue
-		case strings.HasPrefix(rest, "(PartitionKey="):
-			b.WriteString("(" + elided + ")")
-			i += predicateEnd(rest)
-			continue
+	for {
+		i := strings.IndexAny(text, `"hH(`) // where each starts
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
 		}
-		b.WriteByte(text[i])
-		i++
+		b.WriteString(text[:i])
+		text = text[i:]
+		n := 0
+		switch {
+		case text[0] == '"':
+			if q, err := strconv.QuotedPrefix(text); err == nil {
+				b.WriteString(`"` + elided + `"`)
+				n = len(q)
+			}
+		case text[0] == '(':
+			if strings.HasPrefix(text, "(PartitionKey=") {
+				b.WriteString("(" + elided + ")")
+				n = predicateEnd(text)
+			}
+		case hasURLScheme(text):
+			n = urlEnd(text)
+			b.WriteString(sanitizeURL(text[:n]))
+		}
+		if n == 0 {
+			b.WriteByte(text[0])
+			n = 1
+		}
+		text = text[n:]
 	}
-	return b.String()
 }
 
 // hasURLScheme reports whether s starts with http:// or https://, in any
@@ -131,35 +137,65 @@ func predicateEnd(s string) int {
 }
 
 // sanitizeURL is raw (a URL) reduced to its scheme, host and the path up
-// to the resource it addresses (see Sanitize).
+// to the resource it addresses (see Sanitize). It parses no more of raw
+// than that, and allocates only the result.
 func sanitizeURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		scheme, _, _ := strings.Cut(raw, "://")
-		return scheme + "://" + elided
+	scheme, rest, _ := strings.Cut(raw, "://")
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
 	}
+	host, path := rest[:end], rest[end:]
+	if at := strings.LastIndexByte(host, '@'); at >= 0 {
+		host = host[at+1:] // no user information
+	}
+	if q := strings.IndexAny(path, "?#"); q >= 0 {
+		path = path[:q]
+	}
+	var b strings.Builder
+	b.WriteString(strings.ToLower(scheme) + "://")
+	if host == "" {
+		b.WriteString(elided)
+		return b.String()
+	}
+	b.WriteString(host)
 	keep := 1 // the table, queue or container
-	if net.ParseIP(u.Hostname()) != nil {
+	if isIP(host) {
 		keep = 2 // an emulator's path-style URL: the account first
 	}
-	segs := strings.Split(strings.TrimPrefix(u.EscapedPath(), "/"), "/")
-	var b strings.Builder
-	b.WriteString(u.Scheme + "://" + u.Host)
-	for i, s := range segs {
+	path = strings.TrimPrefix(path, "/")
+	for i := 0; ; i++ {
+		seg, more, found := strings.Cut(path, "/")
 		if i == keep {
-			b.WriteString("/" + elided)
-			break
+			if seg != "" || found {
+				b.WriteString("/" + elided)
+			}
+			return b.String()
 		}
 		// A table's segment may end with an entity predicate (or, escaped,
 		// anything): keep its name.
-		if p := strings.IndexAny(s, "(%"); p >= 0 && s[p:] != "()" {
-			s = s[:p] + "(" + elided + ")"
+		if p := strings.IndexAny(seg, "(%"); p >= 0 && seg[p:] != "()" {
+			b.WriteString("/" + seg[:p] + "(" + elided + ")")
+		} else if seg != "" || i == 0 {
+			b.WriteString("/" + seg)
 		}
-		if s != "" || i == 0 {
-			b.WriteString("/" + s)
+		if !found {
+			return b.String()
 		}
+		path = more
 	}
-	return b.String()
+}
+
+// isIP reports whether host (with or without a port) is an IP address.
+func isIP(host string) bool {
+	if strings.HasPrefix(host, "[") {
+		return true // IPv6
+	}
+	if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	_, err := netip.ParseAddr(host)
+	return err == nil
 }
 
 // sanitizeKVs applies Sanitize to the string values of kvs, in place.
