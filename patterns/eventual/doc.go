@@ -251,9 +251,8 @@
 // second, and the creation time the message claims, Kind.New's, places it
 // within that second and is otherwise ignored, since a queue writer sets
 // it; an intent re-enqueued from the poison queue counts from its new
-// message),
-// tablekit.eventual.lease.renewals and tablekit.eventual.lease.lost, and,
-// on request (Queue.ObservePending, which costs a scan per collection),
+// message), tablekit.eventual.lease.renewals and
+// tablekit.eventual.lease.lost, and, on request (Queue.ObservePending, which costs a scan per collection),
 // the gauges tablekit.eventual.pending, tablekit.eventual.pending.age and
 // tablekit.eventual.queue.depth. Log records (the Telemetry's Logger,
 // default slog.Default()): one per worker event, debug for processed and
