@@ -153,7 +153,9 @@ func sanitizeURL(raw string) string {
 		path = path[:q]
 	}
 	var b strings.Builder
-	b.WriteString(strings.ToLower(scheme) + "://")
+	b.Grow(len(scheme) + len(host) + len(path) + 8)
+	b.WriteString(strings.ToLower(scheme))
+	b.WriteString("://")
 	if host == "" {
 		b.WriteString(elided)
 		return b.String()
@@ -175,9 +177,12 @@ func sanitizeURL(raw string) string {
 		// A table's segment may end with an entity predicate (or, escaped,
 		// anything): keep its name.
 		if p := strings.IndexAny(seg, "(%"); p >= 0 && seg[p:] != "()" {
-			b.WriteString("/" + seg[:p] + "(" + elided + ")")
+			b.WriteByte('/')
+			b.WriteString(seg[:p])
+			b.WriteString("(" + elided + ")")
 		} else if seg != "" || i == 0 {
-			b.WriteString("/" + seg)
+			b.WriteByte('/')
+			b.WriteString(seg)
 		}
 		if !found {
 			return b.String()
@@ -188,8 +193,11 @@ func sanitizeURL(raw string) string {
 
 // isIP reports whether host (with or without a port) is an IP address.
 func isIP(host string) bool {
-	if strings.HasPrefix(host, "[") {
+	switch {
+	case host[0] == '[':
 		return true // IPv6
+	case host[0] < '0' || host[0] > '9':
+		return false // a name (and no error to allocate)
 	}
 	if i := strings.LastIndexByte(host, ':'); i >= 0 {
 		host = host[:i]
