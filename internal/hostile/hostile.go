@@ -162,6 +162,10 @@ type Envelope struct {
 	Released  bool   `json:"r,omitempty"`
 	LastError string `json:"e,omitempty"`
 	Abandoned int64  `json:"a,omitempty"`
+	// TP and TS are the W3C traceparent and tracestate the delivery's span
+	// is to join.
+	TP string `json:"tp,omitempty"`
+	TS string `json:"ts,omitempty"`
 }
 
 // CommitRef is an Envelope's commit reference: the table (by name) and

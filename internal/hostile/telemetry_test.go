@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
@@ -20,7 +21,9 @@ import (
 // processor (every span's name, attributes, events and status, the HTTP
 // spans of the SAS clients included), the global meter provider's reader,
 // and slog's default logger at debug level; and checks it against every
-// signature the test mints.
+// signature the test mints, and against the rows' RowKeys (rowKey): no
+// span, metric or log record holds one, and no span holds a query string
+// (a '?', or "sig=" even redacted).
 type telemetryWatch struct {
 	mu     sync.Mutex
 	sigs   []string
@@ -41,9 +44,13 @@ func (w *telemetryWatch) addSig(sig string) {
 func (w *telemetryWatch) check(what, text string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if strings.Contains(text, rowKey) {
+		w.leaks = append(w.leaks, what+" holds a RowKey: "+text)
+		return
+	}
 	for _, sig := range w.sigs {
 		if holds(text, sig) {
-			w.leaks = append(w.leaks, what+": "+text)
+			w.leaks = append(w.leaks, what+" holds a signature: "+text)
 			return
 		}
 	}
@@ -54,9 +61,13 @@ func (w *telemetryWatch) Shutdown(context.Context) error                  { retu
 func (w *telemetryWatch) ForceFlush(context.Context) error                { return nil }
 
 func (w *telemetryWatch) OnEnd(s sdktrace.ReadOnlySpan) {
-	w.check("span "+s.Name(), fmt.Sprintf("%v %v %v", s.Attributes(), s.Events(), s.Status()))
+	text := fmt.Sprintf("%v %v %v", s.Attributes(), s.Events(), s.Status())
+	w.check("span "+s.Name(), text)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if strings.Contains(text, "?") || strings.Contains(text, "sig=") {
+		w.leaks = append(w.leaks, "span "+s.Name()+" holds a query string: "+text)
+	}
 	w.spans++
 	if s.Status().Description != "" {
 		w.errors++
@@ -98,7 +109,7 @@ func (w *telemetryWatch) install(t *testing.T) {
 			t.Errorf("the watch saw %d spans (%d with an error) and %d log records: too few to mean anything", w.spans, w.errors, w.logs)
 		}
 		for _, l := range w.leaks {
-			t.Errorf("telemetry holds a signature: %s", l)
+			t.Errorf("telemetry: %s", l)
 		}
 		t.Logf("telemetry watched: %d spans (%d with an error), %d log records, %d signatures", w.spans, w.errors, w.logs, len(w.sigs))
 	})

@@ -7,7 +7,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/tracing/azotel"
-	"github.com/tablekit/tablekit/internal/redact"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -24,14 +23,13 @@ func TracingProvider() tracing.Provider {
 			if !parent.IsRecording() {
 				return ctx, tracing.Span{}
 			}
-			ctx, span := azTracer(parent.TracerProvider(), name, version).Start(ctx, spanName, o)
-			return ctx, redacting(span)
+			return startSanitized(ctx, azTracer(parent.TracerProvider(), name, version), spanName, o)
 		}, &tracing.TracerOptions{SpanFromContext: func(ctx context.Context) tracing.Span {
 			parent := trace.SpanFromContext(ctx)
 			if !parent.IsRecording() {
 				return tracing.Span{}
 			}
-			return azTracer(parent.TracerProvider(), name, version).SpanFromContext(ctx)
+			return sanitizing(azTracer(parent.TracerProvider(), name, version).SpanFromContext(ctx))
 		}})
 	}, nil)
 }
@@ -48,8 +46,7 @@ var httpTracer = tracing.NewTracer(func(ctx context.Context, spanName string, o 
 	if o == nil || o.Kind != tracing.SpanKindClient || !parent.IsRecording() {
 		return ctx, tracing.Span{}
 	}
-	ctx, span := azTracer(parent.TracerProvider(), ScopeName, "").Start(ctx, spanName, o)
-	return ctx, redacting(span)
+	return startSanitized(ctx, azTracer(parent.TracerProvider(), ScopeName, ""), spanName, o)
 }, nil)
 
 // withHTTPSpans returns ctx carrying httpTracer for the requests made with
@@ -61,15 +58,32 @@ func withHTTPSpans(ctx context.Context) context.Context {
 	return ctx
 }
 
-// redacting wraps span so that its status descriptions (an SDK method's
-// error text, which quotes a transport error's URL) hold no secret.
-func redacting(span tracing.Span) tracing.Span {
+// startSanitized starts a span of tr whose attributes (those azcore
+// gives at its start, such as http.url, included), events and status
+// descriptions pass through Sanitize.
+func startSanitized(ctx context.Context, tr tracing.Tracer, spanName string, o *tracing.SpanOptions) (context.Context, tracing.Span) {
+	if o != nil && len(o.Attributes) > 0 {
+		c := *o
+		c.Attributes = sanitizeAttrs(o.Attributes)
+		o = &c
+	}
+	ctx, span := tr.Start(ctx, spanName, o)
+	return ctx, sanitizing(span)
+}
+
+// sanitizing wraps span so that every attribute, event attribute and
+// status description set on it passes through Sanitize.
+func sanitizing(span tracing.Span) tracing.Span {
 	return tracing.NewSpan(tracing.SpanImpl{
-		End:           span.End,
-		SetAttributes: span.SetAttributes,
-		AddEvent:      span.AddEvent,
+		End: span.End,
+		SetAttributes: func(attrs ...tracing.Attribute) {
+			span.SetAttributes(sanitizeAttrs(attrs)...)
+		},
+		AddEvent: func(name string, attrs ...tracing.Attribute) {
+			span.AddEvent(name, sanitizeAttrs(attrs)...)
+		},
 		SetStatus: func(code tracing.SpanStatus, desc string) {
-			span.SetStatus(code, redact.Text(desc))
+			span.SetStatus(code, Sanitize(desc))
 		},
 	})
 }

@@ -69,3 +69,22 @@ func BenchmarkChild(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSanitize is what Sanitize costs each text of a span: a request
+// span's entity URL, a SAS client's URL, an error's text naming keys, and
+// a text with nothing to remove (a partition, most attributes).
+func BenchmarkSanitize(b *testing.B) {
+	for _, c := range []struct{ name, text string }{
+		{"entity URL", "https://account.table.core.windows.net/orders(PartitionKey='Sales',RowKey='empid%21000001')"},
+		{"SAS URL", "https://account.table.core.windows.net/$batch?se=2025-01-01T00%3A00%3A00Z&sig=abcdefABCDEF0123456789%2B%2F%3D&sp=raud&sv=2019-02-02&tn=orders"},
+		{"error", `table: get orders (PartitionKey "Sales", RowKey "empid!000001"): 404 ResourceNotFound`},
+		{"plain", "Sales"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				obs.Sanitize(c.text)
+			}
+		})
+	}
+}

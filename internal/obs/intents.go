@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/redact"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -32,28 +31,39 @@ func Inject(ctx context.Context) (traceparent, tracestate string) {
 }
 
 // Extract returns ctx with the remote span context of traceparent and
-// tracestate as its parent, or ctx as it is when they are empty or not
-// valid W3C Trace Context (they come from a queue others may write to).
+// tracestate as its parent when they are valid W3C Trace Context whose
+// sampled flag is set, and ctx as it is otherwise (empty, not valid, or
+// not sampled). They come from a queue others may write to: a writer may
+// choose the trace a delivery's span joins, but not keep it from being
+// recorded, which an unsampled parent would do under the SDK's default
+// parent-based sampler. Without a parent, the span is a root, which the
+// worker's own sampler decides on.
 func Extract(ctx context.Context, traceparent, tracestate string) context.Context {
 	if traceparent == "" {
 		return ctx
 	}
-	return traceContext.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent, "tracestate": tracestate})
+	remote := traceContext.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent, "tracestate": tracestate})
+	if sc := trace.SpanContextFromContext(remote); sc.IsValid() && sc.IsSampled() {
+		return trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	return ctx
 }
 
-// Intent records a worker's event for an intent of kind: the
+// Intent records a worker's event for an intent of kind (one of a
+// bounded set: the worker's kinds, or a placeholder for any other): the
 // tablekit.eventual.intents counter, and for a processed or poisoned
-// intent its deliveries (processed: also its lag since created).
-func (o *Obs) Intent(ctx context.Context, event, kind string, deliveries int64, created time.Time) {
+// intent its deliveries (processed: also its lag, from since to now, when
+// since is not zero).
+func (o *Obs) Intent(ctx context.Context, event, kind string, deliveries int64, since time.Time) {
 	in := o.instruments()
 	set := metric.WithAttributeSet(attribute.NewSet(KeyIntentKind.String(kind), KeyIntentEvent.String(event)))
 	in.intents.Add(ctx, 1, set)
-	switch event {
-	case "processed":
-		in.lag.Record(ctx, time.Since(created).Seconds(), metric.WithAttributeSet(attribute.NewSet(KeyIntentKind.String(kind))))
-		fallthrough
-	case "poisoned":
-		in.deliveries.Record(ctx, deliveries, metric.WithAttributeSet(attribute.NewSet(KeyIntentKind.String(kind))))
+	if event == "processed" || event == "poisoned" {
+		set := metric.WithAttributeSet(attribute.NewSet(KeyIntentKind.String(kind)))
+		if event == "processed" && !since.IsZero() {
+			in.lag.Record(ctx, max(time.Since(since).Seconds(), 0), set)
+		}
+		in.deliveries.Record(ctx, deliveries, set)
 	}
 }
 
@@ -118,7 +128,7 @@ func (o *Obs) ObservePending(observe func(context.Context) (Pending, error), att
 		}
 		if err != nil {
 			// The SDK hands it to otel.Handle, which may log it.
-			return errors.New(redact.Text(err.Error()))
+			return errors.New(Sanitize(err.Error()))
 		}
 		return nil
 	}, count, age, depth)

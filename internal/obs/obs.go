@@ -5,10 +5,13 @@
 // the documented attributes, the metric instruments (created once per
 // provider), slog records with the same attribute names, the W3C trace
 // context an intent carries across its queue, and the gated azcore tracing
-// provider of tablekit-built clients. Every error text it records passes
-// through internal/redact. The pattern packages call it at the entry and
-// the end of each exported operation and keep no telemetry code of their
-// own.
+// provider of tablekit-built clients. Every text that reaches a span
+// through it (its own spans' attributes, events and status descriptions,
+// and those azcore sets on the spans of requests, http.url included), and
+// every error text of a log record, passes through one function, Sanitize:
+// no query string, no entity key beyond the tablekit.partition attribute,
+// no secret. The pattern packages call it at the entry and the end of each
+// exported operation and keep no telemetry code of their own.
 //
 // Cost: an operation of a pattern package always starts a span (a no-op
 // span without an SDK) and a retry.Trace for its round trips: a few
@@ -37,7 +40,8 @@ const (
 	// KeyTable is the name of the table an operation addresses.
 	KeyTable = attribute.Key("tablekit.table")
 	// KeyPartition is the PartitionKey an operation addresses. RowKeys are
-	// never recorded: they often hold personal data (an email, a name).
+	// never recorded, in no attribute, event or status text (see
+	// Sanitize): they often hold personal data (an email, a name).
 	KeyPartition = attribute.Key("tablekit.partition")
 	// KeyRoundTrips is the number of requests an operation sent, when its
 	// clients count them (tablekit's retry policy is in their pipeline).
@@ -63,9 +67,14 @@ const (
 	KeyQueue = attribute.Key("tablekit.queue")
 	// KeyMessageID is the queue message of an intent's delivery.
 	KeyMessageID = attribute.Key("tablekit.message.id")
-	// KeyError is the redacted text of an error, in log records.
+	// KeyError is the text of an error, through Sanitize, in log records.
 	KeyError = attribute.Key("error")
 )
+
+// OtherKind is the tablekit.intent.kind a worker records for an intent
+// whose kind none of its handlers has (a message's kind is whatever its
+// writer chose).
+const OtherKind = "unknown"
 
 // The outcomes of a write (the KeyOutcome attribute).
 const (

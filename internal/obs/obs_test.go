@@ -77,15 +77,17 @@ var (
 )
 
 // TestSpanAttributesAndRedaction: an operation's span carries the table,
-// the partition and the outcome; its error is recorded with the signature
-// and account key removed, also in the log record; the writes metric
-// counts the outcome by operation.
+// the partition and the outcome; its error is recorded with the URL's
+// query string (its signature), the RowKey it names and the account key
+// removed, also in the log record; so are the attributes set on it; the
+// writes metric counts the outcome by operation.
 func TestSpanAttributesAndRedaction(t *testing.T) {
 	r := newRecorder(t)
 	o := obs.New(r.cfg)
 	_, sp := o.Start(context.Background(), opWrite, "tbl", "")
 	sp.SetPartition("p1")
-	secret := errors.New("GET http://h/t?sv=1&sig=SECRETSIG%3D: AccountKey=KEYSECRET; failed")
+	sp.Set(attribute.String("url.full", "http://h/t(PartitionKey='p1',RowKey='rk-SECRET-4711')?sig=SECRETSIG"))
+	secret := fmt.Errorf(`table: get tbl (PartitionKey "p1", RowKey "rk-SECRET-4711"): GET http://h/t?sv=1&sig=SECRETSIG%%3D: AccountKey=KEYSECRET; failed`)
 	sp.EndWrite(secret, false)
 	_, sp = o.Start(context.Background(), opWrite, "tbl", "p2")
 	sp.EndWrite(nil, true)
@@ -104,9 +106,15 @@ func TestSpanAttributesAndRedaction(t *testing.T) {
 	if attrs(spans[1].Attributes())[obs.KeyOutcome].AsString() != obs.Verified {
 		t.Fatalf("second span: %v", spans[1].Attributes())
 	}
-	all := fmt.Sprintf("%v %v %v", spans[0].Status(), spans[0].Events(), r.logs.String())
-	if spans[0].Status().Code != codes.Error || strings.Contains(all, "SECRETSIG") || strings.Contains(all, "KEYSECRET") || !strings.Contains(all, "REDACTED") {
-		t.Fatalf("recorded: %s", all)
+	all := fmt.Sprintf("%v %v %v %v", spans[0].Attributes(), spans[0].Status(), spans[0].Events(), r.logs.String())
+	for _, leak := range []string{"SECRETSIG", "KEYSECRET", "SECRET-4711", "?", "sig="} {
+		if strings.Contains(all, leak) {
+			t.Errorf("recorded %q: %s", leak, all)
+		}
+	}
+	if spans[0].Status().Code != codes.Error || spans[0].Status().Description != `table: get tbl (PartitionKey "…", RowKey "…"): GET http://h/t: AccountKey=REDACTED; failed` ||
+		a["url.full"].AsString() != "http://h/t(…)" {
+		t.Fatalf("status %q, url.full %q", spans[0].Status().Description, a["url.full"].AsString())
 	}
 	got := r.sums(t, obs.MetricWrites)
 	if got["tablekit.operation=pkg.Write,tablekit.outcome=not_applied"] != 1 || got["tablekit.operation=pkg.Write,tablekit.outcome=verified"] != 1 || len(got) != 2 {
@@ -195,7 +203,10 @@ func TestTraceContextRoundTrip(t *testing.T) {
 	if !got.IsRemote() || got.TraceID() != span.SpanContext().TraceID() || got.SpanID() != span.SpanContext().SpanID() {
 		t.Fatalf("extracted %v", got)
 	}
-	for _, bad := range []string{"", "garbage", "00-zz-yy-01", strings.Repeat("0", 55)} {
+	// An unsampled context (its flags 00) would keep the delivery from
+	// being recorded under a parent-based sampler: not a parent.
+	unsampled := tp[:len(tp)-2] + "00"
+	for _, bad := range []string{"", "garbage", "00-zz-yy-01", strings.Repeat("0", 55), unsampled} {
 		if sc := trace.SpanContextFromContext(obs.Extract(context.Background(), bad, "x")); sc.IsValid() {
 			t.Fatalf("extracted %v from %q", sc, bad)
 		}
@@ -211,9 +222,10 @@ func TestIntentMetrics(t *testing.T) {
 	o.Intent(ctx, "processed", "k", 2, time.Now().Add(-3*time.Second))
 	o.Intent(ctx, "poisoned", "k", 5, time.Now())
 	o.Intent(ctx, "dropped", "k", 1, time.Now())
+	o.Intent(ctx, "processed", "k", 1, time.Time{}) // no start known: no lag
 	o.Lease(ctx, true)
 	o.Lease(ctx, false)
-	if got := r.sums(t, obs.MetricIntents); got["tablekit.intent.event=processed,tablekit.intent.kind=k"] != 1 || got["tablekit.intent.event=poisoned,tablekit.intent.kind=k"] != 1 || got["tablekit.intent.event=dropped,tablekit.intent.kind=k"] != 1 {
+	if got := r.sums(t, obs.MetricIntents); got["tablekit.intent.event=processed,tablekit.intent.kind=k"] != 2 || got["tablekit.intent.event=poisoned,tablekit.intent.kind=k"] != 1 || got["tablekit.intent.event=dropped,tablekit.intent.kind=k"] != 1 {
 		t.Fatalf("intents: %v", got)
 	}
 	var rm metricdata.ResourceMetrics
@@ -228,7 +240,7 @@ func TestIntentMetrics(t *testing.T) {
 				seen[m.Name] = true
 			}
 		case metricdata.Histogram[int64]:
-			if m.Name == obs.MetricDeliveries && d.DataPoints[0].Count == 2 && d.DataPoints[0].Sum == 7 {
+			if m.Name == obs.MetricDeliveries && d.DataPoints[0].Count == 3 && d.DataPoints[0].Sum == 8 {
 				seen[m.Name] = true
 			}
 		case metricdata.Sum[int64]:
@@ -258,12 +270,62 @@ func TestTracingProviderGated(t *testing.T) {
 		t.Fatal("a span without a recording parent")
 	}
 	ctx, root := obs.New(r.cfg).Tracer().Start(ctx, "root")
-	_, s = tr.Start(ctx, "Client.GetEntity", &tracing.SpanOptions{Kind: tracing.SpanKindClient})
-	s.SetStatus(tracing.SpanStatusError, "GET http://h/t?sig=SECRETSIG: refused")
+	entity := "http://127.0.0.1:10002/acct/tbl(PartitionKey='Sales',RowKey='empid%21rk-SECRET-4711')?se=x&sig=SECRETSIG"
+	_, s = tr.Start(ctx, "Client.GetEntity", &tracing.SpanOptions{Kind: tracing.SpanKindClient,
+		Attributes: []tracing.Attribute{{Key: "http.url", Value: entity}, {Key: "http.status_code", Value: 404}}})
+	s.SetAttributes(tracing.Attribute{Key: "url.full", Value: entity})
+	s.AddEvent("exception", tracing.Attribute{Key: "exception.message", Value: `get (PartitionKey "Sales", RowKey "rk-SECRET-4711"): GET ` + entity + ": 404"})
+	s.SetStatus(tracing.SpanStatusError, "GET "+entity+": refused")
 	s.End()
+	// The span of an SDK method in progress, as the SDK finds it.
+	tr.SpanFromContext(ctx).SetAttributes(tracing.Attribute{Key: "url.full", Value: entity})
 	root.End()
 	spans := r.spans.Ended()
-	if len(spans) != 2 || spans[0].Name() != "Client.GetEntity" || spans[0].Parent().SpanID() != root.SpanContext().SpanID() || strings.Contains(spans[0].Status().Description, "SECRETSIG") {
-		t.Fatalf("spans: %v, status %v", spans, spans[0].Status())
+	if len(spans) != 2 || spans[0].Name() != "Client.GetEntity" || spans[0].Parent().SpanID() != root.SpanContext().SpanID() {
+		t.Fatalf("spans: %v", spans)
+	}
+	a := attrs(spans[0].Attributes())
+	want := "http://127.0.0.1:10002/acct/tbl(…)"
+	if a["http.url"].AsString() != want || a["url.full"].AsString() != want || a["http.status_code"].AsInt64() != 404 ||
+		spans[0].Status().Description != "GET "+want+": refused" || attrs(spans[1].Attributes())["url.full"].AsString() != want {
+		t.Fatalf("attributes %v, status %q; root %v", a, spans[0].Status().Description, spans[1].Attributes())
+	}
+	if ev := fmt.Sprint(spans[0].Events()); strings.Contains(ev, "SECRET") || !strings.Contains(ev, `get (PartitionKey "…", RowKey "…"): GET `+want+": 404") {
+		t.Fatalf("events: %s", ev)
+	}
+}
+
+// TestSanitize: what telemetry records of a text: URLs without their query
+// strings and without the path after the resource they address, entity
+// predicates and quoted strings elided, signatures and account keys
+// redacted; a text with none of these is returned as it is, without
+// allocating.
+func TestSanitize(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"http://127.0.0.1:10002/devstoreaccount1/tbl(PartitionKey='Sales',RowKey='empid%21rk-SECRET-4711')", "http://127.0.0.1:10002/devstoreaccount1/tbl(…)"},
+		{"https://a.table.core.windows.net/tbl(PartitionKey='Sales',RowKey='office%21Seattle%21Sales%21rk-SECRET-4711')", "https://a.table.core.windows.net/tbl(…)"},
+		{"https://a.table.core.windows.net/tbl()?$filter=RowKey%20eq%20'rk-SECRET'&sig=S", "https://a.table.core.windows.net/tbl()"},
+		{"http://127.0.0.1:10002/devstoreaccount1/$batch?se=REDACTED&sig=REDACTED&sp=raud", "http://127.0.0.1:10002/devstoreaccount1/$batch"},
+		{"http://127.0.0.1:10001/devstoreaccount1/q/messages?messagettl=-1&sig=REDACTED", "http://127.0.0.1:10001/devstoreaccount1/q/…"},
+		{"https://a.queue.core.windows.net/q/messages/id?popreceipt=P", "https://a.queue.core.windows.net/q/…"},
+		{"https://a.blob.core.windows.net/c/Last~rk-SECRET?sig=S", "https://a.blob.core.windows.net/c/…"},
+		{"HTTPS://user:pw@a.table.core.windows.net/#frag", "https://a.table.core.windows.net/"},
+		{"GET http://h/tbl(PartitionKey='p',RowKey='rk-SECRET'): 404 ResourceNotFound", "GET http://h/tbl(…): 404 ResourceNotFound"},
+		{"GET https://h/t(PartitionKey='p',RowKey='rk-SECRET')\n----", "GET https://h/t(…)\n----"},
+		{`table: get tbl (PartitionKey "Sales", RowKey "rk-SECRET\"x"): 404 ResourceNotFound`, `table: get tbl (PartitionKey "…", RowKey "…"): 404 ResourceNotFound`},
+		{`Get "http://h/t?sig=S": dial tcp: connection refused`, `Get "…": dial tcp: connection refused`},
+		{"path /tbl(PartitionKey='a',RowKey='it''s)rk-SECRET') next", "path /tbl(…) next"},
+		{"path (PartitionKey='a',RowKey='rk-SECRET", "path (…)"},
+		{`an unterminated "quote`, `an unterminated "quote`},
+		{"sig=S&AccountKey=K;", "sig=REDACTED&AccountKey=REDACTED;"},
+		{"http://", "http://…"},
+		{"disk on fire", "disk on fire"},
+	} {
+		if got := obs.Sanitize(c.in); got != c.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { obs.Sanitize("Sales"); obs.Sanitize("table.Get: 404 ResourceNotFound") }); n != 0 {
+		t.Fatalf("%v allocations for plain texts", n)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/retry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -73,10 +72,10 @@ type Span struct {
 func (o *Obs) Start(ctx context.Context, op *Operation, table, partition string) (context.Context, Span) {
 	attrs := make([]attribute.KeyValue, 0, 2)
 	if table != "" {
-		attrs = append(attrs, KeyTable.String(table))
+		attrs = append(attrs, KeyTable.String(Sanitize(table)))
 	}
 	if partition != "" {
-		attrs = append(attrs, KeyPartition.String(partition))
+		attrs = append(attrs, KeyPartition.String(Sanitize(partition)))
 	}
 	ctx, span := o.Tracer().Start(ctx, op.name, trace.WithAttributes(attrs...))
 	if span.IsRecording() {
@@ -97,10 +96,10 @@ func Child(ctx context.Context, op *Operation, table, partition string) (context
 	}
 	attrs := make([]attribute.KeyValue, 0, 2)
 	if table != "" {
-		attrs = append(attrs, KeyTable.String(table))
+		attrs = append(attrs, KeyTable.String(Sanitize(table)))
 	}
 	if partition != "" {
-		attrs = append(attrs, KeyPartition.String(partition))
+		attrs = append(attrs, KeyPartition.String(Sanitize(partition)))
 	}
 	ctx, span := tracerOf(parent.TracerProvider()).Start(ctx, op.name, trace.WithAttributes(attrs...))
 	ctx = withHTTPSpans(ctx)
@@ -116,14 +115,15 @@ func (s *Span) Traced() bool { return s.span != nil }
 func (s *Span) SetPartition(pk string) {
 	s.partition = pk
 	if s.span != nil {
-		s.span.SetAttributes(KeyPartition.String(pk))
+		s.span.SetAttributes(KeyPartition.String(Sanitize(pk)))
 	}
 }
 
-// Set records attributes of the operation on its span.
+// Set records attributes of the operation on its span, their texts
+// through Sanitize.
 func (s *Span) Set(kvs ...attribute.KeyValue) {
 	if s.span != nil {
-		s.span.SetAttributes(kvs...)
+		s.span.SetAttributes(sanitizeKVs(kvs)...)
 	}
 }
 
@@ -131,7 +131,7 @@ func (s *Span) Set(kvs ...attribute.KeyValue) {
 // core operation whose keys are known only once its value is encoded.
 func SetPartition(ctx context.Context, pk string) {
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.SetAttributes(KeyPartition.String(pk))
+		span.SetAttributes(KeyPartition.String(Sanitize(pk)))
 	}
 }
 
@@ -187,7 +187,7 @@ func (s *Span) end(err error, outcome int) {
 	}
 	var text string
 	if err != nil {
-		text = redact.Text(err.Error())
+		text = Sanitize(err.Error())
 	}
 	if s.span != nil && s.span.IsRecording() {
 		var attrs []attribute.KeyValue
@@ -212,8 +212,8 @@ func (s *Span) end(err error, outcome int) {
 		return
 	}
 	level := slog.LevelDebug
-	if retries > 0 {
-		level = slog.LevelWarn // a transient failure, retried
+	if err != nil && retries > 0 {
+		level = slog.LevelWarn // it gave up: retries did not cure a failure
 	}
 	l := s.o.Logger()
 	if !l.Enabled(ctx, level) {

@@ -230,28 +230,42 @@
 // Commit and Apply put the W3C trace context (traceparent, tracestate) of their
 // span in the intent's envelope (about 60 bytes, inside the message's
 // size limit); a worker's run of a delivery is an eventual.Handle span,
-// a child of that span (not a link: one trace then shows the write, the
-// Commit, each delivery and the handler's writes, across processes), with
-// tablekit.intent.id, tablekit.intent.kind, tablekit.intent.deliveries,
+// a child of that span when the envelope's trace context is valid and
+// sampled (not a link: one trace then shows the write, the Commit, each
+// delivery and the handler's writes, across processes), with
+// tablekit.intent.id, tablekit.intent.kind (the intent's kind when one of
+// the worker's handlers has it, else "unknown": a message's kind is
+// whatever its writer chose), tablekit.intent.deliveries,
 // tablekit.message.id and the delivery's end (tablekit.intent.event:
 // processed, failed, poisoned, dropped, lease lost). The handler's context
-// carries that span, so its own operations are its children. A message
-// without trace context (written by an older version, or untraced) runs
-// as any other, its span a root. Run and Drain make no span of their own
-// (a worker polling an empty queue records nothing).
+// carries that span, so its own operations are its children. Whether a
+// delivery is recorded is the worker's decision, not the message's: a
+// message without trace context (written by an older version, or
+// untraced), with one that is not valid, or with one whose sampled flag
+// is off (a write the application did not sample, or a queue writer's
+// attempt to hide a delivery under a parent-based sampler), runs as any
+// other, its span a root that the worker's own sampler decides on. Run
+// and Drain make no span of their own (a worker polling an empty queue
+// records nothing).
 //
-// Metrics: tablekit.eventual.intents (by tablekit.intent.kind and
-// tablekit.intent.event), tablekit.eventual.deliveries (a histogram of the
-// deliveries an intent took when processed or poisoned),
-// tablekit.eventual.lag (seconds from the intent's creation, Kind.New, to
-// its completion: how far behind an index may be),
-// tablekit.eventual.lease.renewals and tablekit.eventual.lease.lost, and,
-// on request (Queue.ObservePending, which costs a scan per collection),
+// Metrics: tablekit.eventual.intents (by tablekit.intent.kind, bounded as
+// on the span, and tablekit.intent.event), tablekit.eventual.deliveries (a
+// histogram of the deliveries an intent took when processed or poisoned),
+// tablekit.eventual.lag (seconds from the intent's message's insertion
+// into the queue, as the queue service records it, to the intent's
+// completion: how far behind an index may be; the service records the
+// second, and the creation time the message claims, Kind.New's, places it
+// within that second and is otherwise ignored, since a queue writer sets
+// it; an intent re-enqueued from the poison queue counts from its new
+// message), tablekit.eventual.lease.renewals and
+// tablekit.eventual.lease.lost, and, on request (Queue.ObservePending, which costs a scan per collection),
 // the gauges tablekit.eventual.pending, tablekit.eventual.pending.age and
 // tablekit.eventual.queue.depth. Log records (the Telemetry's Logger,
 // default slog.Default()): one per worker event, debug for processed and
 // renewed, warn for failed, dropped and lease lost, error for poisoned,
-// with the span attributes' names; error texts are redacted.
+// with the span attributes' names (tablekit.intent.kind is the message's
+// own there); their error texts, like every text of a span, hold no
+// RowKey, query string or secret (see patterns/table's Observability).
 //
 // # Trust
 //
@@ -264,8 +278,11 @@
 // with "commit-", without a commit reference), a commit reference whose
 // table is not one of Options.Tables or whose PartitionKey is not a valid
 // key, an abandon count above its deliveries. A trace context is only
-// parsed (a queue writer can choose the trace a delivery's span joins,
-// nothing else). A claim check larger than
+// parsed: a queue writer can choose the trace a delivery's span joins,
+// nothing else (not whether it is recorded: see Observability). Nor does
+// a message set the worker's telemetry otherwise: a kind no handler has is
+// recorded as "unknown", and the lag is measured from the message's
+// insertion as the service records it. A claim check larger than
 // MaxPayloadSize is poisoned without being read. A commit record is acted
 // on only by the message it names, or by any message once poisoned (see
 // Commit records); the only rows the worker itself writes or removes for a

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/hostile"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 	"go.opentelemetry.io/otel/attribute"
@@ -365,4 +366,146 @@ func decodeEnvelope(t *testing.T, text string) map[string]any {
 		t.Fatal(err)
 	}
 	return env
+}
+
+// forgeIndexIntent enqueues, as a writer of the queue would, an intent of
+// indexKind for an order that does not exist (its handler then has
+// nothing to do but succeed), with kind, creation time and trace context
+// of the writer's choice.
+func forgeIndexIntent(t *testing.T, r *rig, kind string, created time.Time, traceparent string) {
+	t.Helper()
+	p, err := json.Marshal(indexOrder{"c-forged", hostile.ID(), "forged@x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hostile.Forge(context.Background(), r.queue, hostile.Envelope{V: 1, ID: hostile.ID(), Kind: kind, Created: created, Payload: p, TP: traceparent}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTelemetryForgedKindsAreBounded: a queue writer's 25 messages of 25
+// kinds no handler has, each poisoned, add one metric series (kind
+// "unknown") to the one of the worker's own kind, not 25; their spans
+// record the same bounded kind.
+func TestTelemetryForgedKindsAreBounded(t *testing.T) {
+	t.Parallel()
+	tm := newTelemetry(t)
+	r := newRig(t, &eventual.Options{Telemetry: tm.cfg})
+	ctx := context.Background()
+	for i := range 25 {
+		forgeIndexIntent(t, r, fmt.Sprintf("forged-%02d-%s", i, strings.Repeat("x", 100)), time.Now(), "")
+	}
+	if _, err := r.q.Enqueue(ctx, indexKind.New(indexOrder{"c1", "o1", "a@x"})); err != nil {
+		t.Fatal(err)
+	}
+	opts := workerOptions()
+	opts.MaxDeliveries = 1
+	w := r.worker(t, opts)
+	stop := start(t, w)
+	drain(t, w)
+	stop()
+	m := tm.metrics(t)
+	intents, _ := m["tablekit.eventual.intents"].(metricdata.Sum[int64])
+	got := map[string]int64{}
+	for _, dp := range intents.DataPoints {
+		got[dp.Attributes.Encoded(attribute.DefaultEncoder())] = dp.Value
+	}
+	want := map[string]int64{
+		"tablekit.intent.event=poisoned,tablekit.intent.kind=unknown":      25,
+		"tablekit.intent.event=processed,tablekit.intent.kind=index-order": 1,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("tablekit.eventual.intents series: %v, want %v", got, want)
+	}
+	if d, _ := m["tablekit.eventual.deliveries"].(metricdata.Histogram[int64]); len(d.DataPoints) != 2 {
+		t.Fatalf("tablekit.eventual.deliveries: %d series, want 2", len(d.DataPoints))
+	}
+	handles := named(tm.spans.Ended(), "eventual.Handle")
+	kinds := map[string]int{}
+	for _, h := range handles {
+		kinds[attr(h, "tablekit.intent.kind")]++
+	}
+	if len(handles) != 26 || kinds["unknown"] != 25 || kinds["index-order"] != 1 {
+		t.Fatalf("%d eventual.Handle spans, kinds %v", len(handles), kinds)
+	}
+}
+
+// TestTelemetryForgedTraceContext: a delivery whose message carries a
+// trace context with the sampled flag off is recorded all the same (under
+// the SDK's default parent-based sampler such a parent would hide it and
+// its handler's operations): its eventual.Handle span is a root, with the
+// handler's reads and writes below it. A sampled context is its parent, as
+// a Commit's is.
+func TestTelemetryForgedTraceContext(t *testing.T) {
+	t.Parallel()
+	tm := newTelemetry(t)
+	r := newRig(t, &eventual.Options{Telemetry: tm.cfg})
+	traceID, spanID := hostile.ID(), hostile.ID()[:16]
+	forgeIndexIntent(t, r, indexKind.Name(), time.Now(), "00-"+traceID+"-"+spanID+"-00")
+	sampledTrace := hostile.ID()
+	forgeIndexIntent(t, r, indexKind.Name(), time.Now(), "00-"+sampledTrace+"-"+spanID+"-01")
+	w := r.worker(t, nil)
+	stop := start(t, w)
+	drain(t, w)
+	stop()
+	spans := tm.spans.Ended()
+	handles := named(spans, "eventual.Handle")
+	if len(handles) != 2 {
+		t.Fatalf("%d eventual.Handle spans, want 2", len(handles))
+	}
+	var root, joined sdktrace.ReadOnlySpan
+	for _, h := range handles {
+		switch {
+		case !h.Parent().IsValid() && h.SpanContext().TraceID().String() != traceID:
+			root = h
+		case h.Parent().IsRemote() && h.SpanContext().TraceID().String() == sampledTrace && h.Parent().SpanID().String() == spanID:
+			joined = h
+		}
+	}
+	if root == nil || joined == nil {
+		t.Fatalf("eventual.Handle spans: parents %v and %v", handles[0].Parent(), handles[1].Parent())
+	}
+	for _, h := range handles {
+		if attr(h, "tablekit.intent.event") != "processed" {
+			t.Fatalf("eventual.Handle: %v", h.Attributes())
+		}
+		var below []string
+		for _, s := range spans {
+			if s.Parent().SpanID() == h.SpanContext().SpanID() {
+				below = append(below, s.Name())
+			}
+		}
+		if got := strings.Join(below, " "); !strings.Contains(got, "table.Get table.Delete") {
+			t.Fatalf("below eventual.Handle: %s", got)
+		}
+	}
+}
+
+// TestTelemetryLagFromTheQueue: the consistency lag of intents whose
+// messages claim to have been created in year 1 or in 2100 is measured
+// from their messages' insertion, as the queue service records it: at
+// least 0, and no longer than the test has run (plus the second the
+// service rounds insertion times to).
+func TestTelemetryLagFromTheQueue(t *testing.T) {
+	t.Parallel()
+	tm := newTelemetry(t)
+	r := newRig(t, &eventual.Options{Telemetry: tm.cfg})
+	began := time.Now()
+	forgeIndexIntent(t, r, indexKind.Name(), time.Date(1, 6, 1, 0, 0, 0, 0, time.UTC), "")
+	forgeIndexIntent(t, r, indexKind.Name(), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), "")
+	w := r.worker(t, nil)
+	stop := start(t, w)
+	drain(t, w)
+	stop()
+	bound := time.Since(began).Seconds() + 1
+	lag, _ := tm.metrics(t)["tablekit.eventual.lag"].(metricdata.Histogram[float64])
+	if len(lag.DataPoints) != 1 {
+		t.Fatalf("lag: %+v", lag)
+	}
+	dp := lag.DataPoints[0]
+	lo, _ := dp.Min.Value()
+	hi, _ := dp.Max.Value()
+	if dp.Count != 2 || lo < 0 || hi > bound || dp.Sum < 0 || dp.Sum > 2*bound {
+		t.Fatalf("lag of 2 intents: count %d, min %v, max %v, sum %v; want each in [0, %v]", dp.Count, lo, hi, dp.Sum, bound)
+	}
 }

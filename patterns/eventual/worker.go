@@ -243,7 +243,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			runErr = fmt.Errorf("eventual: reading queue %s: %w", redact.URL(w.q.q.URL()), redact.Error(err))
 		case err != nil || got == 0:
 			if err != nil {
-				w.obs.Log(ctx, slog.LevelWarn, "eventual: dequeue failed", slog.String(string(obs.KeyError), redact.Text(err.Error())))
+				w.obs.Log(ctx, slog.LevelWarn, "eventual: dequeue failed", slog.String(string(obs.KeyError), obs.Sanitize(err.Error())))
 			}
 			retry.Sleep(ctx, w.idle.Delay(empty))
 			empty++
@@ -323,11 +323,14 @@ const runStartGrace = time.Second
 
 // delivery is one dequeued message being handled.
 type delivery struct {
-	id      string
-	count   int64
-	env     envelope
-	payload []byte
-	start   time.Time
+	id    string
+	count int64
+	env   envelope
+	// inserted is when the message was put on the queue, as the service
+	// records it (to the second); zero if it did not say.
+	inserted time.Time
+	payload  []byte
+	start    time.Time
 	// etag is the ETag of the commit record this message owns (Commit's
 	// intents), read before the handler runs.
 	etag azcore.ETag
@@ -354,6 +357,9 @@ func (w *Worker) handle(runCtx, ctx context.Context, running chan struct{}, m *a
 	d := &delivery{id: deref(m.MessageID), pop: deref(m.PopReceipt), text: deref(m.MessageText), start: time.Now(), until: dequeued.Add(w.vt)}
 	if m.DequeueCount != nil {
 		d.count = *m.DequeueCount
+	}
+	if m.InsertionTime != nil {
+		d.inserted = *m.InsertionTime
 	}
 	if w.q.step("dequeued") != nil {
 		return
@@ -790,7 +796,7 @@ func (w *Worker) emit(d *delivery, t EventType, err error) {
 	case Renewed, LeaseLost:
 		w.obs.Lease(ctx, t == Renewed)
 	default:
-		w.obs.Intent(ctx, string(t), d.env.Kind, d.count, d.env.Created)
+		w.obs.Intent(ctx, string(t), w.kindLabel(d.env.Kind), d.count, d.lagFrom())
 	}
 	if t != Renewed {
 		d.mu.Lock()
@@ -816,9 +822,34 @@ func (w *Worker) emit(d *delivery, t EventType, err error) {
 		attrs = append(attrs, slog.String(string(obs.KeyTable), c.Table), slog.String(string(obs.KeyPartition), c.PartitionKey))
 	}
 	if err != nil {
-		attrs = append(attrs, slog.String(string(obs.KeyError), redact.Text(err.Error())))
+		attrs = append(attrs, slog.String(string(obs.KeyError), obs.Sanitize(err.Error())))
 	}
 	w.obs.Log(ctx, level, "eventual: "+string(t), attrs...)
+}
+
+// kindLabel is kind as the worker's metrics and spans record it: one of
+// its handlers' kinds, or obs.OtherKind for any other (a message's kind is
+// whatever its writer chose, and each value would be a metric series).
+func (w *Worker) kindLabel(kind string) string {
+	if _, ok := w.handlers[kind]; ok {
+		return kind
+	}
+	return obs.OtherKind
+}
+
+// lagFrom is when d's intent's consistency lag starts: its message's
+// insertion, as the service records it. The creation time the message
+// claims (Kind.New's, which its writer sets as it likes) only places it
+// within the second the service records; zero when the service did not
+// say.
+func (d *delivery) lagFrom() time.Time {
+	if d.inserted.IsZero() {
+		return time.Time{}
+	}
+	if c := d.env.Created; !c.Before(d.inserted) && c.Before(d.inserted.Add(time.Second)) {
+		return c
+	}
+	return d.inserted
 }
 
 // startSpan starts d's eventual.Handle span, a child of the span that
@@ -830,7 +861,7 @@ func (w *Worker) startSpan(ctx context.Context, d *delivery) context.Context {
 		tbl, pk = c.Table, c.PartitionKey
 	}
 	ctx, sp := w.obs.Start(obs.Extract(ctx, d.env.TP, d.env.TS), opHandle, tbl, pk)
-	sp.Set(obs.KeyIntentID.String(d.env.ID), obs.KeyIntentKind.String(d.env.Kind), obs.KeyMessageID.String(d.id), obs.KeyDeliveries.Int64(d.count))
+	sp.Set(obs.KeyIntentID.String(d.env.ID), obs.KeyIntentKind.String(w.kindLabel(d.env.Kind)), obs.KeyMessageID.String(d.id), obs.KeyDeliveries.Int64(d.count))
 	d.span = &sp
 	return ctx
 }

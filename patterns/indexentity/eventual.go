@@ -155,18 +155,18 @@ func (x *Index[T]) readBlob(ctx context.Context, value string) (list, error) {
 		return list{}, nil
 	}
 	if err != nil {
-		return list{}, fmt.Errorf("indexentity: reading blob %s: %w", name, redact.Error(err))
+		return list{}, fmt.Errorf("indexentity: reading blob %q: %w", name, redact.Error(err))
 	}
 	defer resp.Body.Close()
 	tooLarge := func(n int64) error {
-		return fmt.Errorf("%w: %w: blob %s holds %d bytes or more, more than a list's %d (MaxBlobSize)", ErrCorrupt, table.ErrTooLarge, name, n, x.maxBlob)
+		return fmt.Errorf("%w: %w: blob %q holds %d bytes or more, more than a list's %d (MaxBlobSize)", ErrCorrupt, table.ErrTooLarge, name, n, x.maxBlob)
 	}
 	if resp.ContentLength != nil && *resp.ContentLength > int64(x.maxBlob) {
 		return list{}, tooLarge(*resp.ContentLength)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(x.maxBlob)+1))
 	if err != nil {
-		return list{}, fmt.Errorf("indexentity: reading blob %s: %w", name, redact.Error(err))
+		return list{}, fmt.Errorf("indexentity: reading blob %q: %w", name, redact.Error(err))
 	}
 	if len(data) > x.maxBlob {
 		return list{}, tooLarge(int64(len(data)))
@@ -176,7 +176,7 @@ func (x *Index[T]) readBlob(ctx context.Context, value string) (list, error) {
 		err = x.checkIDs("", ids)
 	}
 	if err != nil {
-		return list{}, fmt.Errorf("%w (blob %s)", err, name)
+		return list{}, fmt.Errorf("%w (blob %q)", err, name)
 	}
 	l := list{found: true, ids: ids}
 	if resp.ETag != nil {
@@ -218,10 +218,10 @@ func (x *Index[T]) writeBlob(ctx context.Context, value string, l list) error {
 	err = redact.Error(err)
 	var re *azcore.ResponseError
 	if errors.Is(err, retry.ErrOutcomeUnknown) || errors.As(err, &re) && (re.StatusCode == 412 || re.StatusCode == 409 || re.StatusCode == 404) {
-		return &conflict{fmt.Errorf("indexentity: writing blob %s: %w", name, err)}
+		return &conflict{fmt.Errorf("indexentity: writing blob %q: %w", name, err)}
 	}
 	if err != nil {
-		return fmt.Errorf("indexentity: writing blob %s: %w", name, err)
+		return fmt.Errorf("indexentity: writing blob %q: %w", name, err)
 	}
 	return nil
 }

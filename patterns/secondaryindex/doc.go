@@ -188,11 +188,12 @@
 // # Cost in round trips
 //
 //	Insert                1 (SamePartition only); 3 with OtherPartition
-//	                      indexes (eventual.Queue.Commit); +1 upload per
-//	                      large value, in parallel
+//	                      indexes (eventual's Queue.Apply: reserve,
+//	                      transaction, release); +1 upload per large
+//	                      value, in parallel
 //	Update, Modify,       2 (primary read + transaction), +2 per conflict
 //	  Delete              with azcore.ETagAny and in Modify; 4 with
-//	                      OtherPartition indexes (read + Commit)
+//	                      OtherPartition indexes (read + Queue.Apply)
 //	InsertOps             0 (+1 upload per large value, in parallel); the
 //	                      change joins a transaction
 //	UpdateOps, ModifyOps, 1 read (+1 upload per changed large value); the
@@ -213,6 +214,12 @@
 //	worker, per intent    2 reads of the primary, + 1 write per copy
 //	                      (+1 read for a unique index), + 2 per stale copy
 //
+// Traced (patterns/table's Observability), a write is a span of the
+// Store's (secondaryindex.Insert, ...); with OtherPartition indexes an
+// eventual.Apply span below it holds the reserve, the transaction and
+// the release, and the worker's eventual.Handle span (in the same trace
+// when the write's is sampled) holds the copies' writes.
+//
 // # Cosmos DB
 //
 // Supported. Writes are the same on both services, under the limits of the
@@ -227,8 +234,8 @@
 //
 // # Crash points
 //
-// A write is one transaction (with OtherPartition indexes, one
-// eventual.Queue.Commit: its intent runs if and only if the transaction
+// A write is one transaction (with OtherPartition indexes, one of
+// eventual's Queue.Apply: its intent runs if and only if the transaction
 // applied), so a process that stops at any point of Insert, Update, Modify
 // or Delete leaves the primary and its SamePartition copies together:
 //

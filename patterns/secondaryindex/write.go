@@ -150,8 +150,8 @@ func (s *Store[T]) change(b batch) table.Change {
 	return c
 }
 
-// submit sends the batch in one transaction, through Commit with an
-// intent when the Store has OtherPartition indexes (again, with a new
+// submit sends the batch in one transaction, through eventual's
+// Queue.Apply with an intent when the Store has OtherPartition indexes (again, with a new
 // intent, when the commit window passed before the batch: up to 3 times). A copy delete that
 // finds no copy (drift) is dropped and the batch sent again; a unique
 // index that has the value is ErrDuplicate. When the write certainly did
@@ -240,7 +240,7 @@ func (s *Store[T]) prepare(ctx context.Context, b *batch, v T, current []largeen
 
 // Insert writes v and its copies: in one transaction with its
 // SamePartition copies (1 round trip), and with an intent for its
-// OtherPartition copies (3: eventual.Queue.Commit); with Options.Large,
+// OtherPartition copies (3: eventual's Queue.Apply); with Options.Large,
 // after uploading its large values (1 round trip per value, in
 // parallel). It fails with [table.ErrAlreadyExists] when the entity
 // exists, and with ErrDuplicate when a unique index has one of its

@@ -459,7 +459,7 @@
 //	tablekit.table        the table's name
 //	tablekit.partition    the PartitionKey (RowKeys are never recorded:
 //	                      they often hold personal data, an email or a
-//	                      name; error texts name keys as the errors do)
+//	                      name; see below for the texts of errors and URLs)
 //	tablekit.round_trips  the requests sent, counted by the retry policy
 //	                      (retry.Policy.ApplyTo, installed by ClientOptions
 //	                      and every client tablekit builds); absent for
@@ -469,17 +469,28 @@
 //	tablekit.outcome      a write's outcome: applied, not_applied, unknown,
 //	                      or verified (a lost response settled by a read)
 //
-// An error is recorded as the span's status and an exception event, its
-// text redacted (no shared access signature, no account key; this
-// package's and the patterns' errors never hold a property's value). This
-// package's own operations (Insert, Upsert, Update, Delete, Get, Modify,
+// An error is recorded as the span's status and an exception event. A span
+// never holds a RowKey, a query string or a secret, whatever the error
+// returned to the caller names: every attribute, event and status text
+// that reaches a span through tablekit (those azcore sets on the spans of
+// requests included) has every URL cut to its scheme, host and the table,
+// queue or container it addresses (the entity's keys, a blob's name, a
+// message's id and the query string elided: "http.url" is
+// https://account.table.core.windows.net/orders(…)), every quoted string
+// elided (this package's and the patterns' errors quote each key, filter,
+// cursor and name they give, so a span's status reads table: get orders
+// (PartitionKey "…", RowKey "…"): 404 ResourceNotFound), and any other
+// shared access signature or account key redacted; the PartitionKey is the
+// tablekit.partition attribute. (This package's and the patterns' errors
+// never hold a property's value.) Log records' error texts are recorded
+// the same way. This package's own operations (Insert, Upsert, Update, Delete, Get, Modify,
 // Submit, each query page) make a span only when their context already
 // carries a recording span (a pattern's, or the application's), as its
 // child in that span's provider; otherwise they allocate nothing for
 // telemetry, so point reads and writes, bulk loads and scans cost what they
 // cost untraced. Below a traced operation each request is a child span
-// ("HTTP GET", with azcore's attributes and the URL without its query
-// string), for table, queue and blob clients alike: the operation's context
+// ("HTTP GET", with azcore's attributes, its URL cut as above), for table,
+// queue and blob clients alike: the operation's context
 // carries azcore's tracer to the client's pipeline. An SDK method you call
 // under a span of your own is traced when its client has TracingProvider,
 // which ClientOptions, NewServiceClient* and tabletest's Scratch* install;
@@ -497,8 +508,9 @@
 // this package's own when traced; an untraced core operation called
 // directly counts only its write's outcome (counting its requests would
 // cost it an allocation). Log records (the Telemetry's Logger): a
-// debug record per operation with the span's attributes, a warning when
-// it needed retries; eventual's worker logs its events.
+// debug record per operation with the span's attributes (a conflict or a
+// transient failure retried with success included), a warning when it
+// failed after retries (it gave up); eventual's worker logs its events.
 //
 // # Performance
 //

@@ -24,7 +24,8 @@ type Telemetry struct {
 	// MeterProvider makes the metric instruments.
 	MeterProvider metric.MeterProvider
 	// Logger receives the package's log records (debug per operation,
-	// warn for retried failures, error for a poisoned intent).
+	// warn for an operation that failed after retries, error for a
+	// poisoned intent).
 	Logger *slog.Logger
 }
 
@@ -34,9 +35,11 @@ var _ = (*obs.Config)((*Telemetry)(nil))
 // TracingProvider returns the azcore tracing provider tablekit's clients
 // use (ClientOptions): OpenTelemetry through azotel, with every SDK call
 // made under a recording span (your own) recorded as child spans (the SDK
-// method's, then "HTTP GET" with the SDK's attributes and the URL without
-// its query string), in that span's tracer provider. Calls made without a
-// recording span record nothing. (tablekit's own operations trace their
+// method's, then "HTTP GET" with the SDK's attributes), in that span's
+// tracer provider, their texts cut as the package documentation's
+// Observability section says (a URL names the table, queue or container,
+// without the entity's keys, a blob's name or the query string). Calls
+// made without a recording span record nothing. (tablekit's own operations trace their
 // requests whatever the client's options.) Add it to clients you build
 // yourself with
 //
