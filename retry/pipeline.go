@@ -79,6 +79,9 @@ func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 		}
 		delay := max(pp.p.Delay(attempt), pp.p.retryAfter(resp))
 		if pastDeadline(ctx, delay) {
+			if err != nil && attempt > 1 {
+				err = &Error{Attempts: attempt, Err: err, http: true}
+			}
 			return final(ambiguous, resp, err) // the caller sees the real failure, not a bare deadline
 		}
 		last := responseAsError(resp, err)

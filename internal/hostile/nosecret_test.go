@@ -165,7 +165,7 @@ func (s *leakRig) tableSAS(t *testing.T, c *aztables.Client) *aztables.Client {
 		t.Fatal(err)
 	}
 	s.signature(t, u)
-	sc, err := aztables.NewClientWithNoCredential(u, &aztables.ClientOptions{ClientOptions: s.options()})
+	sc, err := table.NewClientFromSASURL(u, &aztables.ClientOptions{ClientOptions: s.options()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func (s *leakRig) serviceSAS(t *testing.T) *aztables.ServiceClient {
 	}
 	u := strings.TrimSuffix(serviceURL, "/") + "/?" + qp.Encode()
 	s.signature(t, u)
-	svc, err := aztables.NewServiceClientWithNoCredential(u, &aztables.ClientOptions{ClientOptions: s.options()})
+	svc, err := table.NewServiceClientFromConnectionString("TableEndpoint="+serviceURL+";SharedAccessSignature="+qp.Encode(), &aztables.ClientOptions{ClientOptions: s.options()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -28,8 +29,8 @@ func ClientOptions() *aztables.ClientOptions {
 
 // NewServiceClientFromConnectionString builds a table service client from
 // a connection string (Azure Storage, Cosmos DB Table API, or an emulator:
-// see ParseConnectionString, and TableEndpoint with SharedAccessSignature
-// for a SAS), and tablekit's own pipeline beside it, with the same
+// see ParseConnectionString; a SAS is SharedAccessSignature with
+// TableEndpoint or AccountName), and tablekit's own pipeline beside it, with the same
 // authentication and options: the clients NewClient makes from it are
 // known to tablekit (their name, endpoint, Profile), and Tables of them
 // on Table Storage send their requests through that pipeline. With nil
@@ -94,35 +95,44 @@ func newServiceClient(serviceURL string, auth policy.Policy, opts *aztables.Clie
 // NewClientFromSASURL builds a client for one table from a SAS URL (see
 // SASURL), https://<account>.table.core.windows.net/<table>?<token>,
 // known to tablekit as NewClient's clients are. With nil opts it uses
-// ClientOptions().
+// ClientOptions(). Errors never quote the URL (it holds a signature).
 func NewClientFromSASURL(sasURL string, opts *aztables.ClientOptions) (*aztables.Client, error) {
 	if opts == nil {
 		opts = ClientOptions()
 	}
-	base, query, _ := strings.Cut(sasURL, "?")
-	i := strings.LastIndexByte(strings.TrimRight(base, "/"), '/')
-	if i < 0 {
-		return nil, fmt.Errorf("table.NewClientFromSASURL: %w: the URL names no table", ErrInvalid)
+	u, err := url.Parse(sasURL)
+	if err != nil || u.Fragment != "" || strings.Contains(sasURL, "#") {
+		return nil, fmt.Errorf("table.NewClientFromSASURL: %w: not a URL without a fragment", ErrInvalid)
 	}
-	name, err := url.PathUnescape(strings.TrimRight(base, "/")[i+1:])
-	if err != nil || name == "" {
-		return nil, fmt.Errorf("table.NewClientFromSASURL: %w: the URL names no table", ErrInvalid)
+	path := strings.TrimRight(u.EscapedPath(), "/")
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 || path[i+1:] == "" {
+		return nil, fmt.Errorf("table.NewClientFromSASURL: %w: the URL names no table (a service SAS URL goes to NewServiceClientFromConnectionString as TableEndpoint and SharedAccessSignature)", ErrInvalid)
 	}
-	acct, err := newAccount(base[:i]+"?"+query, nil, opts)
+	name, err := url.PathUnescape(path[i+1:])
+	if err != nil {
+		return nil, fmt.Errorf("table.NewClientFromSASURL: %w: the table name is not a valid URL path segment", ErrInvalid)
+	}
+	// The SDK is given the same URL, normalised: no trailing slash, which
+	// it would take as a table of no name under a service at the table.
+	base := u.Scheme + "://" + u.Host + path
+	acct, err := newAccount(u.Scheme+"://"+u.Host+path[:i]+"?"+u.RawQuery, nil, opts)
 	if err != nil {
 		return nil, fmt.Errorf("table.NewClientFromSASURL: %w", err)
 	}
-	c, err := aztables.NewClientWithNoCredential(sasURL, opts)
+	c, err := aztables.NewClientWithNoCredential(base+"?"+u.RawQuery, opts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("table.NewClientFromSASURL: %w", redact.Error(err))
 	}
 	remember(&clients, c, &about{name: name, profile: acct.profile, acct: acct})
 	return c, nil
 }
 
 // ErrInvalidConnectionString: a connection string ParseConnectionString
-// cannot turn into a table service URL and a shared key: a malformed
-// setting, no AccountName or AccountKey (a SAS-only connection string), a
+// cannot turn into a table service URL and a shared key (or
+// NewServiceClientFromConnectionString into a service URL and a shared key
+// or SAS): a malformed setting, no AccountName or AccountKey (a SAS-only
+// connection string, for ParseConnectionString), a
 // key that is not base64, an endpoint that is not an http(s) URL.
 var ErrInvalidConnectionString error = &invalidKind{"invalid connection string"}
 
@@ -257,8 +267,8 @@ func parseConnectionString(connStr string) (cs connSettings, err error) {
 	}
 	if ep := settings["tableendpoint"]; ep != "" {
 		u, perr := url.Parse(ep)
-		if perr != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-			return fail("TableEndpoint is not an http or https URL with a host")
+		if perr != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(ep, "?#") {
+			return fail("TableEndpoint is not an http or https URL with a host, and no query or fragment")
 		}
 		cs.serviceURL = strings.TrimRight(ep, "/")
 		return cs, nil
@@ -271,18 +281,18 @@ func parseConnectionString(connStr string) (cs connSettings, err error) {
 		proto = strings.ToLower(p)
 	}
 	if proto != "https" && proto != "http" {
-		return fail("DefaultEndpointsProtocol %q: want https or http", proto)
+		return fail("DefaultEndpointsProtocol is neither https nor http")
 	}
 	suffix := "core.windows.net"
 	if s, ok := settings["endpointsuffix"]; ok {
 		suffix = strings.Trim(s, ".")
 	}
 	if !accountName.MatchString(account) {
-		return fail("AccountName %q cannot be part of a host name; give TableEndpoint", account)
+		return fail("AccountName cannot be part of a host name; give TableEndpoint")
 	}
 	cs.serviceURL = proto + "://" + account + ".table." + suffix
 	if u, perr := url.Parse(cs.serviceURL); perr != nil || u.Host != account+".table."+suffix || suffix == "" {
-		return fail("EndpointSuffix %q does not make a host name", suffix)
+		return fail("EndpointSuffix does not make a host name")
 	}
 	return cs, nil
 }

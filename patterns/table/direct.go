@@ -41,7 +41,9 @@ type direct struct {
 // directOf returns the direct path of the client a describes, or nil to
 // use the SDK.
 func directOf(a *about) *direct {
-	if a.acct == nil || a.name == "" || a.profile != Storage { // Cosmos DB: the SDK's path, with its X-HTTP-Method rewrite
+	// Table Storage by its endpoint and as described: Cosmos DB takes the
+	// SDK's path, with its X-HTTP-Method rewrite.
+	if a.acct == nil || a.name == "" || a.acct.profile != Storage || a.profile != Storage {
 		return nil
 	}
 	return &direct{pl: a.acct.pl, endpoint: a.acct.endpoint, base: a.acct.base, sas: a.acct.sas, table: a.name}

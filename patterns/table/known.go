@@ -29,6 +29,10 @@ import (
 // (Describe), keyed weakly by the client's pointer, so that a client the
 // program drops is forgotten with it.
 
+// moduleVersion is tablekit's version in the User-Agent of the requests
+// its pipeline sends (azsdk-go-tablekit/<version>).
+const moduleVersion = "v0.1.0"
+
 // account is a table service as tablekit built it.
 type account struct {
 	endpoint string   // the service URL, without its query or a trailing slash
@@ -55,6 +59,9 @@ var (
 
 // remember records v for p until p is garbage collected.
 func remember[T any](m *sync.Map, p *T, v any) {
+	if p == nil {
+		return
+	}
 	k := weak.Make(p)
 	if _, loaded := m.Swap(k, v); !loaded {
 		goruntime.AddCleanup(p, func(k weak.Pointer[T]) { m.Delete(k) }, k)
@@ -118,15 +125,29 @@ func NewClient(svc *aztables.ServiceClient, name string) *aztables.Client {
 // you know, or Storage, Cosmos or Portable). A nil p leaves the profile
 // unknown: Portable. It returns c, and changes how Tables built from c
 // afterwards behave; call it before New. Clients built by tablekit's
-// constructors (NewClient, NewClientFromSASURL) need no description; for
-// them, Describe changes only the name and the profile.
+// constructors need no description.
+//
+// For a client tablekit built (NewClient, NewClientFromSASURL), Describe
+// changes only the profile (a Cosmos DB account behind a proxy or custom
+// domain whose endpoint looks like Table Storage's): its name stays the
+// table it addresses, and a nil p leaves its endpoint's profile. A nil c
+// returns nil.
 //
 // Without a description, a client tablekit did not build has no name and
 // follows Portable, the strictest profile, which it says once in the log:
 // never Storage, whose key-order guarantees a Cosmos DB account does not
 // keep.
 func Describe(c *aztables.Client, name string, p *Profile) *aztables.Client {
+	if c == nil {
+		return nil
+	}
 	old := aboutClient(c)
+	if old.acct != nil { // built by tablekit: its name is the table its requests address
+		name = old.name
+		if p == nil {
+			p = old.acct.profile
+		}
+	}
 	remember(&clients, c, &about{name: name, profile: p, acct: old.acct})
 	return c
 }
@@ -134,6 +155,11 @@ func Describe(c *aztables.Client, name string, p *Profile) *aztables.Client {
 // newAccount builds the account of the service at serviceURL (its query,
 // a SAS, kept apart) with auth, nil for a SAS, and the client options o.
 func newAccount(serviceURL string, auth policy.Policy, o *aztables.ClientOptions) (*account, error) {
+	// The whole URL is checked (a control character in a SAS, a
+	// fragment), and no part of it is quoted: it may hold a signature.
+	if whole, err := url.Parse(serviceURL); err != nil || whole.Fragment != "" || strings.Contains(serviceURL, "#") {
+		return nil, fmt.Errorf("%w: the service URL is not a URL without a fragment", ErrInvalid)
+	}
 	base, sas, _ := strings.Cut(serviceURL, "?")
 	base = strings.TrimRight(base, "/")
 	u, err := url.Parse(base)
@@ -149,7 +175,7 @@ func newAccount(serviceURL string, auth policy.Policy, o *aztables.ClientOptions
 		co = o.ClientOptions
 	}
 	return &account{endpoint: base, base: u, sas: sas, profile: ProfileFor(base),
-		pl: runtime.NewPipeline("tablekit", "v0.1.0", pl, &co)}, nil
+		pl: runtime.NewPipeline("tablekit", moduleVersion, pl, &co)}, nil
 }
 
 // bearerScope is the OAuth scope of a table service, as the newest
@@ -206,13 +232,17 @@ func (s *sharedKey) Do(req *policy.Request) (*http.Response, error) {
 		date = time.Now().UTC().Format(http.TimeFormat)
 		raw.Header.Set("x-ms-date", date)
 	}
-	raw.Header.Set("Authorization", s.authorization(date, raw.URL))
+	auth, err := s.authorization(date, raw.URL)
+	if err != nil {
+		return nil, err
+	}
+	raw.Header.Set("Authorization", auth)
 	return req.Next()
 }
 
 // authorization returns the Authorization header of a request to u sent
 // at date.
-func (s *sharedKey) authorization(date string, u *url.URL) string {
+func (s *sharedKey) authorization(date string, u *url.URL) (string, error) {
 	var buf [512]byte
 	b := append(buf[:0], date...)
 	b = append(b, '\n', '/')
@@ -222,9 +252,14 @@ func (s *sharedKey) authorization(date string, u *url.URL) string {
 	} else {
 		b = append(b, '/')
 	}
-	// Only a query that may name comp (perhaps percent-encoded) is parsed.
+	// Only a query that may name comp (perhaps percent-encoded) is parsed;
+	// one that cannot be parsed is not signed, as the SDK signs none.
 	if q := u.RawQuery; strings.Contains(q, "comp") || strings.Contains(q, "%") {
-		if q, err := url.ParseQuery(u.RawQuery); err == nil && len(q["comp"]) > 0 {
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			return "", fmt.Errorf("%w: the request's query string cannot be parsed to sign it", ErrInvalid)
+		}
+		if len(q["comp"]) > 0 {
 			b = append(b, "?comp="...)
 			b = append(b, q["comp"][0]...)
 		}
@@ -240,5 +275,5 @@ func (s *sharedKey) authorization(date string, u *url.URL) string {
 	out = append(out, s.account...)
 	out = append(out, ':')
 	out = base64.StdEncoding.AppendEncode(out, sig)
-	return string(out)
+	return string(out), nil
 }

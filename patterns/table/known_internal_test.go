@@ -3,8 +3,10 @@ package table
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -89,8 +91,8 @@ func TestSharedKeyMatchesSDK(t *testing.T) {
 			if !strings.HasPrefix(want, "SharedKeyLite ") || date == "" {
 				t.Fatalf("%s %s: the SDK sent Authorization %q, x-ms-date %q", req.Method, req.URL, want, date)
 			}
-			if got := sk.authorization(date, req.URL); got != want {
-				t.Errorf("%s %s: Authorization %q, the SDK's %q", req.Method, req.URL, got, want)
+			if got, err := sk.authorization(date, req.URL); err != nil || got != want {
+				t.Errorf("%s %s: Authorization %q (%v), the SDK's %q", req.Method, req.URL, got, err, want)
 			}
 		}
 	}
@@ -117,7 +119,8 @@ func TestSharedKeyPolicy(t *testing.T) {
 	if err != nil || time.Since(date) > time.Hour {
 		t.Fatalf("x-ms-date %q: %v", req.Header.Get("x-ms-date"), err)
 	}
-	if got, want := req.Header.Get("Authorization"), sk.authorization(req.Header.Get("x-ms-date"), req.URL); got != want || !bytes.HasPrefix([]byte(got), []byte("SharedKeyLite a:")) {
+	want, err := sk.authorization(req.Header.Get("x-ms-date"), req.URL)
+	if got := req.Header.Get("Authorization"); err != nil || got != want || !bytes.HasPrefix([]byte(got), []byte("SharedKeyLite a:")) {
 		t.Fatalf("Authorization %q, want %q", got, want)
 	}
 	if _, err := newSharedKey("a", "not base64!"); err == nil {
@@ -182,5 +185,68 @@ func TestBearerScopes(t *testing.T) {
 	}
 	if _, err := NewServiceClient("https://acct.table.core.windows.net", nil, nil); err == nil {
 		t.Error("a nil credential was taken")
+	}
+}
+
+// What Describe may change of a client tablekit built (the profile, not the
+// table it addresses), and inputs NewClientFromSASURL and the signer
+// refuse without a panic or a signature in the error.
+func TestDescribeAndSASURLEdges(t *testing.T) {
+	svc, err := NewServiceClientFromConnectionString("AccountName=acct1;AccountKey=a2V5", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(svc, "t1")
+	if Describe(nil, "x", Storage) != nil {
+		t.Fatal("Describe(nil) returned a client")
+	}
+	if a := aboutClient(Describe(c, "other", nil)); a.name != "t1" || a.profile != Storage || directOf(a) == nil {
+		t.Fatalf("Describe of a built client with another name and no profile: %+v", a)
+	}
+	if a := aboutClient(Describe(c, "t1", Cosmos)); a.profile != Cosmos || directOf(a) != nil {
+		t.Fatalf("Describe of a built client as Cosmos DB: profile %s, direct %v", a.profile.Name, directOf(a) != nil)
+	}
+	cosmos, err := NewClientFromSASURL("https://acct1.table.cosmos.azure.com/t1?sig=x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := aboutClient(Describe(cosmos, "t1", Storage)); directOf(a) != nil {
+		t.Fatal("a Cosmos DB endpoint described as Table Storage took the direct path")
+	}
+
+	const secret = "SECRETSIG"
+	for _, u := range []string{
+		"https://host#f/t1?sig=" + secret,
+		"https://host/t1?sig=" + secret + "\n",
+		"https://acct1.table.core.windows.net/?sig=" + secret,
+		"https://acct1.table.core.windows.net?sig=" + secret,
+		"not a url at all sig=" + secret,
+	} {
+		c, err := NewClientFromSASURL(u, nil)
+		if c != nil || !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), secret) {
+			t.Errorf("NewClientFromSASURL(%q) = %v, %v; want ErrInvalid without the signature", u, c, err)
+		}
+	}
+	for _, u := range []string{"https://acct1.table.core.windows.net/t1/?sv=1&sig=x", "https://acct1.table.core.windows.net/t1?sv=1&sig=x"} {
+		c, err := NewClientFromSASURL(u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := aboutClient(c); a.name != "t1" || a.acct.endpoint != "https://acct1.table.core.windows.net" || a.acct.sas != "sv=1&sig=x" {
+			t.Errorf("NewClientFromSASURL(%q): name %q, endpoint %q, sas %q", u, a.name, a.acct.endpoint, a.acct.sas)
+		}
+	}
+	if _, err := NewServiceClientFromConnectionString("TableEndpoint=https://h/?x=1;AccountName=a;AccountKey=a2V5", nil); !errors.Is(err, ErrInvalidConnectionString) {
+		t.Errorf("a TableEndpoint with a query: %v", err)
+	}
+	if _, err := NewServiceClientFromConnectionString("AccountName=a;AccountKey=a2V5;EndpointSuffix=../"+secret, nil); err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("a bad EndpointSuffix: %v; want an error that does not quote it", err)
+	}
+	sk, err := newSharedKey("a", "a2V5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sk.authorization("d", &url.URL{Path: "/t", RawQuery: "comp=%zz"}); err == nil {
+		t.Error("a query that cannot be parsed was signed")
 	}
 }
