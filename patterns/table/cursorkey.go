@@ -43,7 +43,9 @@ func NewCursorKey(secret []byte, older ...[]byte) (*CursorKey, error) {
 // view) are sealed with k. A nil k is plain cursors (the default). A
 // sealed view refuses plain cursors and a plain one sealed cursors, with
 // ErrInvalidFilter: turning sealing on invalidates the cursors handed out
-// before.
+// before. A sealed cursor is bound to its table by the table's Name: a
+// client tablekit did not build has none until Describe gives it one,
+// and two nameless tables take each other's cursors of the same query.
 func (t *Table[T]) WithCursorKey(k *CursorKey) *Table[T] {
 	c := *t
 	c.cursorKey = k

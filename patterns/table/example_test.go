@@ -163,7 +163,7 @@ func ExampleTable_WithCursorKey() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	employees, _ := table.New[Employee](svc.NewClient(name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name))
 	employees = employees.WithCursorKey(key) // and so for every table
 	var ops []table.Op
 	for _, id := range []string{"000001", "000002", "000003"} {
@@ -187,7 +187,7 @@ func ExampleTable_WithCursorKey() {
 
 	// Another process, with a key made from the same secret, resumes it.
 	key2, _ := table.NewCursorKey(secret)
-	elsewhere, _ := table.New[Employee](svc.NewClient(name))
+	elsewhere, _ := table.New[Employee](table.NewClient(svc, name))
 	q.Cursor = page.Next
 	page, err = elsewhere.WithCursorKey(key2).QueryPage(ctx, q)
 	if err != nil {
