@@ -364,17 +364,17 @@ func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (_ Entry[T], err err
 	return Entry[T]{}, last
 }
 
-// RangePage returns one page of Range: the next n (1 to
-// table.MaxPageSize) entities of logical partition pk in [from, to), in
-// RowKey order, after cursor ("" for the first page), and the cursor of
-// the page after it (Next, empty when the range is done). The cursor is a
-// [table.Cursor]: a string to keep anywhere and resume from in another
-// process, with the same pk, from, to and bucket counts (another range's
-// is ErrInvalid); plain, it shows the last entity's RowKey, sealed with
-// the table's CursorKey nothing (see the package documentation, "Trust"). Entities of one RowKey in several buckets are
-// never split between pages, so a page may hold a few more than n. 1
-// round trip per partition read (Concurrency at a time) when the service
-// returns full pages.
+// RangePage returns one page of Range: the next n (1 to table.MaxPageSize)
+// entities of logical partition pk in [from, to), in RowKey order, after
+// cursor ("" for the first page), and the cursor of the page after it
+// (Next, empty when the range is done). The cursor is a [table.Cursor]: a
+// string to keep anywhere and resume from in another process, with the
+// same pk, from, to and bucket counts (another range's is ErrInvalid);
+// plain, it shows the last entity's RowKey, sealed with the table's
+// CursorKey nothing (see the package documentation, "Trust"). Entities of
+// one RowKey in several buckets are never split between pages, so a page
+// may hold a few more than n. 1 round trip per partition read (Concurrency
+// at a time) when the service returns full pages.
 func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, n int, cursor table.Cursor) (_ table.Page[Entry[T]], err error) {
 	ctx, sp := s.obs.Start(ctx, opRangePage, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()

@@ -270,14 +270,14 @@ func (s *Store[T]) rangeOf(ctx context.Context, pk, from, to string, opts *GetOp
 // range query from cursor ("" for the first), each with its offloaded
 // values, and the cursor of the next page (Next, empty at the end): a
 // [table.Cursor], a string to keep anywhere and resume from in another
-// process, with the same pk, from, to and Select; plain, it shows the
-// next entity's keys, sealed with the table's CursorKey nothing (see the
-// package documentation, "Trust"). 1 round trip
-// for the page (up to opts.PageSize entities, 1,000 by default), + 1 read
-// per offloaded value, Concurrency at a time. A page may be short, or
-// empty, with a Next. On a service whose queries return rows in no key
-// order (Cosmos DB) a page's entities come in the service's order: every
-// entity exactly once across the pages, not in key order (Range sorts).
+// process, with the same pk, from, to and Select; plain, it shows the next
+// entity's keys, sealed with the table's CursorKey nothing (see the
+// package documentation, "Trust"). 1 round trip for the page (up to
+// opts.PageSize entities, 1,000 by default), + 1 read per offloaded value,
+// Concurrency at a time. A page may be short, or empty, with a Next. On a
+// service whose queries return rows in no key order (Cosmos DB) a page's
+// entities come in the service's order: every entity exactly once across
+// the pages, not in key order (Range sorts).
 func (s *Store[T]) RangePage(ctx context.Context, pk, from, to string, cursor table.Cursor, opts *GetOptions) (_ table.Page[Entity[T]], err error) {
 	ctx, sp := s.obs.Start(ctx, opRangePage, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()

@@ -534,17 +534,17 @@ func (l *Log[T]) entry(k table.Entity[T]) (Entry[T], error) {
 	return Entry[T]{Entity: k, Time: t}, nil
 }
 
-// RangePage returns one page of Range: the next n (1 to MaxLatest)
-// entries of log appended in [from, to), newest first, after cursor (""
-// for the first page), and the cursor of the page after it (Next, empty
-// when the range is done). The cursor is a [table.Cursor]: a string to
-// keep anywhere and resume from in another process, with the same log,
-// from and to (another range's cursor is ErrInvalid); plain, it shows the
-// last entry's RowKey (its time), sealed with the table's CursorKey
-// nothing (see the package documentation, "Trust"). Entries
-// appended meanwhile to the part already read are not returned. 1 round
-// trip per bucket (in parallel) when the service returns full pages; a
-// page may be short, or empty, with a Next.
+// RangePage returns one page of Range: the next n (1 to MaxLatest) entries
+// of log appended in [from, to), newest first, after cursor ("" for the
+// first page), and the cursor of the page after it (Next, empty when the
+// range is done). The cursor is a [table.Cursor]: a string to keep
+// anywhere and resume from in another process, with the same log, from and
+// to (another range's cursor is ErrInvalid); plain, it shows the last
+// entry's RowKey (its time), sealed with the table's CursorKey nothing
+// (see the package documentation, "Trust"). Entries appended meanwhile to
+// the part already read are not returned. 1 round trip per bucket (in
+// parallel) when the service returns full pages; a page may be short, or
+// empty, with a Next.
 func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, n int, cursor table.Cursor) (page table.Page[Entry[T]], err error) {
 	ctx, sp := l.obs.Start(ctx, opRangePage, l.tbl.Name(), log)
 	defer func() { sp.End(err) }()

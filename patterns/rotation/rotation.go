@@ -499,19 +499,18 @@ func (r *Tables[T]) rangeOf(ctx context.Context, from, to time.Time, q *table.Qu
 
 // RangePage returns one page of Range: the next entities that q selects
 // from the periods overlapping [from, to), in PartitionKey, RowKey order
-// (entities with the same keys in period order, never split between
-// pages, so a page may hold a few more than q.PageSize), after cursor (""
-// for the first page), and the cursor of the page after it (Next, empty
-// at the end). The cursor is a [table.Cursor]: a string to keep anywhere
-// and resume from in another process, with the same from, to, filter and
+// (entities with the same keys in period order, never split between pages,
+// so a page may hold a few more than q.PageSize), after cursor ("" for the
+// first page), and the cursor of the page after it (Next, empty at the
+// end). The cursor is a [table.Cursor]: a string to keep anywhere and
+// resume from in another process, with the same from, to, filter and
 // selection (another range's is ErrInvalid); plain, it shows the last
 // entity's keys, sealed with Options.CursorKey nothing (see the package
-// documentation, "Trust"); periods created
-// or swept between pages are read as they are then. q.PageSize is the
-// page's size (default 1,000); q.Cursor and q.Limit must be zero (page
-// with the cursor; Range takes a Limit). 1 listing of the periods + 1
-// round trip per period (Concurrency at a time) when the service returns
-// full pages.
+// documentation, "Trust"); periods created or swept between pages are read
+// as they are then. q.PageSize is the page's size (default 1,000);
+// q.Cursor and q.Limit must be zero (page with the cursor; Range takes a
+// Limit). 1 listing of the periods + 1 round trip per period (Concurrency
+// at a time) when the service returns full pages.
 func (r *Tables[T]) RangePage(ctx context.Context, from, to time.Time, q *table.Query, cursor table.Cursor) (_ table.Page[table.Entity[T]], err error) {
 	ctx, sp := r.obs.Start(ctx, opRangePage, "", "")
 	defer func() { sp.End(err) }()
