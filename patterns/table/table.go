@@ -42,19 +42,20 @@ import (
 //     `json`. A float64 -0.0 reads back as 0 from Azurite (the real
 //     service's answer is unverified).
 type Table[T any] struct {
-	client    *aztables.Client
-	name      string  // the table's name, for errors
-	direct    *direct // the direct path, nil for the SDK's (see direct.go)
-	codec     *codec  // nil for Types' reads of any type
-	keyFn     func(*T) (pk, rk string)
-	types     *Types      // the registry of a registered type, or of Types' reads
-	typ       *entityType // the registered type, nil for Types' reads
-	profile   *Profile    // the limits and behaviours of the table's service
-	cursorKey *CursorKey  // seals the cursors, nil for plain ones
+	client  *aztables.Client
+	name    string  // the table's name, for errors
+	direct  *direct // the direct path, nil for the SDK's (see direct.go)
+	codec   *codec  // nil for Types' reads of any type
+	keyFn   func(*T) (pk, rk string)
+	types   *Types      // the registry of a registered type, or of Types' reads
+	typ     *entityType // the registered type, nil for Types' reads
+	profile *Profile    // the limits and behaviours of the table's service
 	// Views made by internal/reserved: reserved may use keys under
 	// ReservedPrefix, reservedProps Dynamic properties under
 	// ReservedPropertyPrefix; every other view refuses them.
 	reserved, reservedProps bool
+	// cursorKey seals the cursors, nil for plain ones (WithCursorKey).
+	cursorKey *CursorKey
 }
 
 func init() {
