@@ -3,26 +3,43 @@
 // buckets' partitions, rotation's periods): the keys of the last entity a
 // page returned and a fingerprint of the listing, as a [table.Cursor],
 // so a listing resumes after those keys in any process, and a cursor
-// given to another listing is refused.
+// given to another listing is refused. With a [table.CursorKey] the
+// cursor is sealed (internal/cursorseal) for the listing in its scope
+// (the table or rotation it reads); without one it is plain:
+// "k1.<fingerprint>.<base64url of each key>", which anyone holding it can
+// read and alter.
 package keycursor
 
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/cursorseal"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
 const version = "k1"
 
-// ErrForeign is Parse's error for a cursor that is not one of this
-// listing's (malformed, or of another listing).
-var ErrForeign = errors.New("not a cursor of this listing")
+// Listing is the cursor codec of one listing. It is a value, safe for
+// concurrent use.
+type Listing struct {
+	key     *cursorseal.Key // nil: plain cursors
+	fp      string          // the fingerprint of the listing's parts
+	sealFor string          // what a sealed cursor is bound to
+}
 
-// Fingerprint identifies a listing by the parts that define it.
-func Fingerprint(parts ...string) string {
+// New returns the codec of the listing that parts define (each part of
+// its definition: the package, its log or partition, its range), in scope
+// (the name of the table, or the prefix of the tables, it reads), sealing
+// its cursors with key when key is not nil.
+func New(key *table.CursorKey, scope string, parts ...string) Listing {
+	fp := fingerprint(parts...)
+	return Listing{key: cursorseal.Of(key), fp: fp, sealFor: "keycursor\x00" + scope + "\x00" + fp}
+}
+
+// fingerprint identifies a listing by the parts that define it.
+func fingerprint(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
 		h.Write([]byte(p))
@@ -31,28 +48,42 @@ func Fingerprint(parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:9])
 }
 
-// Make is the cursor of the listing fp after the entity with keys last.
-func Make(fp string, last ...string) table.Cursor {
-	parts := []string{version, fp}
+// Make is the cursor of the listing after the entity with keys last.
+func (l Listing) Make(last ...string) table.Cursor {
+	parts := []string{version, l.fp}
 	for _, k := range last {
 		parts = append(parts, base64.RawURLEncoding.EncodeToString([]byte(k)))
 	}
-	return table.Cursor(strings.Join(parts, "."))
+	c := strings.Join(parts, ".")
+	if l.key != nil {
+		c = l.key.Seal(l.sealFor, c)
+	}
+	return table.Cursor(c)
 }
 
-// Parse returns the n keys of cursor c of the listing fp, or ErrForeign.
-func Parse(c table.Cursor, fp string, n int) ([]string, error) {
-	parts := strings.Split(string(c), ".")
-	if len(parts) != n+2 || parts[0] != version || parts[1] != fp {
-		return nil, ErrForeign
+// Parse returns the n keys of cursor c of the listing, and false when c is
+// not one of the listing's cursors (malformed, of another listing, or,
+// sealed, altered or sealed with another key). It builds no error text:
+// a caller's names c with cursorseal.Quote.
+func (l Listing) Parse(cursor table.Cursor, n int) ([]string, bool) {
+	c := string(cursor)
+	if l.key != nil {
+		var ok bool
+		if c, ok = l.key.Open(l.sealFor, c); !ok {
+			return nil, false
+		}
+	}
+	parts := strings.SplitN(c, ".", n+3) // bounded, whatever c holds
+	if len(parts) != n+2 || parts[0] != version || parts[1] != l.fp {
+		return nil, false
 	}
 	out := make([]string, n)
 	for i, p := range parts[2:] {
 		k, err := base64.RawURLEncoding.DecodeString(p)
 		if err != nil {
-			return nil, ErrForeign
+			return nil, false
 		}
 		out[i] = string(k)
 	}
-	return out, nil
+	return out, true
 }

@@ -1,8 +1,10 @@
 package keycursor_test
 
 import (
-	"errors"
+	"bytes"
+	"encoding/base64"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tablekit/tablekit/internal/keycursor"
@@ -10,22 +12,79 @@ import (
 )
 
 func TestRoundTripAndForeign(t *testing.T) {
-	fp := keycursor.Fingerprint("log", "2024")
-	c := keycursor.Make(fp, "Sales", "a.b!c")
-	got, err := keycursor.Parse(c, fp, 2)
-	if err != nil || !slices.Equal(got, []string{"Sales", "a.b!c"}) {
-		t.Fatalf("Parse(Make) = %q, %v", got, err)
+	l := keycursor.New(nil, "tbl", "log", "2024")
+	c := l.Make("Sales", "a.b!c")
+	got, ok := l.Parse(c, 2)
+	if !ok || !slices.Equal(got, []string{"Sales", "a.b!c"}) {
+		t.Fatalf("Parse(Make) = %q, %v", got, ok)
 	}
+	fp := strings.Split(string(c), ".")[1]
 	for _, bad := range []struct {
-		c  string
-		fp string
-		n  int
-	}{{string(c), keycursor.Fingerprint("log", "2025"), 2}, {string(c), fp, 1}, {"k1." + fp + ".!!", fp, 1}, {"x", fp, 0}} {
-		if _, err := keycursor.Parse(table.Cursor(bad.c), bad.fp, bad.n); !errors.Is(err, keycursor.ErrForeign) {
-			t.Errorf("Parse(%q, %q, %d) = %v", bad.c, bad.fp, bad.n, err)
+		l keycursor.Listing
+		c string
+		n int
+	}{
+		{keycursor.New(nil, "tbl", "log", "2025"), string(c), 2},
+		{l, string(c), 1},
+		{l, "k1." + fp + ".!!", 1},
+		{l, "x", 0},
+		{l, string(c) + strings.Repeat(".", 1<<20), 2},
+	} {
+		if _, ok := bad.l.Parse(table.Cursor(bad.c), bad.n); ok {
+			t.Errorf("Parse(%.40q, %d) accepted", bad.c, bad.n)
 		}
 	}
-	if keycursor.Fingerprint("ab", "c") == keycursor.Fingerprint("a", "bc") {
+	if keycursor.New(nil, "", "ab", "c").Make() == keycursor.New(nil, "", "a", "bc").Make() {
 		t.Fatal("fingerprints of different parts collide")
+	}
+}
+
+// TestPlainCursorsUnchanged: without a key a cursor is the format earlier
+// releases made ("k1.<fingerprint>.<keys>"), so cursors held across an
+// upgrade resume.
+func TestPlainCursorsUnchanged(t *testing.T) {
+	const earlier = "k1.JKQG2ynxCgMO.U2FsZXM" // keycursor.Make(Fingerprint("log", "2024"), "Sales") before sealing
+	if got := keycursor.New(nil, "any table", "log", "2024").Make("Sales"); got != earlier {
+		t.Fatalf("Make = %q, want %q", got, earlier)
+	}
+}
+
+// TestSealed: with a key a cursor holds no key readable, opens only in
+// its listing and scope, and any altered character fails.
+func TestSealed(t *testing.T) {
+	key, err := table.NewCursorKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := keycursor.New(key, "tbl", "log", "2024")
+	c := l.Make("jones@contoso.com")
+	raw, _ := base64.RawURLEncoding.DecodeString(string(c))
+	if strings.Contains(string(c), "jones") || bytes.Contains(raw, []byte("jones")) || strings.HasPrefix(string(c), "k1.") {
+		t.Fatalf("sealed cursor %q shows its key", c)
+	}
+	if got, ok := l.Parse(c, 1); !ok || got[0] != "jones@contoso.com" {
+		t.Fatalf("Parse = %q, %v", got, ok)
+	}
+	for _, other := range []keycursor.Listing{
+		keycursor.New(key, "other", "log", "2024"),
+		keycursor.New(key, "tbl", "log", "2025"),
+		keycursor.New(nil, "tbl", "log", "2024"),
+	} {
+		if _, ok := other.Parse(c, 1); ok {
+			t.Fatalf("cursor opened in another listing")
+		}
+	}
+	if _, ok := l.Parse(keycursor.New(nil, "tbl", "log", "2024").Make("x"), 1); ok {
+		t.Fatal("a sealed listing accepted a plain cursor")
+	}
+	for i := range len(c) {
+		b := []byte(c)
+		b[i] ^= 1
+		if _, ok := l.Parse(table.Cursor(b), 1); ok {
+			t.Fatalf("cursor altered at %d accepted", i)
+		}
+		if _, ok := l.Parse(c[:i], 1); ok {
+			t.Fatalf("cursor cut to %d accepted", i)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/cursorseal"
 	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/keys"
@@ -363,16 +364,17 @@ func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (_ Entry[T], err err
 	return Entry[T]{}, last
 }
 
-// RangePage returns one page of Range: the next n (1 to
-// table.MaxPageSize) entities of logical partition pk in [from, to), in
-// RowKey order, after cursor ("" for the first page), and the cursor of
-// the page after it (Next, empty when the range is done). The cursor is a
-// [table.Cursor]: a plain string to keep anywhere and resume from in
-// another process, with the same pk, from, to and bucket counts (another
-// range's is ErrInvalid). Entities of one RowKey in several buckets are
-// never split between pages, so a page may hold a few more than n. 1
-// round trip per partition read (Concurrency at a time) when the service
-// returns full pages.
+// RangePage returns one page of Range: the next n (1 to table.MaxPageSize)
+// entities of logical partition pk in [from, to), in RowKey order, after
+// cursor ("" for the first page), and the cursor of the page after it
+// (Next, empty when the range is done). The cursor is a [table.Cursor]: a
+// string to keep anywhere and resume from in another process, with the
+// same pk, from, to and bucket counts (another range's is ErrInvalid);
+// plain, it shows the last entity's RowKey, sealed with the table's
+// CursorKey nothing (see the package documentation, "Trust"). Entities of
+// one RowKey in several buckets are never split between pages, so a page
+// may hold a few more than n. 1 round trip per partition read (Concurrency
+// at a time) when the service returns full pages.
 func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, n int, cursor table.Cursor) (_ table.Page[Entry[T]], err error) {
 	ctx, sp := s.obs.Start(ctx, opRangePage, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()
@@ -387,15 +389,15 @@ func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, n int, c
 		return page, fmt.Errorf("%w: from %q is not before to %q", ErrInvalid, from, to)
 	}
 	parts := s.Partitions(pk)
-	fp := keycursor.Fingerprint(append([]string{"buckets", pk, from, to}, parts...)...)
+	lc := keycursor.New(s.tbl.CursorKey(), s.tbl.Name(), append([]string{"buckets", pk, from, to}, parts...)...)
 	low := table.Filter{}
 	if from != "" {
 		low = table.Ge("RowKey", from)
 	}
 	if cursor != "" {
-		k, err := keycursor.Parse(cursor, fp, 1)
-		if err != nil || keys.Compare(k[0], from) < 0 || to != "" && keys.Compare(k[0], to) >= 0 {
-			return page, fmt.Errorf("%w: cursor %.60q is not one of this range's (%q, %q to %q)", ErrInvalid, string(cursor), pk, from, to)
+		k, ok := lc.Parse(cursor, 1)
+		if !ok || keys.Compare(k[0], from) < 0 || to != "" && keys.Compare(k[0], to) >= 0 {
+			return page, fmt.Errorf("%w: cursor %s is not one of this range's (%.40q, %.40q to %.40q)", ErrInvalid, cursorseal.Quote(string(cursor)), pk, from, to)
 		}
 		low = table.Gt("RowKey", k[0])
 	}
@@ -414,7 +416,7 @@ func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, n int, c
 			return table.Page[Entry[T]]{}, err
 		}
 		if len(page.Items) >= n && e.RowKey != page.Items[len(page.Items)-1].RowKey {
-			page.Next = keycursor.Make(fp, page.Items[len(page.Items)-1].RowKey)
+			page.Next = lc.Make(page.Items[len(page.Items)-1].RowKey)
 			break
 		}
 		page.Items = append(page.Items, s.entry(pk, e.PartitionKey, e))

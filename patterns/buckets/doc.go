@@ -107,6 +107,15 @@
 // [table.ErrInvalidKey], before the network. Every error found before the
 // network matches ErrInvalid and [table.ErrInvalid].
 //
+// RangePage's cursors may reach end users. Plain (the default), a cursor
+// is "k1.", a fingerprint of the range, and the base64 of the RowKey of
+// the page's last entity. Altered, it resumes the same range elsewhere
+// (within the range, else ErrInvalid). With a CursorKey on the Spread's
+// table ([table.Table.WithCursorKey]) a cursor is sealed: it shows
+// nothing, and any altered character, or a cursor of another range or
+// table, is ErrInvalid before the network. An error quotes at most a
+// cursor's first 16 bytes.
+//
 // # Order
 //
 // Range yields RowKey order (keys.Compare: ordinal, by UTF-16 code units),

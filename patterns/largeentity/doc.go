@@ -116,6 +116,14 @@
 // value. Errors of the blob service are redacted (internal/redact): a
 // SAS in the container client's URL never appears in an error.
 //
+// RangePage's cursors may reach end users. Plain (the default), a cursor
+// is base64 of the service's continuation token: the keys of the next
+// entity of the range, not yet returned. Altered, it resumes the same
+// range elsewhere. With a CursorKey on the Store's table
+// ([table.Table.WithCursorKey]) a cursor is sealed: it shows nothing, and
+// any altered character, or a cursor of another range, is ErrInvalid
+// before the network. An error quotes at most a cursor's first 16 bytes.
+//
 // # Why no queue
 //
 // The guide keeps the entity and the blob eventually consistent with a

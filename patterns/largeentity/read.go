@@ -269,13 +269,15 @@ func (s *Store[T]) rangeOf(ctx context.Context, pk, from, to string, opts *GetOp
 // RangePage returns one page of Range: the entities of one page of the
 // range query from cursor ("" for the first), each with its offloaded
 // values, and the cursor of the next page (Next, empty at the end): a
-// [table.Cursor], a plain string to keep anywhere and resume from in
-// another process, with the same pk, from, to and Select. 1 round trip
-// for the page (up to opts.PageSize entities, 1,000 by default), + 1 read
-// per offloaded value, Concurrency at a time. A page may be short, or
-// empty, with a Next. On a service whose queries return rows in no key
-// order (Cosmos DB) a page's entities come in the service's order: every
-// entity exactly once across the pages, not in key order (Range sorts).
+// [table.Cursor], a string to keep anywhere and resume from in another
+// process, with the same pk, from, to and Select; plain, it shows the next
+// entity's keys, sealed with the table's CursorKey nothing (see the
+// package documentation, "Trust"). 1 round trip for the page (up to
+// opts.PageSize entities, 1,000 by default), + 1 read per offloaded value,
+// Concurrency at a time. A page may be short, or empty, with a Next. On a
+// service whose queries return rows in no key order (Cosmos DB) a page's
+// entities come in the service's order: every entity exactly once across
+// the pages, not in key order (Range sorts).
 func (s *Store[T]) RangePage(ctx context.Context, pk, from, to string, cursor table.Cursor, opts *GetOptions) (_ table.Page[Entity[T]], err error) {
 	ctx, sp := s.obs.Start(ctx, opRangePage, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()
@@ -285,7 +287,7 @@ func (s *Store[T]) RangePage(ctx context.Context, pk, from, to string, cursor ta
 	}
 	rows, err := s.tbl.QueryPage(ctx, q)
 	if err != nil {
-		return table.Page[Entity[T]]{}, err
+		return table.Page[Entity[T]]{}, table.MarkInvalid(ErrInvalid, err)
 	}
 	page := table.Page[Entity[T]]{Next: rows.Next}
 	for it, err := range prefetch.Map(ctx, prefetch.Slice(rows.Items), s.conc, s.rangeOne(pk, q.Select)) {

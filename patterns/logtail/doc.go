@@ -99,6 +99,16 @@
 // [table.ErrInvalidKey], before the network, also for reads. Every error
 // found before the network matches ErrInvalid and [table.ErrInvalid].
 //
+// RangePage's cursors may reach end users. Plain (the default), a cursor
+// is "k1.", a fingerprint of the log and range, and the base64 of the
+// RowKey of the page's last entry, whose inverted ticks are its time.
+// Altered, it resumes the same range elsewhere (within the range, else
+// ErrInvalid). With a CursorKey on the log's table
+// ([table.Table.WithCursorKey]) a cursor is sealed: it shows nothing, and
+// any altered character, or a cursor of another log, range or table, is
+// ErrInvalid before the network. An error quotes at most a cursor's first
+// 16 bytes.
+//
 // # Hot logs
 //
 // One partition serves about 2,000 entities per second. A log written

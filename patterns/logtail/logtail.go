@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/cursorseal"
 	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/keys"
@@ -533,15 +534,17 @@ func (l *Log[T]) entry(k table.Entity[T]) (Entry[T], error) {
 	return Entry[T]{Entity: k, Time: t}, nil
 }
 
-// RangePage returns one page of Range: the next n (1 to MaxLatest)
-// entries of log appended in [from, to), newest first, after cursor (""
-// for the first page), and the cursor of the page after it (Next, empty
-// when the range is done). The cursor is a [table.Cursor]: a plain
-// string to keep anywhere and resume from in another process, with the
-// same log, from and to (another range's cursor is ErrInvalid). Entries
-// appended meanwhile to the part already read are not returned. 1 round
-// trip per bucket (in parallel) when the service returns full pages; a
-// page may be short, or empty, with a Next.
+// RangePage returns one page of Range: the next n (1 to MaxLatest) entries
+// of log appended in [from, to), newest first, after cursor ("" for the
+// first page), and the cursor of the page after it (Next, empty when the
+// range is done). The cursor is a [table.Cursor]: a string to keep
+// anywhere and resume from in another process, with the same log, from and
+// to (another range's cursor is ErrInvalid); plain, it shows the last
+// entry's RowKey (its time), sealed with the table's CursorKey nothing
+// (see the package documentation, "Trust"). Entries appended meanwhile to
+// the part already read are not returned. 1 round trip per bucket (in
+// parallel) when the service returns full pages; a page may be short, or
+// empty, with a Next.
 func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, n int, cursor table.Cursor) (page table.Page[Entry[T]], err error) {
 	ctx, sp := l.obs.Start(ctx, opRangePage, l.tbl.Name(), log)
 	defer func() { sp.End(err) }()
@@ -562,11 +565,11 @@ func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, 
 	}
 	lo, hi := l.bound(to), l.bound(from)
 	low := table.Ge("RowKey", lo)
-	fp := keycursor.Fingerprint("logtail", l.pre, log, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
+	lc := keycursor.New(l.tbl.CursorKey(), l.tbl.Name(), "logtail", l.pre, log, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
 	if cursor != "" {
-		k, err := keycursor.Parse(cursor, fp, 1)
-		if err != nil || k[0] < lo || k[0] >= hi {
-			return page, fmt.Errorf("%w: cursor %.60q is not one of this range's (log %.40q, %v to %v)", ErrInvalid, string(cursor), log, from, to)
+		k, ok := lc.Parse(cursor, 1)
+		if !ok || k[0] < lo || k[0] >= hi {
+			return page, fmt.Errorf("%w: cursor %s is not one of this range's (log %.40q)", ErrInvalid, cursorseal.Quote(string(cursor)), log)
 		}
 		low = table.Gt("RowKey", k[0])
 	}
@@ -579,7 +582,7 @@ func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, 
 		}
 	}
 	if len(page.Items) == n {
-		page.Next = keycursor.Make(fp, page.Items[n-1].RowKey)
+		page.Next = lc.Make(page.Items[n-1].RowKey)
 	}
 	return page, nil
 }

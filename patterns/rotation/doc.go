@@ -144,6 +144,15 @@
 // that carries an error). Every error found before the network matches
 // ErrInvalid and [table.ErrInvalid].
 //
+// RangePage's cursors may reach end users. Plain (the default), a cursor
+// is "k1.", a fingerprint of the range and query, and the base64 of the
+// PartitionKey and RowKey of the page's last entity. Altered, it resumes
+// the same range and query elsewhere. With Options.CursorKey a cursor is
+// sealed: it shows nothing, and any altered character, or a cursor of
+// another range, query or rotation, is ErrInvalid before the network; the
+// periods' tables (Table) seal their query cursors with it too. An error
+// quotes at most a cursor's first 16 bytes.
+//
 // # Reading across periods
 //
 // Range(from, to, q) queries every period that overlaps [from, to) with

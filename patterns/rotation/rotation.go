@@ -11,6 +11,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/cursorseal"
 	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/redact"
@@ -89,6 +90,11 @@ type Options struct {
 	// Tables' operations. Default (nil): the global OpenTelemetry
 	// providers and slog.Default().
 	Telemetry *table.Telemetry
+	// CursorKey seals the cursors of RangePage and of the periods' tables
+	// (Table), as [table.Table.WithCursorKey] does for a table: give the
+	// application's key when cursors reach end users. Default (nil):
+	// plain cursors, which show the keys of the last entity of a page.
+	CursorKey *table.CursorKey
 }
 
 // Tables routes entities of type T to a table per period, named by a
@@ -107,6 +113,8 @@ type Tables[T any] struct {
 	keyFn  func(*T) (pk, rk string)
 	digits int // the length of a period's part of a name
 	obs    *obs.Obs
+	// cursorKey seals the cursors, nil for plain ones.
+	cursorKey *table.CursorKey
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z](?:[A-Za-z0-9]*[A-Za-z])?$`)
@@ -128,7 +136,7 @@ func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tab
 	if opts == nil {
 		opts = &Options{}
 	}
-	r := &Tables[T]{svc: svc, prefix: prefix, period: opts.Period, grace: opts.Grace, conc: opts.Concurrency, now: opts.Now, obs: obs.New((*obs.Config)(opts.Telemetry))}
+	r := &Tables[T]{svc: svc, prefix: prefix, period: opts.Period, grace: opts.Grace, conc: opts.Concurrency, now: opts.Now, obs: obs.New((*obs.Config)(opts.Telemetry)), cursorKey: opts.CursorKey}
 	if r.period.Layout == "" && r.period.Start == nil {
 		r.period = Day
 	}
@@ -223,6 +231,7 @@ func (r *Tables[T]) Table(at time.Time) *table.Table[T] {
 
 func (r *Tables[T]) named(name string) *table.Table[T] {
 	t, _ := table.New[T](table.NewClient(r.svc, name)) // T was checked by New
+	t = t.WithCursorKey(r.cursorKey)
 	if r.keyFn != nil {
 		t = t.WithKeys(r.keyFn)
 	}
@@ -490,17 +499,18 @@ func (r *Tables[T]) rangeOf(ctx context.Context, from, to time.Time, q *table.Qu
 
 // RangePage returns one page of Range: the next entities that q selects
 // from the periods overlapping [from, to), in PartitionKey, RowKey order
-// (entities with the same keys in period order, never split between
-// pages, so a page may hold a few more than q.PageSize), after cursor (""
-// for the first page), and the cursor of the page after it (Next, empty
-// at the end). The cursor is a [table.Cursor]: a plain string to keep
-// anywhere and resume from in another process, with the same from, to,
-// filter and selection (another range's is ErrInvalid); periods created
-// or swept between pages are read as they are then. q.PageSize is the
-// page's size (default 1,000); q.Cursor and q.Limit must be zero (page
-// with the cursor; Range takes a Limit). 1 listing of the periods + 1
-// round trip per period (Concurrency at a time) when the service returns
-// full pages.
+// (entities with the same keys in period order, never split between pages,
+// so a page may hold a few more than q.PageSize), after cursor ("" for the
+// first page), and the cursor of the page after it (Next, empty at the
+// end). The cursor is a [table.Cursor]: a string to keep anywhere and
+// resume from in another process, with the same from, to, filter and
+// selection (another range's is ErrInvalid); plain, it shows the last
+// entity's keys, sealed with Options.CursorKey nothing (see the package
+// documentation, "Trust"); periods created or swept between pages are read
+// as they are then. q.PageSize is the page's size (default 1,000);
+// q.Cursor and q.Limit must be zero (page with the cursor; Range takes a
+// Limit). 1 listing of the periods + 1 round trip per period (Concurrency
+// at a time) when the service returns full pages.
 func (r *Tables[T]) RangePage(ctx context.Context, from, to time.Time, q *table.Query, cursor table.Cursor) (_ table.Page[table.Entity[T]], err error) {
 	ctx, sp := r.obs.Start(ctx, opRangePage, "", "")
 	defer func() { sp.End(err) }()
@@ -518,12 +528,12 @@ func (r *Tables[T]) RangePage(ctx context.Context, from, to time.Time, q *table.
 	if n <= 0 || n > table.MaxPageSize {
 		n = table.MaxPageSize
 	}
-	fp := keycursor.Fingerprint("rotation", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), q.Filter.String(), strings.Join(q.Select, ","))
+	lc := keycursor.New(r.cursorKey, r.prefix, "rotation", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), q.Filter.String(), strings.Join(q.Select, ","))
 	resume := table.Filter{}
 	if cursor != "" {
-		k, err := keycursor.Parse(cursor, fp, 2)
-		if err != nil {
-			return page, fmt.Errorf("%w: cursor %.60q is not one of this range's", ErrInvalid, string(cursor))
+		k, ok := lc.Parse(cursor, 2)
+		if !ok {
+			return page, fmt.Errorf("%w: cursor %s is not one of this range's", ErrInvalid, cursorseal.Quote(string(cursor)))
 		}
 		resume = table.Or(table.Gt("PartitionKey", k[0]), table.And(table.PartitionKey(k[0]), table.Gt("RowKey", k[1])))
 	}
@@ -547,7 +557,7 @@ func (r *Tables[T]) RangePage(ctx context.Context, from, to time.Time, q *table.
 			return table.Page[table.Entity[T]]{}, table.MarkInvalid(ErrInvalid, err)
 		}
 		if l := len(page.Items); l >= n && (e.PartitionKey != page.Items[l-1].PartitionKey || e.RowKey != page.Items[l-1].RowKey) {
-			page.Next = keycursor.Make(fp, page.Items[l-1].PartitionKey, page.Items[l-1].RowKey)
+			page.Next = lc.Make(page.Items[l-1].PartitionKey, page.Items[l-1].RowKey)
 			break
 		}
 		page.Items = append(page.Items, e)

@@ -185,6 +185,18 @@
 // of all of them: give that partition (or Index.Table) only to the
 // Store's writers and worker.
 //
+// Cursors (ListPage, RangePage) may reach end users. Plain (the default),
+// a cursor is base64 of the service's continuation token, the keys of the
+// next row its listing reads, not yet returned: for RangePage, a copy's
+// RowKey, that is the index's name and an indexed value (an email),
+// possibly of an entity deleted since whose stale copy is still there.
+// Altered, a plain cursor resumes the same listing elsewhere (never
+// outside its partition and range). With a CursorKey on the Store's
+// table ([table.Table.WithCursorKey]; Index.Table's copies are listed
+// with it too) every cursor is sealed: it shows nothing, and any altered
+// character, or a cursor of another listing, is ErrInvalid before the
+// network. An error quotes at most a cursor's first 16 bytes.
+//
 // # Cost in round trips
 //
 //	Insert                1 (SamePartition only); 3 with OtherPartition

@@ -124,14 +124,15 @@ func (s *Store[T]) rangeOf(ctx context.Context, pk, index string, from, to []str
 // RangePage returns one page of Range (Find's too, with from and to the
 // value): the entities of one page of copies, read from cursor ("" for the
 // first page), and the cursor of the next page (Next, empty at the end).
-// The cursor is a [table.Cursor]: a plain string to keep anywhere and
-// resume from in another process, with the same pk, index, from, to and
-// Select. 1 round trip for the page (up to opts.PageSize copies), + the
-// fetches (KeysOnly, or Fetch: 1 per entity, in parallel). A page may be
-// short, or empty, with a Next. On a service whose queries return rows in
-// no key order (Cosmos DB) a page's entities come in the service's order:
-// every entity exactly once across the pages, not in index order (Range
-// sorts).
+// The cursor is a [table.Cursor]: a string to keep anywhere and resume
+// from in another process, with the same pk, index, from, to and Select;
+// plain, it shows the next copy's RowKey (an indexed value), sealed with
+// the table's CursorKey nothing (see the package documentation, "Trust").
+// 1 round trip for the page (up to opts.PageSize copies), + the fetches
+// (KeysOnly, or Fetch: 1 per entity, in parallel). A page may be short, or
+// empty, with a Next. On a service whose queries return rows in no key
+// order (Cosmos DB) a page's entities come in the service's order: every
+// entity exactly once across the pages, not in index order (Range sorts).
 func (s *Store[T]) RangePage(ctx context.Context, pk, index string, from, to []string, cursor table.Cursor, opts *LookupOptions) (_ table.Page[Entity[T]], err error) {
 	ctx, sp := s.obs.Start(ctx, opRangePage, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()
@@ -141,7 +142,7 @@ func (s *Store[T]) RangePage(ctx context.Context, pk, index string, from, to []s
 	}
 	rows, err := s.copyTable(ix).QueryPage(ctx, q)
 	if err != nil {
-		return table.Page[Entity[T]]{}, err
+		return table.Page[Entity[T]]{}, table.MarkInvalid(ErrInvalid, err)
 	}
 	page := table.Page[Entity[T]]{Next: rows.Next}
 	for e, err := range s.fromCopies(ctx, pk, ix, opts, prefetch.Slice(rows.Items)) {
@@ -288,13 +289,15 @@ func (s *Store[T]) list(ctx context.Context, pk string, opts *ListOptions) iter.
 
 // ListPage returns one page of List, from cursor ("" for the first page),
 // and the cursor of the next page (Next, empty at the end): a
-// [table.Cursor], a plain string to keep anywhere and resume from in
-// another process, with the same pk and Select. 1 round trip for the page
-// (up to opts.PageSize entities), + 1 read per large value, Concurrency at
-// a time. A page may be short, or empty, with a Next. On a service whose
-// queries return rows in no key order (Cosmos DB) a page's entities come in
-// the service's order: every entity exactly once across the pages, not in
-// id order (List sorts).
+// [table.Cursor], a string to keep anywhere and resume from in another
+// process, with the same pk and Select; plain, it shows the next entity's
+// keys, sealed with the table's CursorKey nothing (see the package
+// documentation, "Trust"). 1 round trip for the page (up to opts.PageSize
+// entities), + 1 read per large value, Concurrency at a time. A page may
+// be short, or empty, with a Next. On a service whose queries return rows
+// in no key order (Cosmos DB) a page's entities come in the service's
+// order: every entity exactly once across the pages, not in id order (List
+// sorts).
 func (s *Store[T]) ListPage(ctx context.Context, pk string, cursor table.Cursor, opts *ListOptions) (_ table.Page[Entity[T]], err error) {
 	ctx, sp := s.obs.Start(ctx, opListPage, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()
@@ -304,7 +307,7 @@ func (s *Store[T]) ListPage(ctx context.Context, pk string, cursor table.Cursor,
 	}
 	rows, err := s.tbl.QueryPage(ctx, q)
 	if err != nil {
-		return table.Page[Entity[T]]{}, err
+		return table.Page[Entity[T]]{}, table.MarkInvalid(ErrInvalid, err)
 	}
 	page := table.Page[Entity[T]]{Next: rows.Next}
 	for e, err := range prefetch.Map(ctx, prefetch.Slice(rows.Items), conc, s.listed(q.Select)) {

@@ -45,7 +45,8 @@ type rig struct {
 	tbl   *table.Table[table.Dynamic]
 	store *secondaryindex.Store[Employee]
 	q     *eventual.Queue
-	other *table.Table[table.Dynamic] // the age index's table (inter)
+	other *table.Table[table.Dynamic]       // the age index's table (inter)
+	opts  *secondaryindex.Options[Employee] // the Store's
 }
 
 // newRig builds a Store over a fresh table; with inter, it adds an
@@ -77,6 +78,7 @@ func newRigOn(t *testing.T, base *testrig.Rig, indexes []secondaryindex.Index[Em
 				Partition: func(string) string { return "everyone" }, Key: func(e *Employee) []string { return []string{fmt.Sprintf("%03d", e.Age)} }})
 	}
 	var err error
+	r.opts = opts
 	if r.store, err = secondaryindex.New(r.tbl, opts); err != nil {
 		t.Fatal(err)
 	}

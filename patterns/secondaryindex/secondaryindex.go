@@ -242,7 +242,8 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 			if ix.Table == nil {
 				ix.Table = tbl
 			}
-			ix.Table = reserved.Properties(ix.Table) // copies carry RefProperty
+			// Copies carry RefProperty; their cursors are the Store's.
+			ix.Table = reserved.Properties(ix.Table).WithCursorKey(tbl.CursorKey())
 		}
 		s.byName[ix.Name] = ix
 	}

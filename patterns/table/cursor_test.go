@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -124,4 +125,31 @@ func TestQueryLimitsCheckedBeforeTheNetwork(t *testing.T) {
 	if err := newErr[bad](tb.Client()); !errors.Is(err, table.ErrInvalidEntity) {
 		t.Fatalf("New with a property named eq = %v", err)
 	}
+}
+
+// TestCursorErrorsBounded: a cursor of a MiB, plain-looking or not, is
+// refused with ErrInvalidFilter in an error of at most 200 bytes (which
+// spans and logs carry too), nothing sent; so is a cursor of another
+// query.
+func TestCursorErrorsBounded(t *testing.T) {
+	t.Parallel()
+	r := testrig.New(t)
+	tb := testrig.NewTable[employee](t, r.Table())
+	ctx := context.Background()
+	if _, err := tb.Submit(ctx, []table.Op{tb.InsertOp(employee{Department: "Sales", ID: "1"}), tb.InsertOp(employee{Department: "Sales", ID: "2"})}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := tb.QueryPage(ctx, &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 1})
+	if err != nil || p.Next == "" {
+		t.Fatal(p, err)
+	}
+	resume := func(c table.Cursor) error {
+		_, err := tb.QueryPage(ctx, &table.Query{Filter: table.PartitionKey("Sales"), Cursor: c})
+		return err
+	}
+	r.CheckCursorsRefused(t, table.ErrInvalidFilter, resume, testrig.HugeCursors()...)
+	r.CheckCursorsRefused(t, table.ErrInvalidFilter, func(c table.Cursor) error {
+		_, err := tb.QueryPage(ctx, &table.Query{Filter: table.PartitionKey("Marketing"), Cursor: c})
+		return err
+	}, p.Next)
 }

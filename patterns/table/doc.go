@@ -238,6 +238,34 @@
 // packages reach their own rows through views that only tablekit's own
 // packages can make (internal/reserved).
 //
+// # Cursors
+//
+// QueryPage and Pages here, and every ...Page of the pattern packages,
+// return a Cursor: a string to resume from, in any process. Cursors often
+// reach end users (a web API's page tokens), so:
+//
+//   - An error quotes at most a cursor's first 16 bytes, and its length;
+//     no error text is built for a valid cursor.
+//   - Plain (the default), a cursor is readable by whoever holds it: base64
+//     of the service's continuation token (on Table Storage the keys of the
+//     next entity the query reads, not yet returned; for an index, an
+//     indexed value such as an email; on Cosmos DB the service's own token)
+//     and of the count toward Limit; the pattern packages' cursors hold
+//     keys likewise. Altered, a plain cursor resumes the same listing at
+//     another position: never a wider one (the Filter, Select and scope
+//     are the caller's, not the cursor's).
+//   - Sealed: NewCursorKey makes a key from the application's secret (at
+//     least 32 random bytes; older secrets kept for rotation), and
+//     WithCursorKey gives it to a table. Its cursors, and those of every
+//     pattern built over it (rotation takes the key in its Options), are
+//     encrypted and authenticated (AES-256-GCM) and bound to their table
+//     and listing: one shows nothing, and an altered, cut or extended
+//     cursor, a cursor of another query or table, and a plain cursor are
+//     refused before the network: ErrInvalidFilter here, each pattern
+//     package's ErrInvalid there (all match ErrInvalid).
+//     Any process whose table has a key of the same secret resumes them;
+//     turning sealing on invalidates the plain cursors handed out before.
+//
 // # Consistency
 //
 // One entity is strongly consistent. Update and Delete take an ETag: the one

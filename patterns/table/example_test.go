@@ -146,6 +146,60 @@ func ExampleTable_QueryPage() {
 	// 1 entities; more: false
 }
 
+// Sealed cursors, for cursors that reach end users (a web API's page
+// tokens): with the application's CursorKey a cursor shows no key and any
+// altered character is refused before the network, while any process
+// with the same secret resumes it.
+func ExampleTable_WithCursorKey() {
+	svc, name, done := exampleTable()
+	defer done()
+	ctx := context.Background()
+
+	// Once per application, from a secret of at least 32 random bytes kept
+	// like its storage credentials (here a fixed one; read yours from the
+	// application's configuration or key vault).
+	secret := []byte("an example secret: use 32 random bytes")
+	key, err := table.NewCursorKey(secret)
+	if err != nil {
+		log.Fatal(err)
+	}
+	employees, _ := table.New[Employee](table.NewClient(svc, name))
+	employees = employees.WithCursorKey(key) // and so for every table
+	var ops []table.Op
+	for _, id := range []string{"000001", "000002", "000003"} {
+		ops = append(ops, employees.InsertOp(Employee{Department: "Sales", ID: id}))
+	}
+	if _, err := employees.Submit(ctx, ops, nil); err != nil {
+		log.Fatal(err)
+	}
+
+	q := &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 2}
+	page, err := employees.QueryPage(ctx, q)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(page.Items), "entities; more:", page.Next != "")
+
+	// A cursor sent back altered (here cut short) is refused.
+	q.Cursor = page.Next[:len(page.Next)-1]
+	_, err = employees.QueryPage(ctx, q)
+	fmt.Println("altered:", errors.Is(err, table.ErrInvalid))
+
+	// Another process, with a key made from the same secret, resumes it.
+	key2, _ := table.NewCursorKey(secret)
+	elsewhere, _ := table.New[Employee](table.NewClient(svc, name))
+	q.Cursor = page.Next
+	page, err = elsewhere.WithCursorKey(key2).QueryPage(ctx, q)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(page.Items), "entities; more:", page.Next != "")
+	// Output:
+	// 2 entities; more: true
+	// altered: true
+	// 1 entities; more: false
+}
+
 // Bulk writes are planned into entity group transactions; an Atomic group
 // is applied all or nothing.
 func ExampleSubmit() {

@@ -40,8 +40,10 @@ type Query struct {
 	// are any Limit of the matches (an ordered FanOut sorts first).
 	Limit int
 	// Cursor resumes a query where an earlier page ended (Page.Next). The
-	// Filter and Select must be the same as the earlier query's (checked:
-	// ErrInvalidFilter otherwise).
+	// Filter and Select must be the same as the earlier query's, and a
+	// table with a CursorKey takes only cursors sealed by a key of the
+	// same secret for this table and query (checked: ErrInvalidFilter
+	// otherwise). See Cursor for what a cursor shows.
 	Cursor Cursor
 	// IncludeReserved returns the rows whose RowKey starts with
 	// ReservedPrefix, which queries skip by default. It is for the
@@ -65,8 +67,22 @@ const ReservedPrefix = "~tk~"
 // so far (so that Limit holds across pages and processes), and a
 // fingerprint of the query's Filter and Select. The empty Cursor is the
 // start (as a query's position) or the end (as Page.Next). A Cursor is a
-// plain string: store it anywhere and resume later, in another process.
+// string: store it anywhere and resume later, in another process.
 // Resuming it with a different Filter or Select is an ErrInvalidFilter.
+//
+// What a cursor reveals: by default a cursor is plain, base64 of its
+// parts, readable by whoever holds it. On Table Storage its continuation
+// token is the PartitionKey and RowKey of the next entity the query reads
+// (one not yet returned; the pattern packages' cursors hold such keys
+// too, so a cursor of an index shows an indexed value, such as an email);
+// on Cosmos DB it is the service's token. An altered plain cursor
+// resumes the same query (its Filter and Select, which the cursor does
+// not carry: it never widens the query) at another position, or with
+// another count toward Limit. Before cursors reach end users (a web API's
+// page tokens), seal them: with a CursorKey (WithCursorKey) a cursor is
+// encrypted, authenticated and bound to its table and query, and any
+// altered character is ErrInvalidFilter, nothing sent. Either way an
+// error quotes at most a cursor's first 16 bytes, and its length.
 type Cursor string
 
 const cursorVersion = "c2"
@@ -86,29 +102,30 @@ func (p position) cursor() Cursor {
 	return Cursor(cursorVersion + "." + enc([]byte(deref(p.pk))) + "." + enc([]byte(deref(p.rk))) + "." + strconv.Itoa(p.returned) + "." + p.fp)
 }
 
-func (c Cursor) position() (position, error) {
+// position decodes a plain cursor; false when it is malformed. It builds
+// no error text: callers that fail name the cursor bounded.
+func (c Cursor) position() (position, bool) {
 	var p position
 	if c == "" {
-		return p, nil
+		return p, true
 	}
-	parts := strings.Split(string(c), ".")
-	bad := fmt.Errorf("%w: malformed cursor %q", ErrInvalidFilter, string(c))
+	parts := strings.SplitN(string(c), ".", 6) // bounded, whatever c holds
 	switch {
 	case len(parts) == 3 && parts[0] == "c1":
 	case len(parts) == 5 && parts[0] == cursorVersion:
 		n, err := strconv.Atoi(parts[3])
 		if err != nil || n < 0 {
-			return p, bad
+			return p, false
 		}
 		p.returned, p.fp = n, parts[4]
 	default:
-		return p, bad
+		return p, false
 	}
 	dec := base64.RawURLEncoding.DecodeString
 	pk, err1 := dec(parts[1])
 	rk, err2 := dec(parts[2])
 	if err1 != nil || err2 != nil {
-		return p, bad
+		return p, false
 	}
 	if len(pk) > 0 {
 		p.pk = ptr(string(pk))
@@ -116,7 +133,7 @@ func (c Cursor) position() (position, error) {
 	if len(rk) > 0 {
 		p.rk = ptr(string(rk))
 	}
-	return p, nil
+	return p, true
 }
 
 // fingerprint identifies a query's Filter and Select for its cursors.
@@ -293,7 +310,7 @@ func (t *Table[T]) fetchPage(ctx context.Context, q *Query, at Cursor, wantKeys 
 	}
 	next := position{pk: nextPK, rk: nextRK, returned: pos.returned + len(p.Items), fp: pos.fp}
 	if q.Limit == 0 || next.returned < q.Limit {
-		p.Next = next.cursor()
+		p.Next = t.cursorOf(next)
 	}
 	return p, ks, nil
 }
@@ -315,15 +332,11 @@ func (t *Table[T]) listOptions(q *Query, at Cursor) (*aztables.ListEntitiesOptio
 	if err != nil {
 		return fail(err)
 	}
-	pos, err := at.position()
+	pos, err := t.positionOf(at, fingerprint(filter, sel))
 	if err != nil {
-		return fail(err)
+		// Not the filter: the error stays short, whoever sent the cursor.
+		return nil, position{}, &Error{Op: "query", Table: t.name, Err: err}
 	}
-	fp := fingerprint(filter, sel)
-	if pos.fp != "" && pos.fp != fp {
-		return fail(fmt.Errorf("%w: the cursor belongs to a query with another Filter or Select", ErrInvalidFilter))
-	}
-	pos.fp = fp
 	opts := &aztables.ListEntitiesOptions{NextPartitionKey: pos.pk, NextRowKey: pos.rk, Top: ptr(int32(pageSize(q, pos.returned))), Format: ptr(aztables.MetadataFormatMinimal)}
 	v := url.Values{}
 	if filter != "" {

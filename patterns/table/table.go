@@ -54,6 +54,8 @@ type Table[T any] struct {
 	// ReservedPrefix, reservedProps Dynamic properties under
 	// ReservedPropertyPrefix; every other view refuses them.
 	reserved, reservedProps bool
+	// cursorKey seals the cursors, nil for plain ones (WithCursorKey).
+	cursorKey *CursorKey
 }
 
 func init() {
