@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -99,6 +100,32 @@ func (t *tour) continuation(ctx context.Context) error {
 		return err
 	}
 	t.say("resumed from the cursor: %d more employees (%s)", len(rest), rest[0].FirstName)
+
+	// A cursor that reaches end users (a web API's next-page token) is
+	// sealed under the application's key: it shows nothing, and any
+	// altered byte is refused before the network.
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return err
+	}
+	key, err := table.NewCursorKey(secret)
+	if err != nil {
+		return err
+	}
+	sealed := t.employees.WithCursorKey(key)
+	q = &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 2}
+	if page, err = sealed.QueryPage(ctx, q); err != nil {
+		return err
+	}
+	t.say("the same page with a sealed cursor: %.40s... (%d bytes; no key readable in it)", page.Next, len(page.Next))
+	tampered := []byte(page.Next)
+	tampered[len(tampered)/2] ^= 1
+	q.Cursor = table.Cursor(tampered)
+	_, err = sealed.QueryPage(ctx, q)
+	t.say("one altered byte: %v", err)
+	if !errors.Is(err, table.ErrInvalid) {
+		return fmt.Errorf("an altered sealed cursor: %v, want ErrInvalid", err)
+	}
 	return nil
 }
 
