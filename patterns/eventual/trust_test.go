@@ -232,13 +232,15 @@ func TestForgedCommitReferences(t *testing.T) {
 	var ran []indexOrder
 	worker := func(on func(eventual.Event)) *eventual.Worker {
 		opts := workerOptions()
-		// One delivery each, under a lease no loaded machine outlives: a
-		// lease lost before its delivery settles (2 s, as workerOptions'
-		// lease, can pass between a dequeue and its first renewal on a
-		// loaded 2-core machine) brings the message back as a second
-		// delivery, which MaxDeliveries 1 poisons as it should; this test
-		// is about what a first delivery decides.
-		opts.MaxDeliveries, opts.VisibilityTimeout = 1, 30*time.Second
+		// The default MaxDeliveries, not 1: what a delivery decides is
+		// what this test is about, and a loaded machine can make a message
+		// come back as a second delivery without any failure (a lease lost
+		// between a dequeue and its first renewal; a dequeue the emulator
+		// answered after the previous worker had stopped, which leased the
+		// message to nobody until its lease ended). MaxDeliveries 1
+		// rightly poisons such a message; invalid references are poisoned
+		// at their first delivery whatever MaxDeliveries is.
+		opts.VisibilityTimeout = 5 * time.Second
 		opts.OnEvent = on
 		w, err := eventual.NewWorker(r.q, opts, indexKind.Handle(func(ctx context.Context, in eventual.Intent[indexOrder]) error {
 			mu.Lock()
