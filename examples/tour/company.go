@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
@@ -201,7 +203,7 @@ func (t *tour) lostResponse(ctx context.Context) error {
 		return fmt.Errorf("insert with a lost response: %+v, %v", res, err)
 	}
 	t.say("the insert's response was lost; the resend answered 409 EntityAlreadyExists")
-	t.say("one read of the entity's write history (%s) proved the insert applied: reported as success, Verified", table.WriteProperty)
+	t.say("one read of the entity's write history (%s) proved the insert applied: reported as success, Verified", reserved.WriteProperty)
 	t.say("(%d requests: the lost one, the resend, the read). A delete has nothing left to read: it reports table.ErrOutcomeUnknown", ft.Count())
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -39,7 +41,7 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 	}
 	j, err := table.Join(rt.Profile(), changes...)
 	if err != nil {
-		return CommitResult{}, fmt.Errorf("eventual: %w", table.MarkInvalid(ErrInvalid, err))
+		return CommitResult{}, fmt.Errorf("eventual: %w", invalid.Mark(ErrInvalid, err))
 	}
 	pk := j.Ops[0].PartitionKey()
 	sp.SetPartition(pk)
@@ -62,7 +64,7 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 		records.Ops = append(records.Ops, recordOp(rt, pk, d, "00000000-0000-0000-0000-000000000000"))
 	}
 	if _, err := table.Join(rt.Profile(), append(slices.Clone(changes), records)...); err != nil {
-		return CommitResult{}, fmt.Errorf("eventual: %w", table.MarkInvalid(ErrInvalid, err))
+		return CommitResult{}, fmt.Errorf("eventual: %w", invalid.Mark(ErrInvalid, err))
 	}
 	if !j.NotAfter.IsZero() && !time.Now().Before(j.NotAfter) {
 		return CommitResult{}, fmt.Errorf("eventual: %w: the NotAfter of %s passed before anything was sent", table.ErrNotApplied, j.By)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -28,7 +30,7 @@ import (
 // not fit one transaction (an invalid operation's error, such as a key
 // error matching [table.ErrInvalidKey], is wrapped in it). It also matches
 // [table.ErrInvalid].
-var ErrInvalid = table.NewErrInvalid("eventual: invalid request")
+var ErrInvalid = invalid.New("eventual: invalid request")
 
 // ErrCommitWindow is Commit's error when its primary batch was not sent
 // (or was refused) because the intent's reservation had ended: the commit
@@ -46,7 +48,7 @@ var ErrOutcomeUnknown = table.ErrOutcomeUnknown
 const DefaultCommitWindow = 30 * time.Second
 
 // recordPrefix starts the RowKey of a commit record (then the intent id).
-const recordPrefix = table.ReservedPrefix + "intent~"
+const recordPrefix = reserved.Prefix + "intent~"
 
 // Commit record states.
 const (

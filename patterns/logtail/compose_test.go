@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/logtail"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -90,7 +92,7 @@ func TestPrefixOptionAndAppendOpErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"", "a/b", table.ReservedPrefix + "x"} {
+	for _, name := range []string{"", "a/b", reserved.Prefix + "x"} {
 		if err := l.AppendOp(name, login{}).Err(); !errors.Is(err, logtail.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
 			t.Errorf("AppendOp(%q): %v", name, err)
 		}

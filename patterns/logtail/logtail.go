@@ -13,6 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/cursorseal"
 	"github.com/tablekit/tablekit/internal/keycursor"
@@ -29,9 +33,9 @@ const MaxLatest = table.MaxPageSize
 // a nil table, a bucket count out of range, an n out of range, a time
 // window the wrong way round, a time outside the .NET DateTime range, a
 // value the table package refuses to write, a log name that makes no valid
-// PartitionKey or one under [table.ReservedPrefix] (which also match
+// PartitionKey or one under [reserved.Prefix] (which also match
 // [table.ErrInvalidKey]). It matches [table.ErrInvalid].
-var ErrInvalid = table.NewErrInvalid("logtail: invalid request")
+var ErrInvalid = invalid.New("logtail: invalid request")
 
 // Options configures a Log. A nil *Options means defaults.
 type Options struct {
@@ -150,7 +154,7 @@ func (l *Log[T]) partition(log string, b int) string {
 }
 
 // checkLog checks that log's partitions are valid PartitionKeys, outside
-// table.ReservedPrefix, so that reads of a log that cannot exist (their
+// reserved.Prefix, so that reads of a log that cannot exist (their
 // filters would match nothing) and writes to it fail before the network.
 func (l *Log[T]) checkLog(log string) error {
 	if log == "" {
@@ -159,8 +163,8 @@ func (l *Log[T]) checkLog(log string) error {
 	if err := keys.Validate(l.partition(log, 0)); err != nil { // every bucket's has the same length (a shared log: the name itself)
 		return fmt.Errorf("%w: log %.40q: %w", ErrInvalid, log, err)
 	}
-	if strings.HasPrefix(log, table.ReservedPrefix) {
-		return fmt.Errorf("%w: %w: log %.40q starts with %q (table.ReservedPrefix)", ErrInvalid, table.ErrInvalidKey, log, table.ReservedPrefix)
+	if strings.HasPrefix(log, reserved.Prefix) {
+		return fmt.Errorf("%w: %w: log %.40q starts with %q (reserved.Prefix)", ErrInvalid, table.ErrInvalidKey, log, reserved.Prefix)
 	}
 	return nil
 }
@@ -220,7 +224,7 @@ func (l *Log[T]) appendAt(ctx context.Context, log string, at time.Time, v T) (A
 	pk, rk := l.next(log, at)
 	res, err := l.tbl.WithKeys(func(*T) (string, string) { return pk, rk }).Insert(ctx, v)
 	if err != nil {
-		return Appended{}, table.MarkInvalid(ErrInvalid, err)
+		return Appended{}, invalid.Mark(ErrInvalid, err)
 	}
 	return Appended{Result: res, Time: at.UTC().Truncate(100), PartitionKey: pk, RowKey: rk}, nil
 }
@@ -250,7 +254,7 @@ func (l *Log[T]) AppendOp(log string, v T) table.Op {
 	pk, rk := l.next(log, time.Now())
 	op := l.tbl.WithKeys(func(*T) (string, string) { return pk, rk }).InsertOp(v)
 	if err := op.Err(); err != nil {
-		return table.FailedOp(table.MarkInvalid(ErrInvalid, err))
+		return table.FailedOp(invalid.Mark(ErrInvalid, err))
 	}
 	return op
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -496,7 +498,7 @@ func TestListRefusesBadPartitions(t *testing.T) {
 	t.Parallel()
 	r := newLargeRig(t)
 	ctx := context.Background()
-	for _, pk := range []string{"", table.ReservedPrefix + "x", "Sa/les"} {
+	for _, pk := range []string{"", reserved.Prefix + "x", "Sa/les"} {
 		for _, err := range r.store.List(ctx, pk, nil) {
 			if !errors.Is(err, secondaryindex.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
 				t.Errorf("List(%q): %v", pk, err)

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/reread"
 	"github.com/tablekit/tablekit/patterns/eventual"
@@ -339,8 +343,8 @@ func (s *Store[T]) read(ctx context.Context, pk, id string) (Entity[T], []largee
 // checkKeys checks the keys of an entity addressed by key: its
 // PartitionKey and its primary row's RowKey.
 func (s *Store[T]) checkKeys(pk, rk string) error {
-	if err := table.CheckKeys(pk, s.primaryKey(rk)); err != nil {
-		return fmt.Errorf("secondaryindex: id %.40q: %w", rk, table.MarkInvalid(ErrInvalid, err))
+	if err := fieldmodel.CheckKeys(pk, s.primaryKey(rk)); err != nil {
+		return fmt.Errorf("secondaryindex: id %.40q: %w", rk, invalid.Mark(ErrInvalid, err))
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ type Op struct {
 	size   int    // bytes in the batch request, an upper bound
 	group  uint64 // atomic group, 0 for none
 	err    error
-	// stamped ops get WriteProperty when sent: the transaction's identity,
+	// stamped ops get reserved.WriteProperty when sent: the transaction's identity,
 	// then prev (the history read with etag, for updates).
 	stamped bool
 	prev    string
@@ -145,7 +145,7 @@ func (t *Table[T]) DeleteOp(partitionKey, rowKey string, etag azcore.ETag) Op {
 }
 
 // DeleteOp is a conditional delete of any entity type, for Submit. Keys
-// under ReservedPrefix are refused (ErrInvalidKey).
+// under reserved.Prefix are refused (ErrInvalidKey).
 func DeleteOp(partitionKey, rowKey string, etag azcore.ETag) Op {
 	return deleteOp(partitionKey, rowKey, etag, false)
 }

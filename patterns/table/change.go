@@ -105,7 +105,7 @@ func Join(p *Profile, changes ...Change) (Change, error) {
 	}
 	var j Change
 	fail := func(pk, rk string, sentinel error, format string, args ...any) (Change, error) {
-		return Change{}, invalid("change", pk, rk, sentinel, format, args...)
+		return Change{}, refused("change", pk, rk, sentinel, format, args...)
 	}
 	var pk, firstBy string
 	rows := map[string]string{} // RowKey -> the change that touches it
@@ -215,7 +215,7 @@ func apply(ctx context.Context, c *aztables.Client, name string, d *direct, p *P
 		return BatchResult{}, err
 	}
 	if len(j.Intents) > 0 {
-		return BatchResult{}, invalid("change", j.Ops[0].pk, "", ErrInvalidBatch, "%s carries %d intents: apply it with eventual's Queue.Apply, which commits them with the transaction", j.By, len(j.Intents))
+		return BatchResult{}, refused("change", j.Ops[0].pk, "", ErrInvalidBatch, "%s carries %d intents: apply it with eventual's Queue.Apply, which commits them with the transaction", j.By, len(j.Intents))
 	}
 	if !j.NotAfter.IsZero() {
 		if !time.Now().Before(j.NotAfter) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -206,7 +207,7 @@ func (ts *Types) decodeMigrant(props []property, etag azcore.ETag, m *migrant) e
 			m.pk = stringOf(p.value)
 		case "RowKey":
 			m.rk = stringOf(p.value)
-		case WriteProperty:
+		case reserved.WriteProperty:
 			if p.value.kind == 's' {
 				m.writes = cleanHistory(stringOf(p.value))
 			}

@@ -772,7 +772,7 @@ func TestTypesThreeVersions(t *testing.T) {
 	}
 }
 
-// Rows under ReservedPrefix (commit records, index entities) are skipped
+// Rows under reserved.Prefix (commit records, index entities) are skipped
 // by Types' queries as by typed ones.
 func TestTypesSkipReservedRows(t *testing.T) {
 	t.Parallel()
@@ -781,7 +781,7 @@ func TestTypesSkipReservedRows(t *testing.T) {
 	if _, err := r.emps.Insert(ctx, staffer{PartitionKey: "p", RowKey: "1", First: "A"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reserved.Table(r.raw).Insert(ctx, table.Dynamic{PartitionKey: "p", RowKey: table.ReservedPrefix + "intent~x", Properties: map[string]any{"Kind": "archive"}}); err != nil {
+	if _, err := reserved.Table(r.raw).Insert(ctx, table.Dynamic{PartitionKey: "p", RowKey: reserved.Prefix + "intent~x", Properties: map[string]any{"Kind": "archive"}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := table.Collect(r.types.Query(ctx, &table.Query{Filter: table.PartitionKey("p")}))

@@ -632,7 +632,7 @@ func TestStragglerFenced(t *testing.T) {
 	}
 }
 
-// TestHistoryIsSanitized: a WriteProperty value written by other code
+// TestHistoryIsSanitized: a reserved.WriteProperty value written by other code
 // (here an attempt to inject a property) never reaches a request body.
 func TestHistoryIsSanitized(t *testing.T) {
 	t.Parallel()

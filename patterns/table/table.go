@@ -51,8 +51,8 @@ type Table[T any] struct {
 	typ     *entityType // the registered type, nil for Types' reads
 	profile *Profile    // the limits and behaviours of the table's service
 	// Views made by internal/reserved: reserved may use keys under
-	// ReservedPrefix, reservedProps Dynamic properties under
-	// ReservedPropertyPrefix; every other view refuses them.
+	// reserved.Prefix, reservedProps Dynamic properties under
+	// reserved.PropertyPrefix; every other view refuses them.
 	reserved, reservedProps bool
 	// cursorKey seals the cursors, nil for plain ones (WithCursorKey).
 	cursorKey *CursorKey
@@ -73,7 +73,7 @@ func (t *Table[T]) reservedView(keys bool) any {
 }
 
 // checkKeys validates keys as the service would and, unless t is a
-// reserved view, refuses keys under ReservedPrefix.
+// reserved view, refuses keys under reserved.Prefix.
 func (t *Table[T]) checkKeys(op, pk, rk string) error {
 	if err := validKeys(pk, rk); err != nil {
 		return relabel(err, op, t.name)
@@ -214,11 +214,11 @@ func tagEntity(e encoded, v reflect.Value, ts *Types, et *entityType) (encoded, 
 			key, name = e.pk, "PartitionKey"
 		}
 		if !strings.HasPrefix(key, et.prefix) {
-			return e, invalid("encode", e.pk, e.rk, ErrInvalidKey, "%s %q does not start with %s's prefix %q", name, key, et.name, et.prefix)
+			return e, refused("encode", e.pk, e.rk, ErrInvalidKey, "%s %q does not start with %s's prefix %q", name, key, et.name, et.prefix)
 		}
 	}
 	if et.codec.extra != nil && v.FieldByIndex(et.codec.extra).MapIndex(reflect.ValueOf(ts.prop)).IsValid() {
-		return e, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "the extra map holds %s, the type property", ts.prop)
+		return e, refused("encode", e.pk, e.rk, ErrInvalidEntity, "the extra map holds %s, the type property", ts.prop)
 	}
 	e.body = append(e.body[:len(e.body)-1], et.tag...)
 	e.props++
@@ -296,7 +296,7 @@ func release(bp *[]byte) {
 // Insert adds v; it fails with ErrAlreadyExists when an entity with the same
 // keys exists. One round trip.
 //
-// Insert records its identity in WriteProperty, so when its response is
+// Insert records its identity in reserved.WriteProperty, so when its response is
 // lost and the retry policy's resend answers 409, one read tells whether the
 // entity is the one this Insert wrote (success, Result.Verified) or another
 // writer's; see the package documentation's outcome table.
@@ -343,7 +343,7 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (res Result, err 
 // is an error (ErrNoETag): the choice must be explicit. ErrNotFound when the
 // entity does not exist. One round trip.
 //
-// A conditional Update extends the entity's WriteProperty history, so a
+// A conditional Update extends the entity's reserved.WriteProperty history, so a
 // lost response is settled by one read: ErrPreconditionFailed is returned
 // only when the update was certainly not applied, and a retry.Do loop with
 // retry.RetryOn412 never applies a change twice. Pass v with the Meta read
@@ -572,7 +572,7 @@ type ModifyOptions struct {
 // with that error and writes nothing; fn must not change the keys.
 //
 // Two round trips without contention, two more per conflict. A lost
-// response is settled by reading the write history (see WriteProperty), so
+// response is settled by reading the write history (see reserved.WriteProperty), so
 // a change is never applied twice; when that cannot be settled Modify
 // returns ErrOutcomeUnknown and does not call fn again. ErrNotFound when
 // the entity does not exist.
@@ -618,7 +618,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		if pk, rk, err := t.keysOf("modify", &cur); err != nil {
 			return err
 		} else if pk != partitionKey || rk != rowKey {
-			return invalid("modify", partitionKey, rowKey, ErrInvalidKey, "fn changed the keys to (%q, %q)", pk, rk)
+			return refused("modify", partitionKey, rowKey, ErrInvalidKey, "fn changed the keys to (%q, %q)", pk, rk)
 		}
 		v = cur
 		res, err = t.update(ctx, "modify", &cur, etag, mode, writes)

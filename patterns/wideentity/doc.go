@@ -55,8 +55,8 @@
 // same row and a single-property update needs no read. Every part row
 // exists (some may be empty), and each row carries VersionProperty, the
 // identity of the whole-entity write that wrote it. These reserved names
-// (VersionProperty, PartsProperty and table.WriteProperty), like every
-// name under table.ReservedPropertyPrefix, are refused in user data
+// (VersionProperty, PartsProperty and reserved.WriteProperty), like every
+// name under reserved.PropertyPrefix, are refused in user data
 // (ErrInvalid, table.ErrInvalidEntity) and are never decoded into T; the
 // RowKey parts
 // "h" and "p" mark the rows of a wide entity. Keep wide entities apart from

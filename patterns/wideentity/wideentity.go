@@ -11,6 +11,10 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
@@ -37,14 +41,14 @@ const (
 var (
 	// ErrInvalid is the sentinel for every request rejected before the
 	// network: bad Options, a mode Update does not take, a property name
-	// under table.ReservedPropertyPrefix or otherwise invalid
-	// (table.ValidPropertyName; also table.ErrInvalidEntity), a
+	// under reserved.PropertyPrefix or otherwise invalid
+	// (fieldmodel.ValidName; also table.ErrInvalidEntity), a
 	// table.Fields name the value does not hold, a write of a T without
 	// keys, an invalid key (also table.ErrInvalidKey), a missing ETag
 	// (also table.ErrNoETag), a value or limit the table package refuses
 	// (also its sentinel: table.ErrTooLarge, table.ErrInvalidEntity). It
 	// matches table.ErrInvalid.
-	ErrInvalid = table.NewErrInvalid("wideentity: invalid request")
+	ErrInvalid = invalid.New("wideentity: invalid request")
 	// ErrInconsistent: the rows in an entity's key range do not form one
 	// version of a wide entity even after re-reading (see Options.Retry):
 	// writers kept changing it during reads of several pages, or other
@@ -65,7 +69,7 @@ type Options[T any] struct {
 	// Keys returns the logical keys an entity is stored under, as
 	// table.WithKeys does for a table: for a T without key fields, or
 	// keys computed from other fields. Default: T's key fields
-	// ([table.KeysOf]; table.Dynamic's PartitionKey and RowKey). A Store
+	// ([fieldmodel.KeysOf]; table.Dynamic's PartitionKey and RowKey). A Store
 	// whose T has neither can Get and Delete, but its writes fail with
 	// ErrInvalid.
 	Keys func(*T) (pk, rk string)
@@ -85,7 +89,7 @@ type Options[T any] struct {
 // table.Dynamic for a property bag. It is safe for concurrent use.
 type Store[T any] struct {
 	tbl      *table.Table[table.Dynamic]
-	keys     func(*T) (pk, rk string) // table.KeyFunc; nil: keysErr
+	keys     func(*T) (pk, rk string) // fieldmodel.KeyFunc; nil: keysErr
 	keysErr  error
 	parts    int
 	retry    retry.Policy
@@ -99,7 +103,7 @@ type Store[T any] struct {
 // a nil table, a Parts outside 1..99, or a T that cannot be stored
 // (also the table package's error: table.ErrInvalidEntity for a field
 // type or name the codec refuses or a name under
-// table.ReservedPropertyPrefix, table.ErrTooLarge when the fields always
+// reserved.PropertyPrefix, table.ErrTooLarge when the fields always
 // stored overflow a part). Writes take an entity's logical keys from T's
 // key fields, or from Options.Keys; reads fill T's key fields with them
 // and its Meta with the header's ETag and Timestamp.
@@ -118,13 +122,13 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 		return nil, fmt.Errorf("%w: Parts %d outside 1..%d", ErrInvalid, o.Parts, maxParts(tbl))
 	}
 	s := &Store[T]{tbl: reserved.Properties(tbl), parts: o.Parts, retry: retry.Default, obs: obs.New((*obs.Config)(o.Telemetry))}
-	s.keys, s.keysErr = table.KeyFunc(o.Keys)
+	s.keys, s.keysErr = fieldmodel.KeyFunc(o.Keys)
 	if o.Retry != nil {
 		s.retry = *o.Retry
 	}
 	var zero T
 	_, s.bag = any(zero).(table.Dynamic)
-	if _, err := table.FieldsOf[T](); err != nil {
+	if _, err := fieldmodel.Of[T](); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	// Splitting the zero T checks its type and, since a struct's fields
@@ -170,7 +174,7 @@ func partOf(name string, parts int) int {
 // keysOf returns the logical keys v is written under, checked.
 func (s *Store[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 	if s.keys == nil {
-		return "", "", fmt.Errorf("wideentity: %s: %w", op, table.MarkInvalid(ErrInvalid, s.keysErr))
+		return "", "", fmt.Errorf("wideentity: %s: %w", op, invalid.Mark(ErrInvalid, s.keysErr))
 	}
 	pk, rk = s.keys(v)
 	return pk, rk, s.checkKeys(op, pk, rk)
@@ -183,8 +187,8 @@ func maxParts(tbl *table.Table[table.Dynamic]) int { return tbl.Profile().MaxBat
 // checkKeys validates the keys before the network: the PartitionKey as
 // the service does, the logical RowKey by its longest row key.
 func (s *Store[T]) checkKeys(op, pk, rk string) error {
-	if err := table.CheckKeys(pk, headerKey(rk)); err != nil { // the logical RowKey is escaped into its rows'
-		return fmt.Errorf("wideentity: %s: %w", op, table.MarkInvalid(ErrInvalid, err))
+	if err := fieldmodel.CheckKeys(pk, headerKey(rk)); err != nil { // the logical RowKey is escaped into its rows'
+		return fmt.Errorf("wideentity: %s: %w", op, invalid.Mark(ErrInvalid, err))
 	}
 	n := maxParts(s.tbl)
 	if err := keys.Validate(partKey(rk, n, n-1)); err != nil {
@@ -223,7 +227,7 @@ func (s *Store[T]) split(where string, v T, parts int) ([]map[string]any, error)
 		if val == nil {
 			continue // as a Dynamic writes it: no property
 		}
-		if err := table.ValidPropertyName(name); err != nil {
+		if err := fieldmodel.ValidName(name); err != nil {
 			// The table is a view that writes reserved names: only this
 			// Store's own may have one.
 			return nil, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
@@ -459,7 +463,7 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 	merge := make(map[string]any, len(names))
 	for _, name := range names {
 		val := props[name]
-		if err := table.ValidPropertyName(name); err != nil {
+		if err := fieldmodel.ValidName(name); err != nil {
 			return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
 		}
 		if val == nil {
@@ -679,7 +683,7 @@ func (s *Store[T]) modifiable(pk, rk string) error {
 		return err
 	}
 	if s.keys == nil {
-		return fmt.Errorf("wideentity: modify: %w", table.MarkInvalid(ErrInvalid, s.keysErr))
+		return fmt.Errorf("wideentity: modify: %w", invalid.Mark(ErrInvalid, s.keysErr))
 	}
 	return nil
 }
