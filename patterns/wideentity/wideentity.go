@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/tablekit/tablekit/internal/fieldmodel"
+	"github.com/tablekit/tablekit/internal/retrycore"
 
 	"github.com/tablekit/tablekit/internal/invalid"
 
@@ -652,7 +653,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 			return err
 		}
 		if err := fn(&e.Value); err != nil {
-			return retry.Stop(err)
+			return retrycore.Stop(err)
 		}
 		if k1, k2 := s.keys(&e.Value); k1 != pk || k2 != rk {
 			return fmt.Errorf("%w: modify (%q, %q): %w: fn changed the keys to (%q, %q)", ErrInvalid, pk, rk, table.ErrInvalidKey, k1, k2)
