@@ -152,7 +152,7 @@ type Entity[T any] struct {
 }
 
 // The row keys of logical entity rk: the header, then the parts, all
-// starting with rk escaped and joined by keys.Delimiter, so that no other
+// starting with rk escaped and joined by keys.Join's delimiter, so that no other
 // logical RowKey's rows share the range (see the package documentation).
 func headerKey(rk string) string { return keys.Join(rk, "h") }
 
