@@ -41,7 +41,7 @@ func (t *tour) cosmos(ctx context.Context) error {
 		return fmt.Errorf("want ErrTooLarge, got %v", err)
 	}
 	t.say("refused before anything was sent; Table Storage takes it (4 MiB). Ordered reads (Range, Find, Latest, ordered FanOut)")
-	t.say("sort client-side there: see the README's capability matrix")
+	t.say("sort client-side there: see the capability matrix in docs/cosmos.md")
 
 	// What tablekit knows of a client: those it builds carry their name,
 	// endpoint and profile; one built with aztables directly follows
