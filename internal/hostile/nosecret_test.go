@@ -681,7 +681,7 @@ var leakRows = []leakRow{
 			{name: "Append", run: func(ctx context.Context) error { _, err := l.Append(ctx, "web", rec{N: 1}); return err }},
 			{name: "AppendAt", run: func(ctx context.Context) error { _, err := l.AppendAt(ctx, "web", now, rec{N: 1}); return err }},
 			{name: "Latest", run: func(ctx context.Context) error { _, err := l.Latest(ctx, "web", 10); return err }},
-			{name: "Range", run: func(ctx context.Context) error { return each(l.Range(ctx, "web", now.Add(-time.Hour), now)) }},
+			{name: "Range", run: func(ctx context.Context) error { return each(l.Range(ctx, "web", now.Add(-time.Hour), now, nil)) }},
 			{name: "Trim", run: func(ctx context.Context) error { _, err := l.Trim(ctx, "web", now); return err }},
 		}
 	}},
@@ -814,7 +814,7 @@ var leakRows = []leakRow{
 			{name: "Insert", run: func(ctx context.Context) error { _, err := b.Insert(ctx, rec{PK: "p", RK: rowKey, N: 1}); return err }},
 			{name: "Upsert", run: func(ctx context.Context) error { _, err := b.Upsert(ctx, rec{PK: "p", RK: rowKey, N: 2}); return err }},
 			{name: "Get", run: func(ctx context.Context) error { _, err := b.Get(ctx, "p", rowKey); return err }},
-			{name: "Range", run: func(ctx context.Context) error { return each(b.Range(ctx, "p", "", "")) }},
+			{name: "Range", run: func(ctx context.Context) error { return each(b.Range(ctx, "p", "", "", nil)) }},
 		}
 	}},
 	{name: "encryption", build: func(t *testing.T, s *leakRig) []leakOp {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/tablekit/tablekit/internal/invalid"
 
-	"github.com/tablekit/tablekit/internal/cursorseal"
 	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/keys"
@@ -370,98 +369,120 @@ func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (_ Entry[T], err err
 	return Entry[T]{}, last
 }
 
-// RangePage returns one page of Range: the next n (1 to table.MaxPageSize)
-// entities of logical partition pk in [from, to), in RowKey order, after
-// cursor ("" for the first page), and the cursor of the page after it
-// (Next, empty when the range is done). The cursor is a [table.Cursor]: a
-// string to keep anywhere and resume from in another process, with the
-// same pk, from, to and bucket counts (another range's is ErrInvalid);
-// plain, it shows the last entity's RowKey, sealed with the table's
-// CursorKey nothing (see the package documentation, "Trust"). Entities of
-// one RowKey in several buckets are never split between pages, so a page
-// may hold a few more than n. 1 round trip per partition read (Concurrency
-// at a time) when the service returns full pages.
-func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, n int, cursor table.Cursor) (_ table.Page[Entry[T]], err error) {
+// RangeOptions configures Range and RangePage. A nil *RangeOptions
+// means defaults.
+type RangeOptions struct {
+	// PageSize is the most entities RangePage returns (but for entities
+	// of one RowKey in several buckets, which a page never splits), and
+	// the most Range reads from each partition per round trip: 1 to
+	// table.MaxPageSize (1,000). Default (0): 1,000. Negative or larger is
+	// ErrInvalid, nothing sent.
+	PageSize int
+}
+
+// RangePage returns one page of Range: the next opts.PageSize entities of
+// logical partition pk in [from, to), in RowKey order, after cursor (""
+// for the first page), and the cursor of the page after it (Next, empty
+// when the range is done). The cursor is a [table.Cursor]: a string to
+// keep anywhere and resume from in another process, with the same pk,
+// from, to and bucket counts (another range's is ErrInvalid); plain, it
+// shows the last entity's RowKey, sealed with the table's CursorKey
+// nothing (see the package documentation, "Trust"). Entities of one
+// RowKey in several buckets are never split between pages, so a page may
+// hold a few more than PageSize. 1 round trip per partition read
+// (Concurrency at a time) when the service returns full pages; a page of
+// 1,000 may be followed by an empty one.
+func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, cursor table.Cursor, opts *RangeOptions) (page table.Page[Entry[T]], err error) {
 	ctx, sp := s.obs.Start(ctx, opRangePage, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()
-	var page table.Page[Entry[T]]
-	if n < 1 || n > table.MaxPageSize {
-		return page, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, table.MaxPageSize)
-	}
-	if err := s.checkPK(pk); err != nil {
+	if err := s.checkRange(pk, from, to); err != nil {
 		return page, err
 	}
-	if to != "" && keys.Compare(from, to) >= 0 {
-		return page, fmt.Errorf("%w: from %q is not before to %q", ErrInvalid, from, to)
-	}
 	parts := s.Partitions(pk)
-	lc := keycursor.New(s.tbl.CursorKey(), s.tbl.Name(), append([]string{"buckets", pk, from, to}, parts...)...)
-	low := table.Filter{}
-	if from != "" {
-		low = table.Ge("RowKey", from)
+	m := keycursor.Merged[T]{
+		Listing:     keycursor.New(s.tbl.CursorKey(), s.tbl.Name(), append([]string{"buckets", pk, from, to}, parts...)...),
+		ByRowKey:    true,
+		Concurrency: s.conc,
+		In: func(k []string) bool {
+			return keys.Compare(k[0], from) >= 0 && (to == "" || keys.Compare(k[0], to) < 0)
+		},
+		Invalid: ErrInvalid,
+		What:    fmt.Sprintf(" (%.40q, %.40q to %.40q)", pk, from, to),
+		Sources: func(context.Context) ([]table.Source[T], error) { return s.sources(parts, from, to), nil },
 	}
-	if cursor != "" {
-		k, ok := lc.Parse(cursor, 1)
-		if !ok || keys.Compare(k[0], from) < 0 || to != "" && keys.Compare(k[0], to) >= 0 {
-			return page, fmt.Errorf("%w: cursor %s is not one of this range's (%.40q, %.40q to %.40q)", ErrInvalid, cursorseal.Quote(string(cursor)), pk, from, to)
-		}
-		low = table.Gt("RowKey", k[0])
+	p, err := m.Page(ctx, cursor, pageSize(opts))
+	if err != nil {
+		return page, err
 	}
-	high := table.Filter{}
-	if to != "" {
-		high = table.Lt("RowKey", to)
-	}
-	var srcs []table.Source[T]
-	for _, p := range parts {
-		// n+1 of each: a page takes at most n of one partition, so the
-		// (n+1)-th, when there is one, tells that more follow.
-		srcs = append(srcs, table.Source[T]{Table: s.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(p), low, high), Limit: n + 1}})
-	}
-	for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: s.conc}) {
-		if err != nil {
-			return table.Page[Entry[T]]{}, err
-		}
-		if len(page.Items) >= n && e.RowKey != page.Items[len(page.Items)-1].RowKey {
-			page.Next = lc.Make(page.Items[len(page.Items)-1].RowKey)
-			break
-		}
+	for _, e := range p.Items {
 		page.Items = append(page.Items, s.entry(pk, e.PartitionKey, e))
 	}
+	page.Next = p.Next
 	return page, nil
+}
+
+// pageSize is opts' PageSize (0 for a nil opts).
+func pageSize(opts *RangeOptions) int {
+	if opts == nil {
+		return 0
+	}
+	return opts.PageSize
+}
+
+// checkRange checks the arguments of Range and RangePage.
+func (s *Spread[T]) checkRange(pk, from, to string) error {
+	if err := s.checkPK(pk); err != nil {
+		return err
+	}
+	if to != "" && keys.Compare(from, to) >= 0 {
+		return fmt.Errorf("%w: from %.40q is not before to %.40q", ErrInvalid, from, to)
+	}
+	return nil
+}
+
+// sources are the queries of the RowKeys in [from, to) of partitions.
+func (s *Spread[T]) sources(partitions []string, from, to string) []table.Source[T] {
+	srcs := make([]table.Source[T], len(partitions))
+	for i, p := range partitions {
+		srcs[i] = table.Source[T]{Table: s.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(p), table.RowKeyRange(from, to))}}
+	}
+	return srcs
 }
 
 // Range yields the entities of logical partition pk whose RowKeys are in
 // [from, to) (an empty bound is open), in RowKey order as if they shared
 // one partition: one range query per partition read (see Partitions),
 // Concurrency at a time, merged lazily by RowKey ([table.FanOutEntities]
-// with ByRowKey), each query one round trip per page. Entities of the same
-// RowKey in two buckets (written under different counts) both come, in
-// partition order. An error ends the sequence; breaking out of the loop
-// stops every query.
-func (s *Spread[T]) Range(ctx context.Context, pk, from, to string) iter.Seq2[Entry[T], error] {
+// with ByRowKey), each query one round trip per page (opts.PageSize
+// entities, 1,000 by default). Entities of the same RowKey in two buckets
+// (written under different counts) both come, in partition order. An
+// error ends the sequence; breaking out of the loop stops every query. A
+// nil opts means defaults.
+func (s *Spread[T]) Range(ctx context.Context, pk, from, to string, opts *RangeOptions) iter.Seq2[Entry[T], error] {
 	return obs.Seq2(s.obs, ctx, opRange, s.tbl.Name(), pk, func(ctx context.Context) iter.Seq2[Entry[T], error] {
-		return s.rangeOf(ctx, pk, from, to)
+		return s.rangeOf(ctx, pk, from, to, opts)
 	})
 }
 
 // rangeOf is Range, without its span.
-func (s *Spread[T]) rangeOf(ctx context.Context, pk, from, to string) iter.Seq2[Entry[T], error] {
+func (s *Spread[T]) rangeOf(ctx context.Context, pk, from, to string, opts *RangeOptions) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
-		if err := s.checkPK(pk); err != nil {
+		if err := s.checkRange(pk, from, to); err != nil {
 			yield(Entry[T]{}, err)
 			return
 		}
-		if to != "" && keys.Compare(from, to) >= 0 {
-			yield(Entry[T]{}, fmt.Errorf("%w: from %q is not before to %q", ErrInvalid, from, to))
+		n, err := keycursor.PageSize(ErrInvalid, pageSize(opts))
+		if err != nil {
+			yield(Entry[T]{}, err)
 			return
 		}
-		var srcs []table.Source[T]
-		for _, p := range s.Partitions(pk) {
-			srcs = append(srcs, table.Source[T]{Table: s.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(p), table.RowKeyRange(from, to))}})
+		srcs := s.sources(s.Partitions(pk), from, to)
+		for _, src := range srcs {
+			src.Query.PageSize = n
 		}
 		for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: s.conc}) {
 			if err != nil {
-				yield(Entry[T]{}, err)
+				yield(Entry[T]{}, invalid.Mark(ErrInvalid, err))
 				return
 			}
 			if !yield(s.entry(pk, e.PartitionKey, e), nil) {

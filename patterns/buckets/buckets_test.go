@@ -64,7 +64,7 @@ func rk(emp int, at time.Time) string {
 func rangeKeys(t *testing.T, s *buckets.Spread[access], pk, from, to string) []string {
 	t.Helper()
 	var out []string
-	for e, err := range s.Range(context.Background(), pk, from, to) {
+	for e, err := range s.Range(context.Background(), pk, from, to, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,12 +356,12 @@ func TestInvalidSendsNothing(t *testing.T) {
 	if _, err := s.Get(ctx, "", "k"); !errors.Is(err, table.ErrInvalidKey) {
 		t.Errorf("Get with an empty PartitionKey = %v", err)
 	}
-	for _, err := range s.Range(ctx, "p", "b", "a") {
+	for _, err := range s.Range(ctx, "p", "b", "a", nil) {
 		if !errors.Is(err, buckets.ErrInvalid) {
 			t.Errorf("Range backwards = %v", err)
 		}
 	}
-	for _, err := range s.Range(ctx, "", "", "") {
+	for _, err := range s.Range(ctx, "", "", "", nil) {
 		if !errors.Is(err, table.ErrInvalidKey) {
 			t.Errorf("Range of an empty PartitionKey = %v", err)
 		}
@@ -403,7 +403,7 @@ func TestKeyErrors(t *testing.T) {
 		"Get, reserved RowKey":          second(s.Get(ctx, "p", reserved.Prefix+"k")),
 	}
 	for _, pk := range []string{"", long} {
-		for _, err := range s.Range(ctx, pk, "", "") {
+		for _, err := range s.Range(ctx, pk, "", "", nil) {
 			errs["Range, PartitionKey of "+strconv.Itoa(len(pk))] = err
 		}
 	}
@@ -467,7 +467,7 @@ func TestEnvelope(t *testing.T) {
 	if e.PartitionKey != "hot" || e.RowKey != "k1" || e.Partition != res.Partition || e.ETag != res.ETag || e.Value != want {
 		t.Fatalf("Get = %+v, want %+v in %s with ETag %s", e, want, res.Partition, res.ETag)
 	}
-	for r, err := range s.Range(ctx, "hot", "", "") {
+	for r, err := range s.Range(ctx, "hot", "", "", nil) {
 		if err != nil || r != e {
 			t.Fatalf("Range = %+v, %v, want %+v", r, err, e)
 		}
@@ -523,7 +523,7 @@ func TestWithKeys(t *testing.T) {
 		}
 	}
 	var got []string
-	for e, err := range s.Range(ctx, "d", "", "") {
+	for e, err := range s.Range(ctx, "d", "", "", nil) {
 		if err != nil {
 			t.Fatal(err)
 		}

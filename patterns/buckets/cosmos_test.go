@@ -47,7 +47,7 @@ func TestCosmosRange(t *testing.T) {
 		var paged []string
 		var cursor table.Cursor
 		for pages := 0; ; pages++ {
-			p, err := s.RangePage(ctx, "h", "", "", 7, cursor)
+			p, err := s.RangePage(ctx, "h", "", "", cursor, &buckets.RangeOptions{PageSize: 7})
 			if err != nil || pages > 6 {
 				t.Fatalf("RangePage %d: %v", pages, err)
 			}

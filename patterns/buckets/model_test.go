@@ -83,7 +83,7 @@ func TestModelBuckets(t *testing.T) {
 			}
 		}
 		var got []string
-		for e, err := range s.Range(ctx, pk, from, to) {
+		for e, err := range s.Range(ctx, pk, from, to, nil) {
 			if err != nil {
 				t.Fatalf("step %d: Range: %v", step, err)
 			}

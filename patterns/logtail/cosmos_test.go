@@ -64,7 +64,7 @@ func TestCosmosLatest(t *testing.T) {
 				t.Fatalf("Latest(5) with %d buckets took %d requests", nb, r.Faults.Count())
 			}
 			var rng []string
-			for e, err := range l.Range(ctx, "u", now.Add(-10*time.Second), now.Add(-5*time.Second)) {
+			for e, err := range l.Range(ctx, "u", now.Add(-10*time.Second), now.Add(-5*time.Second), nil) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -77,7 +77,7 @@ func TestCosmosLatest(t *testing.T) {
 			var paged []string
 			var cursor table.Cursor
 			for pages := 0; ; pages++ {
-				p, err := l.RangePage(ctx, "u", now.Add(-10*time.Second), now.Add(-5*time.Second), 2, cursor)
+				p, err := l.RangePage(ctx, "u", now.Add(-10*time.Second), now.Add(-5*time.Second), cursor, &logtail.RangeOptions{PageSize: 2})
 				if err != nil || pages > 3 {
 					t.Fatalf("RangePage %d with %d buckets: %v", pages, nb, err)
 				}
@@ -94,7 +94,7 @@ func TestCosmosLatest(t *testing.T) {
 			if n, err := l.Trim(ctx, "u", now.Add(-19500*time.Millisecond)); err != nil || n != 21 {
 				t.Fatalf("Trim with %d buckets = %d, %v; want the 20 oldest entries and the old row", nb, n, err)
 			}
-			all, err := l.Latest(ctx, "u", logtail.MaxLatest)
+			all, err := l.Latest(ctx, "u", table.MaxPageSize)
 			if err != nil || len(all) != 21 || all[20].Value.IP != "19" {
 				t.Fatalf("after Trim, Latest = %d entries, %v", len(all), err)
 			}

@@ -46,7 +46,7 @@ func Example() {
 	periods, _ := logins.Periods(ctx)
 	fmt.Println(len(periods), "daily tables, the first", periods[0].Name[len(prefix):])
 
-	jones := &table.Query{Filter: table.PartitionKey("jones")}
+	jones := &rotation.RangeOptions{Filter: table.PartitionKey("jones")}
 	for l, err := range logins.Range(ctx, time.Date(2024, 7, 31, 0, 0, 0, 0, time.UTC), now, jones) {
 		if err != nil {
 			log.Fatal(err)

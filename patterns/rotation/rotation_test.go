@@ -265,7 +265,7 @@ func TestCosmosRange(t *testing.T) {
 		var paged []row
 		var cursor table.Cursor
 		for pages := 0; ; pages++ {
-			p, err := r.RangePage(ctx, jul30.Add(12*time.Hour), aug1, &table.Query{PageSize: 4}, cursor)
+			p, err := r.RangePage(ctx, jul30.Add(12*time.Hour), aug1, cursor, &rotation.RangeOptions{PageSize: 4})
 			if err != nil || pages > len(want) {
 				t.Fatalf("RangePage %d: %v", pages, err)
 			}
@@ -280,16 +280,18 @@ func TestCosmosRange(t *testing.T) {
 			t.Fatalf("RangePage pages = %v\nwant %v", paged, want)
 		}
 		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "RangePage", How: rig.Which("1 listing + 1 query per period per page ($top = the page's size + 1), merged in key order; the cursor is the last keys returned", "each page reads what is left of each period's range whole and sorts it: O(rest of the range) per page")})
-		// A filter inside the periods, and a Limit over the whole.
+		// A filter inside the periods; the first three.
 		var u1 []string
-		for k, err := range r.Range(ctx, jul30, aug1.Add(time.Hour), &table.Query{Filter: table.PartitionKey("u1"), Limit: 3}) {
+		for k, err := range r.Range(ctx, jul30, aug1.Add(time.Hour), &rotation.RangeOptions{Filter: table.PartitionKey("u1")}) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			u1 = append(u1, k.Value.IP)
+			if u1 = append(u1, k.Value.IP); len(u1) == 3 {
+				break
+			}
 		}
 		if !slices.Equal(u1, []string{"1-1", "1-4", "2-1"}) {
-			t.Fatalf("u1, limit 3 = %v", u1)
+			t.Fatalf("u1, first 3 = %v", u1)
 		}
 		f.ft.Reset()
 		for _, err := range r.Range(ctx, aug1, jul30, nil) {
@@ -297,13 +299,18 @@ func TestCosmosRange(t *testing.T) {
 				t.Fatalf("Range backwards = %v", err)
 			}
 		}
-		for _, err := range r.Range(ctx, jul30, aug1, &table.Query{Cursor: "c2.x.y.1.z"}) {
-			if !errors.Is(err, rotation.ErrInvalid) {
-				t.Fatalf("Range with a cursor = %v", err)
+		for _, size := range []int{-1, table.MaxPageSize + 1} {
+			for _, err := range r.Range(ctx, jul30, aug1, &rotation.RangeOptions{PageSize: size}) {
+				if !errors.Is(err, rotation.ErrInvalid) {
+					t.Fatalf("Range with PageSize %d = %v", size, err)
+				}
+			}
+			if _, err := r.RangePage(ctx, jul30, aug1, "", &rotation.RangeOptions{PageSize: size}); !errors.Is(err, rotation.ErrInvalid) {
+				t.Fatalf("RangePage with PageSize %d = %v", size, err)
 			}
 		}
 		if n := f.ft.Count(); n != 0 {
-			t.Fatalf("%d requests for invalid Ranges", n)
+			t.Fatalf("%d requests for invalid Ranges and pages", n)
 		}
 		// No period in range: nothing, after the list.
 		for _, err := range r.Range(ctx, aug1.AddDate(1, 0, 0), aug1.AddDate(1, 0, 1), nil) {
