@@ -2,8 +2,8 @@ package keycursor_test
 
 import (
 	"bytes"
-	"errors"
 	"encoding/base64"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
