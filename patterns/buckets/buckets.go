@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/reserved"
@@ -245,7 +246,12 @@ func (s *Spread[T]) place(v *T) (*table.Table[T], string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return s.tbl.WithKeys(func(*T) (string, string) { return p, rk }), p, nil
+	return s.at(p, rk), p, nil
+}
+
+// at is the table view that writes its values under (p, rk).
+func (s *Spread[T]) at(p, rk string) *table.Table[T] {
+	return s.tbl.WithKeys(func(*T) (string, string) { return p, rk })
 }
 
 // Entry is an entity as read: [table.Entity] with the logical keys (T's
@@ -267,9 +273,9 @@ func (s *Spread[T]) entry(pk, p string, e table.Entity[T]) Entry[T] {
 	return Entry[T]{Entity: e, Partition: p}
 }
 
-// Inserted is the result of Insert and Upsert: [table.Result] and the
-// partition written.
-type Inserted struct {
+// Result is the result of Insert, Upsert and Update: [table.Result] and
+// the partition written.
+type Result struct {
 	table.Result
 	// Partition is the bucket partition the entity is stored in.
 	Partition string
@@ -283,18 +289,18 @@ type Inserted struct {
 // the same keys written under an earlier count may sit in another bucket
 // and is not detected (give appended entities unique RowKeys, or check
 // with Get first).
-func (s *Spread[T]) Insert(ctx context.Context, v T) (out Inserted, err error) {
+func (s *Spread[T]) Insert(ctx context.Context, v T) (out Result, err error) {
 	ctx, sp := s.obs.Start(ctx, opInsert, s.tbl.Name(), s.partitionOf(&v))
 	defer func() { sp.EndWrite(err, out.Verified) }()
 	tb, p, err := s.place(&v)
 	if err != nil {
-		return Inserted{}, err
+		return Result{}, err
 	}
 	res, err := tb.Insert(ctx, v)
 	if err != nil {
-		return Inserted{}, invalid.Mark(ErrInvalid, err)
+		return Result{}, invalid.Mark(ErrInvalid, err)
 	}
-	return Inserted{Result: res, Partition: p}, nil
+	return Result{Result: res, Partition: p}, nil
 }
 
 // Upsert writes v whole, under its logical keys, to its bucket under the
@@ -304,21 +310,21 @@ func (s *Spread[T]) Insert(ctx context.Context, v T) (out Inserted, err error) {
 // entity of the same keys written under an earlier count may sit in
 // another bucket, where an upsert would leave it, and both would then be
 // stored.
-func (s *Spread[T]) Upsert(ctx context.Context, v T) (out Inserted, err error) {
+func (s *Spread[T]) Upsert(ctx context.Context, v T) (out Result, err error) {
 	ctx, sp := s.obs.Start(ctx, opUpsert, s.tbl.Name(), s.partitionOf(&v))
 	defer func() { sp.EndWrite(err, out.Verified) }()
-	if len(s.gens) > 1 {
-		return Inserted{}, fmt.Errorf("%w: Upsert with earlier bucket counts %v: the entity may be stored in another bucket", ErrInvalid, s.gens[1:])
+	if err := s.onlyCount("Upsert"); err != nil {
+		return Result{}, err
 	}
 	tb, p, err := s.place(&v)
 	if err != nil {
-		return Inserted{}, err
+		return Result{}, err
 	}
 	res, err := tb.Upsert(ctx, v, table.Replace)
 	if err != nil {
-		return Inserted{}, invalid.Mark(ErrInvalid, err)
+		return Result{}, invalid.Mark(ErrInvalid, err)
 	}
-	return Inserted{Result: res, Partition: p}, nil
+	return Result{Result: res, Partition: p}, nil
 }
 
 // InsertOp is Insert as an op for [table.Submit], which groups ops by
@@ -331,11 +337,7 @@ func (s *Spread[T]) InsertOp(v T) table.Op {
 	if err != nil {
 		return table.FailedOp(err)
 	}
-	op := tb.InsertOp(v)
-	if err := op.Err(); err != nil {
-		return table.FailedOp(invalid.Mark(ErrInvalid, err))
-	}
-	return op
+	return markOp(tb.InsertOp(v))
 }
 
 // Get reads the entity (pk, rk): a point query in its bucket under the
@@ -346,17 +348,12 @@ func (s *Spread[T]) InsertOp(v T) table.Op {
 func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (_ Entry[T], err error) {
 	ctx, sp := s.obs.Start(ctx, opGet, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()
-	var tried []string
+	homes, err := s.homes(pk, rk)
+	if err != nil {
+		return Entry[T]{}, err
+	}
 	var last error
-	for _, n := range s.gens {
-		p, err := s.home(pk, rk, n)
-		if err != nil {
-			return Entry[T]{}, err
-		}
-		if slices.Contains(tried, p) {
-			continue
-		}
-		tried = append(tried, p)
+	for _, p := range homes {
 		e, err := s.tbl.Get(ctx, p, rk, nil)
 		if err == nil {
 			return s.entry(pk, p, e), nil
@@ -367,6 +364,154 @@ func (s *Spread[T]) Get(ctx context.Context, pk, rk string) (_ Entry[T], err err
 		last = err
 	}
 	return Entry[T]{}, last
+}
+
+// homes returns the partitions that may hold (pk, rk), in the order Get,
+// Update and Delete look: its bucket under the current count, then under
+// each earlier count that puts it elsewhere.
+func (s *Spread[T]) homes(pk, rk string) ([]string, error) {
+	var out []string
+	for _, n := range s.gens {
+		p, err := s.home(pk, rk, n)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// elsewhere reports whether a write to one of an entity's homes failed
+// only because the entity is not there, so that the next home may hold
+// it: ErrNotFound, and not an unknown outcome (a resend that found the
+// entity gone after its first attempt's response was lost: that attempt
+// may have been the one that found it).
+func elsewhere(err error) bool {
+	return errors.Is(err, table.ErrNotFound) && !errors.Is(err, table.ErrOutcomeUnknown)
+}
+
+// Update replaces the entity v (its logical keys, see New) whole where it
+// is stored, if its ETag still matches: pass the ETag read with it (Get's
+// Entry), or azcore.ETagAny to replace whatever version is stored. It
+// looks where Get looks: its bucket under the current count, one round
+// trip; when the entity is not there, its bucket under each earlier count
+// that puts it elsewhere, one round trip each, and updates it in the
+// bucket that holds it (it does not move). [table.ErrPreconditionFailed]
+// when the ETag no longer matches (the entity changed since it was read),
+// [table.ErrNotFound] when no bucket holds it, [table.ErrNoETag] (also
+// ErrInvalid) for an empty ETag, with nothing sent. A lost response is
+// settled as [table.Table.Update] settles it (never applied twice).
+func (s *Spread[T]) Update(ctx context.Context, v T, etag azcore.ETag) (out Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opUpdate, s.tbl.Name(), s.partitionOf(&v))
+	defer func() { sp.EndWrite(err, out.Verified) }()
+	pk, rk, err := s.tbl.Keys(&v)
+	if err != nil {
+		return Result{}, invalid.Mark(ErrInvalid, err)
+	}
+	if etag == "" {
+		return Result{}, fmt.Errorf("%w: update of %.40q/%.40q: %w", ErrInvalid, pk, rk, table.ErrNoETag)
+	}
+	homes, err := s.homes(pk, rk)
+	if err != nil {
+		return Result{}, err
+	}
+	var last error
+	for _, p := range homes {
+		res, err := s.at(p, rk).Update(ctx, v, etag, table.Replace)
+		if err == nil {
+			return Result{Result: res, Partition: p}, nil
+		}
+		if !elsewhere(err) {
+			return Result{}, invalid.Mark(ErrInvalid, err)
+		}
+		last = err
+	}
+	return Result{}, last
+}
+
+// Delete removes the entity (pk, rk) where it is stored, if its ETag
+// still matches: pass the ETag read with it, or azcore.ETagAny to delete
+// whatever version is stored. It looks where Get looks (one round trip
+// for the bucket under the current count, +1 per earlier count that puts
+// the entity elsewhere, only while it is not found) and deletes the
+// entity Get would return. [table.ErrPreconditionFailed] when the ETag no
+// longer matches, [table.ErrNotFound] when no bucket holds it,
+// [table.ErrNoETag] (also ErrInvalid) for an empty ETag, with nothing
+// sent. When a response is lost and the resend finds the entity gone, the
+// error is [table.ErrOutcomeUnknown] (and ErrNotFound), as for
+// [table.Table.Delete], and no other bucket is tried.
+func (s *Spread[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) (err error) {
+	ctx, sp := s.obs.Start(ctx, opDelete, s.tbl.Name(), pk)
+	defer func() { sp.EndWrite(err, false) }()
+	if etag == "" {
+		return fmt.Errorf("%w: delete of %.40q/%.40q: %w", ErrInvalid, pk, rk, table.ErrNoETag)
+	}
+	homes, err := s.homes(pk, rk)
+	if err != nil {
+		return err
+	}
+	var last error
+	for _, p := range homes {
+		err := s.tbl.Delete(ctx, p, rk, etag)
+		if !elsewhere(err) {
+			return invalid.Mark(ErrInvalid, err) // nil when deleted
+		}
+		last = err
+	}
+	return last
+}
+
+// UpdateOp is Update as an op for [table.Table.Submit] or a
+// [table.Change]: the conditional replace of v in its bucket under the
+// current count (an op cannot look further). A Spread with
+// Options.Earlier refuses it (the entity may be stored in another bucket:
+// use Update), as it refuses an empty ETag ([table.ErrNoETag]) and
+// Insert's errors: the op's [table.Op.Err], matching ErrInvalid, which
+// Submit reports before sending anything.
+func (s *Spread[T]) UpdateOp(v T, etag azcore.ETag) table.Op {
+	if err := s.onlyCount("UpdateOp"); err != nil {
+		return table.FailedOp(err)
+	}
+	tb, _, err := s.place(&v)
+	if err != nil {
+		return table.FailedOp(err)
+	}
+	return markOp(tb.UpdateOp(v, etag, table.Replace))
+}
+
+// DeleteOp is Delete as an op for [table.Table.Submit] or a
+// [table.Change]: the conditional delete of (pk, rk) in its bucket under
+// the current count. A Spread with Options.Earlier refuses it (use
+// Delete), as it refuses an empty ETag and invalid keys: the op's
+// [table.Op.Err], matching ErrInvalid.
+func (s *Spread[T]) DeleteOp(pk, rk string, etag azcore.ETag) table.Op {
+	if err := s.onlyCount("DeleteOp"); err != nil {
+		return table.FailedOp(err)
+	}
+	p, err := s.home(pk, rk, s.gens[0])
+	if err != nil {
+		return table.FailedOp(err)
+	}
+	return markOp(s.tbl.DeleteOp(p, rk, etag))
+}
+
+// onlyCount refuses op (an op that addresses one bucket) when earlier
+// counts may have put the entity in another.
+func (s *Spread[T]) onlyCount(op string) error {
+	if len(s.gens) > 1 {
+		return fmt.Errorf("%w: %s with earlier bucket counts %v: the entity may be stored in another bucket", ErrInvalid, op, s.gens[1:])
+	}
+	return nil
+}
+
+// markOp returns op, its error (if any) marked with ErrInvalid.
+func markOp(op table.Op) table.Op {
+	if err := op.Err(); err != nil {
+		return table.FailedOp(invalid.Mark(ErrInvalid, err))
+	}
+	return op
 }
 
 // RangeOptions configures Range and RangePage. A nil *RangeOptions
@@ -496,6 +641,8 @@ func (s *Spread[T]) rangeOf(ctx context.Context, pk, from, to string, opts *Rang
 var (
 	opInsert    = obs.Write("buckets.Insert")
 	opUpsert    = obs.Write("buckets.Upsert")
+	opUpdate    = obs.Write("buckets.Update")
+	opDelete    = obs.Write("buckets.Delete")
 	opGet       = obs.Read("buckets.Get")
 	opRange     = obs.Read("buckets.Range")
 	opRangePage = obs.Read("buckets.RangePage")
