@@ -65,7 +65,7 @@ func (t *tour) rotateLogins(ctx context.Context) error {
 	}
 	t.say("Range(August 1 to now, jones): %s: one list request and a query per day, merged as one table", strings.Join(ips, ", "))
 	now = now.AddDate(0, 0, 4)
-	swept, err := logins.Sweep(ctx, time.Date(2024, 8, 2, 0, 0, 0, 0, time.UTC))
+	swept, err := logins.Sweep(ctx, &rotation.SweepOptions{Before: time.Date(2024, 8, 2, 0, 0, 0, 0, time.UTC)})
 	if err != nil {
 		return err
 	}

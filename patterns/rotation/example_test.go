@@ -55,7 +55,7 @@ func Example() {
 	}
 
 	now = now.AddDate(0, 0, 4) // four days later, July 31 is past its Grace
-	swept, err := logins.Sweep(ctx, time.Date(2024, 8, 1, 0, 0, 0, 0, time.UTC))
+	swept, err := logins.Sweep(ctx, &rotation.SweepOptions{Before: time.Date(2024, 8, 1, 0, 0, 0, 0, time.UTC)})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -573,22 +573,37 @@ type Swept struct {
 	Gone []PeriodTable
 }
 
-// Sweep deletes the tables of every period that ended at or before before
-// (each period entirely older than it): one request per table, after one
-// list request per 1,000 tables (Periods). It is the guide's high-volume
-// delete: a period of any size goes in one request, and nothing is read.
+// SweepOptions configures Sweep.
+type SweepOptions struct {
+	// Before is how far back Sweep deletes: the tables of every period
+	// that ended at or before it. It must be at least Grace and
+	// MaxClockSkew in the past. Required: a rotation has no retention of
+	// its own, so a zero Before (or a nil *SweepOptions) is ErrInvalid,
+	// nothing sent, rather than a default that deletes data.
+	Before time.Time
+}
+
+// Sweep deletes the tables of every period that ended at or before
+// opts.Before (each period entirely older than it): one request per
+// table, after one list request per 1,000 tables (Periods). It is the
+// guide's high-volume delete: a period of any size goes in one request,
+// and nothing is read.
 //
-// before must be at least Grace and MaxClockSkew in the past (ErrInvalid
-// otherwise, with nothing sent), so that only closed periods are deleted
-// and no writer creates their tables again. A table already being deleted
-// (409 TableBeingDeleted) or gone (404) is reported in Swept.Gone, not as
-// an error; so is one whose responses were all lost and that a query then
-// finds gone (table.DeleteTable settles it). On any other failure Sweep
-// stops and returns what it did with the error; running it again
-// continues.
-func (r *Tables[T]) Sweep(ctx context.Context, before time.Time) (out Swept, err error) {
+// opts.Before is required and must be at least Grace and MaxClockSkew in
+// the past (ErrInvalid otherwise, with nothing sent), so that only closed
+// periods are deleted and no writer creates their tables again. A table
+// already being deleted (409 TableBeingDeleted) or gone (404) is reported
+// in Swept.Gone, not as an error; so is one whose responses were all lost
+// and that a query then finds gone (table.DeleteTable settles it). On any
+// other failure Sweep stops and returns what it did with the error;
+// running it again continues.
+func (r *Tables[T]) Sweep(ctx context.Context, opts *SweepOptions) (out Swept, err error) {
 	ctx, sp := r.obs.Start(ctx, opSweep, "", "")
 	defer func() { sp.EndWrite(err, false) }()
+	if opts == nil || opts.Before.IsZero() {
+		return out, fmt.Errorf("%w: Sweep needs SweepOptions.Before (how far back to delete)", ErrInvalid)
+	}
+	before := opts.Before
 	if latest := r.now().Add(-r.grace - MaxClockSkew); before.After(latest) {
 		return out, fmt.Errorf("%w: Sweep before %v: periods ending after %v (now less Grace %v and MaxClockSkew %v) may still be written", ErrInvalid, before, latest, r.grace, MaxClockSkew)
 	}

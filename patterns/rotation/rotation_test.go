@@ -350,14 +350,14 @@ func TestCosmosSweep(t *testing.T) {
 		}
 		f.clock.Set(days[6].Add(12 * time.Hour))
 		f.ft.Reset()
-		if _, err := r.Sweep(ctx, f.clock.Now().Add(-rotation.DefaultGrace)); !errors.Is(err, rotation.ErrInvalid) {
+		if _, err := r.Sweep(ctx, &rotation.SweepOptions{Before: f.clock.Now().Add(-rotation.DefaultGrace)}); !errors.Is(err, rotation.ErrInvalid) {
 			t.Fatalf("Sweep within Grace + MaxClockSkew = %v", err)
 		}
 		if n := f.ft.Count(); n != 0 {
 			t.Fatalf("%d requests for a refused Sweep", n)
 		}
 		// Before the middle of days[2]: days 0 and 1 go.
-		s, err := r.Sweep(ctx, days[2].Add(12*time.Hour))
+		s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: days[2].Add(12*time.Hour)})
 		if err != nil || len(s.Deleted) != 2 || len(s.Gone) != 0 || !s.Deleted[0].Start.Equal(days[0]) || !s.Deleted[1].Start.Equal(days[1]) {
 			t.Fatalf("Sweep = %+v, %v", s, err)
 		}
@@ -369,7 +369,7 @@ func TestCosmosSweep(t *testing.T) {
 		}
 		// Again: nothing to do, one list.
 		f.ft.Reset()
-		if s, err := r.Sweep(ctx, days[2].Add(12*time.Hour)); err != nil || len(s.Deleted)+len(s.Gone) != 0 || f.ft.Count() != 1 {
+		if s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: days[2].Add(12*time.Hour)}); err != nil || len(s.Deleted)+len(s.Gone) != 0 || f.ft.Count() != 1 {
 			t.Fatalf("repeated Sweep = %+v, %v in %d round trips", s, err, f.ft.Count())
 		}
 		// days[2] answers 409 TableBeingDeleted (another Sweep's delete in
@@ -390,7 +390,7 @@ func TestCosmosSweep(t *testing.T) {
 			faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
 			faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
 		)
-		s, err = r.Sweep(ctx, days[5])
+		s, err = r.Sweep(ctx, &rotation.SweepOptions{Before: days[5]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -408,7 +408,7 @@ func TestCosmosSweep(t *testing.T) {
 			t.Fatalf("Sweep with faults: deleted %v, gone %v", deleted, gone)
 		}
 		// days[2] was only "being deleted" (injected): the next Sweep deletes it.
-		if s, err := r.Sweep(ctx, days[5]); err != nil || len(s.Deleted) != 1 || !s.Deleted[0].Start.Equal(days[2]) {
+		if s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: days[5]}); err != nil || len(s.Deleted) != 1 || !s.Deleted[0].Start.Equal(days[2]) {
 			t.Fatalf("Sweep after TableBeingDeleted = %+v, %v", s, err)
 		}
 		if got := periodNames(t, r); !slices.Equal(got, []string{"2024-07-30T00", "2024-07-31T00"}) {
@@ -533,7 +533,12 @@ func TestInvalidSendsNothing(t *testing.T) {
 	}
 	tb := r.Table(jul31)
 	_, errs["Submit of an op that cannot be encoded"] = r.Submit(ctx, jul31, []table.Op{tb.UpsertOp(login{User: "u", At: "1"}, table.Fields("Nope"))}, nil)
-	_, errs["Sweep within the write window"] = r.Sweep(ctx, jul31)
+	_, errs["Sweep within the write window"] = r.Sweep(ctx, &rotation.SweepOptions{Before: jul31})
+	_, errs["Sweep without options"] = r.Sweep(ctx, nil)
+	_, errs["Sweep without Before"] = r.Sweep(ctx, &rotation.SweepOptions{})
+	for _, size := range []int{-1, table.MaxPageSize + 1} {
+		_, errs[fmt.Sprint("RangePage of PageSize ", size)] = r.RangePage(ctx, jul30, aug1, "", &rotation.RangeOptions{PageSize: size})
+	}
 	for _, err := range r.Range(ctx, aug1, jul30, nil) {
 		errs["Range backwards"] = err
 	}
