@@ -805,7 +805,10 @@ var leakRows = []leakRow{
 			}},
 			{name: "Periods", run: func(ctx context.Context) error { _, err := r.Periods(ctx); return err }},
 			{name: "Range", run: func(ctx context.Context) error { return each(r.Range(ctx, now.Add(-time.Hour), now, nil)) }},
-			{name: "Sweep", run: func(ctx context.Context) error { _, err := r.Sweep(ctx, &rotation.SweepOptions{Before: now.Add(-72*time.Hour)}); return err }},
+			{name: "Sweep", run: func(ctx context.Context) error {
+				_, err := r.Sweep(ctx, &rotation.SweepOptions{Before: now.Add(-72 * time.Hour)})
+				return err
+			}},
 		}
 	}},
 	{name: "buckets", build: func(t *testing.T, s *leakRig) []leakOp {

@@ -236,7 +236,7 @@ func TestWriteMeetsItsSweptTable(t *testing.T) {
 	}
 	// The same with the clock not yet past Grace for the writer would be
 	// a clock skew beyond MaxClockSkew: Sweep refuses such cutoffs.
-	if _, err := sweeper.Sweep(ctx, &rotation.SweepOptions{Before: aug1.Add(2*time.Hour)}); !errors.Is(err, rotation.ErrInvalid) {
+	if _, err := sweeper.Sweep(ctx, &rotation.SweepOptions{Before: aug1.Add(2 * time.Hour)}); !errors.Is(err, rotation.ErrInvalid) {
 		t.Fatalf("Sweep of an open period = %v", err)
 	}
 }

@@ -357,7 +357,7 @@ func TestCosmosSweep(t *testing.T) {
 			t.Fatalf("%d requests for a refused Sweep", n)
 		}
 		// Before the middle of days[2]: days 0 and 1 go.
-		s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: days[2].Add(12*time.Hour)})
+		s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: days[2].Add(12 * time.Hour)})
 		if err != nil || len(s.Deleted) != 2 || len(s.Gone) != 0 || !s.Deleted[0].Start.Equal(days[0]) || !s.Deleted[1].Start.Equal(days[1]) {
 			t.Fatalf("Sweep = %+v, %v", s, err)
 		}
@@ -369,7 +369,7 @@ func TestCosmosSweep(t *testing.T) {
 		}
 		// Again: nothing to do, one list.
 		f.ft.Reset()
-		if s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: days[2].Add(12*time.Hour)}); err != nil || len(s.Deleted)+len(s.Gone) != 0 || f.ft.Count() != 1 {
+		if s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: days[2].Add(12 * time.Hour)}); err != nil || len(s.Deleted)+len(s.Gone) != 0 || f.ft.Count() != 1 {
 			t.Fatalf("repeated Sweep = %+v, %v in %d round trips", s, err, f.ft.Count())
 		}
 		// days[2] answers 409 TableBeingDeleted (another Sweep's delete in
