@@ -108,7 +108,7 @@ func (t *tour) spreadAccesses(ctx context.Context) error {
 		}
 	}
 	t.say("12 accesses of the hour 18:00 spread by a hash of the RowKey over %d partitions (%s ... %s), not one",
-		len(parts), buckets.Partition(hour, 4, 0), buckets.Partition(hour, 4, 3))
+		len(parts), spread.Partitions(hour)[0], spread.Partitions(hour)[3])
 	var first []string
 	for e, err := range spread.Range(ctx, hour, "", "", nil) {
 		if err != nil {
@@ -137,7 +137,7 @@ func (t *tour) spreadAccesses(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.say("grown to 8 buckets with Earlier: [4]: Range still sees all %d; Get(%s) misses in its bucket under 8, %s,", n, moved, buckets.Partition(hour, 8, int(keys.Bucket(moved, 8)[0]-'0')))
+	t.say("grown to 8 buckets with Earlier: [4]: Range still sees all %d; Get(%s) misses in its bucket under 8, %s,", n, moved, wider.Partitions(hour)[keys.Bucket(moved, 8)[0]-'0'])
 	t.say("and finds it in its bucket under 4, %s: 2 point reads, and nothing was moved", got.Partition)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/bucketkey"
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/reserved"
@@ -26,8 +27,8 @@ import (
 // bucket numbers are three digits in partition names.
 const MaxBuckets = 1000
 
-// DefaultBuckets is Options.Buckets when it is not set.
-const DefaultBuckets = 8
+// defaultBuckets is Options.Buckets when it is not set.
+const defaultBuckets = 8
 
 // ErrInvalid is the sentinel for a configuration or request a Spread
 // rejects before the network: a nil table, a bucket count out of range, a
@@ -42,7 +43,7 @@ var ErrInvalid = invalid.New("buckets: invalid request")
 // Options configures a Spread. A nil *Options means defaults.
 type Options struct {
 	// Buckets is N, the number of partitions each logical partition is
-	// spread over, 1 to MaxBuckets. Default (0): DefaultBuckets (8). One
+	// spread over, 1 to MaxBuckets. Default (0): 8. One
 	// partition serves about 2,000 entities per second: choose N for the
 	// peak insert rate of one logical partition, with headroom.
 	Buckets int
@@ -97,7 +98,7 @@ func New[T any](tbl *table.Table[T], opts *Options) (*Spread[T], error) {
 	}
 	n := opts.Buckets
 	if n == 0 {
-		n = DefaultBuckets
+		n = defaultBuckets
 	}
 	s := &Spread[T]{tbl: tbl, bucket: opts.Bucket, conc: opts.Concurrency, obs: obs.New((*obs.Config)(opts.Telemetry))}
 	for i, c := range append([]int{n}, opts.Earlier...) {
@@ -148,24 +149,6 @@ func hashBucket(rk string, n int) int {
 	return b
 }
 
-// Buckets returns N, the bucket count writes use.
-func (s *Spread[T]) Buckets() int { return s.gens[0] }
-
-// Partition returns the PartitionKey of bucket b of logical partition pk
-// under a bucket count of n: [keys.Join](pk, b as three digits) for n > 1
-// ("hot!003"), keys.Join(pk) for n = 1 (pk itself, escaped: "hot"). The
-// bucket number does not depend on n, so the partitions of a smaller count
-// are among those of a larger one; keys.Join escapes '!' inside pk, so no
-// logical partition's buckets fall among another's. It is the one bucket
-// scheme of tablekit: a bucketed patterns/logtail log is stored in the
-// same partitions.
-func Partition(pk string, n, b int) string {
-	if n == 1 {
-		return keys.Join(pk)
-	}
-	return keys.Join(pk, keys.Pad(uint64(b), 3))
-}
-
 // partitions is how many partitions a logical partition is read from.
 func (s *Spread[T]) partitions() int {
 	if s.plain {
@@ -180,10 +163,10 @@ func (s *Spread[T]) partitions() int {
 func (s *Spread[T]) Partitions(pk string) []string {
 	out := make([]string, 0, s.partitions())
 	if s.plain {
-		out = append(out, Partition(pk, 1, 0))
+		out = append(out, bucketkey.Partition(pk, 1, 0))
 	}
 	for b := range s.widest {
-		out = append(out, Partition(pk, s.widest, b))
+		out = append(out, bucketkey.Partition(pk, s.widest, b))
 	}
 	return out
 }
@@ -194,9 +177,9 @@ func (s *Spread[T]) checkPK(pk string) error {
 	if pk == "" {
 		return fmt.Errorf("%w: %w: empty PartitionKey", ErrInvalid, table.ErrInvalidKey)
 	}
-	longest := Partition(pk, 1, 0)
+	longest := bucketkey.Partition(pk, 1, 0)
 	if s.widest > 1 {
-		longest = Partition(pk, s.widest, 0)
+		longest = bucketkey.Partition(pk, s.widest, 0)
 	}
 	if err := keys.Validate(longest); err != nil {
 		return fmt.Errorf("%w: PartitionKey %.40q: %w", ErrInvalid, pk, err)
@@ -226,13 +209,13 @@ func (s *Spread[T]) home(pk, rk string, n int) (string, error) {
 		return "", err
 	}
 	if n == 1 {
-		return Partition(pk, 1, 0), nil
+		return bucketkey.Partition(pk, 1, 0), nil
 	}
 	b := s.bucket(rk, n)
 	if b < 0 || b >= n {
 		return "", fmt.Errorf("%w: Bucket(%q, %d) = %d, want 0..%d", ErrInvalid, rk, n, b, n-1)
 	}
-	return Partition(pk, n, b), nil
+	return bucketkey.Partition(pk, n, b), nil
 }
 
 // place returns the table view that stores v in its bucket partition under

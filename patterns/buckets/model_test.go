@@ -62,7 +62,7 @@ func TestModelBuckets(t *testing.T) {
 			ft.Inject(faults.Fault{Match: func(r *http.Request) bool { return r.Method == http.MethodPost }, LoseResponse: true})
 		}
 		if _, err := s.Insert(ctx, access{Hour: pk, Key: k, Employee: k}); err != nil {
-			t.Fatalf("step %d: Insert(%q, %q) under %d buckets: %v", step, pk, k, s.Buckets(), err)
+			t.Fatalf("step %d: Insert(%q, %q) under %d buckets: %v", step, pk, k, counts[len(counts)-1], err)
 		}
 		model[pk] = append(model[pk], k)
 		want := sorted(model[pk])

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/bucketkey"
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
-	"github.com/tablekit/tablekit/patterns/buckets"
 	"github.com/tablekit/tablekit/patterns/logtail"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -43,7 +43,7 @@ func TestCosmosLatest(t *testing.T) {
 			// A row a year old whose IP is a number: reading it fails, so
 			// a Latest that read the whole log would fail.
 			dyn := testrig.NewTable[table.Dynamic](t, tb.Client())
-			old := table.Dynamic{PartitionKey: buckets.Partition("u", nb, 0), RowKey: keys.InvertedTicks(now.AddDate(-1, 0, 0)) + "-x", Properties: map[string]any{"IP": int32(7)}}
+			old := table.Dynamic{PartitionKey: bucketkey.Partition("u", nb, 0), RowKey: keys.InvertedTicks(now.AddDate(-1, 0, 0)) + "-x", Properties: map[string]any{"IP": int32(7)}}
 			if _, err := dyn.Insert(ctx, old); err != nil {
 				t.Fatal(err)
 			}

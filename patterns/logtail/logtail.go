@@ -18,6 +18,7 @@ import (
 	"github.com/tablekit/tablekit/internal/invalid"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/bucketkey"
 	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/keys"
@@ -146,7 +147,7 @@ func (l *Log[T]) partition(log string, b int) string {
 	if l.pre != "" {
 		return log // shared with the entities it records (Options.Prefix)
 	}
-	return buckets.Partition(log, l.buckets, b)
+	return bucketkey.Partition(log, l.buckets, b)
 }
 
 // checkLog checks that log's partitions are valid PartitionKeys, outside

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/bucketkey"
 	"github.com/tablekit/tablekit/internal/reserved"
 
 	"github.com/tablekit/tablekit/internal/faults"
@@ -424,7 +425,7 @@ func TestSameBucketsAsSpread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Partitions("dept/hot"); !slices.Equal(got, []string{buckets.Partition("dept/hot", 3, 0), buckets.Partition("dept/hot", 3, 1), buckets.Partition("dept/hot", 3, 2)}) {
+	if got := s.Partitions("dept/hot"); !slices.Equal(got, []string{bucketkey.Partition("dept/hot", 3, 0), bucketkey.Partition("dept/hot", 3, 1), bucketkey.Partition("dept/hot", 3, 2)}) {
 		t.Fatalf("Partitions = %v", got)
 	}
 	i := 0

@@ -43,8 +43,8 @@ var ErrExpired = errors.New("rotation: period expired")
 // documentation, "Unique names").
 const MaxClockSkew = 5 * time.Minute
 
-// DefaultGrace is Options.Grace when it is not set.
-const DefaultGrace = time.Hour
+// defaultGrace is Options.Grace when it is not set.
+const defaultGrace = time.Hour
 
 // Period cuts time into consecutive periods, each stored in a table of its
 // own. Hour, Day and Month are the usual ones; a Period of your own needs
@@ -81,7 +81,7 @@ type Options struct {
 	// Grace is how long after its end a period still takes writes, for
 	// late arrivals: later writes fail with ErrExpired before the network,
 	// and Sweep deletes only periods past it (and MaxClockSkew). Default
-	// (0): DefaultGrace, one hour. Backfilling old periods needs a Grace
+	// (0): one hour. Backfilling old periods needs a Grace
 	// that reaches back to them.
 	Grace time.Duration
 	// Concurrency is the most queries Range runs at once. Default (0): 8.
@@ -144,7 +144,7 @@ func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tab
 		r.period = Day
 	}
 	if r.grace == 0 {
-		r.grace = DefaultGrace
+		r.grace = defaultGrace
 	}
 	if r.conc == 0 {
 		r.conc = 8
