@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/batchplan"
 	"github.com/tablekit/tablekit/internal/bucketkey"
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
@@ -318,7 +319,7 @@ func (s *Spread[T]) Upsert(ctx context.Context, v T) (out Result, err error) {
 func (s *Spread[T]) InsertOp(v T) table.Op {
 	tb, _, err := s.place(&v)
 	if err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	return markOp(tb.InsertOp(v))
 }
@@ -455,11 +456,11 @@ func (s *Spread[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag)
 // Submit reports before sending anything.
 func (s *Spread[T]) UpdateOp(v T, etag azcore.ETag) table.Op {
 	if err := s.onlyCount("UpdateOp"); err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	tb, _, err := s.place(&v)
 	if err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	return markOp(tb.UpdateOp(v, etag, table.Replace))
 }
@@ -471,11 +472,11 @@ func (s *Spread[T]) UpdateOp(v T, etag azcore.ETag) table.Op {
 // [table.Op.Err], matching ErrInvalid.
 func (s *Spread[T]) DeleteOp(pk, rk string, etag azcore.ETag) table.Op {
 	if err := s.onlyCount("DeleteOp"); err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	p, err := s.home(pk, rk, s.gens[0])
 	if err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	return markOp(s.tbl.DeleteOp(p, rk, etag))
 }
@@ -492,7 +493,7 @@ func (s *Spread[T]) onlyCount(op string) error {
 // markOp returns op, its error (if any) marked with ErrInvalid.
 func markOp(op table.Op) table.Op {
 	if err := op.Err(); err != nil {
-		return table.FailedOp(invalid.Mark(ErrInvalid, err))
+		return batchplan.Failed[table.Op](invalid.Mark(ErrInvalid, err))
 	}
 	return op
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
@@ -725,11 +727,11 @@ func (t *Table[T]) UpdateOp(ctx context.Context, v T, etag azcore.ETag, mode tab
 func (t *Table[T]) op(ctx context.Context, name string, v *T, mode table.Mode, build func(table.Dynamic, table.Mode) table.Op) table.Op {
 	d, m, err := t.encrypt(ctx, name, v, mode)
 	if err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	op := build(d, m)
 	if op.Err() != nil {
-		return table.FailedOp(invalid.Mark(ErrInvalid, op.Err()))
+		return batchplan.Failed[table.Op](invalid.Mark(ErrInvalid, op.Err()))
 	}
 	return op
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/invalid"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -138,7 +140,7 @@ func New(q, poison *azqueue.QueueClient, opts *Options) (*Queue, error) {
 		if c == nil {
 			return nil, fmt.Errorf("%w: a nil table client in Options.Tables", ErrInvalid)
 		}
-		rt, err := table.New[record](c)
+		rt, err := table.New[record](c, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
@@ -331,7 +333,7 @@ func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		return all
 	}
 	placeholders := slices.Repeat([]string{"00000000-0000-0000-0000-000000000000"}, len(intents))
-	if n, p := table.EstimateBatchSize(batchOf(placeholders)), rt.Profile(); n > p.MaxBatchSize {
+	if n, p := batchplan.Size(batchOf(placeholders)), rt.Profile(); n > p.MaxBatchSize {
 		return res, fmt.Errorf("%w: the primary batch with its commit records is about %d bytes, more than a transaction of %s holds (%d)", ErrInvalid, n, p.Name, p.MaxBatchSize)
 	}
 	res.Intents = make([]Enqueued, len(intents))

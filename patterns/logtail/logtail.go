@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/reserved"
 
 	"github.com/tablekit/tablekit/internal/invalid"
@@ -246,12 +248,12 @@ func (l *Log[T]) next(log string, at time.Time) (pk, rk string) {
 // value the table refuses) is the op's Err, matching ErrInvalid.
 func (l *Log[T]) AppendOp(log string, v T) table.Op {
 	if err := l.checkLog(log); err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	pk, rk := l.next(log, time.Now())
 	op := l.tbl.WithKeys(func(*T) (string, string) { return pk, rk }).InsertOp(v)
 	if err := op.Err(); err != nil {
-		return table.FailedOp(invalid.Mark(ErrInvalid, err))
+		return batchplan.Failed[table.Op](invalid.Mark(ErrInvalid, err))
 	}
 	return op
 }

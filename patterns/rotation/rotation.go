@@ -94,7 +94,7 @@ type Options struct {
 	// providers and slog.Default().
 	Telemetry *table.Telemetry
 	// CursorKey seals the cursors of RangePage and of the periods' tables
-	// (Table), as [table.Table.WithCursorKey] does for a table: give the
+	// (Table), as [table.Options] CursorKey does for a table: give the
 	// application's key when cursors reach end users. Default (nil):
 	// plain cursors, which show the keys of the last entity of a page.
 	CursorKey *table.CursorKey
@@ -165,7 +165,7 @@ func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tab
 	if n := len(prefix) + r.digits; n > 63 {
 		return nil, fmt.Errorf("%w: prefix %q and %d digits of period make %d characters, more than a table name's 63", ErrInvalid, prefix, r.digits, n)
 	}
-	if _, err := table.New[T](table.NewClient(svc, r.Name(time.Unix(0, 0)))); err != nil {
+	if _, err := table.New[T](table.NewClient(svc, r.Name(time.Unix(0, 0))), nil); err != nil {
 		return nil, invalid.Mark(ErrInvalid, err)
 	}
 	return r, nil
@@ -233,11 +233,7 @@ func (r *Tables[T]) Table(at time.Time) *table.Table[T] {
 }
 
 func (r *Tables[T]) named(name string) *table.Table[T] {
-	t, _ := table.New[T](table.NewClient(r.svc, name)) // T was checked by New
-	t = t.WithCursorKey(r.cursorKey)
-	if r.keyFn != nil {
-		t = t.WithKeys(r.keyFn)
-	}
+	t, _ := table.New(table.NewClient(r.svc, name), &table.Options[T]{Keys: r.keyFn, CursorKey: r.cursorKey}) // T was checked by New
 	return t
 }
 
