@@ -101,7 +101,7 @@ func TestCosmosLatest(t *testing.T) {
 		}
 		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "Latest", How: r.Which("$top=n per bucket (the first n keys), merged: 1 query per bucket", "a growing time window, sorted client-side: O(entries of the window holding the n-th newest), 1 query per bucket per step")})
 		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "Range", How: r.Which("1 range query per bucket, merged lazily by RowKey", "each bucket's range read whole and sorted: O(range) before the first entry")})
-		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "RangePage", How: r.Which("1 range query per bucket per page ($top = the page's size), merged by RowKey; the cursor is the last key returned", "each page reads what is left of each bucket's range whole and sorts it: O(rest of the range) per page")})
+		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "RangePage", How: r.Which("1 range query per bucket per page ($top = the page's size + 1, at most 1,000), merged by RowKey; the cursor is the last key returned", "each page reads what is left of each bucket's range whole and sorts it: O(rest of the range) per page")})
 		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "Trim", How: "any 1,000 old entries per round, batched deletes: no order needed"})
 	})
 }

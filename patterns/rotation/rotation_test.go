@@ -279,7 +279,7 @@ func TestCosmosRange(t *testing.T) {
 		if !slices.Equal(paged, want) {
 			t.Fatalf("RangePage pages = %v\nwant %v", paged, want)
 		}
-		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "RangePage", How: rig.Which("1 listing + 1 query per period per page ($top = the page's size + 1), merged in key order; the cursor is the last keys returned", "each page reads what is left of each period's range whole and sorts it: O(rest of the range) per page")})
+		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "RangePage", How: rig.Which("1 listing + 1 query per period per page ($top = the page's size + 1, at most 1,000), merged in key order; the cursor is the last keys returned", "each page reads what is left of each period's range whole and sorts it: O(rest of the range) per page")})
 		// A filter inside the periods; the first three.
 		var u1 []string
 		for k, err := range r.Range(ctx, jul30, aug1.Add(time.Hour), &rotation.RangeOptions{Filter: table.PartitionKey("u1")}) {
