@@ -29,8 +29,8 @@ import (
 )
 
 // ErrInvalid is the sentinel for a request Log rejects before the network:
-// a nil table, a bucket count out of range, an n or a PageSize out of range, a time
-// window the wrong way round, a time outside the .NET DateTime range, a
+// a nil table, a bucket count out of range, an n or a PageSize out of
+// range, a time window the wrong way round, a time outside the .NET DateTime range, a
 // value the table package refuses to write, a log name that makes no valid
 // PartitionKey or one under [reserved.Prefix] (which also match
 // [table.ErrInvalidKey]). It matches [table.ErrInvalid].
@@ -235,8 +235,8 @@ func (l *Log[T]) next(log string, at time.Time) (pk, rk string) {
 }
 
 // AppendOp is Append as an op: the insert of v into log at the current
-// time, for [table.Table.Submit] or a [table.Change]. With Options.Prefix the log
-// shares the partition of the entities it records, so the entry can join
+// time, for [table.Table.Submit] or a [table.Change]. With Options.Prefix
+// the log shares the partition of the entities it records, so the entry can join
 // their write in one transaction: a log of every change to a department's
 // employees, written atomically with each change, is
 //
@@ -286,8 +286,8 @@ func (l *Log[T]) bound(t time.Time) string {
 
 // Latest returns the n newest entries of log, newest first. On Table
 // Storage: one range query per bucket (in parallel), one round trip each
-// when n <= 1,000 ([table.MaxPageSize], the most it takes) and the service returns full pages, the
-// service's $top picking the first n keys. On a service whose queries
+// (n is 1 to [table.MaxPageSize], 1,000) when the service returns full
+// pages, the service's $top picking the first n keys. On a service whose queries
 // return entries in no key order (a [table.Profile] that is not Sorted:
 // Cosmos DB), where $top picks any n, it reads a time window instead: the
 // entries appended in the last second (and any with later times), then
