@@ -30,10 +30,10 @@ import (
 
 // ErrInvalid is the sentinel for a request Log rejects before the network:
 // a nil table, a bucket count out of range, an n or a PageSize out of
-// range, a time window the wrong way round, a time outside the .NET DateTime range, a
-// value the table package refuses to write, a log name that makes no valid
-// PartitionKey or one under [reserved.Prefix] (which also match
-// [table.ErrInvalidKey]). It matches [table.ErrInvalid].
+// range, a time window the wrong way round, a time outside the .NET
+// DateTime range, a value the table package refuses to write, a log name
+// that makes no valid PartitionKey or one under [reserved.Prefix] (which
+// also match [table.ErrInvalidKey]). It matches [table.ErrInvalid].
 var ErrInvalid = invalid.New("logtail: invalid request")
 
 // Options configures a Log. A nil *Options means defaults.
