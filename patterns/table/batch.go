@@ -50,11 +50,8 @@ type Op struct {
 	prev    string
 }
 
-// PartitionKey returns the op's PartitionKey.
-func (o Op) PartitionKey() string { return o.pk }
-
-// RowKey returns the op's RowKey.
-func (o Op) RowKey() string { return o.rk }
+// keys returns the op's keys (batchplan.Keys).
+func (o Op) keys() (pk, rk string) { return o.pk, o.rk }
 
 // Err returns the error that keeps the op from being sent, or nil.
 func (o Op) Err() error { return o.err }

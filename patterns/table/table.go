@@ -73,6 +73,11 @@ type Options[T any] struct {
 	// plain cursors, which show the query's position (keys) to whoever
 	// holds them.
 	CursorKey *CursorKey
+	// Profile is the service profile the table follows instead of its
+	// client's (table.Describe, or the endpoint's): for a Cosmos DB
+	// account behind a proxy or a custom domain, or Portable to hold data
+	// to the limits of both services. Default: the client's.
+	Profile *Profile
 	// Telemetry gives the table's operations spans, metrics and logs of
 	// their own, from its providers. Default: an operation is traced only
 	// under a caller's recording span, as its child, with the global meter
@@ -146,6 +151,9 @@ func New[T any](c *aztables.Client, opts *Options[T]) (*Table[T], error) {
 			t.keyFn = opts.Keys
 		}
 		t.cursorKey = opts.CursorKey
+		if opts.Profile != nil {
+			t.profile = opts.Profile
+		}
 		if opts.Telemetry != nil {
 			t.obs = obs.New((*obs.Config)(opts.Telemetry))
 		}

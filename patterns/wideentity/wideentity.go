@@ -295,7 +295,7 @@ func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored)
 func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op) (table.Result, error) {
 	for _, o := range ops {
 		if err := o.Err(); err != nil {
-			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, o.RowKey(), ErrInvalid, err)
+			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, batchplan.RowKey(o), ErrInvalid, err)
 		}
 	}
 	p := s.tbl.Profile()
@@ -433,7 +433,7 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 	if etag == "" {
 		return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, table.ErrNoETag)
 	}
-	names := mode.FieldNames()
+	names := fieldmodel.ModeFields(mode)
 	switch {
 	case names != nil:
 		if len(names) == 0 {
