@@ -140,7 +140,7 @@ func (s *leakRig) signature(t *testing.T, sasURL string) {
 // options are the SAS clients' options: transport ft, and azcore's own
 // retry policy (shortened) or tablekit's, whose retry events are captured.
 func (s *leakRig) options() policy.ClientOptions {
-	o := policy.ClientOptions{Transport: s.ft, TracingProvider: table.TracingProvider()}
+	o := policy.ClientOptions{Transport: s.ft, TracingProvider: table.ClientOptions().TracingProvider}
 	if s.tablekit {
 		p := testrig.Fast
 		p.OnRetry = func(e retry.Event) { s.capture("retry event: %+v (%v)", e, e.Err) }

@@ -307,7 +307,7 @@ type CommitResult struct {
 // Cosmos DB), one PartitionKey; else ErrInvalid and nothing is sent.
 func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, intents ...Draft) (res CommitResult, err error) {
 	ctx, sp := q.obs.Start(ctx, opCommit, commitTable(q, c), commitPartition(ops))
-	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
+	defer func() { sp.EndWrite(err, res.Batch.Verified) }()
 	return q.commit(ctx, c, ops, time.Time{}, intents)
 }
 

@@ -420,7 +420,7 @@ func (r *Tables[T]) missing(ctx context.Context, tb *table.Table[T], v T) bool {
 // otherwise no op is sent either, and the result has no op results.
 func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, opts *table.BatchOptions) (res table.BatchResult, err error) {
 	ctx, sp := r.obs.Start(ctx, opSubmit, r.Name(at), "")
-	defer func() { sp.EndWrite(err, res.Verified()) }()
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	for i, op := range ops {
 		if err := op.Err(); err != nil {
 			return table.BatchResult{}, fmt.Errorf("rotation: submit: op %d: %w", i, invalid.Mark(ErrInvalid, err))

@@ -209,17 +209,9 @@ type BatchResult struct {
 	Ops []OpResult
 	// Transactions is the number of transactions sent: the round trips.
 	Transactions int
-}
-
-// Verified reports whether some op's success was verified by a read after
-// its transaction's response was lost.
-func (r BatchResult) Verified() bool {
-	for _, o := range r.Ops {
-		if o.Verified {
-			return true
-		}
-	}
-	return false
+	// Verified reports whether some op's success was verified by a read
+	// after its transaction's response was lost (as Result.Verified).
+	Verified bool
 }
 
 // BatchError is returned by Submit when some ops were not applied, or their
@@ -267,7 +259,10 @@ func (e *OpError) Unwrap() error { return e.Err }
 
 func submit(ctx context.Context, o *obs.Obs, c *aztables.Client, name string, d *direct, p *Profile, ops []Op, opts *BatchOptions) (res BatchResult, err error) {
 	ctx, sp := startSpan(ctx, o, opSubmit, name, "")
-	defer func() { sp.EndWrite(err, res.Verified()) }()
+	defer func() {
+		res.Verified = slices.ContainsFunc(res.Ops, func(o OpResult) bool { return o.Verified })
+		sp.EndWrite(err, res.Verified)
+	}()
 	if sp.Traced() {
 		sp.SetPartition(onePartition(ops))
 	}

@@ -524,7 +524,7 @@
 // which ClientOptions, NewServiceClient* and tabletest's Scratch* install;
 // add it to a client of your own with
 //
-//	opts.TracingProvider = table.TracingProvider()
+//	opts.TracingProvider = table.ClientOptions().TracingProvider
 //
 // Metrics (the meter provider's; the global one for this package's own
 // operations): tablekit.writes (by tablekit.operation and
