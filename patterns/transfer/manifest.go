@@ -1,0 +1,205 @@
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/tablekit/tablekit/patterns/table"
+)
+
+// Format is the manifest's format identifier; a manifest of another
+// format is refused.
+const Format = "tablekit-transfer/1"
+
+// Caps on what an export read back may make a reader allocate.
+const (
+	maxManifest = 64 << 20  // a manifest's JSON
+	maxChunk    = 256 << 20 // a chunk's compressed bytes
+	maxChunkRaw = 256 << 20 // a chunk's uncompressed bytes
+	maxRanges   = 4096
+	maxPrefix   = 512
+)
+
+// Guarantee is what an export of a table that is being written holds, as
+// recorded in every manifest.
+const Guarantee = "scan, not snapshot: every entity that existed for the whole export and was not changed is exported once, " +
+	"as stored; an entity written during the export is exported in its state before or after that write, or, if inserted " +
+	"or deleted during it, may be missing; the export is consistent per entity, not across entities"
+
+// Manifest describes an export: the blob <prefix>/manifest.json. Export
+// writes it after every chunk (Complete false until the end), so an
+// unfinished export can be resumed and a finished one read back.
+type Manifest struct {
+	Format string `json:"format"`
+	// Table is the exported table's name; Profile the name of its
+	// service's profile ("Azure Table Storage", ...).
+	Table   string `json:"table"`
+	Profile string `json:"profile"`
+	// From, To and Since are the Options the export was made with.
+	From  string    `json:"from,omitempty"`
+	To    string    `json:"to,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+	// Started and Ended bound the export (Ended is set when Complete).
+	// Started is also the watermark for a following incremental export
+	// (Options.Since): every write after it has a later Timestamp.
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	// Complete reports that every range was read to its end.
+	Complete bool `json:"complete"`
+	// Guarantee states what the export holds (the Guarantee constant).
+	Guarantee string `json:"guarantee"`
+	// Ranges are the PartitionKey ranges read, each with its chunks.
+	Ranges []Range `json:"ranges"`
+}
+
+// Range is one PartitionKey range of an export and its chunks, in order.
+type Range struct {
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// Next is where reading resumes (a table.Cursor of the range's
+	// query); empty when Done.
+	Next table.Cursor `json:"next,omitempty"`
+	Done bool         `json:"done"`
+	// Chunks are the range's chunks in the order written.
+	Chunks []Chunk `json:"chunks"`
+}
+
+// Chunk is one blob of an export: gzip-compressed JSON lines, one entity
+// a line.
+type Chunk struct {
+	// Name is the blob's name: <prefix>/r<range>-<n>.jsonl.gz.
+	Name string `json:"name"`
+	// Entities is the number of lines; RawBytes their size uncompressed;
+	// Bytes the blob's size; SHA256 the hex SHA-256 of the blob.
+	Entities int64  `json:"entities"`
+	RawBytes int64  `json:"rawBytes"`
+	Bytes    int64  `json:"bytes"`
+	SHA256   string `json:"sha256"`
+}
+
+// Entities returns the number of entities in the export's chunks.
+func (m *Manifest) Entities() int64 {
+	var n int64
+	for _, r := range m.Ranges {
+		for _, c := range r.Chunks {
+			n += c.Entities
+		}
+	}
+	return n
+}
+
+func manifestName(prefix string) string { return prefix + "/manifest.json" }
+
+func chunkName(prefix string, rng, n int) string {
+	return fmt.Sprintf("%s/r%04d-%06d.jsonl.gz", prefix, rng, n)
+}
+
+func checkPrefix(prefix string) error {
+	switch {
+	case prefix == "" || len(prefix) > maxPrefix:
+		return fmt.Errorf("%w: prefix must be 1 to %d bytes", ErrInvalid, maxPrefix)
+	case strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") || strings.Contains(prefix, "//"):
+		return fmt.Errorf("%w: prefix %.40q must not start or end with / nor hold //", ErrInvalid, prefix)
+	}
+	return nil
+}
+
+// validate checks a manifest read back against what Export writes: every
+// chunk name the one Export gives its place, sizes within the caps, hashes
+// of SHA-256's length.
+func (m *Manifest) validate(prefix string) error {
+	if m.Format != Format {
+		return fmt.Errorf("%w: manifest format %.40q, want %q", ErrCorrupt, m.Format, Format)
+	}
+	if len(m.Ranges) == 0 || len(m.Ranges) > maxRanges {
+		return fmt.Errorf("%w: manifest has %d ranges", ErrCorrupt, len(m.Ranges))
+	}
+	for i, r := range m.Ranges {
+		if r.Done && r.Next != "" {
+			return fmt.Errorf("%w: range %d is done with a cursor", ErrCorrupt, i)
+		}
+		for j, c := range r.Chunks {
+			if want := chunkName(prefix, i, j+1); c.Name != want {
+				return fmt.Errorf("%w: chunk %d of range %d is named %.80q, want %q", ErrCorrupt, j+1, i, c.Name, want)
+			}
+			if c.Bytes <= 0 || c.Bytes > maxChunk || c.RawBytes < 0 || c.RawBytes > maxChunkRaw || c.Entities < 0 || c.Entities > c.RawBytes {
+				return fmt.Errorf("%w: chunk %s: sizes out of bounds", ErrCorrupt, c.Name)
+			}
+			if b, err := hex.DecodeString(c.SHA256); err != nil || len(b) != 32 {
+				return fmt.Errorf("%w: chunk %s: SHA256 is not 64 hex digits", ErrCorrupt, c.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// readBlob reads a blob of at most max bytes (checked against its length
+// before allocating). It returns (nil, nil) for a missing blob when
+// missingOK.
+func readBlob(ctx context.Context, c *container.Client, name string, max int64, missingOK bool) ([]byte, error) {
+	resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
+	if err != nil {
+		if missingOK && bloberror.HasCode(err, bloberror.BlobNotFound) {
+			return nil, nil
+		}
+		return nil, wrap(err, "reading blob %s", name)
+	}
+	defer resp.Body.Close()
+	if resp.ContentLength == nil || *resp.ContentLength < 0 || *resp.ContentLength > max {
+		return nil, fmt.Errorf("%w: blob %s is larger than %d bytes", ErrCorrupt, name, max)
+	}
+	buf := make([]byte, *resp.ContentLength)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		return nil, wrap(err, "reading blob %s", name)
+	}
+	if n, _ := resp.Body.Read(make([]byte, 1)); n > 0 {
+		return nil, fmt.Errorf("%w: blob %s is longer than its length", ErrCorrupt, name)
+	}
+	return buf, nil
+}
+
+// readManifest reads and validates the manifest at prefix; nil when there
+// is none.
+func readManifest(ctx context.Context, c *container.Client, prefix string) (*Manifest, error) {
+	b, err := readBlob(ctx, c, manifestName(prefix), maxManifest, true)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := strictJSON(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: manifest %s: %v", ErrCorrupt, manifestName(prefix), err)
+	}
+	if err := m.validate(prefix); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// strictJSON decodes b into v, refusing unknown fields and trailing data.
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("data after the JSON value")
+	}
+	return nil
+}
+
+func writeBlob(ctx context.Context, c *container.Client, name string, b []byte) error {
+	if _, err := c.NewBlockBlobClient(name).UploadBuffer(ctx, b, nil); err != nil {
+		return wrap(err, "writing blob %s", name)
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+package transfer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/testrig"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/patterns/transfer"
+)
+
+func TestMain(m *testing.M) { tabletest.Main(m) }
+
+// entity returns entity i of a seeded table: every EDM type the codec
+// knows, extreme values included.
+func entity(i int) table.Dynamic {
+	return table.Dynamic{
+		PartitionKey: fmt.Sprintf("p%d", i%3),
+		RowKey:       fmt.Sprintf("r%04d", i),
+		Properties: map[string]any{
+			"Name":    fmt.Sprintf("name %d: 'quoted' \"é\" \u2028 <tag>", i),
+			"Active":  i%2 == 0,
+			"Count":   int32(i),
+			"Big":     int64(math.MaxInt64 - int64(i)),
+			"Small":   int64(math.MinInt64 + int64(i)),
+			"Score":   float64(i) + 0.25,
+			"Tiny":    5e-324,
+			"When":    time.Date(2020, 1, 2, 3, 4, 5, 100*(i+1), time.UTC),
+			"Old":     time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC),
+			"Photo":   []byte{0, 1, 2, 255, byte(i)},
+			"Empty":   []byte{},
+			"Ref":     table.GUID{byte(i), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+			"TkIndex": fmt.Sprintf("reserved property %d", i), // a pattern's bookkeeping
+		},
+	}
+}
+
+// seed writes n entities and one reserved row to c.
+func seed(t *testing.T, c *aztables.Client, n int) {
+	t.Helper()
+	tbl := reserved.Table(testrig.NewTable[table.Dynamic](t, c))
+	var ops []table.Op
+	for i := range n {
+		ops = append(ops, tbl.UpsertOp(entity(i), table.Replace))
+	}
+	ops = append(ops, tbl.UpsertOp(table.Dynamic{PartitionKey: "p0", RowKey: table.ReservedPrefix + "commit!1",
+		Properties: map[string]any{"TkState": "pending"}}, table.Replace))
+	if _, err := tbl.Submit(context.Background(), ops, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func verifyEqual(t *testing.T, want, got *aztables.Client) transfer.Summary {
+	t.Helper()
+	sum, err := transfer.Verify(context.Background(), want, got, nil)
+	if err != nil {
+		t.Fatalf("verify: %v (missing %v, extra %v, changed %v)", err, sum.Missing, sum.Extra, sum.Changed)
+	}
+	return sum
+}
+
+func TestExportImportVerify(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, dst, blobs := r.Table(), r.Table(), r.Container()
+	const n = 60
+	seed(t, src, n)
+	opts := &transfer.Options{ChunkBytes: 4 << 10}
+	exp, err := transfer.Export(ctx, src, blobs, "backup/1", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp.Entities != n+1 || exp.Chunks < 3 {
+		t.Fatalf("export: %d entities in %d chunks, want %d in several", exp.Entities, exp.Chunks, n+1)
+	}
+	if _, err := transfer.Export(ctx, src, blobs, "backup/1", nil); !errors.Is(err, transfer.ErrExists) || !errors.Is(err, table.ErrInvalid) {
+		t.Fatalf("second export to the same prefix: %v, want ErrExists", err)
+	}
+	if _, err := transfer.VerifyExport(ctx, blobs, "backup/1", src, nil); err != nil {
+		t.Fatalf("verify export against its source: %v", err)
+	}
+	for range 2 { // idempotent: twice gives the same table
+		imp, err := transfer.Import(ctx, blobs, "backup/1", dst, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if imp.Entities != n+1 || imp.Chunks != exp.Chunks {
+			t.Fatalf("import: %d entities from %d chunks, want %d from %d", imp.Entities, imp.Chunks, n+1, exp.Chunks)
+		}
+		verifyEqual(t, src, dst)
+	}
+	// Every value reads back with its type.
+	got, err := testrig.NewTable[table.Dynamic](t, dst).Get(ctx, "p1", "r0007", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := entity(7)
+	for name, v := range want.Properties {
+		if fmt.Sprintf("%T %v", v, v) != fmt.Sprintf("%T %v", got.Value.Properties[name], got.Value.Properties[name]) {
+			t.Errorf("property %s: got %T %v, want %T %v", name, got.Value.Properties[name], got.Value.Properties[name], v, v)
+		}
+	}
+}
+
+func TestVerifyDifferences(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	a, b := r.Table(), r.Table()
+	seed(t, a, 10)
+	seed(t, b, 10)
+	tb := reserved.Table(testrig.NewTable[table.Dynamic](t, b))
+	changed := entity(3)
+	changed.Properties["Count"] = int64(3) // same number, another type
+	if _, err := tb.Upsert(ctx, changed, table.Replace); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Delete(ctx, "p2", "r0005", "*"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Upsert(ctx, table.Dynamic{PartitionKey: "p9", RowKey: "x"}, table.Replace); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := transfer.Verify(ctx, a, b, nil)
+	if !errors.Is(err, transfer.ErrMismatch) {
+		t.Fatalf("verify: %v, want ErrMismatch", err)
+	}
+	if fmt.Sprint(sum.Missing, sum.Extra, sum.Changed, sum.Differences) != "[{p2 r0005}] [{p9 x}] [{p0 r0003}] 3" {
+		t.Fatalf("verify found missing %v, extra %v, changed %v (%d)", sum.Missing, sum.Extra, sum.Changed, sum.Differences)
+	}
+}
+
+// TestExportCrashResume crashes an export at every step boundary it
+// passes, resumes it, and checks the export equals the table.
+func TestExportCrashResume(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, blobs := r.Table(), r.Container()
+	seed(t, src, 40)
+	for _, step := range []string{"manifest", "chunk"} {
+		for pass := 1; pass <= 4; pass++ {
+			prefix := fmt.Sprintf("crash/%s/%d", step, pass)
+			var crashes testrig.Crashes
+			crashes.At(step, pass)
+			opts := &transfer.Options{ChunkBytes: 4 << 10, Ranges: 2}
+			transfer.SetHook(opts, crashes.Hook)
+			if _, err := transfer.Export(ctx, src, blobs, prefix, opts); !errors.Is(err, testrig.ErrCrash) {
+				t.Fatalf("%s pass %d: %v, want the crash", step, pass, err)
+			}
+			opts.Resume = true
+			transfer.SetHook(opts, nil)
+			if _, err := transfer.Export(ctx, src, blobs, prefix, opts); err != nil {
+				t.Fatalf("%s pass %d: resume: %v", step, pass, err)
+			}
+			if sum, err := transfer.VerifyExport(ctx, blobs, prefix, src, nil); err != nil {
+				t.Fatalf("%s pass %d: %v (missing %v, extra %v, changed %v)", step, pass, err, sum.Missing, sum.Extra, sum.Changed)
+			}
+		}
+	}
+}
+
+// TestImportCrashResume crashes an import at every step boundary, resumes
+// it from its checkpoint, and checks the table equals the source.
+func TestImportCrashResume(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, blobs := r.Table(), r.Container()
+	seed(t, src, 40)
+	exp, err := transfer.Export(ctx, src, blobs, "b", &transfer.Options{ChunkBytes: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"read", "written", "checkpoint"} {
+		for pass := 1; pass <= exp.Chunks; pass++ {
+			dst := r.Table()
+			var crashes testrig.Crashes
+			crashes.At(step, pass)
+			opts := &transfer.Options{}
+			transfer.SetHook(opts, crashes.Hook)
+			if _, err := transfer.Import(ctx, blobs, "b", dst, opts); !errors.Is(err, testrig.ErrCrash) {
+				t.Fatalf("%s pass %d: %v, want the crash", step, pass, err)
+			}
+			opts.Resume = true
+			transfer.SetHook(opts, nil)
+			sum, err := transfer.Import(ctx, blobs, "b", dst, opts)
+			if err != nil {
+				t.Fatalf("%s pass %d: resume: %v", step, pass, err)
+			}
+			// The resume reads only the chunks the checkpoint does not list.
+			if wantChunks := exp.Chunks - (pass - 1); step == "checkpoint" && sum.Chunks != exp.Chunks-pass || step != "checkpoint" && sum.Chunks != wantChunks {
+				t.Errorf("%s pass %d: resume read %d chunks", step, pass, sum.Chunks)
+			}
+			verifyEqual(t, src, dst)
+		}
+	}
+}
+
+// TestCorruptExport: an altered chunk or manifest is refused before
+// anything from it is written.
+func TestCorruptExport(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, blobs := r.Table(), r.Container()
+	seed(t, src, 20)
+	if _, err := transfer.Export(ctx, src, blobs, "b", &transfer.Options{ChunkBytes: 2 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	chunk := "b/r0000-000001.jsonl.gz" // the first: nothing may be written
+	orig := download(t, blobs, chunk)
+	manifest := download(t, blobs, "b/manifest.json")
+	for _, tc := range []struct {
+		name string
+		blob string
+		data []byte
+	}{
+		{"chunk byte flipped", chunk, flip(orig, len(orig)/2)},
+		{"chunk cut", chunk, orig[:len(orig)-1]},
+		{"chunk extended", chunk, append(append([]byte{}, orig...), 0)},
+		{"manifest chunk renamed", "b/manifest.json", []byte(strings.Replace(string(manifest), "r0000-000001", "../other", 1))},
+		{"manifest unknown field", "b/manifest.json", []byte(strings.Replace(string(manifest), `"format"`, `"extra": 1, "format"`, 1))},
+		{"manifest huge size", "b/manifest.json", []byte(strings.Replace(string(manifest), `"bytes": `, `"bytes": 9`, 1))},
+	} {
+		upload(t, blobs, tc.blob, tc.data)
+		dst := r.Table()
+		before := r.Faults.Count()
+		_, err := transfer.Import(ctx, blobs, "b", dst, nil)
+		if !errors.Is(err, transfer.ErrCorrupt) || !errors.Is(err, table.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrCorrupt", tc.name, err)
+		}
+		for _, req := range r.Faults.Requests()[before:] {
+			if strings.Contains(req.URL, "$batch") {
+				t.Errorf("%s: a transaction was sent", tc.name)
+			}
+		}
+		upload(t, blobs, "b/manifest.json", manifest)
+		upload(t, blobs, chunk, orig)
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := append([]byte{}, b...)
+	c[i] ^= 1
+	return c
+}
+
+func download(t *testing.T, c *container.Client, name string) []byte {
+	t.Helper()
+	resp, err := c.NewBlobClient(name).DownloadStream(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func upload(t *testing.T, c *container.Client, name string, b []byte) {
+	t.Helper()
+	if _, err := c.NewBlockBlobClient(name).UploadBuffer(context.Background(), b, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCopyToCosmosRejects copies a Table Storage table into the Cosmos DB
+// profile: every entity Cosmos DB cannot hold is reported with its keys,
+// none is sent, and every other entity is copied.
+func TestCopyToCosmosRejects(t *testing.T) {
+	storage := testrig.New(t)
+	if testrig.Cosmos() {
+		t.Skip("the source must be Table Storage; under TABLEKIT_PROFILE=cosmos every rig table is Cosmos DB")
+	}
+	cosmos := testrig.NewCosmos(t)
+	ctx := context.Background()
+	src, dst := storage.Table(), cosmos.Table()
+	seed(t, src, 12)
+	s := testrig.NewTable[table.Dynamic](t, src)
+	longRK := strings.Repeat("k", 300)
+	bad := []table.Dynamic{
+		{PartitionKey: "p1", RowKey: longRK, Properties: map[string]any{"N": int32(1)}},            // RowKey over 255 bytes
+		{PartitionKey: "p1", RowKey: "id-prop", Properties: map[string]any{"id": "x"}},              // reserved on Cosmos DB
+		{PartitionKey: "p2", RowKey: "etag-prop", Properties: map[string]any{"ETag": "x", "A": "b"}}, // reserved on Cosmos DB
+	}
+	for _, d := range bad {
+		if _, err := s.Upsert(ctx, d, table.Replace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := cosmos.Faults.Count()
+	sum, err := transfer.Copy(ctx, src, dst, nil)
+	if !errors.Is(err, transfer.ErrRejected) {
+		t.Fatalf("copy: %v, want ErrRejected", err)
+	}
+	if sum.Rejected != 3 || len(sum.Rejects) != 3 {
+		t.Fatalf("copy rejected %d: %v", sum.Rejected, sum.Rejects)
+	}
+	got := map[transfer.Key]bool{}
+	for _, rj := range sum.Rejects {
+		got[rj.Key] = true
+		if rj.Reason == "" {
+			t.Errorf("reject %v has no reason", rj.Key)
+		}
+	}
+	for _, d := range bad {
+		if !got[transfer.Key{PartitionKey: d.PartitionKey, RowKey: d.RowKey}] {
+			t.Errorf("entity (%s, %.20s...) not reported", d.PartitionKey, d.RowKey)
+		}
+	}
+	if sum.Entities != 13 {
+		t.Errorf("copied %d entities, want 13", sum.Entities)
+	}
+	for _, req := range cosmos.Faults.Requests()[before:] {
+		if strings.Contains(string(req.Body), longRK) || strings.Contains(string(req.Body), "id-prop") {
+			t.Errorf("a rejected entity was sent: %s %s", req.Method, req.URL)
+		}
+	}
+	vs, err := transfer.Verify(ctx, src, dst, nil)
+	if !errors.Is(err, transfer.ErrMismatch) || vs.Differences != 3 || len(vs.Missing) != 3 {
+		t.Fatalf("verify after copy: %v, %d differences (missing %v)", err, vs.Differences, vs.Missing)
+	}
+}
+
+// TestCopy copies between two tables of the rig's service in ranges.
+func TestCopy(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, dst := r.Table(), r.Table()
+	seed(t, src, 30)
+	var calls int
+	sum, err := transfer.Copy(ctx, src, dst, &transfer.Options{Ranges: 3, Progress: func(p transfer.Progress) { calls++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Entities != 31 || calls == 0 {
+		t.Fatalf("copied %d entities, %d progress calls", sum.Entities, calls)
+	}
+	verifyEqual(t, src, dst)
+}
