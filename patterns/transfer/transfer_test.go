@@ -289,8 +289,8 @@ func TestCopyToCosmosRejects(t *testing.T) {
 	s := testrig.NewTable[table.Dynamic](t, src)
 	longRK := strings.Repeat("k", 300)
 	bad := []table.Dynamic{
-		{PartitionKey: "p1", RowKey: longRK, Properties: map[string]any{"N": int32(1)}},            // RowKey over 255 bytes
-		{PartitionKey: "p1", RowKey: "id-prop", Properties: map[string]any{"id": "x"}},              // reserved on Cosmos DB
+		{PartitionKey: "p1", RowKey: longRK, Properties: map[string]any{"N": int32(1)}},              // RowKey over 255 bytes
+		{PartitionKey: "p1", RowKey: "id-prop", Properties: map[string]any{"id": "x"}},               // reserved on Cosmos DB
 		{PartitionKey: "p2", RowKey: "etag-prop", Properties: map[string]any{"ETag": "x", "A": "b"}}, // reserved on Cosmos DB
 	}
 	for _, d := range bad {

@@ -1,0 +1,156 @@
+// Package transfer exports tables to blobs, imports (restores) them,
+// copies tables to tables across accounts and services, and verifies that
+// two tables, or a table and an export, hold the same entities: the
+// backup, restore and move that AzCopy v10 does not offer for tables.
+//
+//	sum, err := transfer.Export(ctx, tableClient, containerClient, "backups/orders/2026-11-29", nil)
+//	sum, err = transfer.Import(ctx, containerClient, "backups/orders/2026-11-29", restoredClient, nil)
+//	sum, err = transfer.VerifyExport(ctx, containerClient, "backups/orders/2026-11-29", restoredClient, nil)
+//	sum, err = transfer.Copy(ctx, storageClient, cosmosClient, &transfer.Options{Ranges: 8})
+//
+// examples/transfer is the same as a program an operator runs.
+//
+// # When to use it
+//
+// To back up a table or a PartitionKey range of it into blob storage and
+// restore it, to move a table between accounts or between Azure Table
+// Storage and the Cosmos DB Table API (both ways), and to check that a
+// restore or a move is complete and equal. Every row goes: the
+// application's entities and the rows and properties tablekit's patterns
+// keep beside them (index copies, commit records, blob pointers, under
+// table.ReservedPrefix and table.ReservedPropertyPrefix), so that a
+// restored table is one the patterns accept as their own.
+//
+// Not for: a point-in-time snapshot (see the guarantee below; Cosmos DB's
+// continuous backup, or an application quiet during the export, gives
+// one), the blobs a table's rows point to (patterns/largeentity's blobs
+// are in their own container: copy it with azcopy, which handles blobs),
+// the write history tablekit keeps per entity (table.WriteProperty: it
+// identifies writes to the source table, settles their lost responses
+// there, and means nothing elsewhere; a restored entity starts a fresh
+// one, as an upsert does), or replicating a table continuously.
+//
+// # Format
+//
+// An export under a prefix is a manifest, <prefix>/manifest.json
+// (Manifest: table, profile, range, start and end times, the guarantee,
+// and per PartitionKey range its chunks with entity counts, sizes and
+// SHA-256), and chunks <prefix>/r<range>-<n>.jsonl.gz: gzip-compressed
+// JSON lines, one entity a line, every property with its EDM type
+// (Edm.String, Boolean, Int32, Int64, Double, DateTime, Binary, Guid),
+// Int64 as a string, Binary in base64, DateTime with its 100 ns, Double's
+// NaN and infinities as strings: lossless for every type the table codec
+// knows. One caveat comes from the service, not the format: Azurite
+// returns a whole-number Edm.Double (2.0) as the JSON number 2 without a
+// type, which reads as Edm.Int32 (table.Dynamic); Azure returns 2.0.
+//
+// # Guarantee
+//
+// An export, copy or verify of a table that is being written is a scan,
+// not a snapshot (the Guarantee constant, recorded in every manifest):
+// an entity that exists for the whole scan and is not changed is read
+// exactly once, as stored; one written during the scan is read in its
+// state before or after the write; one inserted or deleted during it may
+// be missing. Each entity is consistent; nothing holds across entities.
+// Import and Copy write each entity with an upsert that replaces it
+// whole, so running either again gives the same table (entities of the
+// target that the source does not hold are left alone), and a resume
+// that writes a chunk or page again is harmless. Transactions are
+// atomic; a chunk or a page is several transactions, and a crash between
+// them leaves some written, which the resume writes again.
+//
+// # Incremental exports
+//
+// On Table Storage, Options.Since exports only the entities whose
+// Timestamp is at or after it: pass the previous export's
+// Manifest.Started (every write after that has a later Timestamp, on the
+// service's clock). Deletions are not seen: an incremental export holds
+// changed and new entities only, and restoring is the full export's
+// import followed by each incremental one in order. Cosmos DB's Table API
+// answers a Timestamp filter with no rows, so there Since is refused
+// (table.ErrUnsupported) before any request: use full exports, or Cosmos
+// DB's own continuous backup for point-in-time restore.
+//
+// # Trust
+//
+// An export read back is untrusted input (anyone with write access to
+// the container may have altered it). The manifest is capped at 64 MiB
+// and decoded strictly (unknown fields refused); every chunk name must be
+// the one Export gives its place, and sizes are checked against caps
+// (256 MiB a chunk, compressed and not) before anything is allocated; a
+// chunk is read whole, its length and SHA-256 checked against the
+// manifest, then every line decoded strictly (known members once each, a
+// known EDM type per property with a value of that type, no system or
+// annotation names, no duplicates, lines of at most 16 MiB, the counts
+// and sizes the manifest states) before any entity of it is written.
+// Anything else is ErrCorrupt. The SHA-256 detects corruption and
+// truncation, not a forger who rewrites the manifest too: keep exports
+// where only the exporting identity can write. Errors never carry a
+// shared access signature or account key (internal/redact).
+//
+// # Rejects
+//
+// Import and Copy check every entity against the target's profile
+// (table.Profile: key lengths, RowKey of at most 255 bytes and the
+// property names id, rid, etag and resourceid on Cosmos DB, entity and
+// value sizes, property counts) before it is sent. An entity the target
+// cannot hold is never part of a transaction: it is listed, with its keys
+// and the reason, in Summary.Rejects, and the call returns ErrRejected
+// after writing everything else. A transaction the service itself refuses
+// because of one entity (400, 413) applies nothing; that entity is
+// rejected and the rest sent again. Nothing is dropped silently.
+//
+// # Parallel ranges
+//
+// Options.Ranges splits the PartitionKey range into up to that many
+// ranges read at once (Options.Concurrency at a time), without reading
+// the table twice: single-row queries probe candidate boundaries (the
+// keys' first printable character, then the second where more ranges are
+// wanted: at most about 92 probes per level), which works on Cosmos DB too
+// (a probe asks only whether a range holds a row). Each range has its
+// chunks and cursor in the manifest and resumes on its own.
+//
+// # Cost in round trips
+//
+//	Export         1 per page (ChunkBytes/4096 entities, 1 to 1,000),
+//	               1 per chunk, 1 per manifest write (one per chunk, one
+//	               at the start, one at the end); + probes with Ranges
+//	Import         1 manifest + 1 checkpoint read, then per chunk: 1 read,
+//	               ceil(n/100) transactions per partition of its n
+//	               entities (more past the profile's 4 MiB or 2 MB), 1
+//	               checkpoint write
+//	Copy           1 per page read + its transactions, as Import's
+//	Verify         1 per page of each table
+//	VerifyExport   1 manifest + 1 per chunk + 1 per page of the table
+//
+// Memory: Export and Import hold one chunk per range at a time (Import
+// one chunk); Copy one page per range; Verify a key and a 32-byte hash
+// per entity of the first side.
+//
+// # Crash points
+//
+// A process may die anywhere; these are the step boundaries, each tested
+// (a crash injected there, then the call run again with Options.Resume,
+// then Verify):
+//
+//	operation  crash after              state left                        resume
+//	Export     manifest written         chunks listed, cursors saved       reads each range from its cursor
+//	Export     chunk uploaded           chunk n not in the manifest        writes chunk n again (same name),
+//	                                                                       then records it
+//	Import     chunk read               nothing of chunk n written         reads chunk n again
+//	Import     chunk written            chunk n written, not checkpointed  writes chunk n again (upserts)
+//	Import     checkpoint written       chunk n checkpointed               starts at chunk n+1
+//	Copy       page written             pages so far written               copies again from the start
+//	                                                                       (upserts; or a narrower From/To)
+//
+// A lost response of a transaction is settled by table.Submit's read; one
+// it cannot settle is an error, and the resume writes the chunk again.
+//
+// # Cosmos DB
+//
+// All four verbs work on both services and between them: reads take no
+// key order for granted (Verify compares by key, cursors are the
+// service's own), writes are checked against the target's profile (2 MB
+// transactions on Cosmos DB). Since is refused there (see Incremental
+// exports).
+package transfer
