@@ -41,6 +41,9 @@ func Copy(ctx context.Context, src, dst *aztables.Client, opts *Options) (Summar
 	if err != nil {
 		return sum, err
 	}
+	if err := checkSince(s, o.Since); err != nil {
+		return sum, err
+	}
 	ranges, err := split(ctx, s, o.From, o.To, o.Since, o.Ranges, o.Concurrency)
 	if err != nil {
 		return sum, err
@@ -50,7 +53,7 @@ func Copy(ctx context.Context, src, dst *aztables.Client, opts *Options) (Summar
 	progress := newTracker(o.Progress, 0)
 	var bytes int64
 	var bmu sync.Mutex
-	err = parallel(ctx, ranges, o.Concurrency, func(ctx context.Context, r Range) error {
+	err = parallel(ctx, ranges, o.Concurrency, func(ctx context.Context, r span) error {
 		for page, err := range s.Pages(ctx, query(r.From, r.To, o.Since, "")) {
 			if err != nil {
 				return wrap(err, "reading %s", s.Name())
@@ -121,9 +124,9 @@ func parallel[E any](ctx context.Context, items []E, concurrency int, fn func(co
 
 // scan yields the entities of t in ranges, concurrency ranges at once,
 // to fn, one call at a time.
-func scan(ctx context.Context, t *table.Table[table.Dynamic], ranges []Range, since time.Time, concurrency int, fn func(*table.Dynamic) error) error {
+func scan(ctx context.Context, t *table.Table[table.Dynamic], ranges []span, since time.Time, concurrency int, fn func(*table.Dynamic) error) error {
 	var mu sync.Mutex
-	return parallel(ctx, ranges, concurrency, func(ctx context.Context, r Range) error {
+	return parallel(ctx, ranges, concurrency, func(ctx context.Context, r span) error {
 		for page, err := range t.Pages(ctx, query(r.From, r.To, since, "")) {
 			if err != nil {
 				return wrap(err, "reading %s", t.Name())

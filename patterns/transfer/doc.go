@@ -32,22 +32,34 @@
 //
 // # Format
 //
-// An export under a prefix is a manifest, <prefix>/manifest.json
-// (Manifest: table, profile, range, start and end times, the guarantee,
-// and per PartitionKey range its chunks with entity counts, sizes and
-// SHA-256), and chunks <prefix>/r<range>-<n>.jsonl.gz: gzip-compressed
-// JSON lines, one entity a line, every property with its EDM type
-// (Edm.String, Boolean, Int32, Int64, Double, DateTime, Binary, Guid),
-// Int64 as a string, Binary in base64, DateTime with its 100 ns, Double's
-// NaN and infinities as strings: lossless for every type the table codec
-// knows. One caveat comes from the service, not the format: Azurite
-// returns a whole-number Edm.Double (2.0) as the JSON number 2 without a
-// type, which reads as Edm.Int32 (table.Dynamic); Azure returns 2.0.
+// An export under a prefix is a manifest and chunks. The manifest,
+// <prefix>/manifest.json, is JSON: "format" ("tablekit-transfer/1"),
+// "table", "profile" (the source service's profile name), "from", "to",
+// "since" (the Options it was made with), "started", "ended", "complete"
+// (false until every range is read to its end), "guarantee" (the text of
+// the guarantee below), and "ranges": per PartitionKey range its "from",
+// "to", "next" (the cursor to resume from), "done", and "chunks", each
+// with its "name", "entities", "rawBytes" (uncompressed), "bytes" and
+// "sha256" (hex SHA-256 of the blob). The chunks,
+// <prefix>/r<range>-<n>.jsonl.gz, are gzip-compressed JSON lines, one
+// entity a line, every property with its EDM type:
+//
+//	{"PartitionKey":"Sales","RowKey":"000223","Timestamp":"2026-11-29T03:41:07.1234567Z",
+//	 "Properties":[["Age","Edm.Int32",41],["Id","Edm.Int64","9223372036854775807"],
+//	 ["Photo","Edm.Binary","AAEC/w=="],["Score","Edm.Double",2.5]]}
+//
+// The types are Edm.String, Boolean, Int32, Int64 (as a string), Double
+// (NaN and the infinities as strings), DateTime (UTC, 100 ns), Binary
+// (base64) and Guid: lossless for every type the table codec knows.
+// Properties are sorted by name, so an entity has one encoding. One caveat
+// comes from the service, not the format: Azurite returns a whole-number
+// Edm.Double (2.0) as the JSON number 2 without a type, which reads as
+// Edm.Int32 (see table.Dynamic); Azure returns 2.0.
 //
 // # Guarantee
 //
 // An export, copy or verify of a table that is being written is a scan,
-// not a snapshot (the Guarantee constant, recorded in every manifest):
+// not a snapshot (recorded in every manifest):
 // an entity that exists for the whole scan and is not changed is read
 // exactly once, as stored; one written during the scan is read in its
 // state before or after the write; one inserted or deleted during it may
@@ -62,9 +74,11 @@
 // # Incremental exports
 //
 // On Table Storage, Options.Since exports only the entities whose
-// Timestamp is at or after it: pass the previous export's
-// Manifest.Started (every write after that has a later Timestamp, on the
-// service's clock). Deletions are not seen: an incremental export holds
+// Timestamp is at or after it: pass the previous export's start (its
+// Summary.Started, or "started" in its manifest): every write after that
+// has a later Timestamp, as long as the exporting host's clock and the
+// service's agree (allow for skew by passing an earlier time; an entity
+// exported twice is harmless, as imports are upserts). Deletions are not seen: an incremental export holds
 // changed and new entities only, and restoring is the full export's
 // import followed by each incremental one in order. Cosmos DB's Table API
 // answers a Timestamp filter with no rows, so there Since is refused
@@ -104,10 +118,13 @@
 //
 // Options.Ranges splits the PartitionKey range into up to that many
 // ranges read at once (Options.Concurrency at a time), without reading
-// the table twice: single-row queries probe candidate boundaries (the
-// keys' first printable character, then the second where more ranges are
-// wanted: at most about 92 probes per level), which works on Cosmos DB too
-// (a probe asks only whether a range holds a row). Each range has its
+// the table twice: single-row queries probe candidate boundaries, which
+// works on Cosmos DB too (a probe asks only whether a range holds a row):
+// 93 probes for the keys' first character (printable ASCII, and one
+// boundary for all else), then, when fewer ranges than wanted hold rows,
+// 93 more per first character found, for the second. The ranges are
+// groups of the non-empty candidates, so they hold about equal numbers of
+// distinct prefixes, not of entities. Each range has its
 // chunks and cursor in the manifest and resumes on its own.
 //
 // # Cost in round trips

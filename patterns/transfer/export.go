@@ -20,7 +20,7 @@ import (
 // Export writes the entities of the table of src (every row: the
 // patterns' reserved rows and properties included) to blobs under prefix
 // in dst: gzip-compressed chunks of JSON lines and a manifest
-// (<prefix>/manifest.json, see Manifest). With opts.Ranges it reads
+// (<prefix>/manifest.json, see manifest). With opts.Ranges it reads
 // several PartitionKey ranges at once. With opts.Resume it continues an
 // unfinished export at prefix from its manifest; without, a prefix that
 // holds a manifest is ErrExists. It is safe for concurrent use with
@@ -42,6 +42,9 @@ func Export(ctx context.Context, src *aztables.Client, dst *container.Client, pr
 	if err != nil {
 		return sum, err
 	}
+	if err := checkSince(t, o.Since); err != nil {
+		return sum, err
+	}
 	m, err := readManifest(ctx, dst, prefix)
 	if err != nil {
 		return sum, err
@@ -54,6 +57,7 @@ func Export(ctx context.Context, src *aztables.Client, dst *container.Client, pr
 			return sum, fmt.Errorf("%w: the export at %s is of table %.40q, range [%.40q, %.40q), since %v: not this one",
 				ErrInvalid, prefix, m.Table, m.From, m.To, m.Since)
 		}
+		sum.Started = m.Started
 		if m.Complete {
 			sum.Ended = time.Now().UTC()
 			return sum, nil
@@ -63,8 +67,8 @@ func Export(ctx context.Context, src *aztables.Client, dst *container.Client, pr
 		if err != nil {
 			return sum, err
 		}
-		m = &Manifest{Format: Format, Table: t.Name(), Profile: t.Profile().Name, From: o.From, To: o.To,
-			Since: o.Since.UTC(), Started: sum.Started, Guarantee: Guarantee, Ranges: ranges}
+		m = &manifest{Format: formatID, Table: t.Name(), Profile: t.Profile().Name, From: o.From, To: o.To,
+			Since: o.Since.UTC(), Started: sum.Started, Guarantee: guaranteeText, Ranges: ranges}
 	}
 	x := &exporter{t: t, c: dst, prefix: prefix, o: &o, m: m, progress: newTracker(o.Progress, 0)}
 	if err := x.save(ctx); err != nil {
@@ -93,7 +97,7 @@ type exporter struct {
 	progress *tracker
 
 	mu     sync.Mutex // guards m and chunks; held across the manifest's upload, so versions land in order
-	m      *Manifest
+	m      *manifest
 	chunks int
 }
 
@@ -216,7 +220,7 @@ func (x *exporter) flush(ctx context.Context, w *chunkWriter, i, n int, next tab
 		return fmt.Errorf("transfer: compressing: %w", err)
 	}
 	sum := sha256.Sum256(w.buf.Bytes())
-	c := Chunk{Name: chunkName(x.prefix, i, n), Entities: w.entities, RawBytes: w.raw,
+	c := chunk{Name: chunkName(x.prefix, i, n), Entities: w.entities, RawBytes: w.raw,
 		Bytes: int64(w.buf.Len()), SHA256: hex.EncodeToString(sum[:])}
 	if err := writeBlob(ctx, x.c, c.Name, w.buf.Bytes()); err != nil {
 		return err

@@ -87,7 +87,7 @@ func Import(ctx context.Context, src *container.Client, prefix string, dst *azta
 	}
 	rej := &listed{max: o.MaxListed}
 	w := &writer{t: t, opts: &o, rej: rej}
-	progress := newTracker(o.Progress, m.Entities())
+	progress := newTracker(o.Progress, m.entities())
 	for _, r := range m.Ranges {
 		for _, c := range r.Chunks {
 			if done[c.Name] {
@@ -140,7 +140,7 @@ func finish(sum Summary, w *writer, rej *listed) Summary {
 
 // readChunk reads chunk c whole, checks its size and SHA-256 against c,
 // and decodes every line: all of it, or an ErrCorrupt error.
-func readChunk(ctx context.Context, src *container.Client, c Chunk) ([]table.Dynamic, error) {
+func readChunk(ctx context.Context, src *container.Client, c chunk) ([]table.Dynamic, error) {
 	b, err := readBlob(ctx, src, c.Name, c.Bytes, false)
 	if err != nil {
 		return nil, err
@@ -156,7 +156,7 @@ func readChunk(ctx context.Context, src *container.Client, c Chunk) ([]table.Dyn
 
 // decodeChunk decompresses and decodes a chunk whose bytes were checked,
 // holding it to the sizes its manifest states.
-func decodeChunk(b []byte, c Chunk) ([]table.Dynamic, error) {
+func decodeChunk(b []byte, c chunk) ([]table.Dynamic, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("%w: chunk %s: %v", ErrCorrupt, c.Name, err)

@@ -16,9 +16,9 @@ import (
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
-// Format is the manifest's format identifier; a manifest of another
+// format is the manifest's format identifier; a manifest of another
 // format is refused.
-const Format = "tablekit-transfer/1"
+const formatID = "tablekit-transfer/1"
 
 // Caps on what an export read back may make a reader allocate.
 const (
@@ -29,16 +29,16 @@ const (
 	maxPrefix   = 512
 )
 
-// Guarantee is what an export of a table that is being written holds, as
+// guaranteeText is what an export of a table that is being written holds, as
 // recorded in every manifest.
-const Guarantee = "scan, not snapshot: every entity that existed for the whole export and was not changed is exported once, " +
+const guaranteeText = "scan, not snapshot: every entity that existed for the whole export and was not changed is exported once, " +
 	"as stored; an entity written during the export is exported in its state before or after that write, or, if inserted " +
 	"or deleted during it, may be missing; the export is consistent per entity, not across entities"
 
-// Manifest describes an export: the blob <prefix>/manifest.json. Export
+// manifest describes an export: the blob <prefix>/manifest.json. Export
 // writes it after every chunk (Complete false until the end), so an
 // unfinished export can be resumed and a finished one read back.
-type Manifest struct {
+type manifest struct {
 	Format string `json:"format"`
 	// Table is the exported table's name; Profile the name of its
 	// service's profile ("Azure Table Storage", ...).
@@ -55,14 +55,14 @@ type Manifest struct {
 	Ended   time.Time `json:"ended,omitzero"`
 	// Complete reports that every range was read to its end.
 	Complete bool `json:"complete"`
-	// Guarantee states what the export holds (the Guarantee constant).
+	// Guarantee states what the export holds (guaranteeText).
 	Guarantee string `json:"guarantee"`
 	// Ranges are the PartitionKey ranges read, each with its chunks.
-	Ranges []Range `json:"ranges"`
+	Ranges []span `json:"ranges"`
 }
 
-// Range is one PartitionKey range of an export and its chunks, in order.
-type Range struct {
+// span is one PartitionKey range of an export and its chunks, in order.
+type span struct {
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
 	// Next is where reading resumes (a table.Cursor of the range's
@@ -70,12 +70,12 @@ type Range struct {
 	Next table.Cursor `json:"next,omitempty"`
 	Done bool         `json:"done"`
 	// Chunks are the range's chunks in the order written.
-	Chunks []Chunk `json:"chunks"`
+	Chunks []chunk `json:"chunks"`
 }
 
-// Chunk is one blob of an export: gzip-compressed JSON lines, one entity
+// chunk is one blob of an export: gzip-compressed JSON lines, one entity
 // a line.
-type Chunk struct {
+type chunk struct {
 	// Name is the blob's name: <prefix>/r<range>-<n>.jsonl.gz.
 	Name string `json:"name"`
 	// Entities is the number of lines; RawBytes their size uncompressed;
@@ -86,8 +86,8 @@ type Chunk struct {
 	SHA256   string `json:"sha256"`
 }
 
-// Entities returns the number of entities in the export's chunks.
-func (m *Manifest) Entities() int64 {
+// entities returns the number of entities in the export's chunks.
+func (m *manifest) entities() int64 {
 	var n int64
 	for _, r := range m.Ranges {
 		for _, c := range r.Chunks {
@@ -116,9 +116,9 @@ func checkPrefix(prefix string) error {
 // validate checks a manifest read back against what Export writes: every
 // chunk name the one Export gives its place, sizes within the caps, hashes
 // of SHA-256's length.
-func (m *Manifest) validate(prefix string) error {
-	if m.Format != Format {
-		return fmt.Errorf("%w: manifest format %.40q, want %q", ErrCorrupt, m.Format, Format)
+func (m *manifest) validate(prefix string) error {
+	if m.Format != formatID {
+		return fmt.Errorf("%w: manifest format %.40q, want %q", ErrCorrupt, m.Format, formatID)
 	}
 	if len(m.Ranges) == 0 || len(m.Ranges) > maxRanges {
 		return fmt.Errorf("%w: manifest has %d ranges", ErrCorrupt, len(m.Ranges))
@@ -169,12 +169,12 @@ func readBlob(ctx context.Context, c *container.Client, name string, max int64, 
 
 // readManifest reads and validates the manifest at prefix; nil when there
 // is none.
-func readManifest(ctx context.Context, c *container.Client, prefix string) (*Manifest, error) {
+func readManifest(ctx context.Context, c *container.Client, prefix string) (*manifest, error) {
 	b, err := readBlob(ctx, c, manifestName(prefix), maxManifest, true)
 	if err != nil || b == nil {
 		return nil, err
 	}
-	var m Manifest
+	var m manifest
 	if err := strictJSON(b, &m); err != nil {
 		return nil, fmt.Errorf("%w: manifest %s: %v", ErrCorrupt, manifestName(prefix), err)
 	}

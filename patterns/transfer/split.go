@@ -25,12 +25,12 @@ func probeAlphabet() []string {
 
 // split divides [from, to) into at most n PartitionKey ranges that each
 // hold entities, found by probing candidate boundaries with single-row
-// queries (at most one per printable character and per level, two levels:
-// the key's first character, then its second). It works on services that
+// queries (93 for the first character; then, when fewer than n ranges
+// hold rows, 93 per first character found, for the second). It works on services that
 // return rows in no order too: a probe asks only whether a range holds a
 // row. Ranges cover [from, to) together, whatever the probes find.
-func split(ctx context.Context, t *table.Table[table.Dynamic], from, to string, since time.Time, n, concurrency int) ([]Range, error) {
-	whole := []Range{{From: from, To: to}}
+func split(ctx context.Context, t *table.Table[table.Dynamic], from, to string, since time.Time, n, concurrency int) ([]span, error) {
+	whole := []span{{From: from, To: to}}
 	if n <= 1 {
 		return whole, nil
 	}
@@ -68,7 +68,7 @@ func split(ctx context.Context, t *table.Table[table.Dynamic], from, to string, 
 		return whole, nil
 	}
 	// n groups of consecutive non-empty candidate ranges.
-	var out []Range
+	var out []span
 	per := float64(len(bounds)) / float64(min(n, len(bounds)))
 	for g := 0; g < min(n, len(bounds)); g++ {
 		lo := bounds[int(float64(g)*per)]
@@ -79,7 +79,7 @@ func split(ctx context.Context, t *table.Table[table.Dynamic], from, to string, 
 		if next := int(float64(g+1) * per); g+1 < min(n, len(bounds)) && next < len(bounds) {
 			hi = bounds[next]
 		}
-		out = append(out, Range{From: lo, To: hi})
+		out = append(out, span{From: lo, To: hi})
 	}
 	return out, nil
 }

@@ -157,7 +157,9 @@ type Summary struct {
 	// content; Differences counts them all.
 	Missing, Extra, Changed []Key
 	Differences             int
-	// Started and Ended bound the call.
+	// Started and Ended bound the call; for Export, Started is the
+	// export's start (the first call's, when resumed), the watermark of
+	// the next incremental export (Options.Since).
 	Started, Ended time.Time
 }
 
@@ -232,6 +234,15 @@ func source(c *aztables.Client) (*table.Table[table.Dynamic], error) {
 		return nil, table.MarkInvalid(ErrInvalid, err)
 	}
 	return reserved.Table(t), nil
+}
+
+// checkSince refuses Since on a service whose Timestamp filters match
+// nothing (Cosmos DB), before any request.
+func checkSince(t *table.Table[table.Dynamic], since time.Time) error {
+	if !since.IsZero() && !t.Profile().TimestampFilters {
+		return fmt.Errorf("transfer: Since on %s, whose Timestamp filters match nothing: %w", t.Profile().Name, table.ErrUnsupported)
+	}
+	return nil
 }
 
 // target returns a Table[Dynamic] of c that may write every row the

@@ -348,3 +348,95 @@ func TestCopy(t *testing.T) {
 	}
 	verifyEqual(t, src, dst)
 }
+
+// TestIncremental exports the changes since a full export (Table
+// Storage), restores full then incremental, and checks the result equals
+// the source; on Cosmos DB, Since is refused before any request.
+func TestIncremental(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, dst, blobs := r.Table(), r.Table(), r.Container()
+	seed(t, src, 12)
+	full, err := transfer.Export(ctx, src, blobs, "full", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testrig.Cosmos() {
+		before := r.Faults.Count()
+		_, err := transfer.Export(ctx, src, blobs, "inc", &transfer.Options{Since: full.Started})
+		if !errors.Is(err, table.ErrUnsupported) || r.Faults.Count() != before {
+			t.Fatalf("Since on Cosmos DB: %v after %d requests, want ErrUnsupported before any", err, r.Faults.Count()-before)
+		}
+		return
+	}
+	tbl := reserved.Table(testrig.NewTable[table.Dynamic](t, src))
+	for _, d := range []table.Dynamic{entity(100), entity(3), entity(4)} {
+		d.Properties["Name"] = "changed"
+		if _, err := tbl.Upsert(ctx, d, table.Replace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inc, err := transfer.Export(ctx, src, blobs, "inc", &transfer.Options{Since: full.Started})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inc.Entities != 3 {
+		t.Fatalf("incremental export of %d entities, want the 3 written since", inc.Entities)
+	}
+	if _, err := transfer.VerifyExport(ctx, blobs, "inc", src, nil); !errors.Is(err, transfer.ErrInvalid) {
+		t.Fatalf("VerifyExport of an incremental export: %v, want ErrInvalid", err)
+	}
+	for _, prefix := range []string{"full", "inc"} {
+		if _, err := transfer.Import(ctx, blobs, prefix, dst, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	verifyEqual(t, src, dst)
+}
+
+// TestExportRoundTrips: a small table in one chunk costs a manifest read,
+// its first write, a page, the chunk, its manifest write and the last
+// manifest write.
+func TestExportRoundTrips(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, blobs := r.Table(), r.Container()
+	seed(t, src, 20)
+	before := r.Faults.Count()
+	if _, err := transfer.Export(ctx, src, blobs, "b", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Faults.Count() - before; n != 6 {
+		t.Fatalf("export of one page: %d round trips, want 6", n)
+	}
+}
+
+// TestExportRanges splits the key space by probes, reads the ranges in
+// parallel, and exports every entity once.
+func TestExportRanges(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, dst, blobs := r.Table(), r.Table(), r.Container()
+	seed(t, src, 30)
+	before := r.Faults.Count()
+	sum, err := transfer.Export(ctx, src, blobs, "b", &transfer.Options{Ranges: 4, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Entities != 31 || sum.Chunks != 3 {
+		t.Fatalf("export in ranges: %d entities in %d chunks, want 31 in 3 (a range per partition)", sum.Entities, sum.Chunks)
+	}
+	// Probes: "" and 92 first characters, then "p" and its 92 second
+	// characters; then a manifest read and 2 writes, and per range a page,
+	// a chunk and a manifest write.
+	if n := r.Faults.Count() - before; n != 2*93+3+3*3 {
+		t.Fatalf("export in ranges: %d round trips", n)
+	}
+	if _, err := transfer.VerifyExport(ctx, blobs, "b", src, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := transfer.Import(ctx, blobs, "b", dst, nil); err != nil {
+		t.Fatal(err)
+	}
+	verifyEqual(t, src, dst)
+}

@@ -34,7 +34,7 @@ func Verify(ctx context.Context, want, got *aztables.Client, opts *Options) (Sum
 		return sum, err
 	}
 	hashes := map[Key][32]byte{}
-	err = scan(ctx, w, []Range{{From: o.From, To: o.To}}, time.Time{}, 1, func(d *table.Dynamic) error {
+	err = scan(ctx, w, []span{{From: o.From, To: o.To}}, time.Time{}, 1, func(d *table.Dynamic) error {
 		h, err := entityHash(d)
 		if err != nil {
 			return fmt.Errorf("transfer: entity (PartitionKey %.40q, RowKey %.40q): %w", d.PartitionKey, d.RowKey, err)
@@ -115,7 +115,7 @@ func compare(ctx context.Context, got *aztables.Client, hashes map[Key][32]byte,
 			*list = append(*list, k)
 		}
 	}
-	err = scan(ctx, g, []Range{{From: from, To: to}}, time.Time{}, 1, func(d *table.Dynamic) error {
+	err = scan(ctx, g, []span{{From: from, To: to}}, time.Time{}, 1, func(d *table.Dynamic) error {
 		k := Key{d.PartitionKey, d.RowKey}
 		want, ok := hashes[k] // deleted once compared: a key read twice is extra
 		if !ok {
