@@ -6,11 +6,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
@@ -45,7 +46,7 @@ func Export(ctx context.Context, src *aztables.Client, dst *container.Client, pr
 	if err := checkSince(t, o.Since); err != nil {
 		return sum, err
 	}
-	m, err := readManifest(ctx, dst, prefix)
+	m, etag, err := readManifest(ctx, dst, prefix)
 	if err != nil {
 		return sum, err
 	}
@@ -70,24 +71,44 @@ func Export(ctx context.Context, src *aztables.Client, dst *container.Client, pr
 		m = &manifest{Format: formatID, Table: t.Name(), Profile: t.Profile().Name, From: o.From, To: o.To,
 			Since: o.Since.UTC(), Started: sum.Started, Guarantee: guaranteeText, Ranges: ranges}
 	}
-	x := &exporter{t: t, c: dst, prefix: prefix, o: &o, m: m, progress: newTracker(o.Progress, 0)}
-	if err := x.save(ctx); err != nil {
-		return sum, err
+	x := &exporter{t: t, c: dst, prefix: prefix, o: &o, m: m, etag: etag, progress: newTracker(o.Progress, 0)}
+	if etag == "" {
+		if err := x.commit(ctx, func(*manifest) (bool, error) { return true, nil }); errors.Is(err, errChanged) {
+			return sum, fmt.Errorf("%w: %s (written meanwhile)", ErrExists, manifestName(prefix))
+		} else if err != nil {
+			return sum, err
+		}
 	}
 	err = x.run(ctx)
+	if err == nil {
+		err = x.complete(ctx)
+	}
 	sum.Entities, sum.Bytes, sum.Chunks = x.progress.entities, x.progress.bytes, x.chunks
 	if err != nil {
 		return sum, err
 	}
-	x.mu.Lock()
-	m.Complete, m.Ended = true, time.Now().UTC()
-	x.mu.Unlock()
-	if err := x.save(ctx); err != nil {
-		return sum, err
-	}
-	sum.Ended = m.Ended
+	sum.Ended = time.Now().UTC()
 	return sum, nil
 }
+
+// complete marks the export complete when every range is done.
+func (x *exporter) complete(ctx context.Context) error {
+	return x.commit(ctx, func(m *manifest) (bool, error) {
+		if m.Complete {
+			return false, nil
+		}
+		for _, r := range m.Ranges {
+			if !r.Done {
+				return false, nil
+			}
+		}
+		m.Complete, m.Ended = true, time.Now().UTC()
+		return true, nil
+	})
+}
+
+// errLost is a range another process took over (its lease expired here).
+var errLost = errors.New("transfer: the range was taken over by another process")
 
 type exporter struct {
 	t        *table.Table[table.Dynamic]
@@ -96,27 +117,43 @@ type exporter struct {
 	o        *Options
 	progress *tracker
 
-	mu     sync.Mutex // guards m and chunks; held across the manifest's upload, so versions land in order
-	m      *manifest
+	mu     sync.Mutex // guards m, etag and chunks; held across the manifest's upload, so versions land in order
+	m      *manifest  // the version last read or written; replaced, never changed
+	etag   azcore.ETag
 	chunks int
 }
 
-// save writes the manifest.
-func (x *exporter) save(ctx context.Context) error {
+// commit writes the manifest as fn changes it, conditioned on the version
+// last read or written; when another process wrote it meanwhile (ranges of
+// one export shared across processes), it reads that version and applies
+// fn to it again. fn reports whether it changed anything (nothing is
+// written when not); its error ends commit.
+func (x *exporter) commit(ctx context.Context, fn func(*manifest) (bool, error)) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.saveLocked(ctx)
-}
-
-func (x *exporter) saveLocked(ctx context.Context) error {
-	b, err := json.MarshalIndent(x.m, "", " ")
-	if err != nil {
-		return fmt.Errorf("transfer: encoding manifest: %w", err)
+	for {
+		m := x.m.clone()
+		changed, err := fn(m)
+		if err != nil || !changed {
+			return err
+		}
+		etag, err := writeManifest(ctx, x.c, x.prefix, m, x.etag)
+		if err == nil {
+			x.m, x.etag = m, etag
+			return x.o.step("manifest")
+		}
+		if !errors.Is(err, errChanged) || x.etag == "" {
+			return err
+		}
+		m, etag, err = readManifest(ctx, x.c, x.prefix)
+		if err != nil {
+			return err
+		}
+		if m == nil || m.Table != x.m.Table || len(m.Ranges) != len(x.m.Ranges) {
+			return fmt.Errorf("%w: the manifest at %s was replaced by another export", ErrInvalid, x.prefix)
+		}
+		x.m, x.etag = m, etag
 	}
-	if err := writeBlob(ctx, x.c, manifestName(x.prefix), b); err != nil {
-		return err
-	}
-	return x.o.step("manifest")
 }
 
 // run exports the ranges not done, Concurrency at a time.
@@ -172,7 +209,7 @@ func (x *exporter) exportRange(ctx context.Context, i int) error {
 	r := x.m.Ranges[i]
 	x.mu.Unlock()
 	w := newChunkWriter()
-	n := len(r.Chunks)
+	n, from := len(r.Chunks), r.Next
 	q := query(r.From, r.To, x.m.Since, r.Next)
 	q.PageSize = pageSize(x.o.ChunkBytes)
 	for page, err := range x.t.Pages(ctx, q) {
@@ -192,15 +229,16 @@ func (x *exporter) exportRange(ctx context.Context, i int) error {
 		}
 		if w.entities > 0 {
 			n++
-			if err := x.flush(ctx, w, i, n, page.Next); err != nil {
+			if err := x.flush(ctx, w, i, n, from, page.Next); err != nil {
 				return err
 			}
 			w.reset()
 		} else if page.Next == "" {
-			if err := x.finish(ctx, i, ""); err != nil {
+			if err := x.record(ctx, i, n, from, nil, ""); err != nil {
 				return err
 			}
 		}
+		from = page.Next
 	}
 	return nil
 }
@@ -213,9 +251,9 @@ func pageSize(chunkBytes int) int {
 	return min(max(chunkBytes/4096, 1), table.MaxPageSize)
 }
 
-// flush uploads chunk n of range i and records it, with the cursor after
-// it, in the manifest.
-func (x *exporter) flush(ctx context.Context, w *chunkWriter, i, n int, next table.Cursor) error {
+// flush uploads chunk n of range i, read from cursor from, and records
+// it, with the cursor after it, in the manifest.
+func (x *exporter) flush(ctx context.Context, w *chunkWriter, i, n int, from, next table.Cursor) error {
 	if err := w.zw.Close(); err != nil {
 		return fmt.Errorf("transfer: compressing: %w", err)
 	}
@@ -228,24 +266,35 @@ func (x *exporter) flush(ctx context.Context, w *chunkWriter, i, n int, next tab
 	if err := x.o.step("chunk"); err != nil {
 		return err
 	}
-	x.mu.Lock()
-	r := &x.m.Ranges[i]
-	r.Chunks = append(r.Chunks, c)
-	r.Next, r.Done = next, next == ""
-	x.chunks++
-	err := x.saveLocked(ctx)
-	x.mu.Unlock()
-	if err != nil {
+	if err := x.record(ctx, i, n, from, &c, next); err != nil {
 		return err
 	}
+	x.mu.Lock()
+	x.chunks++
+	x.mu.Unlock()
 	x.progress.add(c.Entities, c.RawBytes)
 	return nil
 }
 
-// finish marks range i done without a chunk (its last page was empty).
-func (x *exporter) finish(ctx context.Context, i int, next table.Cursor) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.m.Ranges[i].Next, x.m.Ranges[i].Done = next, true
-	return x.saveLocked(ctx)
+// record writes to the manifest that range i, at n-1 chunks and cursor
+// from, has chunk c (none when nil) and continues at next (done when
+// empty). A range that is no longer there (another process recorded
+// chunks of it, after this one's lease expired) is errLost: nothing is
+// recorded twice.
+func (x *exporter) record(ctx context.Context, i, n int, from table.Cursor, c *chunk, next table.Cursor) error {
+	return x.commit(ctx, func(m *manifest) (bool, error) {
+		r := &m.Ranges[i]
+		want := n - 1
+		if c == nil {
+			want = n
+		}
+		if r.Done || len(r.Chunks) != want || r.Next != from {
+			return false, errLost
+		}
+		if c != nil {
+			r.Chunks = append(r.Chunks, *c)
+		}
+		r.Next, r.Done = next, next == ""
+		return true, nil
+	})
 }

@@ -59,7 +59,7 @@ func Import(ctx context.Context, src *container.Client, prefix string, dst *azta
 	if err != nil {
 		return sum, err
 	}
-	m, err := readManifest(ctx, src, prefix)
+	m, _, err := readManifest(ctx, src, prefix)
 	if err != nil {
 		return sum, err
 	}
@@ -71,7 +71,7 @@ func Import(ctx context.Context, src *container.Client, prefix string, dst *azta
 	}
 	cp := checkpoint{Table: t.Name()}
 	if o.Resume {
-		b, err := readBlob(ctx, src, checkpointName(prefix, t.Name()), maxManifest, true)
+		b, _, err := readBlob(ctx, src, checkpointName(prefix, t.Name()), maxManifest, true)
 		if err != nil {
 			return sum, err
 		}
@@ -141,7 +141,7 @@ func finish(sum Summary, w *writer, rej *listed) Summary {
 // readChunk reads chunk c whole, checks its size and SHA-256 against c,
 // and decodes every line: all of it, or an ErrCorrupt error.
 func readChunk(ctx context.Context, src *container.Client, c chunk) ([]table.Dynamic, error) {
-	b, err := readBlob(ctx, src, c.Name, c.Bytes, false)
+	b, _, err := readBlob(ctx, src, c.Name, c.Bytes, false)
 	if err != nil {
 		return nil, err
 	}

@@ -5,12 +5,18 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/tablekit/tablekit/patterns/table"
@@ -143,45 +149,87 @@ func (m *manifest) validate(prefix string) error {
 }
 
 // readBlob reads a blob of at most max bytes (checked against its length
-// before allocating). It returns (nil, nil) for a missing blob when
-// missingOK.
-func readBlob(ctx context.Context, c *container.Client, name string, max int64, missingOK bool) ([]byte, error) {
+// before allocating) and returns it with its ETag. It returns a nil slice
+// for a missing blob when missingOK.
+func readBlob(ctx context.Context, c *container.Client, name string, max int64, missingOK bool) ([]byte, azcore.ETag, error) {
 	resp, err := c.NewBlobClient(name).DownloadStream(ctx, nil)
 	if err != nil {
 		if missingOK && bloberror.HasCode(err, bloberror.BlobNotFound) {
-			return nil, nil
+			return nil, "", nil
 		}
-		return nil, wrap(err, "reading blob %s", name)
+		return nil, "", wrap(err, "reading blob %s", name)
 	}
 	defer resp.Body.Close()
 	if resp.ContentLength == nil || *resp.ContentLength < 0 || *resp.ContentLength > max {
-		return nil, fmt.Errorf("%w: blob %s is larger than %d bytes", ErrCorrupt, name, max)
+		return nil, "", fmt.Errorf("%w: blob %s is larger than %d bytes", ErrCorrupt, name, max)
 	}
 	buf := make([]byte, *resp.ContentLength)
 	if _, err := io.ReadFull(resp.Body, buf); err != nil {
-		return nil, wrap(err, "reading blob %s", name)
+		return nil, "", wrap(err, "reading blob %s", name)
 	}
 	if n, _ := resp.Body.Read(make([]byte, 1)); n > 0 {
-		return nil, fmt.Errorf("%w: blob %s is longer than its length", ErrCorrupt, name)
+		return nil, "", fmt.Errorf("%w: blob %s is longer than its length", ErrCorrupt, name)
 	}
-	return buf, nil
+	var etag azcore.ETag
+	if resp.ETag != nil {
+		etag = *resp.ETag
+	}
+	return buf, etag, nil
 }
 
-// readManifest reads and validates the manifest at prefix; nil when there
-// is none.
-func readManifest(ctx context.Context, c *container.Client, prefix string) (*manifest, error) {
-	b, err := readBlob(ctx, c, manifestName(prefix), maxManifest, true)
+// readManifest reads and validates the manifest at prefix, with its ETag;
+// nil when there is none.
+func readManifest(ctx context.Context, c *container.Client, prefix string) (*manifest, azcore.ETag, error) {
+	b, etag, err := readBlob(ctx, c, manifestName(prefix), maxManifest, true)
 	if err != nil || b == nil {
-		return nil, err
+		return nil, "", err
 	}
 	var m manifest
 	if err := strictJSON(b, &m); err != nil {
-		return nil, fmt.Errorf("%w: manifest %s: %v", ErrCorrupt, manifestName(prefix), err)
+		return nil, "", fmt.Errorf("%w: manifest %s: %v", ErrCorrupt, manifestName(prefix), err)
 	}
 	if err := m.validate(prefix); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return &m, nil
+	return &m, etag, nil
+}
+
+// writeManifest writes m if the manifest is still the version etag names
+// (none when etag is empty), and returns the new ETag. Another writer's
+// version in between is errChanged.
+func writeManifest(ctx context.Context, c *container.Client, prefix string, m *manifest, etag azcore.ETag) (azcore.ETag, error) {
+	b, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return "", fmt.Errorf("transfer: encoding manifest: %w", err)
+	}
+	cond := &blob.ModifiedAccessConditions{IfMatch: &etag}
+	if etag == "" {
+		cond = &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}
+	}
+	resp, err := c.NewBlockBlobClient(manifestName(prefix)).UploadBuffer(ctx, b, &blockblob.UploadBufferOptions{
+		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: cond}})
+	switch {
+	case bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists):
+		return "", errChanged
+	case err != nil:
+		return "", wrap(err, "writing blob %s", manifestName(prefix))
+	case resp.ETag == nil:
+		return "", fmt.Errorf("transfer: writing blob %s: no ETag in the answer", manifestName(prefix))
+	}
+	return *resp.ETag, nil
+}
+
+// errChanged is a manifest write that found another version.
+var errChanged = errors.New("transfer: the manifest was changed by another writer")
+
+// clone returns a copy of m that can be changed without changing m.
+func (m *manifest) clone() *manifest {
+	c := *m
+	c.Ranges = slices.Clone(m.Ranges)
+	for i := range c.Ranges {
+		c.Ranges[i].Chunks = slices.Clip(c.Ranges[i].Chunks)
+	}
+	return &c
 }
 
 // strictJSON decodes b into v, refusing unknown fields and trailing data.

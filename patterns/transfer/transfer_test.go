@@ -15,9 +15,11 @@ import (
 
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/internal/testrig"
+	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
 	"github.com/tablekit/tablekit/patterns/transfer"
+	"github.com/tablekit/tablekit/retry"
 )
 
 func TestMain(m *testing.M) { tabletest.Main(m) }
@@ -439,4 +441,53 @@ func TestExportRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	verifyEqual(t, src, dst)
+}
+
+// TestDistribute shares one export between three workers (as three
+// processes would run them) through a queue of ranges; one of them
+// crashes in the middle of a range, which another worker continues.
+// Every range is recorded once and the export equals the table.
+func TestDistribute(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, blobs := r.Table(), r.Container()
+	seed(t, src, 45)
+	q, err := eventual.New(r.Queue(), r.CleanQueue(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := transfer.Distribute(ctx, src, blobs, "shared", q, &transfer.Options{Ranges: 3, ChunkBytes: 4 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := transfer.Distribute(ctx, src, blobs, "shared", q, nil); !errors.Is(err, transfer.ErrExists) {
+		t.Fatalf("second Distribute: %v, want ErrExists", err)
+	}
+	var crashes testrig.Crashes
+	crashes.At("chunk", 2)
+	fast := &retry.Policy{Default: 10 * time.Millisecond, Max: 20 * time.Millisecond}
+	var workers []*eventual.Worker
+	for i := range 3 {
+		o := &transfer.Options{ChunkBytes: 4 << 10}
+		if i == 0 {
+			transfer.SetHook(o, crashes.Hook)
+		}
+		w, err := eventual.NewWorker(q, &eventual.WorkerOptions{VisibilityTimeout: 2 * time.Second, Backoff: fast, Idle: fast},
+			transfer.Handler(src, blobs, "shared", o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, w)
+		testrig.Start(t, w.Run)
+	}
+	testrig.Drain(t, workers[1].Drain)
+	if crashes.Injected()["chunk"] != 1 {
+		t.Fatalf("crashes injected: %v", crashes.Injected())
+	}
+	sum, err := transfer.VerifyExport(ctx, blobs, "shared", src, nil)
+	if err != nil {
+		t.Fatalf("%v (missing %v, extra %v, changed %v)", err, sum.Missing, sum.Extra, sum.Changed)
+	}
+	if sum.Chunks < 3 {
+		t.Fatalf("%d chunks", sum.Chunks)
+	}
 }

@@ -64,7 +64,7 @@ func VerifyExport(ctx context.Context, src *container.Client, prefix string, got
 		return sum, err
 	}
 	o := opts.orDefault()
-	m, err := readManifest(ctx, src, prefix)
+	m, _, err := readManifest(ctx, src, prefix)
 	if err != nil {
 		return sum, err
 	}
