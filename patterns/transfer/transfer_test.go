@@ -444,8 +444,9 @@ func TestExportRanges(t *testing.T) {
 }
 
 // TestDistribute shares one export between three workers (as three
-// processes would run them) through a queue of ranges; one of them
-// crashes in the middle of a range, which another worker continues.
+// processes would run them) through a queue of ranges; the worker that
+// uploads the second chunk crashes then, in the middle of its range,
+// which the next delivery continues.
 // Every range is recorded once and the export equals the table.
 func TestDistribute(t *testing.T) {
 	r := testrig.New(t)
@@ -466,11 +467,9 @@ func TestDistribute(t *testing.T) {
 	crashes.At("chunk", 2)
 	fast := &retry.Policy{Default: 10 * time.Millisecond, Max: 20 * time.Millisecond}
 	var workers []*eventual.Worker
-	for i := range 3 {
+	for range 3 {
 		o := &transfer.Options{ChunkBytes: 4 << 10}
-		if i == 0 {
-			transfer.SetHook(o, crashes.Hook)
-		}
+		transfer.SetHook(o, crashes.Hook)
 		w, err := eventual.NewWorker(q, &eventual.WorkerOptions{VisibilityTimeout: 2 * time.Second, Backoff: fast, Idle: fast},
 			transfer.Handler(src, blobs, "shared", o))
 		if err != nil {
