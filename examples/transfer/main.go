@@ -10,6 +10,15 @@
 //	go run ./examples/transfer verify -src "$CONN" -src-table orders -dst "$COSMOS" -dst-table orders
 //	go run ./examples/transfer verify -blob "$CONN" -container backups -prefix orders/2026-11-29 -dst "$CONN2" -dst-table orders
 //
+// An export that several machines share: export with -queue splits the
+// table into -ranges ranges and queues them (an Azure queue, and a poison
+// queue beside it); then each machine runs work with the same flags until
+// the queue is empty. A machine that dies mid-range stops renewing its
+// lease (-lease) and another continues the range.
+//
+//	go run ./examples/transfer export -src "$CONN" -src-table orders -blob "$CONN" -container backups -prefix p -queue "$CONN" -queue-name orders-export -ranges 64
+//	go run ./examples/transfer work   -src "$CONN" -src-table orders -blob "$CONN" -container backups -prefix p -queue "$CONN" -queue-name orders-export
+//
 // -src, -dst and -blob take a connection string, or a service URL
 // (https://account.table.core.windows.net/, https://account.blob.core.windows.net/,
 // https://account.table.cosmos.azure.com/) to reach with Microsoft Entra
@@ -41,8 +50,11 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
 
 	"github.com/tablekit/tablekit/internal/redact"
+	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/transfer"
 )
@@ -53,7 +65,7 @@ import (
 // kill -9 it at a known point.
 const blockAfterEnv = "TABLEKIT_TRANSFER_TEST_BLOCK_AFTER"
 
-const usage = `usage: transfer export|import|copy|verify [flags]
+const usage = `usage: transfer export|import|copy|verify|work [flags]
 run "transfer <verb> -h" for a verb's flags`
 
 func main() {
@@ -72,6 +84,9 @@ type config struct {
 	opts                    transfer.Options
 	since                   string
 	chunkKB                 int
+	queue, queueName        string
+	poisonName              string
+	lease                   time.Duration
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
@@ -95,6 +110,10 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.opts.Concurrency, "concurrency", 4, "ranges read, and transactions sent, at once")
 	fs.IntVar(&c.chunkKB, "chunk-kb", 8<<10, "uncompressed KiB per export chunk")
 	fs.BoolVar(&c.opts.Resume, "resume", false, "continue an interrupted export or import")
+	fs.StringVar(&c.queue, "queue", "", "queue account of a shared export: connection string or queue service URL")
+	fs.StringVar(&c.queueName, "queue-name", "", "queue of a shared export's ranges (created if missing)")
+	fs.StringVar(&c.poisonName, "poison-name", "", "poison queue of a shared export (default: the queue's name + \"-poison\")")
+	fs.DurationVar(&c.lease, "lease", 30*time.Second, "work: lease on a range, renewed while it is exported")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
@@ -114,6 +133,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		"import": {"blob", "container", "prefix", "dst", "dst-table"},
 		"copy":   {"src", "src-table", "dst", "dst-table"},
 		"verify": {"dst", "dst-table"},
+		"work":   {"src", "src-table", "blob", "container", "prefix", "queue", "queue-name"},
 	}[c.verb]
 	if need == nil {
 		return nil, errors.New(usage)
@@ -122,6 +142,12 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		if fs.Lookup(name).Value.String() == "" {
 			return nil, fmt.Errorf("transfer %s: -%s is required", c.verb, name)
 		}
+	}
+	if (c.queue == "") != (c.queueName == "") {
+		return nil, errors.New("transfer: -queue and -queue-name go together")
+	}
+	if c.poisonName == "" {
+		c.poisonName = c.queueName + "-poison"
 	}
 	if c.verb == "verify" && (c.src == "") == (c.blob == "") {
 		return nil, errors.New("transfer verify: give -src and -src-table, or -blob, -container and -prefix")
@@ -193,7 +219,20 @@ func (c *config) do(ctx context.Context) (transfer.Summary, error) {
 		if _, err := blobs.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return transfer.Summary{}, fmt.Errorf("creating container %s: %w", c.container, redact.Error(err))
 		}
+		if c.queue != "" {
+			q, err := c.intents(ctx)
+			if err != nil {
+				return transfer.Summary{}, err
+			}
+			return transfer.Distribute(ctx, src, blobs, c.prefix, q, &c.opts)
+		}
 		return transfer.Export(ctx, src, blobs, c.prefix, &c.opts)
+	case "work":
+		q, err := c.intents(ctx)
+		if err != nil {
+			return transfer.Summary{}, err
+		}
+		return work(ctx, q, c.lease, transfer.Handler(src, blobs, c.prefix, &c.opts))
 	case "import":
 		if err := createTable(ctx, c.dst, c.dstTable); err != nil {
 			return transfer.Summary{}, err
@@ -210,6 +249,50 @@ func (c *config) do(ctx context.Context) (transfer.Summary, error) {
 		}
 		return transfer.Verify(ctx, src, dst, &c.opts)
 	}
+}
+
+// intents returns the queue of a shared export's ranges, creating it and
+// its poison queue when missing.
+func (c *config) intents(ctx context.Context) (*eventual.Queue, error) {
+	var qs [2]*azqueue.QueueClient
+	for i, name := range []string{c.queueName, c.poisonName} {
+		var err error
+		if isConnectionString(c.queue) {
+			qs[i], err = azqueue.NewQueueClientFromConnectionString(c.queue, name, nil)
+		} else {
+			var cred *azidentity.DefaultAzureCredential
+			if cred, err = azidentity.NewDefaultAzureCredential(nil); err == nil {
+				qs[i], err = azqueue.NewQueueClient(strings.TrimSuffix(c.queue, "/")+"/"+name, cred, nil)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: %w", name, redact.Error(err))
+		}
+		if _, err := qs[i].Create(ctx, nil); err != nil && !queueerror.HasCode(err, queueerror.QueueAlreadyExists) {
+			return nil, fmt.Errorf("creating queue %s: %w", name, redact.Error(err))
+		}
+	}
+	return eventual.New(qs[0], qs[1], nil)
+}
+
+// work runs a worker of q with h until the queue is empty (every range
+// exported, by this process or others).
+func work(ctx context.Context, q *eventual.Queue, lease time.Duration, h eventual.Handler) (transfer.Summary, error) {
+	sum := transfer.Summary{Started: time.Now().UTC()}
+	w, err := eventual.NewWorker(q, &eventual.WorkerOptions{VisibilityTimeout: lease}, h)
+	if err != nil {
+		return sum, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(runCtx) }()
+	err = w.Drain(ctx)
+	stop()
+	if runErr := <-ran; err == nil && runErr != nil && !errors.Is(runErr, context.Canceled) {
+		err = runErr
+	}
+	sum.Ended = time.Now().UTC()
+	return sum, err
 }
 
 // isConnectionString tells a connection string (key=value;...) from a URL.

@@ -174,3 +174,54 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedExport shares one export between three worker processes
+// through a queue of ranges: the first is killed with SIGKILL after its
+// first chunk, in the middle of its range; the two others, started
+// after, finish every range, the dead one's once its lease expires.
+func TestSharedExport(t *testing.T) {
+	env := tabletest.New(t)
+	bin := build(t)
+	ctx := context.Background()
+	conn := env.ConnectionString
+	srcName := env.Name()
+	src := env.CreateTable(srcName, nil)
+	srcTbl, err := table.New[table.Dynamic](src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []table.Op
+	for i := range 90 {
+		ops = append(ops, srcTbl.UpsertOp(table.Dynamic{PartitionKey: fmt.Sprintf("%c%d", 'a'+i%3, i%2), RowKey: fmt.Sprintf("r%03d", i),
+			Properties: map[string]any{"Body": strings.Repeat("x", 300)}}, table.Replace))
+	}
+	if _, err := srcTbl.Submit(ctx, ops, nil); err != nil {
+		t.Fatal(err)
+	}
+	name := func(u string) string { return u[strings.LastIndex(u, "/")+1:] }
+	ctrName := name(env.Container(nil).URL())
+	qName, poisonName := name(env.Queue(nil).URL()), name(env.Queue(nil).URL())
+	common := []string{"-src", conn, "-src-table", srcName, "-blob", conn, "-container", ctrName, "-prefix", "shared",
+		"-queue", conn, "-queue-name", qName, "-poison-name", poisonName, "-chunk-kb", "4"}
+	if code, out := runBin(t, bin, append([]string{"export", "-ranges", "3"}, common...)...); code != 0 {
+		t.Fatalf("export -queue: exit %d\n%s", code, out)
+	}
+	work := append([]string{"work", "-lease", "2s", "-concurrency", "1"}, common...)
+	killAfter(t, bin, 1, work...)
+	done := make(chan string, 2)
+	for range 2 {
+		go func() {
+			cmd := exec.Command(bin, work...)
+			out, err := cmd.CombinedOutput()
+			done <- fmt.Sprintf("%v\n%s", err, out)
+		}()
+	}
+	for range 2 {
+		if out := <-done; !strings.HasPrefix(out, "<nil>") {
+			t.Fatalf("work: %s", out)
+		}
+	}
+	if code, out := runBin(t, bin, "verify", "-blob", conn, "-container", ctrName, "-prefix", "shared", "-dst", conn, "-dst-table", srcName); code != 0 {
+		t.Fatalf("verify the shared export: exit %d\n%s", code, out)
+	}
+}
