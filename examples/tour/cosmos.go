@@ -24,7 +24,7 @@ func (t *tour) cosmos(ctx context.Context) error {
 	if !errors.Is(err, table.ErrUnsupported) {
 		return fmt.Errorf("want ErrUnsupported, got %v", err)
 	}
-	dyn, err := table.New[table.Dynamic](t.employees.Client())
+	dyn, err := table.New[table.Dynamic](t.employees.Client(), nil)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (t *tour) cosmos(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	unknown, err := table.New[table.Dynamic](raw.NewClient(t.name))
+	unknown, err := table.New[table.Dynamic](raw.NewClient(t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (t *tour) cosmos(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	described, err := table.New[table.Dynamic](table.Describe(raw.NewClient(t.name), t.name, table.ProfileFor(endpoint)))
+	described, err := table.New[table.Dynamic](table.Describe(raw.NewClient(t.name), t.name, table.ProfileFor(endpoint)), nil)
 	if err != nil {
 		return err
 	}

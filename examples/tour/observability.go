@@ -54,7 +54,7 @@ func (t *tour) observability(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tbl, err := table.New[table.Dynamic](client)
+	tbl, err := table.New[table.Dynamic](client, nil)
 	if err != nil {
 		return err
 	}

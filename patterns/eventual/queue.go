@@ -7,6 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -28,7 +32,7 @@ import (
 // not fit one transaction (an invalid operation's error, such as a key
 // error matching [table.ErrInvalidKey], is wrapped in it). It also matches
 // [table.ErrInvalid].
-var ErrInvalid = table.NewErrInvalid("eventual: invalid request")
+var ErrInvalid = invalid.New("eventual: invalid request")
 
 // ErrCommitWindow is Commit's error when its primary batch was not sent
 // (or was refused) because the intent's reservation had ended: the commit
@@ -46,7 +50,7 @@ var ErrOutcomeUnknown = table.ErrOutcomeUnknown
 const DefaultCommitWindow = 30 * time.Second
 
 // recordPrefix starts the RowKey of a commit record (then the intent id).
-const recordPrefix = table.ReservedPrefix + "intent~"
+const recordPrefix = reserved.Prefix + "intent~"
 
 // Commit record states.
 const (
@@ -136,7 +140,7 @@ func New(q, poison *azqueue.QueueClient, opts *Options) (*Queue, error) {
 		if c == nil {
 			return nil, fmt.Errorf("%w: a nil table client in Options.Tables", ErrInvalid)
 		}
-		rt, err := table.New[record](c)
+		rt, err := table.New[record](c, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
@@ -329,7 +333,7 @@ func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		return all
 	}
 	placeholders := slices.Repeat([]string{"00000000-0000-0000-0000-000000000000"}, len(intents))
-	if n, p := table.EstimateBatchSize(batchOf(placeholders)), rt.Profile(); n > p.MaxBatchSize {
+	if n, p := batchplan.Size(batchOf(placeholders)), rt.Profile(); n > p.MaxBatchSize {
 		return res, fmt.Errorf("%w: the primary batch with its commit records is about %d bytes, more than a transaction of %s holds (%d)", ErrInvalid, n, p.Name, p.MaxBatchSize)
 	}
 	res.Intents = make([]Enqueued, len(intents))

@@ -20,7 +20,7 @@ type entry struct {
 }
 
 // prepare checks v as tbl would write it and computes its keys and value.
-// Keys under table.ReservedPrefix are refused (checkKeys): such an entity
+// Keys under reserved.Prefix are refused (checkKeys): such an entity
 // could take the place of an index entity.
 func (x *Index[T]) prepare(v T) (entry, error) {
 	o := x.tbl.InsertOp(v) // the keys, and every limit checked
@@ -275,7 +275,7 @@ func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 	if etag == "" {
 		return fmt.Errorf("%w: delete: %w", ErrInvalid, table.ErrNoETag)
 	}
-	if err := table.DeleteOp(partitionKey, rowKey, etag).Err(); err != nil {
+	if err := x.tbl.DeleteOp(partitionKey, rowKey, etag).Err(); err != nil {
 		return keyErr(err) // the keys, checked before the network
 	}
 	if err := checkKeys(partitionKey, rowKey); err != nil {
@@ -286,7 +286,7 @@ func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 		if err != nil {
 			return Result{}, err
 		}
-		eop := table.DeleteOp(partitionKey, rowKey, cur.ETag)
+		eop := x.tbl.DeleteOp(partitionKey, rowKey, cur.ETag)
 		if x.store != samePartition {
 			return x.commitOnce(ctx, eop, etag, change{partitionKey, rowKey, []string{old}})
 		}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -134,7 +136,7 @@ func NewClientFromSASURL(sasURL string, opts *aztables.ClientOptions) (*aztables
 // or SAS): a malformed setting, no AccountName or AccountKey (a SAS-only
 // connection string, for ParseConnectionString), a
 // key that is not base64, an endpoint that is not an http(s) URL.
-var ErrInvalidConnectionString error = &invalidKind{"invalid connection string"}
+var ErrInvalidConnectionString error = invalid.New("invalid connection string")
 
 // The storage emulator's well-known account, for UseDevelopmentStorage=true.
 // Microsoft publishes this key; it is not a secret.
@@ -204,7 +206,7 @@ type connSettings struct {
 }
 
 func connStrError(format string, args ...any) error {
-	return &Error{Op: "connection string", Err: marked{ErrInvalidConnectionString, fmt.Errorf(format, args...)}}
+	return &Error{Op: "connection string", Err: invalid.Marked(ErrInvalidConnectionString, fmt.Errorf(format, args...))}
 }
 
 // noKey is ParseConnectionString's error for a connection string without

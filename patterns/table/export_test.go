@@ -51,3 +51,9 @@ func FromDynamicValue(d Dynamic, t reflect.Type) (any, error) {
 // ForgetUnknownWarning lets the next Table of a client tablekit does not
 // know log its warning again (it logs once per process).
 func ForgetUnknownWarning() { unknownOnce = sync.Once{} }
+
+// The service's query limits, for the tests of queries over them.
+const (
+	MaxFilterComparisons = maxFilterComparisons
+	MaxQueryLength       = maxQueryLength
+)

@@ -137,7 +137,7 @@ func (p *Profile) checkKeys(pk, rk string) error {
 		max     int
 	}{{"PartitionKey", pk, p.MaxPartitionKeyBytes}, {"RowKey", rk, p.MaxRowKeyBytes}} {
 		if k.max > 0 && len(k.v) > k.max {
-			return invalid("encode", pk, rk, ErrInvalidKey, "%s is %d bytes, more than %s allows (%d)", k.name, len(k.v), p.Name, k.max)
+			return refused("encode", pk, rk, ErrInvalidKey, "%s is %d bytes, more than %s allows (%d)", k.name, len(k.v), p.Name, k.max)
 		}
 	}
 	return nil

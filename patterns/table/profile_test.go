@@ -172,7 +172,7 @@ func TestWithProfileNilAndDirectPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb, err := table.New[table.Dynamic](c)
+		tb, err := table.New[table.Dynamic](c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/keys"
 )
@@ -20,7 +22,7 @@ import (
 // stored access policies the service would reject (more than 5, an ID
 // that is empty, too long or repeated). Errors for a bad table name or key
 // also satisfy ErrInvalidEntity or ErrInvalidKey.
-var ErrInvalidSAS error = &invalidKind{"invalid shared access signature"}
+var ErrInvalidSAS error = invalid.New("invalid shared access signature")
 
 // SASOptions describes a table shared access signature. It is a plain
 // value: SASURL does not keep or modify it.
@@ -127,16 +129,7 @@ func SASURL(serviceURL string, cred *aztables.SharedKeyCredential, name string, 
 }
 
 // invalidSAS marks err as ErrInvalidSAS.
-func invalidSAS(err error) error { return marked{ErrInvalidSAS, err} }
-
-// marked is an error that satisfies errors.Is with sentinel while keeping
-// its own text (no "invalid ...: " prefix repeating the operation) and what
-// it wraps (ErrInvalidEntity, ErrInvalidKey).
-type marked struct{ sentinel, err error }
-
-func (e marked) Error() string        { return e.err.Error() }
-func (e marked) Unwrap() error        { return e.err }
-func (e marked) Is(target error) bool { return errors.Is(e.sentinel, target) }
+func invalidSAS(err error) error { return invalid.Marked(ErrInvalidSAS, err) }
 
 // withRange returns o with the key range of o.Permissions merged into o's
 // own range fields, and o.Permissions holding only the permissions.
@@ -169,7 +162,7 @@ func signedTime(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
 const sasTime = "2006-01-02T15:04:05Z"
 
 func (o SASOptions) validate(name string, now time.Time) error {
-	if err := ValidTableName(name); err != nil {
+	if err := validTableName(name); err != nil {
 		return err
 	}
 	if o.Identifier != "" {

@@ -34,7 +34,7 @@ func readAll(t *testing.T, sasURL string) ([]employee, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err := table.New[employee](c)
+	ro, err := table.New[employee](c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestSASURLRangeInPermissions(t *testing.T) {
 	t.Parallel()
 	env := tabletest.New(t)
 	name := env.Name()
-	tb, _ := table.New[employee](env.CreateTable(name, nil))
+	tb, _ := table.New[employee](env.CreateTable(name, nil), nil)
 	load(t, tb, "Sales", 3)
 	cred := devCred(t)
 	svcURL := serviceURL(t, env.ConnectionString)
@@ -264,7 +264,7 @@ func TestSASURLServiceURLShapes(t *testing.T) {
 	// parameter rides along with the SAS.
 	env := tabletest.New(t)
 	name := env.Name()
-	tb, _ := table.New[employee](env.CreateTable(name, nil))
+	tb, _ := table.New[employee](env.CreateTable(name, nil), nil)
 	load(t, tb, "Sales", 2)
 	sas, err := table.SASURL(serviceURL(t, env.ConnectionString)+"/?foo=bar", cred, name, o)
 	if err != nil {
@@ -311,7 +311,7 @@ func TestStoredAccessPolicy(t *testing.T) {
 	env := tabletest.New(t)
 	name := env.Name()
 	c := env.CreateTable(name, nil)
-	tb, _ := table.New[employee](c)
+	tb, _ := table.New[employee](c, nil)
 	load(t, tb, "Sales", 3)
 	ctx := context.Background()
 	cred := devCred(t)
@@ -354,7 +354,7 @@ func TestStoredAccessPolicy(t *testing.T) {
 		}
 		return err
 	})
-	ro, _ := table.New[employee](mustSASClient(t, sas))
+	ro, _ := table.New[employee](mustSASClient(t, sas), nil)
 	if _, err := ro.Insert(ctx, emp("Sales", 99)); status(err) != 403 {
 		t.Fatalf("insert through a SAS bound to a read-only policy = %v, want 403", err)
 	}
@@ -495,7 +495,7 @@ func TestParseConnectionString(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = table.DeleteTable(context.Background(), svc, name) })
-	tb, _ := table.New[employee](table.NewClient(svc, name))
+	tb, _ := table.New[employee](table.NewClient(svc, name), nil)
 	load(t, tb, "Sales", 2)
 	sas, err := table.SASURL(svcURL, cred, name, table.SASOptions{
 		Permissions: aztables.SASPermissions{Read: true}, Expiry: time.Now().Add(time.Hour),
