@@ -101,7 +101,7 @@ func TestKillAndResume(t *testing.T) {
 	srcName, dstName := env.Name(), env.Name()
 	src := env.CreateTable(srcName, nil)
 	env.CreateTable(dstName, nil) // deleted when the test ends; import creates it when missing
-	srcTbl, err := table.New[table.Dynamic](src)
+	srcTbl, err := table.New[table.Dynamic](src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestKillAndResume(t *testing.T) {
 		ops = append(ops, srcTbl.UpsertOp(table.Dynamic{PartitionKey: fmt.Sprintf("p%d", i%4), RowKey: fmt.Sprintf("r%03d", i),
 			Properties: map[string]any{"N": int64(i) << 40, "Body": strings.Repeat("x", 300), "When": time.Unix(int64(i), 0).UTC()}}, table.Replace))
 	}
-	ops = append(ops, srcTbl.UpsertOp(table.Dynamic{PartitionKey: "p0", RowKey: table.ReservedPrefix + "x", Properties: map[string]any{"TkRef": "r"}}, table.Replace))
+	ops = append(ops, srcTbl.UpsertOp(table.Dynamic{PartitionKey: "p0", RowKey: reserved.Prefix + "x", Properties: map[string]any{"TkRef": "r"}}, table.Replace))
 	if _, err := srcTbl.Submit(ctx, ops, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestSharedExport(t *testing.T) {
 	conn := env.ConnectionString
 	srcName := env.Name()
 	src := env.CreateTable(srcName, nil)
-	srcTbl, err := table.New[table.Dynamic](src)
+	srcTbl, err := table.New[table.Dynamic](src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func BenchmarkTransfer(b *testing.B) {
 		ds[i] = benchEntity(i)
 	}
 	load := func(b *testing.B, c *aztables.Client) int {
-		tbl, err := table.New[table.Dynamic](c)
+		tbl, err := table.New[table.Dynamic](c, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func BenchmarkTransfer(b *testing.B) {
 		b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
 	}
 	b.Run(fmt.Sprintf("entities=%d/scan", n), func(b *testing.B) {
-		tbl, err := table.New[table.Dynamic](src)
+		tbl, err := table.New[table.Dynamic](src, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -18,14 +18,14 @@
 // restore or a move is complete and equal. Every row goes: the
 // application's entities and the rows and properties tablekit's patterns
 // keep beside them (index copies, commit records, blob pointers, under
-// table.ReservedPrefix and table.ReservedPropertyPrefix), so that a
+// reserved.Prefix and table.ReservedPropertyPrefix), so that a
 // restored table is one the patterns accept as their own.
 //
 // Not for: a point-in-time snapshot (see the guarantee below; Cosmos DB's
 // continuous backup, or an application quiet during the export, gives
 // one), the blobs a table's rows point to (patterns/largeentity's blobs
 // are in their own container: copy it with azcopy, which handles blobs),
-// the write history tablekit keeps per entity (table.WriteProperty: it
+// the write history tablekit keeps per entity (its TkWrites property: it
 // identifies writes to the source table, settles their lost responses
 // there, and means nothing elsewhere; a restored entity starts a fresh
 // one, as an upsert does), or replicating a table continuously.
@@ -41,8 +41,10 @@
 // "to", "next" (the cursor to resume from), "done", and "chunks", each
 // with its "name", "entities", "rawBytes" (uncompressed), "bytes" and
 // "sha256" (hex SHA-256 of the blob). The chunks,
-// <prefix>/r<range>-<n>.jsonl.gz, are gzip-compressed JSON lines, one
-// entity a line, every property with its EDM type:
+// <prefix>/r<range>-<n>-<16 hex digits unique to the upload>.jsonl.gz,
+// are gzip-compressed JSON lines, one entity a line, every property with
+// its EDM type (blobs under the prefix that the manifest does not name
+// are uploads of crashed runs, never read: delete them at will):
 //
 //	{"PartitionKey":"Sales","RowKey":"000223","Timestamp":"2026-11-29T03:41:07.1234567Z",
 //	 "Properties":[["Age","Edm.Int32",41],["Id","Edm.Int64","9223372036854775807"],
@@ -152,15 +154,15 @@
 //
 //	operation  crash after              state left                        resume
 //	Export     manifest written         chunks listed, cursors saved       reads each range from its cursor
-//	Export     chunk uploaded           chunk n not in the manifest        writes chunk n again (same name),
-//	                                                                       then records it
+//	Export     chunk uploaded           chunk n not in the manifest        uploads chunk n again (a new
+//	                                                                       name), then records it
 //	Import     chunk read               nothing of chunk n written         reads chunk n again
 //	Import     chunk written            chunk n written, not checkpointed  writes chunk n again (upserts)
 //	Import     checkpoint written       chunk n checkpointed               starts at chunk n+1
 //	Copy       page written             pages so far written               copies again from the start
 //	                                                                       (upserts; or a narrower From/To)
 //
-// A lost response of a transaction is settled by table.Submit's read; one
+// A lost response of a transaction is settled by Table.Submit's read; one
 // it cannot settle is an error, and the resume writes the chunk again.
 //
 // # Cosmos DB

@@ -47,7 +47,7 @@ func Example() {
 	defer func() { _, _ = blobs.DeleteContainer(ctx, name, nil) }()
 	backups := blobs.ServiceClient().NewContainerClient(name)
 
-	tbl, err := table.New[table.Dynamic](orders)
+	tbl, err := table.New[table.Dynamic](orders, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

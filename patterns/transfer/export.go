@@ -166,7 +166,17 @@ func (x *exporter) run(ctx context.Context) error {
 		}
 	}
 	x.mu.Unlock()
-	return parallel(ctx, todo, x.o.Concurrency, x.exportRange)
+	return parallel(ctx, todo, x.o.Concurrency, func(ctx context.Context, i int) error {
+		// errLost in one process: a write of this range landed after this
+		// call read the manifest (a crashed run's request, late). The
+		// manifest now read holds it; continue from there.
+		for try := 0; ; try++ {
+			err := x.exportRange(ctx, i)
+			if !errors.Is(err, errLost) || try == 3 {
+				return err
+			}
+		}
+	})
 }
 
 // chunkWriter builds one chunk in memory.

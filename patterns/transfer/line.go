@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -136,6 +138,22 @@ func guidString(g table.GUID) string {
 		j += 2
 	}
 	return string(s[:])
+}
+
+// parseGUID parses the 8-4-4-4-12 hex form (either case).
+func parseGUID(s string) (table.GUID, bool) {
+	var g table.GUID
+	if len(s) != 36 {
+		return g, false
+	}
+	h := strings.ReplaceAll(s, "-", "")
+	if len(h) != 32 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return g, false
+	}
+	if _, err := hex.Decode(g[:], []byte(h)); err != nil {
+		return g, false
+	}
+	return g, true
 }
 
 func appendJSONString(b []byte, s string) []byte {
@@ -265,7 +283,7 @@ func decodeProperties(dec *json.Decoder) (map[string]any, error) {
 			return nil, fmt.Errorf("property name: %v", err)
 		}
 		switch {
-		case name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == table.WriteProperty:
+		case name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == reserved.WriteProperty:
 			return nil, fmt.Errorf("property %q is a system property", name)
 		case strings.Contains(name, "@odata") || strings.HasPrefix(name, "odata."):
 			return nil, fmt.Errorf("property %.40q is an annotation", name)
@@ -355,8 +373,8 @@ func typedValue(typ string, t json.Token) (any, error) {
 		}
 	case edmGUID:
 		if isString {
-			g, err := table.ParseGUID(s)
-			if err != nil || guidString(g) != strings.ToLower(s) {
+			g, ok := parseGUID(s)
+			if !ok {
 				return nil, fmt.Errorf("%.40q is not an Edm.Guid", s)
 			}
 			return g, nil

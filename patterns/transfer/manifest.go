@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -105,8 +106,28 @@ func (m *manifest) entities() int64 {
 
 func manifestName(prefix string) string { return prefix + "/manifest.json" }
 
+// chunkName is the name of an upload of chunk n of range rng: unique to
+// the upload (16 random hex digits), so that the manifest's SHA-256 is
+// always of the very blob it names, even when a crashed process's late
+// upload of the same chunk lands after the resume's.
 func chunkName(prefix string, rng, n int) string {
-	return fmt.Sprintf("%s/r%04d-%06d.jsonl.gz", prefix, rng, n)
+	return fmt.Sprintf("%s/r%04d-%06d-%016x.jsonl.gz", prefix, rng, n, rand.Uint64())
+}
+
+// isChunkName reports whether name is a name chunkName gives chunk n of
+// range rng under prefix.
+func isChunkName(name, prefix string, rng, n int) bool {
+	head := fmt.Sprintf("%s/r%04d-%06d-", prefix, rng, n)
+	rest, ok := strings.CutPrefix(name, head)
+	if !ok || len(rest) != 16+len(".jsonl.gz") || !strings.HasSuffix(rest, ".jsonl.gz") {
+		return false
+	}
+	for _, c := range rest[:16] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func checkPrefix(prefix string) error {
@@ -134,8 +155,8 @@ func (m *manifest) validate(prefix string) error {
 			return fmt.Errorf("%w: range %d is done with a cursor", ErrCorrupt, i)
 		}
 		for j, c := range r.Chunks {
-			if want := chunkName(prefix, i, j+1); c.Name != want {
-				return fmt.Errorf("%w: chunk %d of range %d is named %.80q, want %q", ErrCorrupt, j+1, i, c.Name, want)
+			if !isChunkName(c.Name, prefix, i, j+1) {
+				return fmt.Errorf("%w: chunk %d of range %d is named %.80q, not %s/r%04d-%06d-<16 hex digits>.jsonl.gz", ErrCorrupt, j+1, i, c.Name, prefix, i, j+1)
 			}
 			if c.Bytes <= 0 || c.Bytes > maxChunk || c.RawBytes < 0 || c.RawBytes > maxChunkRaw || c.Entities < 0 || c.Entities > c.RawBytes {
 				return fmt.Errorf("%w: chunk %s: sizes out of bounds", ErrCorrupt, c.Name)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/tablekit/tablekit/internal/invalid"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -19,7 +20,7 @@ var (
 	// before the network (bad options, a prefix, a table), and, through
 	// ErrCorrupt, an export that fails its checks. It matches
 	// table.ErrInvalid.
-	ErrInvalid = table.NewErrInvalid("transfer: invalid request")
+	ErrInvalid = invalid.New("transfer: invalid request")
 	// ErrCorrupt is an export that cannot be trusted: a manifest or chunk
 	// over its size cap, a chunk whose SHA-256 or size differs from its
 	// manifest's, a malformed line, an unexpected blob name. Nothing from
@@ -229,9 +230,9 @@ func (l *listed) reject(r Reject) {
 // source returns a Table[Dynamic] of c that reads every row (reserved
 // rows included) and every property.
 func source(c *aztables.Client) (*table.Table[table.Dynamic], error) {
-	t, err := table.New[table.Dynamic](c)
+	t, err := table.New[table.Dynamic](c, nil)
 	if err != nil {
-		return nil, table.MarkInvalid(ErrInvalid, err)
+		return nil, invalid.Mark(ErrInvalid, err)
 	}
 	return reserved.Table(t), nil
 }

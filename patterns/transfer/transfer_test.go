@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func seed(t *testing.T, c *aztables.Client, n int) {
 	for i := range n {
 		ops = append(ops, tbl.UpsertOp(entity(i), table.Replace))
 	}
-	ops = append(ops, tbl.UpsertOp(table.Dynamic{PartitionKey: "p0", RowKey: table.ReservedPrefix + "commit!1",
+	ops = append(ops, tbl.UpsertOp(table.Dynamic{PartitionKey: "p0", RowKey: reserved.Prefix + "commit!1",
 		Properties: map[string]any{"TkState": "pending"}}, table.Replace))
 	if _, err := tbl.Submit(context.Background(), ops, nil); err != nil {
 		t.Fatal(err)
@@ -217,9 +218,9 @@ func TestCorruptExport(t *testing.T) {
 	if _, err := transfer.Export(ctx, src, blobs, "b", &transfer.Options{ChunkBytes: 2 << 10}); err != nil {
 		t.Fatal(err)
 	}
-	chunk := "b/r0000-000001.jsonl.gz" // the first: nothing may be written
-	orig := download(t, blobs, chunk)
 	manifest := download(t, blobs, "b/manifest.json")
+	chunk := regexp.MustCompile(`b/r0000-000001-[0-9a-f]{16}\.jsonl\.gz`).FindString(string(manifest)) // the first: nothing may be written
+	orig := download(t, blobs, chunk)
 	for _, tc := range []struct {
 		name string
 		blob string
@@ -228,7 +229,7 @@ func TestCorruptExport(t *testing.T) {
 		{"chunk byte flipped", chunk, flip(orig, len(orig)/2)},
 		{"chunk cut", chunk, orig[:len(orig)-1]},
 		{"chunk extended", chunk, append(append([]byte{}, orig...), 0)},
-		{"manifest chunk renamed", "b/manifest.json", []byte(strings.Replace(string(manifest), "r0000-000001", "../other", 1))},
+		{"manifest chunk renamed", "b/manifest.json", []byte(strings.Replace(string(manifest), chunk, "b/../other/r0000-000001-0000000000000000.jsonl.gz", 1))},
 		{"manifest unknown field", "b/manifest.json", []byte(strings.Replace(string(manifest), `"format"`, `"extra": 1, "format"`, 1))},
 		{"manifest huge size", "b/manifest.json", []byte(strings.Replace(string(manifest), `"bytes": `, `"bytes": 9`, 1))},
 	} {
