@@ -129,6 +129,25 @@
 // distinct prefixes, not of entities. Each range has its
 // chunks and cursor in the manifest and resumes on its own.
 //
+// # Across machines
+//
+// When a table outgrows one machine, Distribute splits it into ranges,
+// writes the manifest and puts one intent per range on a queue of
+// package eventual; every process runs an eventual.Worker of that queue
+// with Handler, which exports the ranges it is given. The worker renews
+// a range's lease (its message's visibility) while the range is
+// exported; a process that dies stops renewing, and the range is
+// delivered again, to any process, which continues it from the cursor
+// recorded in the manifest. Every manifest write is conditioned on the
+// version read (the blob's ETag) and records a chunk only for its range
+// at the position its writer started from, so the manifest records each
+// chunk, and each range, exactly once: a process whose lease expired
+// while it still ran finds its range moved on, and its delivery fails
+// (to be delivered again, finding the range done or continuing it). The
+// process that finishes the last range marks the export complete; Import
+// and Verify read it as any other. examples/transfer runs it as export
+// -queue on one machine, then work on each.
+//
 // # Cost in round trips
 //
 //	Export         1 per page (ChunkBytes/4096 entities, 1 to 1,000),
@@ -141,6 +160,11 @@
 //	Copy           1 per page read + its transactions, as Import's
 //	Verify         1 per page of each table
 //	VerifyExport   1 manifest + 1 per chunk + 1 per page of the table
+//	Distribute     the probes, 1 manifest read and 1 write, 1 enqueue per range
+//	Handler        as Export per page and chunk, + the worker's (a dequeue
+//	               per up to 32 ranges, a lease renewal per third of the
+//	               visibility timeout, a delete per range), + 1 read per
+//	               manifest write another process got in first
 //
 // Memory: Export and Import hold one chunk per range at a time (Import
 // one chunk); Copy one page per range; Verify a key and a 32-byte hash
@@ -161,6 +185,12 @@
 //	Import     checkpoint written       chunk n checkpointed               starts at chunk n+1
 //	Copy       page written             pages so far written               copies again from the start
 //	                                                                       (upserts; or a narrower From/To)
+//	Distribute manifest written         ranges not all enqueued            Distribute with Resume enqueues
+//	                                                                       every range not done again
+//	Handler    mid-range (process dies) range's chunks so far recorded     the lease expires; the next
+//	                                                                       delivery continues the range
+//	Handler    lease lost, still runs   another process continues          its next manifest write is
+//	                                                                       refused; its delivery fails
 //
 // A lost response of a transaction is settled by Table.Submit's read; one
 // it cannot settle is an error, and the resume writes the chunk again.
