@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -39,12 +40,15 @@ func benchEntity(i int) table.Dynamic {
 }
 
 // heapPeak samples the live heap every 5 ms until stopped and returns
-// the peak in bytes.
+// the peak above the live heap at the start (after a GC): what the
+// operation holds, not the benchmark's fixture.
 func heapPeak() (stop func() uint64) {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	runtime.GC()
+	metrics.Read(s)
+	base := s[0].Value.Uint64()
 	var (
 		peak uint64
-		mu   sync.Mutex
 		done = make(chan struct{})
 		wg   sync.WaitGroup
 	)
@@ -55,9 +59,9 @@ func heapPeak() (stop func() uint64) {
 		defer t.Stop()
 		for {
 			metrics.Read(s)
-			mu.Lock()
-			peak = max(peak, s[0].Value.Uint64())
-			mu.Unlock()
+			if v := s[0].Value.Uint64(); v > base {
+				peak = max(peak, v-base)
+			}
 			select {
 			case <-done:
 				return
@@ -72,9 +76,39 @@ func heapPeak() (stop func() uint64) {
 	}
 }
 
+// side runs ops one after another, in an order rotated every iteration
+// (so that no side always runs first on a warmer or fuller emulator),
+// and reports each op's entities/s and peak heap, and each op's rate
+// relative to the first op (the baseline).
+func side(b *testing.B, n int, names []string, ops []func(i int)) {
+	elapsed := make([]time.Duration, len(ops))
+	peaks := make([]uint64, len(ops))
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range ops {
+			j := (k + i) % len(ops)
+			stop := heapPeak()
+			start := time.Now()
+			ops[j](i)
+			elapsed[j] += time.Since(start)
+			peaks[j] = max(peaks[j], stop())
+		}
+	}
+	base := float64(n*b.N) / elapsed[0].Seconds()
+	for j, name := range names {
+		rate := float64(n*b.N) / elapsed[j].Seconds()
+		b.ReportMetric(rate, name+"-entities/s")
+		b.ReportMetric(float64(peaks[j])/1e6, name+"-peak-heap-MB")
+		if j > 0 {
+			b.ReportMetric(rate/base, name+"/"+names[0])
+		}
+	}
+}
+
 // BenchmarkTransfer measures export, import and copy of one table side by
 // side with tablekit's own scan and bulk load of the same entities, at the
-// same concurrency (one range; 4 transactions in flight), in one run.
+// same concurrency (one range; 4 transactions in flight), alternating in
+// one run: read (scan, export) and write (bulk load, import, copy).
 //
 //	go test -run '^$' -bench Transfer -benchtime 3x ./patterns/transfer
 func BenchmarkTransfer(b *testing.B) {
@@ -85,7 +119,7 @@ func BenchmarkTransfer(b *testing.B) {
 	for i := range ds {
 		ds[i] = benchEntity(i)
 	}
-	load := func(b *testing.B, c *aztables.Client) int {
+	load := func(c *aztables.Client) {
 		tbl, err := table.New[table.Dynamic](c, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -94,95 +128,70 @@ func BenchmarkTransfer(b *testing.B) {
 		for i := range ds {
 			ops[i] = tbl.UpsertOp(ds[i], table.Replace)
 		}
-		res, err := tbl.Submit(ctx, ops, &table.BatchOptions{Concurrency: 4})
-		if err != nil {
+		if _, err := tbl.Submit(ctx, ops, &table.BatchOptions{Concurrency: 4}); err != nil {
 			b.Fatal(err)
 		}
-		return res.Transactions
 	}
 	src := env.Table(nil)
-	load(b, src)
+	load(src)
 	blobs := env.Container(nil)
 	if _, err := transfer.Export(ctx, src, blobs, "fixture", nil); err != nil {
 		b.Fatal(err)
 	}
-	report := func(b *testing.B, start time.Time, peak uint64) {
-		b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "entities/s")
-		b.ReportMetric(float64(peak)/1e6, "peak-heap-MB")
+	srcTbl, err := table.New[table.Dynamic](src, nil)
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.Run(fmt.Sprintf("entities=%d/scan", n), func(b *testing.B) {
-		tbl, err := table.New[table.Dynamic](src, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		stop := heapPeak()
-		b.ResetTimer()
-		start := time.Now()
-		for range b.N {
-			got := 0
-			for _, err := range tbl.Query(ctx, &table.Query{Select: []string{"*"}}) {
-				if err != nil {
+	b.Run(fmt.Sprintf("entities=%d/read", n), func(b *testing.B) {
+		side(b, n, []string{"scan", "export"}, []func(int){
+			func(int) {
+				got := 0
+				for _, err := range srcTbl.Query(ctx, &table.Query{Select: []string{"*"}}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					got++
+				}
+				if got != n {
+					b.Fatalf("scan read %d entities", got)
+				}
+			},
+			func(i int) {
+				if _, err := transfer.Export(ctx, src, blobs, fmt.Sprintf("export%d-%d", b.N, i), nil); err != nil {
 					b.Fatal(err)
 				}
-				got++
-			}
-			if got != n {
-				b.Fatalf("scan read %d entities", got)
-			}
-		}
-		report(b, start, stop())
+			},
+		})
 	})
-	b.Run(fmt.Sprintf("entities=%d/export", n), func(b *testing.B) {
-		stop := heapPeak()
-		b.ResetTimer()
-		start := time.Now()
-		for i := range b.N {
-			if _, err := transfer.Export(ctx, src, blobs, fmt.Sprintf("export%d-%d", b.N, i), nil); err != nil {
+	// Each write goes to a fresh table, deleted after it (untimed), so
+	// the emulator holds the same data for every op.
+	into := func(write func(c *aztables.Client)) func(int) {
+		return func(int) {
+			b.StopTimer()
+			name := env.Name()
+			c := env.CreateTable(name, nil)
+			b.StartTimer()
+			write(c)
+			b.StopTimer()
+			if err := table.DeleteTable(ctx, env.Tables, name); err != nil {
 				b.Fatal(err)
 			}
+			b.StartTimer()
 		}
-		report(b, start, stop())
-	})
-	targets := func(b *testing.B) []*aztables.Client {
-		b.Helper()
-		cs := make([]*aztables.Client, b.N)
-		for i := range cs {
-			cs[i] = env.Table(nil)
-		}
-		return cs
 	}
-	b.Run(fmt.Sprintf("entities=%d/bulkload", n), func(b *testing.B) {
-		cs := targets(b)
-		stop := heapPeak()
-		b.ResetTimer()
-		start := time.Now()
-		for i := range b.N {
-			load(b, cs[i])
-		}
-		report(b, start, stop())
-	})
-	b.Run(fmt.Sprintf("entities=%d/import", n), func(b *testing.B) {
-		cs := targets(b)
-		stop := heapPeak()
-		b.ResetTimer()
-		start := time.Now()
-		for i := range b.N {
-			if _, err := transfer.Import(ctx, blobs, "fixture", cs[i], nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-		report(b, start, stop())
-	})
-	b.Run(fmt.Sprintf("entities=%d/copy", n), func(b *testing.B) {
-		cs := targets(b)
-		stop := heapPeak()
-		b.ResetTimer()
-		start := time.Now()
-		for i := range b.N {
-			if _, err := transfer.Copy(ctx, src, cs[i], nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-		report(b, start, stop())
+	b.Run(fmt.Sprintf("entities=%d/write", n), func(b *testing.B) {
+		side(b, n, []string{"bulkload", "import", "copy"}, []func(int){
+			into(load),
+			into(func(c *aztables.Client) {
+				if _, err := transfer.Import(ctx, blobs, "fixture", c, nil); err != nil {
+					b.Fatal(err)
+				}
+			}),
+			into(func(c *aztables.Client) {
+				if _, err := transfer.Copy(ctx, src, c, nil); err != nil {
+					b.Fatal(err)
+				}
+			}),
+		})
 	})
 }

@@ -157,6 +157,16 @@ func parseGUID(s string) (table.GUID, bool) {
 }
 
 func appendJSONString(b []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
+	}
+	if plain { // printable ASCII without quotes or backslashes: as it is
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	// encoding/json's escaping, without HTML escapes: exact and valid
 	// UTF-8 in, invalid UTF-8 replaced (the services store UTF-8 only).
 	var buf bytes.Buffer
