@@ -17,6 +17,8 @@ type Planner struct {
 	Join func(p any, changes any) (any, error)
 	// Explained explains err by a table.Change's Explain.
 	Explained func(c any, err error) error
+	// Keys returns a table.Op's keys.
+	Keys func(op any) (pk, rk string)
 }
 
 var planner Planner
@@ -51,3 +53,9 @@ func Join[Change, Profile any](p *Profile, changes ...Change) (Change, error) {
 // op that failed it; otherwise, and for an unknown outcome, err as it is.
 // Change is table.Change.
 func Explained[Change any](c Change, err error) error { return planner.Explained(c, err) }
+
+// PartitionKey returns op's PartitionKey. Op is table.Op.
+func PartitionKey[Op any](op Op) string { pk, _ := planner.Keys(op); return pk }
+
+// RowKey returns op's RowKey. Op is table.Op.
+func RowKey[Op any](op Op) string { _, rk := planner.Keys(op); return rk }

@@ -45,7 +45,7 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 	if err != nil {
 		return CommitResult{}, fmt.Errorf("eventual: %w", invalid.Mark(ErrInvalid, err))
 	}
-	pk := j.Ops[0].PartitionKey()
+	pk := batchplan.PartitionKey(j.Ops[0])
 	sp.SetPartition(pk)
 	if len(j.Intents) == 0 {
 		res, err := rt.Apply(ctx, changes...) // c's, with the Queue's profile

@@ -10,6 +10,7 @@ import (
 	"github.com/tablekit/tablekit/internal/batchplan"
 
 	"github.com/tablekit/tablekit/internal/invalid"
+	"github.com/tablekit/tablekit/internal/retrycore"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -23,7 +24,6 @@ import (
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
-	"github.com/tablekit/tablekit/retry"
 )
 
 // ErrInvalid is the sentinel for a request rejected before anything is
@@ -78,7 +78,7 @@ type Options struct {
 	// Profile is the table service of Tables, whose limits Commit and
 	// Apply check before anything is sent. Default (nil): each client's
 	// own, from its endpoint (table.ProfileFor); set it for a Cosmos DB
-	// account behind a proxy or a custom domain, as Table.WithProfile
+	// account behind a proxy or a custom domain, as table.Options.Profile
 	// does for a Table.
 	Profile *table.Profile
 	// CommitWindow is how long Commit's reserved message stays invisible
@@ -140,12 +140,9 @@ func New(q, poison *azqueue.QueueClient, opts *Options) (*Queue, error) {
 		if c == nil {
 			return nil, fmt.Errorf("%w: a nil table client in Options.Tables", ErrInvalid)
 		}
-		rt, err := table.New[record](c, nil)
+		rt, err := table.New(c, &table.Options[record]{Profile: o.Profile})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		if o.Profile != nil {
-			rt = rt.WithProfile(o.Profile)
 		}
 		rt = reserved.Table(rt) // commit records are reserved rows
 		if rt.Name() == "" {
@@ -432,7 +429,7 @@ func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 // ErrOutcomeUnknown verdict.
 func reserveFailed(id, kind string, err error) error {
 	maybe := ""
-	var unknown *retry.OutcomeError
+	var unknown *retrycore.OutcomeError
 	if errors.As(err, &unknown) {
 		err = unknown.Err
 		maybe = " (a response was lost, so the reserved message may be on the queue: never released, it is ruled out by a worker when the commit window ends)"
@@ -489,19 +486,19 @@ func (q *Queue) checkCommit(c *aztables.Client, ops []table.Op, intents []Draft)
 	if len(ops) == 0 {
 		return nil, "", fmt.Errorf("%w: Commit needs the primary write's operations (use Enqueue for an intent alone)", ErrInvalid)
 	}
-	pk := ops[0].PartitionKey()
+	pk := batchplan.PartitionKey(ops[0])
 	rows := map[string]bool{}
 	for i, o := range ops {
 		if err := o.Err(); err != nil {
 			return nil, "", fmt.Errorf("%w: op %d: %w", ErrInvalid, i, err)
 		}
-		if o.PartitionKey() != pk {
-			return nil, "", fmt.Errorf("%w: op %d is in partition %q, op 0 in %q: one transaction holds one partition", ErrInvalid, i, o.PartitionKey(), pk)
+		if batchplan.PartitionKey(o) != pk {
+			return nil, "", fmt.Errorf("%w: op %d is in partition %q, op 0 in %q: one transaction holds one partition", ErrInvalid, i, batchplan.PartitionKey(o), pk)
 		}
-		if rows[o.RowKey()] {
-			return nil, "", fmt.Errorf("%w: op %d touches RowKey %q again: a transaction touches each entity once", ErrInvalid, i, o.RowKey())
+		if rows[batchplan.RowKey(o)] {
+			return nil, "", fmt.Errorf("%w: op %d touches RowKey %q again: a transaction touches each entity once", ErrInvalid, i, batchplan.RowKey(o))
 		}
-		rows[o.RowKey()] = true
+		rows[batchplan.RowKey(o)] = true
 	}
 	for i := range intents {
 		if err := intents[i].err; err != nil {
@@ -608,5 +605,5 @@ func commitPartition(ops []table.Op) string {
 	if len(ops) == 0 {
 		return ""
 	}
-	return ops[0].PartitionKey()
+	return batchplan.PartitionKey(ops[0])
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -27,7 +29,7 @@ func (x *Index[T]) prepare(v T) (entry, error) {
 	if err := o.Err(); err != nil {
 		return entry{}, keyErr(err)
 	}
-	if err := checkKeys(o.PartitionKey(), o.RowKey()); err != nil {
+	if err := checkKeys(batchplan.PartitionKey(o), batchplan.RowKey(o)); err != nil {
 		return entry{}, err
 	}
 	d, err := table.ToDynamic(v)
@@ -35,7 +37,7 @@ func (x *Index[T]) prepare(v T) (entry, error) {
 		return entry{}, err
 	}
 	d.Meta = table.Meta{}
-	d.PartitionKey, d.RowKey = o.PartitionKey(), o.RowKey()
+	d.PartitionKey, d.RowKey = batchplan.PartitionKey(o), batchplan.RowKey(o)
 	e := entry{d: d, pk: d.PartitionKey, rk: d.RowKey, value: x.value(&v)}
 	if err := x.checkValue(e.pk, e.value); err != nil {
 		return entry{}, err

@@ -530,10 +530,11 @@ func (l *Log[T]) entries(seq iter.Seq2[table.Entity[T], error]) iter.Seq2[Entry[
 
 func (l *Log[T]) entry(k table.Entity[T]) (Entry[T], error) {
 	rest, ok := strings.CutPrefix(k.RowKey, l.pre)
-	if !ok || len(rest) < keys.InvertedTicksWidth {
+	stamp, _, cut := strings.Cut(rest, "-") // InvertedTicks, then "-" (see rowKey)
+	if !ok || !cut {
 		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q is not a log entry's", k.RowKey, k.PartitionKey)
 	}
-	t, err := keys.ParseInvertedTicks(rest[:keys.InvertedTicksWidth])
+	t, err := keys.ParseInvertedTicks(stamp)
 	if err != nil {
 		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q: %w", k.RowKey, k.PartitionKey, err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/obs"
-	"github.com/tablekit/tablekit/retry"
+	"github.com/tablekit/tablekit/internal/retrycore"
 )
 
 // Size accounting for the SDK's $batch body (see SubmitTransaction): each
@@ -50,11 +50,8 @@ type Op struct {
 	prev    string
 }
 
-// PartitionKey returns the op's PartitionKey.
-func (o Op) PartitionKey() string { return o.pk }
-
-// RowKey returns the op's RowKey.
-func (o Op) RowKey() string { return o.rk }
+// keys returns the op's keys (batchplan.Keys).
+func (o Op) keys() (pk, rk string) { return o.pk, o.rk }
 
 // Err returns the error that keeps the op from being sent, or nil.
 func (o Op) Err() error { return o.err }
@@ -538,7 +535,7 @@ func send(ctx context.Context, c *aztables.Client, d *direct, ops []Op, tx txn, 
 	}
 	var raw *http.Response
 	var err error
-	tctx, tr := retry.Track(ctx)
+	tctx, tr := retrycore.Track(ctx)
 	if d != nil {
 		if raw, err = d.batch(tctx, ops, tx, bodies); err == nil && innerFailure(raw, len(tx)) {
 			err = &azcore.ResponseError{StatusCode: raw.StatusCode, RawResponse: raw}

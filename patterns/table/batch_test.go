@@ -57,7 +57,7 @@ func TestSubmitChunksAt100AndReportsETags(t *testing.T) {
 	}
 	for _, i := range []int{0, 99, 100, 249, 279} {
 		r := res.Ops[i]
-		got, err := tb.Get(ctx, ops[i].PartitionKey(), ops[i].RowKey(), nil)
+		got, err := tb.Get(ctx, batchplan.PartitionKey(ops[i]), batchplan.RowKey(ops[i]), nil)
 		if err != nil || !r.Applied || r.ETag == "" || r.ETag != got.ETag {
 			t.Fatalf("op %d: result %+v, stored ETag %q (%v)", i, r, got.ETag, err)
 		}
@@ -83,7 +83,7 @@ func TestSubmitReportsTheFailingOp(t *testing.T) {
 			t.Fatalf("failAt %d: Submit = %v, want a BatchError with ErrAlreadyExists", failAt, err)
 		}
 		var oe *table.OpError
-		if !errors.As(res.Ops[failAt].Err, &oe) || oe.Index != failAt || oe.Err.RowKey != ops[failAt].RowKey() ||
+		if !errors.As(res.Ops[failAt].Err, &oe) || oe.Index != failAt || oe.Err.RowKey != batchplan.RowKey(ops[failAt]) ||
 			oe.Err.StatusCode != 409 || oe.Err.Code != "EntityAlreadyExists" {
 			t.Fatalf("failAt %d: op result %v, want an OpError naming op %d, its keys, 409 EntityAlreadyExists", failAt, res.Ops[failAt].Err, failAt)
 		}

@@ -100,6 +100,7 @@ func init() {
 			return j, err
 		},
 		Explained: func(c any, err error) error { return c.(Change).explained(err) },
+		Keys:      func(o any) (string, string) { return o.(Op).keys() },
 	})
 }
 

@@ -115,10 +115,10 @@ func TestKeysIdempotentSteps(t *testing.T) {
 
 func TestFilterProperties(t *testing.T) {
 	f := table.And(table.PartitionKey("Sales"), table.Or(table.Eq("SSN", "1"), table.Not(table.Gt("Age", 3))), table.Eq("SSN", "2"), table.RowKeyPrefix("a"))
-	if got := f.Properties(); !reflect.DeepEqual(got, []string{"PartitionKey", "SSN", "Age", "RowKey"}) {
+	if got := fieldmodel.FilterProperties(f); !reflect.DeepEqual(got, []string{"PartitionKey", "SSN", "Age", "RowKey"}) {
 		t.Fatalf("Properties = %v", got)
 	}
-	if got := (table.Filter{}).Properties(); got != nil {
+	if got := fieldmodel.FilterProperties(table.Filter{}); got != nil {
 		t.Fatalf("the zero Filter compares %v", got)
 	}
 }

@@ -498,8 +498,8 @@ func TestErrInvalidFamily(t *testing.T) {
 		"batch":             {errBatch, table.ErrInvalidBatch},
 		"filter":            {errFilter, table.ErrInvalidFilter},
 		"entity type":       {errEntity, table.ErrInvalidEntity},
-		"connection string": {errConn, table.ErrInvalidConnectionString},
-		"SAS":               {errSAS, table.ErrInvalidSAS},
+		"connection string": {errConn, table.ErrInvalid},
+		"SAS":               {errSAS, table.ErrInvalid},
 		"nil client":        {errNilClient, table.ErrInvalid},
 		"nil Types client":  {errNilTypes, table.ErrInvalid},
 	}

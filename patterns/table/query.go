@@ -314,7 +314,7 @@ func (t *Table[T]) listOptions(q *Query, at Cursor) (*aztables.ListEntitiesOptio
 	if err != nil {
 		return fail(err)
 	}
-	if !t.profile.TimestampFilters && slices.Contains(q.Filter.Properties(), "Timestamp") {
+	if !t.profile.TimestampFilters && slices.Contains(q.Filter.properties(), "Timestamp") {
 		return fail(t.profile.unsupported("a filter on Timestamp", "it matches no entity there (store a time property of your own and filter on it)"))
 	}
 	sel, err := t.projection(q.Select)

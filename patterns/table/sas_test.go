@@ -108,7 +108,7 @@ func TestSASURLRangeInPermissions(t *testing.T) {
 }
 
 // checkSASError fails t unless err is a *table.Error with Op "sas" for
-// table name that satisfies errors.Is(err, table.ErrInvalidSAS) and shows
+// table name that satisfies errors.Is(err, table.ErrInvalid) and shows
 // neither a signature nor the account key.
 func checkSASError(t *testing.T, err error, name string) {
 	t.Helper()
@@ -116,7 +116,7 @@ func checkSASError(t *testing.T, err error, name string) {
 	if !errors.As(err, &te) || te.Op != "sas" || te.Table != name || te.StatusCode != 0 {
 		t.Fatalf("error %v: want a *table.Error with Op sas for table %s", err, name)
 	}
-	if !errors.Is(err, table.ErrInvalidSAS) {
+	if !errors.Is(err, table.ErrInvalid) {
 		t.Errorf("error %v: errors.Is(err, ErrInvalidSAS) is false", err)
 	}
 	if msg := err.Error(); strings.Contains(msg, "sig=") || strings.Contains(msg, tabletest.DevKey) || strings.Contains(msg, "SECRET") {
@@ -420,7 +420,7 @@ func TestStoredAccessPolicyValidation(t *testing.T) {
 	} {
 		err := table.SetAccessPolicy(ctx, c, tc.policies...)
 		var te *table.Error
-		if !errors.As(err, &te) || te.Op != "set access policy" || !errors.Is(err, table.ErrInvalidSAS) {
+		if !errors.As(err, &te) || te.Op != "set access policy" || !errors.Is(err, table.ErrInvalid) {
 			t.Errorf("%s: %v, want a *table.Error satisfying ErrInvalidSAS", tc.what, err)
 		}
 	}
@@ -575,7 +575,7 @@ func TestParseConnectionStringForms(t *testing.T) {
 	} {
 		_, cred, err := table.ParseConnectionString(tc.cs)
 		var te *table.Error
-		if !errors.As(err, &te) || te.Op != "connection string" || !errors.Is(err, table.ErrInvalidConnectionString) || cred != nil {
+		if !errors.As(err, &te) || te.Op != "connection string" || !errors.Is(err, table.ErrInvalid) || cred != nil {
 			t.Errorf("%s: %v, want a *table.Error satisfying ErrInvalidConnectionString", tc.what, err)
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/retrycore"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -73,6 +74,11 @@ type Options[T any] struct {
 	// plain cursors, which show the query's position (keys) to whoever
 	// holds them.
 	CursorKey *CursorKey
+	// Profile is the service profile the table follows instead of its
+	// client's (table.Describe, or the endpoint's): for a Cosmos DB
+	// account behind a proxy or a custom domain, or Portable to hold data
+	// to the limits of both services. Default: the client's.
+	Profile *Profile
 	// Telemetry gives the table's operations spans, metrics and logs of
 	// their own, from its providers. Default: an operation is traced only
 	// under a caller's recording span, as its child, with the global meter
@@ -146,6 +152,9 @@ func New[T any](c *aztables.Client, opts *Options[T]) (*Table[T], error) {
 			t.keyFn = opts.Keys
 		}
 		t.cursorKey = opts.CursorKey
+		if opts.Profile != nil {
+			t.profile = opts.Profile
+		}
 		if opts.Telemetry != nil {
 			t.obs = obs.New((*obs.Config)(opts.Telemetry))
 		}
@@ -452,7 +461,7 @@ func (t *Table[T]) write(ctx context.Context, op string, w write, e encoded, eta
 	if err := ctx.Err(); err != nil {
 		return Result{}, &Error{Op: op, Table: t.name, PartitionKey: w.pk, RowKey: w.rk, Err: err}
 	}
-	tctx, tr := retry.Track(ctx)
+	tctx, tr := retrycore.Track(ctx)
 	newETag, err := t.send(tctx, w.kind, e, etag)
 	if err != nil {
 		return settle(ctx, t.client, tr, w, newError(op, t.name, w.pk, w.rk, err))
@@ -643,7 +652,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 			mode = Replace
 		}
 		if err := fn(&cur); err != nil {
-			return retry.Stop(&Error{Op: "modify", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: err})
+			return retrycore.Stop(&Error{Op: "modify", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: err})
 		}
 		if pk, rk, err := t.keysOf("modify", &cur); err != nil {
 			return err

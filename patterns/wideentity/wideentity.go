@@ -14,6 +14,7 @@ import (
 	"github.com/tablekit/tablekit/internal/batchplan"
 
 	"github.com/tablekit/tablekit/internal/fieldmodel"
+	"github.com/tablekit/tablekit/internal/retrycore"
 
 	"github.com/tablekit/tablekit/internal/invalid"
 
@@ -153,7 +154,7 @@ type Entity[T any] struct {
 }
 
 // The row keys of logical entity rk: the header, then the parts, all
-// starting with rk escaped and joined by keys.Delimiter, so that no other
+// starting with rk escaped and joined by keys.Join's delimiter, so that no other
 // logical RowKey's rows share the range (see the package documentation).
 func headerKey(rk string) string { return keys.Join(rk, "h") }
 
@@ -295,7 +296,7 @@ func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored)
 func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op) (table.Result, error) {
 	for _, o := range ops {
 		if err := o.Err(); err != nil {
-			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, o.RowKey(), ErrInvalid, err)
+			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, batchplan.RowKey(o), ErrInvalid, err)
 		}
 	}
 	p := s.tbl.Profile()
@@ -433,7 +434,7 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 	if etag == "" {
 		return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, table.ErrNoETag)
 	}
-	names := mode.FieldNames()
+	names := fieldmodel.ModeFields(mode)
 	switch {
 	case names != nil:
 		if len(names) == 0 {
@@ -654,7 +655,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 			return err
 		}
 		if err := fn(&e.Value); err != nil {
-			return retry.Stop(err)
+			return retrycore.Stop(err)
 		}
 		if k1, k2 := s.keys(&e.Value); k1 != pk || k2 != rk {
 			return fmt.Errorf("%w: modify (%q, %q): %w: fn changed the keys to (%q, %q)", ErrInvalid, pk, rk, table.ErrInvalidKey, k1, k2)
