@@ -292,13 +292,15 @@ type writer struct {
 // is applied or rejected, or with the first error that is neither.
 func (w *writer) write(ctx context.Context, ds []table.Dynamic) error {
 	ops := make([]table.Op, 0, len(ds))
+	keys := make([]Key, 0, len(ds)) // of ops
 	for i := range ds {
+		k := Key{ds[i].PartitionKey, ds[i].RowKey}
 		op := w.t.UpsertOp(ds[i], table.Replace)
 		if err := op.Err(); err != nil {
-			w.rej.reject(Reject{Key: Key{ds[i].PartitionKey, ds[i].RowKey}, Reason: redact.Text(err.Error())})
+			w.rej.reject(Reject{Key: k, Reason: redact.Text(err.Error())})
 			continue
 		}
-		ops = append(ops, op)
+		ops, keys = append(ops, op), append(keys, k)
 	}
 	// A transaction one op of which the service refuses applies nothing:
 	// that op is rejected, the others sent again. Each round takes out at
@@ -312,6 +314,7 @@ func (w *writer) write(ctx context.Context, ds []table.Dynamic) error {
 			return wrap(err, "writing to %s", w.t.Name())
 		}
 		var again []table.Op
+		var againKeys []Key
 		var fatal error
 		for i, r := range res.Ops {
 			switch {
@@ -320,9 +323,9 @@ func (w *writer) write(ctx context.Context, ds []table.Dynamic) error {
 				w.wrote++
 				w.mu.Unlock()
 			case errors.Is(r.Err, table.ErrNotApplied):
-				again = append(again, ops[i])
+				again, againKeys = append(again, ops[i]), append(againKeys, keys[i])
 			case refused(r.Err):
-				w.rej.reject(Reject{Key: Key{ops[i].PartitionKey(), ops[i].RowKey()}, Reason: redact.Text(r.Err.Error())})
+				w.rej.reject(Reject{Key: keys[i], Reason: redact.Text(r.Err.Error())})
 			default:
 				if fatal == nil {
 					fatal = wrap(r.Err, "writing to %s", w.t.Name())
@@ -335,7 +338,7 @@ func (w *writer) write(ctx context.Context, ds []table.Dynamic) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		ops = again
+		ops, keys = again, againKeys
 	}
 	return nil
 }
