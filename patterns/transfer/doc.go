@@ -17,14 +17,16 @@
 // Storage and the Cosmos DB Table API (both ways), and to check that a
 // restore or a move is complete and equal. Every row goes: the
 // application's entities and the rows and properties tablekit's patterns
-// keep beside them (index copies, commit records, blob pointers, under
-// reserved.Prefix and table.ReservedPropertyPrefix), so that a
-// restored table is one the patterns accept as their own.
+// keep beside them (index copies, commit records, blob pointers: rows
+// whose keys start with ~tk~, properties whose names start with Tk), so
+// that a restored table is one the patterns accept as their own.
 //
 // Not for: a point-in-time snapshot (see the guarantee below; Cosmos DB's
 // continuous backup, or an application quiet during the export, gives
 // one), the blobs a table's rows point to (patterns/largeentity's blobs
-// are in their own container: copy it with azcopy, which handles blobs),
+// are in their own container: copy it with azcopy, which handles blobs;
+// the restored rows' pointers name blobs by the rows' keys and the Store's
+// Prefix, so they hold in a copy of the container under the same names),
 // the write history tablekit keeps per entity (its TkWrites property: it
 // identifies writes to the source table, settles their lost responses
 // there, and means nothing elsewhere; a restored entity starts a fresh
