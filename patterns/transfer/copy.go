@@ -54,8 +54,20 @@ func Copy(ctx context.Context, src, dst *aztables.Client, opts *Options) (Summar
 	var bytes int64
 	var bmu sync.Mutex
 	err = parallel(ctx, ranges, o.Concurrency, func(ctx context.Context, r span) error {
+		// One page is written while the next is read (and the one after
+		// fetched ahead by Pages): at most one write in flight per range.
+		var pending chan error
+		wait := func() error {
+			if pending == nil {
+				return nil
+			}
+			err := <-pending
+			pending = nil
+			return err
+		}
 		for page, err := range s.Pages(ctx, query(r.From, r.To, o.Since, "")) {
 			if err != nil {
+				_ = wait()
 				return wrap(err, "reading %s", s.Name())
 			}
 			var n int64
@@ -64,18 +76,26 @@ func Copy(ctx context.Context, src, dst *aztables.Client, opts *Options) (Summar
 				line, _ = appendLine(line[:0], &page.Items[i], true) // for the byte count; a value that cannot encode is rejected by the op
 				n += int64(len(line))
 			}
-			if err := w.write(ctx, page.Items); err != nil {
+			if err := wait(); err != nil {
 				return err
 			}
-			if err := o.step("page"); err != nil {
-				return err
-			}
-			bmu.Lock()
-			bytes += n
-			bmu.Unlock()
-			progress.add(int64(len(page.Items)), n)
+			done := make(chan error, 1)
+			pending = done
+			go func(items []table.Dynamic) {
+				err := w.write(ctx, items)
+				if err == nil {
+					err = o.step("page")
+				}
+				if err == nil {
+					bmu.Lock()
+					bytes += n
+					bmu.Unlock()
+					progress.add(int64(len(items)), n)
+				}
+				done <- err
+			}(page.Items)
 		}
-		return nil
+		return wait()
 	})
 	sum = finish(sum, w, rej)
 	sum.Bytes = bytes
