@@ -71,6 +71,7 @@ var steps = []step{
 	{"Client-side encryption: an encrypted Email, found by its blind index", (*tour).encryptedEmail},
 	{"Shared access signature: read-only, one partition", (*tour).sas},
 	{"Cosmos DB Table API: the same code under its service profile", (*tour).cosmos},
+	{"Back up, restore and move: export to blobs, import, verify, copy into Cosmos DB's limits", (*tour).backup},
 	{"Bad input is stopped before the network", (*tour).validation},
 }
 
