@@ -25,6 +25,19 @@
 //		...
 //	}
 //
+// # Composing writes
+//
+// InsertOps, UpdateOps and DeleteOps return a write as a [table.Change],
+// to join other patterns' writes of the entity's partition in one
+// transaction (see "Composing patterns" in package table). They read what
+// the write reads (the same-partition store: the lists; Update and Delete:
+// the entity) and condition each op on the version read; the change is
+// sent by a Table's Apply, all or none, and a write in between fails the
+// transaction with nothing applied (its error says a list changed): make
+// the change again, as the writes' ETag loops do. An eventual store's
+// change carries its intent: apply it with eventual's Queue.Apply on the
+// Index's Options.Queue, whose worker runs Handler.
+//
 // # When each store fits
 //
 // Same partition: the entities of one partition (one department) looked up
@@ -193,11 +206,16 @@
 //	  Delete                          3 (entity read, index read, transaction)
 //	  FindIDs                         1 (a point read of the index entity)
 //	  Find                            1 + 1 per id (point reads, Concurrency at a time)
+//	  InsertOps, UpdateOps,           the reads of the write (1; 1, or 2 renamed;
+//	    DeleteOps                     2); the change travels in its Apply's
+//	                                  transaction
 //	another partition or a blob
 //	  Insert                          3 (eventual.Queue.Commit: reserve, transaction, release)
 //	  Update, renamed                 4 (entity read + Commit)
 //	  Update, value unchanged         2 (entity read + replace; no intent)
 //	  Delete                          4 (entity read + Commit)
+//	  InsertOps                       0; UpdateOps, DeleteOps 1 (the entity's read):
+//	                                  Queue.Apply commits the change
 //	  FindIDs                         1 (index entity read or blob download)
 //	  Find                            1 + 1 per id
 //	  worker, per intent              2 entity reads + 1 list read per value named

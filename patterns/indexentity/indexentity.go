@@ -493,11 +493,16 @@ func (x *Index[T]) find(ctx context.Context, partitionKey, value string) iter.Se
 
 // The operations of this package, for telemetry.
 var (
-	opInsert  = obs.Write("indexentity.Insert")
-	opUpdate  = obs.Write("indexentity.Update")
-	opDelete  = obs.Write("indexentity.Delete")
-	opFindIDs = obs.Read("indexentity.FindIDs")
-	opFind    = obs.Read("indexentity.Find")
+	opInsert = obs.Write("indexentity.Insert")
+	opUpdate = obs.Write("indexentity.Update")
+	opDelete = obs.Write("indexentity.Delete")
+
+	// The ops forms read; the change is sent by Apply.
+	opInsertOps = obs.Read("indexentity.InsertOps")
+	opUpdateOps = obs.Read("indexentity.UpdateOps")
+	opDeleteOps = obs.Read("indexentity.DeleteOps")
+	opFindIDs   = obs.Read("indexentity.FindIDs")
+	opFind      = obs.Read("indexentity.Find")
 )
 
 // partitionOf is v's PartitionKey in tbl, for a span ("" when tbl cannot
