@@ -13,11 +13,15 @@
 //
 // An Index is declared over the [table.Table] that stores the entities as
 // they are (a *table.Table[T]: their keys are T's, or the table's
-// WithKeys), with a name and the indexed value as a function of T, both
-// required and so parameters of New; nil Options is the same-partition
-// store. Its writes, Insert, Update and Delete, change an entity and keep
-// the lists; FindIDs returns the ids of a value, Find the entities (each a
-// [table.Entity], with its ETag), read in parallel in the list's order.
+// WithKeys), with a name and the indexed value as a function of T (a
+// string, a whole number or a bool, as T holds it), both required and so
+// parameters of New; nil Options is the same-partition store. Its writes,
+// Insert, Update and Delete, change an entity and keep the lists; FindIDs
+// returns the ids of a value, Find the entities (each a [table.Entity],
+// with its ETag), read in parallel in the list's order. A lookup's value
+// has the value function's type (an int32 field's index is looked up with
+// an int32): another type is ErrInvalid, naming the index and the type
+// wanted, with nothing sent.
 //
 //	byName, err := indexentity.New(employees, "LastName", func(e *Employee) string { return e.LastName }, nil)
 //	_, err = byName.Insert(ctx, Employee{Department: "Sales", ID: "000223", LastName: "Jones"})
