@@ -13,7 +13,7 @@
 //
 // An Index is declared over the [table.Table] that stores the entities as
 // they are (a *table.Table[T]: their keys are T's, or the table's
-// WithKeys), with a name and the indexed value as a function of T (a
+// Options.Keys), with a name and the indexed value as a function of T (a
 // string, a whole number or a bool, as T holds it), both required and so
 // parameters of New; nil Options is the same-partition store. Its writes,
 // Insert, Update and Delete, change an entity and keep the lists; FindIDs

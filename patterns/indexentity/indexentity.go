@@ -207,7 +207,7 @@ func New[T any, V interface {
 		x.conc = 8
 	}
 	var err error
-	if x.ent, err = table.New[table.Dynamic](tbl.Client()); err != nil {
+	if x.ent, err = table.New[table.Dynamic](tbl.Client(), nil); err != nil {
 		return nil, keyErr(err)
 	}
 	switch {
@@ -215,7 +215,7 @@ func New[T any, V interface {
 		return nil, fmt.Errorf("%w: give Options.Table or Options.Blobs, not both", ErrInvalid)
 	case opts.Table != nil:
 		x.store = otherTable
-		if x.ix, err = table.New[table.Dynamic](opts.Table); err != nil {
+		if x.ix, err = table.New[table.Dynamic](opts.Table, nil); err != nil {
 			return nil, keyErr(err) // a nil Options.Table client is invalid
 		}
 		x.ix = reserved.Table(x.ix) // index entities are reserved rows

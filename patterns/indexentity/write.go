@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -27,7 +29,7 @@ func (x *Index[T]) prepare(v T) (entry, error) {
 	if err := o.Err(); err != nil {
 		return entry{}, keyErr(err)
 	}
-	if err := checkKeys(o.PartitionKey(), o.RowKey()); err != nil {
+	if err := checkKeys(batchplan.PartitionKey(o), batchplan.RowKey(o)); err != nil {
 		return entry{}, err
 	}
 	d, err := table.ToDynamic(v)
@@ -35,7 +37,7 @@ func (x *Index[T]) prepare(v T) (entry, error) {
 		return entry{}, err
 	}
 	d.Meta = table.Meta{}
-	d.PartitionKey, d.RowKey = o.PartitionKey(), o.RowKey()
+	d.PartitionKey, d.RowKey = batchplan.PartitionKey(o), batchplan.RowKey(o)
 	e := entry{d: d, pk: d.PartitionKey, rk: d.RowKey, value: x.value(&v)}
 	if err := x.checkValue(e.pk, e.value); err != nil {
 		return entry{}, err
@@ -155,7 +157,7 @@ func (x *Index[T]) submit(ctx context.Context, ops []table.Op, etag azcore.ETag)
 }
 
 // Insert adds v (its keys are the table's for it: T's key fields, or the
-// table's WithKeys) and puts its id in the list of its value;
+// table's Options.Keys) and puts its id in the list of its value;
 // [table.ErrAlreadyExists] when an entity with its keys exists.
 //
 // Same-partition store: the guide's procedure. (1) Read the index entity of

@@ -174,7 +174,7 @@
 //     keys.Bucket(name, Parts), so give Parts headroom (a write whose part
 //     would overflow is refused);
 //   - the transaction at most 4 MiB of request body (MaxBatchSize; 2 MB on
-//     Cosmos DB), as table.EstimateBatchSize bounds it: the JSON of every
+//     Cosmos DB), as batchplan.Size bounds it: the JSON of every
 //     row plus 1,024 bytes and six times its keys' length per row, plus
 //     512. With 100 rows and short keys that leaves about 4,080,000 bytes
 //     for the rows' JSON (names, values, type annotations): up to about 3
@@ -202,7 +202,7 @@
 // share the transaction's 4 MiB with the parts. Keep such a value in a
 // largeentity Store under the entity's keys, read when it is needed:
 // largeentity's InsertOps and UpdateOps upload it first and give its
-// pointer's write as a table.Change, which table.Apply can send in one
+// pointer's write as a table.Change, which a Table's Apply can send in one
 // transaction with other changes of the partition.
 //
 // # Write outcomes

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
@@ -67,7 +69,7 @@ type Options[T any] struct {
 	// package documentation for what a change costs.
 	Parts int
 	// Keys returns the logical keys an entity is stored under, as
-	// table.WithKeys does for a table: for a T without key fields, or
+	// table.Options.Keys does for a table: for a T without key fields, or
 	// keys computed from other fields. Default: T's key fields
 	// ([fieldmodel.KeysOf]; table.Dynamic's PartitionKey and RowKey). A Store
 	// whose T has neither can Get and Delete, but its writes fail with
@@ -307,7 +309,7 @@ func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op
 func (s *Store[T]) check(op, pk, rk string, ops []table.Op) error {
 	for _, o := range ops {
 		if err := o.Err(); err != nil {
-			return fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, o.RowKey(), ErrInvalid, err)
+			return fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, batchplan.RowKey(o), ErrInvalid, err)
 		}
 	}
 	p := s.tbl.Profile()
@@ -315,7 +317,7 @@ func (s *Store[T]) check(op, pk, rk string, ops []table.Op) error {
 		return fmt.Errorf("wideentity: %s (%q, %q): %w: %w: %d operations, more than one transaction holds (%d): a change of Parts needs the old and the new part rows in one transaction",
 			op, pk, rk, ErrInvalid, table.ErrTooLarge, len(ops), p.MaxBatchOps)
 	}
-	if size := table.EstimateBatchSize(ops); size > p.MaxBatchSize {
+	if size := batchplan.Size(ops); size > p.MaxBatchSize {
 		return fmt.Errorf("wideentity: %s (%q, %q): %w: %w: the transaction would be up to %d bytes, more than %s's %d",
 			op, pk, rk, ErrInvalid, table.ErrTooLarge, size, p.Name, p.MaxBatchSize)
 	}
@@ -515,7 +517,7 @@ func (s *Store[T]) update(v T, etag azcore.ETag, mode table.Mode) (pk, rk string
 	if etag == "" {
 		return "", "", nil, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, table.ErrNoETag)
 	}
-	names := mode.FieldNames()
+	names := fieldmodel.ModeFields(mode)
 	switch {
 	case names != nil:
 		if len(names) == 0 {
