@@ -398,7 +398,7 @@ func TestTelemetryForgedKindsAreBounded(t *testing.T) {
 	if _, err := r.q.Enqueue(ctx, indexKind.New(indexOrder{"c1", "o1", "a@x"})); err != nil {
 		t.Fatal(err)
 	}
-	opts := workerOptions()
+	opts := longLease() // one delivery each: spans counted exactly
 	opts.MaxDeliveries = 1
 	w := r.worker(t, opts)
 	stop := start(t, w)

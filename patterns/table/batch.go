@@ -19,7 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/obs"
-	"github.com/tablekit/tablekit/retry"
+	"github.com/tablekit/tablekit/internal/retrycore"
 )
 
 // Size accounting for the SDK's $batch body (see SubmitTransaction): each
@@ -535,7 +535,7 @@ func send(ctx context.Context, c *aztables.Client, d *direct, ops []Op, tx txn, 
 	}
 	var raw *http.Response
 	var err error
-	tctx, tr := retry.Track(ctx)
+	tctx, tr := retrycore.Track(ctx)
 	if d != nil {
 		if raw, err = d.batch(tctx, ops, tx, bodies); err == nil && innerFailure(raw, len(tx)) {
 			err = &azcore.ResponseError{StatusCode: raw.StatusCode, RawResponse: raw}
