@@ -50,14 +50,14 @@ demo: $(RUN_EMULATOR)
 # simulation (internal/cosmosim: results in no key order, Cosmos DB's limits);
 # the few tests of Table Storage's own order, limits and round trips skip
 # there (testrig.StorageOnly), each naming its Cosmos DB counterpart. The
-# harness's own tests (patterns/tabletest: emulator install, environment)
-# test no table service and run once.
+# harness's own tests (patterns/tabletest, internal/emulator: emulator
+# install, environment) test no table service and run once.
 test: $(TEST_EMULATOR)
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'AllocatesNothing' ./patterns/table
-	TABLEKIT_PROFILE=cosmos $(GO) test -count=1 $$($(GO) list ./... | grep -v '/patterns/tabletest$$')
+	TABLEKIT_PROFILE=cosmos $(GO) test -count=1 $$($(GO) list ./... | grep -v -e '/patterns/tabletest$$' -e '/internal/emulator$$')
 
 # The capability matrix (pattern x table service) from what the tests
 # prove: the TestCosmos tests, each run on every service this machine

@@ -79,8 +79,8 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	where := "the account in " + tabletest.ConnectionStringEnv
-	if os.Getenv(tabletest.ConnectionStringEnv) == "" {
+	where := "the account in AZURE_STORAGE_CONNECTION_STRING"
+	if os.Getenv("AZURE_STORAGE_CONNECTION_STRING") == "" {
 		where = "a local Azurite emulator (in memory, free loopback ports)"
 	}
 	fmt.Println("tablekit tour: the Azure Table design guide, pattern by pattern")

@@ -108,14 +108,16 @@
 //	                                                                secondaryindex, indexentity,
 //	                                                                largeentity (always whole)
 //	Delete    Delete(ctx, pk, rk, etag) error                       table, encryption, secondaryindex,
-//	                                                                indexentity, wideentity, largeentity
+//	                                                                indexentity, wideentity, largeentity,
+//	                                                                dataseries (the whole series)
 //	Modify    Modify(ctx, pk, rk, fn[, opts]) (Entity..., error)    table, encryption, secondaryindex,
 //	                                                                wideentity, largeentity
 //	...Op     InsertOp(v), UpdateOp(v, etag[, mode]),               table, encryption (ctx first: keys),
 //	          UpsertOp(v[, mode]), DeleteOp(pk, rk, etag): Op       buckets
-//	...Ops    InsertOps(ctx, v), UpdateOps(ctx, v, etag),           secondaryindex (+ ModifyOps),
-//	          DeleteOps(ctx, pk, rk, etag): (Change, error)         largeentity; logtail's AppendOp
-//	          (see Composing)
+//	...Ops    InsertOps(ctx, v), UpdateOps(ctx, v, etag[, mode]),   secondaryindex, wideentity (+ ModifyOps),
+//	          DeleteOps(ctx, pk, rk, etag): (Change, error)         largeentity, indexentity; dataseries
+//	          (see Composing)                                       (SetOps, SetAllOps, AddOps, DeleteOps);
+//	                                                                logtail's AppendOp
 //	Lookup    Lookup(ctx, pk, index, value..., opts) (E, error)     secondaryindex (unique values)
 //	Find      Find(ctx, pk, [index,] value...) iter.Seq2[E, error]  secondaryindex, indexentity, encryption
 //	Range     Range(ctx, scope..., from, to) iter.Seq2[E, error]    secondaryindex, largeentity, logtail,
@@ -286,9 +288,11 @@
 // when it is one entity group transaction, and the patterns make that
 // possible by producing operations instead of sending them. Each write
 // that can join a composed write has a form that returns a [Change]:
-// secondaryindex's InsertOps, UpdateOps, ModifyOps and DeleteOps,
-// largeentity's InsertOps, UpdateOps and DeleteOps, logtail's AppendOp
-// (an op: put it in a Change literal, as any Table's ops). A Change holds
+// secondaryindex's and wideentity's InsertOps, UpdateOps, ModifyOps and
+// DeleteOps, largeentity's and indexentity's InsertOps, UpdateOps and
+// DeleteOps, dataseries' SetOps, SetAllOps, AddOps and DeleteOps,
+// logtail's AppendOp (an op: put it in a Change literal, as any Table's
+// ops). A Change holds
 // the pattern's ops in one partition, the intents it needs for what lies
 // elsewhere (the [Intent] interface, which eventual's Draft implements, so
 // this package does not depend on eventual), the NotAfter of what it
