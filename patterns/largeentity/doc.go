@@ -148,14 +148,12 @@
 // transaction that does not apply leaves orphans for Sweep, never a
 // dangling pointer.
 //
-// Another pattern can keep large values in rows of its own making
-// (patterns/secondaryindex's primary rows, through its Options.Large):
-// Offloads and Without tell it which fields stay out of its other rows,
-// Prepare uploads a value's large fields and gives the row to write (a
-// value unchanged since the version the write is conditioned on keeps its
-// blob), Pointers and Fetch read them back with the same checks as Get,
-// and the Store's Sweep, reading those rows in its table, removes what no
-// row points at.
+// A Store can also keep the large values of rows another pattern makes:
+// give it as patterns/secondaryindex's Options.Large, and the index Store's
+// primary rows hold pointers written, read and checked exactly as this
+// package's own (blob first, write-unique names, the same Trust checks),
+// while this Store's Sweep, reading those rows in its table, removes what
+// no row points at.
 //
 // # Write outcomes
 //
@@ -182,8 +180,8 @@
 //	Range, RangePage       1 per page of up to 1,000 entities + 1 read per
 //	                       offloaded value, Concurrency at a time ahead of
 //	                       the loop
-//	InsertOps, UpdateOps,  1 upload per offloaded value, in parallel (the
-//	  Prepare              entity write joins the caller's transaction)
+//	InsertOps, UpdateOps   1 upload per offloaded value, in parallel (the
+//	                       entity write joins the caller's transaction)
 //	DeleteOps              0 (an op; the blobs are left to Sweep)
 //	Modify                 Get's + 1 upload per changed offloaded value + 1;
 //	                       the same again per conflict

@@ -37,7 +37,7 @@ type offload struct {
 type plan struct {
 	d        table.Dynamic
 	offloads []*offload
-	kept     []Blob // blobs of empty fields kept as they are (PrepareOptions.KeepEmpty)
+	kept     []Blob // blobs of empty fields kept as they are (Prepare's keepEmpty, internal/largerows)
 }
 
 // zeroHash stands for a SHA-256 not computed yet; it has the length of

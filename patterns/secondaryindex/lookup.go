@@ -10,6 +10,7 @@ import (
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
+	"github.com/tablekit/tablekit/internal/largerows"
 
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/prefetch"
@@ -358,11 +359,11 @@ func (s *Store[T]) listQuery(pk string, cursor table.Cursor, opts *ListOptions) 
 func (s *Store[T]) listed(sel []string) func(context.Context, table.Dynamic) (*Entity[T], error) {
 	return func(ctx context.Context, d table.Dynamic) (*Entity[T], error) {
 		e, blobs, err := s.decode(ctx, d)
-		if err != nil || len(blobs) == 0 {
+		if err != nil || blobs == nil {
 			return &e, err
 		}
 		err = s.large.Fetch(ctx, &e.Value, blobs)
-		if errors.Is(err, largeentity.ErrChanged) {
+		if errors.Is(err, largerows.ErrChanged) {
 			e, err = s.get(ctx, e.PartitionKey, e.RowKey, sel)
 			if errors.Is(err, table.ErrNotFound) {
 				return nil, nil

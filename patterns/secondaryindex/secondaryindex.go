@@ -12,6 +12,7 @@ import (
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
+	"github.com/tablekit/tablekit/internal/largerows"
 
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
@@ -187,7 +188,7 @@ type Store[T any] struct {
 	byName  map[string]*Index[T]
 	queue   *eventual.Queue
 	sealer  Sealer
-	large   *largeentity.Store[T]
+	large   largerows.Store[T] // Options.Large
 	kind    eventual.Kind[intent]
 	retry   retry.Policy
 	obs     *obs.Obs
@@ -212,7 +213,10 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	if opts == nil {
 		opts = &Options[T]{}
 	}
-	s := &Store[T]{tbl: reserved.Properties(tbl), primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, large: opts.Large, retry: retry.Default, obs: obs.New((*obs.Config)(opts.Telemetry))}
+	s := &Store[T]{tbl: reserved.Properties(tbl), primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, retry: retry.Default, obs: obs.New((*obs.Config)(opts.Telemetry))}
+	if opts.Large != nil {
+		s.large = largerows.Of[T](opts.Large)
+	}
 	switch {
 	case s.large != nil && s.large.Client() != tbl.Client():
 		return nil, fmt.Errorf("%w: Options.Large is a largeentity Store of another table client: it must be over this Store's table (the same *aztables.Client), whose primaries its Sweep reads", ErrInvalid)
@@ -454,7 +458,7 @@ func (s *Store[T]) seal(ctx context.Context, e *entry) error {
 // decode turns a primary row back into an Entity, and returns the blobs
 // of its large values (Options.Large), which it does not read (Value
 // leaves them empty; fetch reads them).
-func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], []largeentity.Blob, error) {
+func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], largerows.Blobs, error) {
 	parts, err := keys.Split(d.RowKey)
 	if err != nil || len(parts) != 2 || parts[0] != s.primary {
 		return Entity[T]{}, nil, fmt.Errorf("secondaryindex: row %q/%q is not a %s primary", d.PartitionKey, d.RowKey, s.primary)
@@ -464,7 +468,7 @@ func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], []la
 			return Entity[T]{}, nil, err
 		}
 	}
-	var blobs []largeentity.Blob
+	var blobs largerows.Blobs
 	if s.large != nil {
 		d.Properties = maps.Clone(d.Properties)
 		if blobs, err = s.large.Pointers(&d); err != nil {
