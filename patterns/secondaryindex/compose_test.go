@@ -269,7 +269,7 @@ func (r *largeRig) clean(t *testing.T) {
 }
 
 // Options.Large is refused where a copy would hold a large value, over
-// another table, or with a Sealer.
+// another table.
 func TestLargeRefusals(t *testing.T) {
 	t.Parallel()
 	r := newLargeRig(t)

@@ -83,6 +83,12 @@
 // does not read them (fn sees them empty and one left empty keeps its
 // blob), so a rename costs what it costs without a photo.
 //
+// Large combines with a Sealer (patterns/encryption's Table): an employee
+// with an encrypted SSN and a photo in a blob. The primary row is sealed
+// as written, its pointers beside the sealed fields, and opened before
+// its pointers are followed; a field may be sealed or offloaded, not both
+// (its blob would hold it unsealed: New refuses it).
+//
 // # Composing with other patterns
 //
 // InsertOps, UpdateOps, ModifyOps and DeleteOps return a write as a

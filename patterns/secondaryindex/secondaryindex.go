@@ -155,7 +155,10 @@ type Options[T any] struct {
 	// this Store's table (the same *aztables.Client): its Sweep reads these
 	// primaries to delete the blobs no version points at. Copies never hold
 	// a value Large may offload: Whole indexes are refused, and so are
-	// Listed fields Large chooses. Not with a Sealer. Default: none.
+	// Listed fields Large chooses. With a Sealer, the primary row is sealed
+	// with its pointers in place (the pointers stay plain, the blobs hold
+	// the values as T encodes them), so a field may be sealed or offloaded
+	// but not both (New refuses it). Default: none.
 	Large *largeentity.Store[T]
 	// Telemetry receives the spans, metrics and log records of the
 	// Store's operations. Default (nil): the global OpenTelemetry
@@ -220,8 +223,6 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	switch {
 	case s.large != nil && s.large.Client() != tbl.Client():
 		return nil, fmt.Errorf("%w: Options.Large is a largeentity Store of another table client: it must be over this Store's table (the same *aztables.Client), whose primaries its Sweep reads", ErrInvalid)
-	case s.large != nil && s.sealer != nil:
-		return nil, fmt.Errorf("%w: Options.Large and Options.Sealer together are not supported", ErrInvalid)
 	}
 	if s.primary == "" {
 		s.primary = defaultPrimary
@@ -232,7 +233,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	if err := validName("Primary", s.primary); err != nil {
 		return nil, err
 	}
-	if err := checkType[T](); err != nil {
+	if err := s.checkType(); err != nil {
 		return nil, err
 	}
 	inter := false
@@ -264,9 +265,10 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	return s, nil
 }
 
-// checkType checks that T has key fields and no property under
-// reserved.PropertyPrefix (RefProperty's).
-func checkType[T any]() error {
+// checkType checks that T has key fields, no property under
+// reserved.PropertyPrefix (RefProperty's), and none that both the Sealer
+// seals and Options.Large offloads (its blob would hold it unsealed).
+func (s *Store[T]) checkType() error {
 	fields, err := fieldmodel.Of[T]()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -281,6 +283,9 @@ func checkType[T any]() error {
 		case fieldmodel.Property:
 			if err := fieldmodel.ValidName(f.Property); err != nil {
 				return fmt.Errorf("%w: field %s: %w", ErrInvalid, f.Name, err)
+			}
+			if s.sealer != nil && s.large != nil && s.sealer.Sealed(f.Property) && s.large.Offloads(f.Property) {
+				return fmt.Errorf("%w: field %s is both sealed (Options.Sealer) and a large value (Options.Large), whose blob the Sealer does not seal: seal it or offload it, not both", ErrInvalid, f.Name)
 			}
 		}
 	}
@@ -447,9 +452,10 @@ func (s *Store[T]) encode(v T) (entry, error) {
 }
 
 // seal applies the Sealer to e's primary row, which e's copies do not
-// share.
+// share. With Options.Large, prepare seals the row it writes instead
+// (the row with its pointers).
 func (s *Store[T]) seal(ctx context.Context, e *entry) error {
-	if s.sealer == nil {
+	if s.sealer == nil || s.large != nil {
 		return nil
 	}
 	return s.sealer.Seal(ctx, &e.primary)

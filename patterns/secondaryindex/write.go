@@ -222,7 +222,7 @@ func (s *Store[T]) insert(ctx context.Context, v T) (batch, error) {
 }
 
 // prepare uploads v's large values (Options.Large) for b and makes b's
-// primary op, from the row to write, with op; current are the blobs of
+// primary op, from the row to write (sealed by Options.Sealer), with op; current are the blobs of
 // the version b is conditioned on, kept for the values that are unchanged
 // (or, with keep, left empty in v). The limits are checked again.
 func (s *Store[T]) prepare(ctx context.Context, b *batch, v T, current largerows.Blobs, keep bool, op func(table.Dynamic) table.Op) error {
@@ -232,6 +232,12 @@ func (s *Store[T]) prepare(ctx context.Context, b *batch, v T, current largerows
 	p, err := s.large.Prepare(ctx, v, b.pk, s.primaryKey(b.id), current, keep)
 	if err != nil {
 		return err
+	}
+	if s.sealer != nil {
+		if err := s.sealer.Seal(ctx, &p.Row); err != nil {
+			s.large.Discard(ctx, p)
+			return err
+		}
 	}
 	b.ops[0], b.prepared = op(p.Row), &p
 	if err := s.check(*b); err != nil {
