@@ -486,6 +486,7 @@ var (
 	opModify    = obs.Write("largeentity.Modify")
 	opDelete    = obs.Write("largeentity.Delete")
 	opSweep     = obs.Write("largeentity.Sweep")
+	opUpsert    = obs.Write("largeentity.Upsert")
 	opGet       = obs.Read("largeentity.Get")
 	opRange     = obs.Read("largeentity.Range")
 	opRangePage = obs.Read("largeentity.RangePage")
