@@ -27,13 +27,16 @@
 //
 // T is a struct stored as by table.Table[T] (its field model is
 // [fieldmodel.Of]). A value's keys are those of T's key fields, or what
-// Options.Keys computes: Insert and Update take the value, and Get,
-// Modify and Delete the keys; reads return a [Entity], the core's
+// Options.Keys computes: Insert, Upsert and Update take the value, and
+// Get, Modify and Delete the keys; reads return a [Entity], the core's
 // [table.Entity] (keys, ETag, value) with the blobs it points at, and
-// writes a [Result], the core's [table.Result] with the blobs. There is
-// no Upsert: Insert, and Update with azcore.ETagAny, are the
-// unconditional writes, and the table's merge modes do not apply to rows
-// whose pointers and values the Store lays out (a merge would keep a
+// writes a [Result], the core's [table.Result] with the blobs. Upsert
+// reads the stored version's pointers, then inserts v or replaces the
+// version read, conditioned on its ETag, again from the read when
+// another writer comes between (so it knows which blobs it replaces, and
+// a refused attempt leaves no blob behind); Update with azcore.ETagAny
+// replaces without that read. The table's merge modes do not apply to
+// rows whose pointers and values the Store lays out (a merge would keep a
 // pointer beside the inline value that replaced it).
 //
 // T's chosen fields, []byte, string or `table:",json"` fields tagged
@@ -171,6 +174,8 @@
 //
 // # Cost in round trips
 //
+//	Upsert                 Insert's or Update's + 1 read (of the pointers);
+//	                       the same again per conflict
 //	Insert, Update         1 + 1 upload per offloaded value, the uploads in
 //	                       parallel: 2 round trips of latency; 1 when every
 //	                       value is inline
@@ -207,7 +212,7 @@
 //
 // # Crash points
 //
-// Insert, Update and Modify (the process stops, or the call returns an
+// Insert, Upsert, Update and Modify (the process stops, or the call returns an
 // error, between steps):
 //
 //	stopped                          stored entity           left behind
