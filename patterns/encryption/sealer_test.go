@@ -45,8 +45,8 @@ func TestSecondaryIndexKey(t *testing.T) {
 	}
 	opts := func(holds secondaryindex.Holds, fields ...string) *secondaryindex.Options[staff] {
 		return &secondaryindex.Options[staff]{Primary: "emp", Sealer: enc, Indexes: []secondaryindex.Index[staff]{
-			{Name: "email", Unique: true, Holds: holds, Fields: fields, Key: byEmail},
-			{Name: "name", Holds: secondaryindex.Listed, Fields: []string{"Name"}, Key: func(v *staff) []string { return []string{v.Name} }},
+			{Name: "email", Unique: true, Holds: holds, Fields: fields, On: []string{"Email"}, Key: byEmail},
+			{Name: "name", Holds: secondaryindex.Listed, Fields: []string{"Name"}, On: []string{"Name"}},
 		}}
 	}
 	// Copies that would hold Email in plaintext are refused.
@@ -67,7 +67,7 @@ func TestSecondaryIndexKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	bv, _ := enc.BlindValue("Email", "Xavier@contoso.com")
-	got, err := s.Lookup(ctx, "Sales", "email", []string{bv}, &secondaryindex.LookupOptions{Fetch: true})
+	got, err := s.Lookup(ctx, "Sales", "email", bv, &secondaryindex.LookupOptions{Fetch: true})
 	if err != nil || got.Value.ID != "1" || got.Value.Email != "xavier@contoso.com" {
 		t.Fatalf("secondaryindex lookup by blind value: %+v, %v", got, err)
 	}

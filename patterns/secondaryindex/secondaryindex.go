@@ -90,10 +90,23 @@ type Index[T any] struct {
 	// Name names the index and starts its copies' RowKeys:
 	// keys.Join(Name, value parts...). ASCII letters and digits, 1 to 32.
 	Name string
-	// Key returns the indexed value of an entity as one or more parts (a
-	// compound value, such as last name then first name, is ordered part
-	// by part). Nil means the entity has no copy in this index (a sparse
-	// index). Parts may be any strings; they are escaped (keys.Join).
+	// On names the properties of T the index is over, in order: one
+	// ("Email"), or several for a compound value ordered property by
+	// property (last name, then first name). Required. Lookup, Find and
+	// Range take the value as T holds it: for one property, a value of
+	// its type; for several, a []any of one value per property, in On's
+	// order (Find and Range: the first few). Without a Key, each property
+	// must be a string, an integer or a time.Time: its value becomes a
+	// RowKey part that sorts as the values do (a string as it is, escaped
+	// by keys.Join; an integer as keys.Int64, or keys.Pad for unsigned
+	// ones; a time as its .NET ticks).
+	On []string
+	// Key, if set, computes the RowKey parts of an entity's value instead:
+	// one part per On property, part i from property On[i] only (so a
+	// lookup value, set into a T, gives its parts), such as a normalized
+	// email or a blind value (encryption.Table.IndexKey). Nil parts mean
+	// the entity has no copy in this index (a sparse index). Parts may be
+	// any strings; they are escaped (keys.Join). Default: On's values.
 	Key func(v *T) []string
 	// Unique makes the index reject a value that another entity has. A
 	// non-unique index appends the primary's id to its copies' RowKeys
@@ -119,6 +132,8 @@ type Index[T any] struct {
 	// Table holds the copies of an OtherPartition index in another table.
 	// Default: the primary's table.
 	Table *table.Table[table.Dynamic]
+
+	on []onField // On's fields, set by New
 }
 
 // Options configures a Store. A nil *Options means defaults: primary rows
@@ -300,11 +315,12 @@ func (s *Store[T]) checkIndex(ix *Index[T]) error {
 	if err := validName("index", ix.Name); err != nil {
 		return err
 	}
+	if err := resolveOn(ix); err != nil {
+		return err
+	}
 	switch {
 	case ix.Name == s.primary || s.byName[ix.Name] != nil:
 		return fmt.Errorf("%w: index name %q is used twice (or is the Primary name)", ErrInvalid, ix.Name)
-	case ix.Key == nil:
-		return fmt.Errorf("%w: index %q has no Key function", ErrInvalid, ix.Name)
 	case s.sealer != nil && ix.Holds == Whole:
 		return fmt.Errorf("%w: index %q holds Whole copies, which would store the properties the Sealer seals unsealed: use KeysOnly or Listed", ErrInvalid, ix.Name)
 	case s.large != nil && ix.Holds == Whole:
@@ -377,9 +393,9 @@ type row struct {
 // copyOf returns the copy of entity d (its properties, keys pk and id) in
 // index ix, or ok false when the entity has no value in ix.
 func (s *Store[T]) copyOf(ix *Index[T], v *T, d table.Dynamic) (r row, ok bool, err error) {
-	parts := ix.Key(v)
-	if parts == nil {
-		return r, false, nil
+	parts, err := ix.keyOf(v)
+	if parts == nil || err != nil {
+		return r, false, err
 	}
 	kp := append(append([]string{ix.Name}, parts...), idParts(ix, d.PartitionKey, d.RowKey)...)
 	r.rk = keys.Join(kp...)

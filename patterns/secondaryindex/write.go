@@ -79,7 +79,7 @@ func (s *Store[T]) plan(primary table.Op, prev, next *entry, prevValue, nextValu
 		}
 		var curValue []string
 		if hasCur {
-			curValue = ix.Key(nextValue)
+			curValue, _ = ix.keyOf(nextValue) // encode computed it
 		}
 		switch {
 		case hasOld && hasCur && old.rk == cur.rk:
@@ -88,7 +88,7 @@ func (s *Store[T]) plan(primary table.Op, prev, next *entry, prevValue, nextValu
 			}
 			continue
 		case hasOld:
-			b.add(s.tbl.DeleteOp(old.pk, old.rk, azcore.ETagAny), ix.Name, ix.Key(prevValue), true)
+			b.add(s.tbl.DeleteOp(old.pk, old.rk, azcore.ETagAny), ix.Name, valueOf(ix, prevValue), true)
 		}
 		if hasCur {
 			b.add(s.tbl.InsertOp(table.Dynamic{PartitionKey: cur.pk, RowKey: cur.rk, Properties: cur.props}), ix.Name, curValue, false)
@@ -577,4 +577,10 @@ func (s *Store[T]) build(ctx context.Context, pk, id string, etag azcore.ETag, k
 		return batch{}, nil, retry.Stop(err)
 	}
 	return b, v, nil
+}
+
+// valueOf is ix's value of v, for an error message.
+func valueOf[T any](ix *Index[T], v *T) []string {
+	parts, _ := ix.keyOf(v)
+	return parts
 }
