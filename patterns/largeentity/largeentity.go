@@ -216,7 +216,8 @@ type GetOptions struct {
 	// blob read. Default (nil): every property, every offloaded value.
 	Select []string
 	// PageSize is the most entities Range and RangePage read per round
-	// trip, 1 to 1,000. Default: 1,000 (the service's page).
+	// trip, 1 to table.MaxPageSize (another is ErrInvalid, nothing sent).
+	// Default (0): 1,000, the service's page.
 	PageSize int
 }
 

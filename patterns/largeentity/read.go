@@ -313,6 +313,9 @@ func (s *Store[T]) rangeQuery(pk, from, to string, cursor table.Cursor, opts *Ge
 		if opts.Select != nil {
 			q.Select = s.projection(opts.Select)
 		}
+		if opts.PageSize < 0 || opts.PageSize > table.MaxPageSize {
+			return nil, fmt.Errorf("largeentity: range: %w: PageSize %d: 1 to %d, or 0 for the default", ErrInvalid, opts.PageSize, table.MaxPageSize)
+		}
 		q.PageSize = opts.PageSize
 	}
 	return q, nil
