@@ -92,7 +92,7 @@ func (t *tour) continuation(ctx context.Context) error {
 	}
 	t.say("page 1: %d employees; cursor to save: %q", len(page.Items), page.Next)
 	// A later process resumes from the saved cursor with a new Table.
-	later, err := table.New[Employee](table.NewClient(t.svc, t.name))
+	later, err := table.New[Employee](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (t *tour) lostResponse(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	flaky, err := table.New[Employee](table.NewClient(svc, t.name))
+	flaky, err := table.New[Employee](table.NewClient(svc, t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (t *tour) lostResponse(ctx context.Context) error {
 
 func (t *tour) logTail(ctx context.Context) error {
 	type Login struct{ IP string }
-	logins, err := table.New[Login](table.NewClient(t.svc, t.name))
+	logins, err := table.New[Login](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func (t *tour) logTail(ctx context.Context) error {
 }
 
 func (t *tour) dataSeries(ctx context.Context) error {
-	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name))
+	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func (t *tour) dataSeries(ctx context.Context) error {
 }
 
 func (t *tour) wideEntity(ctx context.Context) error {
-	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name))
+	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -354,7 +354,7 @@ func (t *tour) sas(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ro, _ := table.New[Employee](c)
+	ro, _ := table.New[Employee](c, nil)
 	mk, err := table.Collect(ro.Query(ctx, &table.Query{Filter: table.PartitionKey("Marketing"), Limit: 3}))
 	if err != nil {
 		return err

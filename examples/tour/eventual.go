@@ -40,7 +40,7 @@ func (t *tour) eventualArchive(ctx context.Context) error {
 		}
 		defer qsvc.DeleteQueue(context.WithoutCancel(ctx), n, nil) //nolint:errcheck // cleanup
 	}
-	archive, err := table.New[Employee](table.NewClient(t.svc, archiveName))
+	archive, err := table.New[Employee](table.NewClient(t.svc, archiveName), nil)
 	if err != nil {
 		return err
 	}

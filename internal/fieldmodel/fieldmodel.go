@@ -59,6 +59,10 @@ type Codec struct {
 	// CheckKeys and ValidName are CheckKeys and ValidName below.
 	CheckKeys func(pk, rk string) error
 	ValidName func(string) error
+	// FilterProperties and ModeFields are FilterProperties and ModeFields
+	// below, over a table.Filter and a table.Mode given as any.
+	FilterProperties func(f any) []string
+	ModeFields       func(m any) []string
 }
 
 var codec Codec
@@ -115,3 +119,14 @@ func CheckKeys(pk, rk string) error { return codec.CheckKeys(pk, rk) }
 // reserved names (PartitionKey, RowKey, Timestamp and every name under
 // reserved.PropertyPrefix). The error matches table.ErrInvalidEntity.
 func ValidName(name string) error { return codec.ValidName(name) }
+
+// FilterProperties returns the names of the properties a table.Filter
+// compares, in the order they first appear, each once: for packages that
+// must refuse a filter on some properties (an encrypted field's
+// plaintext). Filter is table.Filter.
+func FilterProperties[Filter any](f Filter) []string { return codec.FilterProperties(f) }
+
+// ModeFields returns the property names of a table.Fields merge, and nil
+// for table.Merge and table.Replace, for packages that extend a partial
+// update with properties of their own. Mode is table.Mode.
+func ModeFields[Mode any](m Mode) []string { return codec.ModeFields(m) }

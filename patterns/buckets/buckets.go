@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/reserved"
@@ -330,11 +332,11 @@ func (s *Spread[T]) Upsert(ctx context.Context, v T) (out Inserted, err error) {
 func (s *Spread[T]) InsertOp(v T) table.Op {
 	tb, _, err := s.place(&v)
 	if err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	op := tb.InsertOp(v)
 	if err := op.Err(); err != nil {
-		return table.FailedOp(invalid.Mark(ErrInvalid, err))
+		return batchplan.Failed[table.Op](invalid.Mark(ErrInvalid, err))
 	}
 	return op
 }

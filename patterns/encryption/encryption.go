@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
@@ -284,7 +285,7 @@ func (t *Table[T]) encrypt(ctx context.Context, op string, v *T, mode table.Mode
 	if m := t.metaOf(v); m != nil {
 		d.Meta = *m
 	}
-	if names := mode.FieldNames(); names != nil {
+	if names := fieldmodel.ModeFields(mode); names != nil {
 		for _, f := range t.fields {
 			if !slices.Contains(names, f) {
 				delete(d.Properties, f) // not sent: not sealed
@@ -494,7 +495,7 @@ func (t *Table[T]) fromDynamic(op string, d table.Dynamic) (T, error) {
 // of each encrypted field it names, so a value and its index are always
 // written together.
 func (t *Table[T]) mode(m table.Mode) (table.Mode, error) {
-	names := m.FieldNames()
+	names := fieldmodel.ModeFields(m)
 	if names == nil {
 		return m, nil // Merge, Replace, or an invalid Mode the core refuses
 	}
@@ -747,7 +748,7 @@ func (t *Table[T]) ops(ctx context.Context, name string, v *T, mode table.Mode, 
 // stored value is ciphertext, so the comparison would send the plaintext
 // to the service and match nothing.
 func (t *Table[T]) checkFilter(op string, f table.Filter) error {
-	for _, n := range f.Properties() {
+	for _, n := range fieldmodel.FilterProperties(f) {
 		if slices.Contains(t.fields, n) {
 			return &Error{Op: op, Table: t.tbl.Name(), Property: n, Err: fmt.Errorf("%w: %w: the filter compares an encrypted field, whose stored value is ciphertext (it would send the plaintext and match nothing): compare its blind index (Where)", ErrInvalid, table.ErrInvalidFilter)}
 		}

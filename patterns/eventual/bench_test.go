@@ -41,7 +41,7 @@ func BenchmarkWorker(b *testing.B) {
 				retry.Default.ApplyTo(&qo.ClientOptions)
 				queue, poison := env.Queue(qo), env.Queue(qo)
 				tc := env.Table(table.ClientOptions())
-				tb, _ := table.New[table.Dynamic](tc)
+				tb, _ := table.New[table.Dynamic](tc, nil)
 				q, err := eventual.New(queue, poison, nil)
 				if err != nil {
 					b.Fatal(err)

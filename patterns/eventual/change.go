@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/invalid"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -20,7 +22,7 @@ import (
 // Commit: reserve, one transaction holding every change's ops and a
 // commit record per intent, release: 2n+1 round trips, and the intents
 // run if and only if the transaction applied. Before anything is sent,
-// [table.Join] checks the changes with the commit records (one
+// [batchplan.Join] checks the changes with the commit records (one
 // partition, each entity once, the operations and bytes of one
 // transaction of the table's profile; an error names the change that
 // does not fit, and the records as "eventual (commit records)"), and
@@ -39,11 +41,11 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 	if err != nil {
 		return CommitResult{}, err
 	}
-	j, err := table.Join(rt.Profile(), changes...)
+	j, err := batchplan.Join(rt.Profile(), changes...)
 	if err != nil {
 		return CommitResult{}, fmt.Errorf("eventual: %w", invalid.Mark(ErrInvalid, err))
 	}
-	pk := j.Ops[0].PartitionKey()
+	pk := batchplan.PartitionKey(j.Ops[0])
 	sp.SetPartition(pk)
 	if len(j.Intents) == 0 {
 		res, err := rt.Apply(ctx, changes...) // c's, with the Queue's profile
@@ -63,14 +65,14 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 	for _, d := range drafts {
 		records.Ops = append(records.Ops, recordOp(rt, pk, d, "00000000-0000-0000-0000-000000000000"))
 	}
-	if _, err := table.Join(rt.Profile(), append(slices.Clone(changes), records)...); err != nil {
+	if _, err := batchplan.Join(rt.Profile(), append(slices.Clone(changes), records)...); err != nil {
 		return CommitResult{}, fmt.Errorf("eventual: %w", invalid.Mark(ErrInvalid, err))
 	}
 	if !j.NotAfter.IsZero() && !time.Now().Before(j.NotAfter) {
 		return CommitResult{}, fmt.Errorf("eventual: %w: the NotAfter of %s passed before anything was sent", table.ErrNotApplied, j.By)
 	}
 	res, err = q.commit(ctx, c, j.Ops, j.NotAfter, drafts)
-	return res, j.Explained(err)
+	return res, batchplan.Explained(j, err)
 }
 
 // recordsOf returns the commit records' table of c, which must be one of
@@ -82,7 +84,7 @@ func (q *Queue) recordsOf(c *aztables.Client) (*table.Table[record], error) {
 		return rt, nil
 	}
 	name := ""
-	if tb, err := table.New[table.Dynamic](c); err == nil {
+	if tb, err := table.New[table.Dynamic](c, nil); err == nil {
 		name = tb.Name()
 	}
 	if _, same := q.byName[name]; same {

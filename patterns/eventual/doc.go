@@ -50,7 +50,7 @@
 //   - [Queue.Apply] is Commit for a write composed of several patterns'
 //     changes ([table.Change]: "Composing patterns" in package table): the
 //     changes' ops, checked together with the commit records by
-//     [table.Join], and their intents; without intents it is one
+//     [batchplan.Join], and their intents; without intents it is one
 //     [table.Apply] transaction.
 //
 // Payloads are JSON (encoding/json) inside a base64 envelope, so any text

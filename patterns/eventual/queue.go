@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/invalid"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -76,7 +78,7 @@ type Options struct {
 	// Profile is the table service of Tables, whose limits Commit and
 	// Apply check before anything is sent. Default (nil): each client's
 	// own, from its endpoint (table.ProfileFor); set it for a Cosmos DB
-	// account behind a proxy or a custom domain, as Table.WithProfile
+	// account behind a proxy or a custom domain, as table.Options.Profile
 	// does for a Table.
 	Profile *table.Profile
 	// CommitWindow is how long Commit's reserved message stays invisible
@@ -138,12 +140,9 @@ func New(q, poison *azqueue.QueueClient, opts *Options) (*Queue, error) {
 		if c == nil {
 			return nil, fmt.Errorf("%w: a nil table client in Options.Tables", ErrInvalid)
 		}
-		rt, err := table.New[record](c)
+		rt, err := table.New(c, &table.Options[record]{Profile: o.Profile})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		if o.Profile != nil {
-			rt = rt.WithProfile(o.Profile)
 		}
 		rt = reserved.Table(rt) // commit records are reserved rows
 		if rt.Name() == "" {
@@ -331,7 +330,7 @@ func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, 
 		return all
 	}
 	placeholders := slices.Repeat([]string{"00000000-0000-0000-0000-000000000000"}, len(intents))
-	if n, p := table.EstimateBatchSize(batchOf(placeholders)), rt.Profile(); n > p.MaxBatchSize {
+	if n, p := batchplan.Size(batchOf(placeholders)), rt.Profile(); n > p.MaxBatchSize {
 		return res, fmt.Errorf("%w: the primary batch with its commit records is about %d bytes, more than a transaction of %s holds (%d)", ErrInvalid, n, p.Name, p.MaxBatchSize)
 	}
 	res.Intents = make([]Enqueued, len(intents))
@@ -487,19 +486,19 @@ func (q *Queue) checkCommit(c *aztables.Client, ops []table.Op, intents []Draft)
 	if len(ops) == 0 {
 		return nil, "", fmt.Errorf("%w: Commit needs the primary write's operations (use Enqueue for an intent alone)", ErrInvalid)
 	}
-	pk := ops[0].PartitionKey()
+	pk := batchplan.PartitionKey(ops[0])
 	rows := map[string]bool{}
 	for i, o := range ops {
 		if err := o.Err(); err != nil {
 			return nil, "", fmt.Errorf("%w: op %d: %w", ErrInvalid, i, err)
 		}
-		if o.PartitionKey() != pk {
-			return nil, "", fmt.Errorf("%w: op %d is in partition %q, op 0 in %q: one transaction holds one partition", ErrInvalid, i, o.PartitionKey(), pk)
+		if batchplan.PartitionKey(o) != pk {
+			return nil, "", fmt.Errorf("%w: op %d is in partition %q, op 0 in %q: one transaction holds one partition", ErrInvalid, i, batchplan.PartitionKey(o), pk)
 		}
-		if rows[o.RowKey()] {
-			return nil, "", fmt.Errorf("%w: op %d touches RowKey %q again: a transaction touches each entity once", ErrInvalid, i, o.RowKey())
+		if rows[batchplan.RowKey(o)] {
+			return nil, "", fmt.Errorf("%w: op %d touches RowKey %q again: a transaction touches each entity once", ErrInvalid, i, batchplan.RowKey(o))
 		}
-		rows[o.RowKey()] = true
+		rows[batchplan.RowKey(o)] = true
 	}
 	for i := range intents {
 		if err := intents[i].err; err != nil {
@@ -606,5 +605,5 @@ func commitPartition(ops []table.Op) string {
 	if len(ops) == 0 {
 		return ""
 	}
-	return ops[0].PartitionKey()
+	return batchplan.PartitionKey(ops[0])
 }

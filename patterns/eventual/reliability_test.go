@@ -113,7 +113,7 @@ func TestCosmosRuledOutCommitCannotApplyLate(t *testing.T) {
 		r.checkSettled(t, nil, []string{d.ID()}) // the worker ruled it out
 		// The batch Commit would have sent, arriving late.
 		late := table.Atomic(append(ops, eventual.RecordOp(r.q, r.orders.Client(), "c1", d))...)
-		res, err := table.Submit(ctx, r.orders.Client(), late, nil)
+		res, err := r.orders.Submit(ctx, late, nil)
 		if !errors.Is(err, table.ErrAlreadyExists) || res.Ops[0].Applied {
 			t.Fatalf("the late batch: %+v, %v; want it refused by the aborted record", res, err)
 		}

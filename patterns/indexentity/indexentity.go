@@ -188,7 +188,7 @@ func New[T any](tbl *table.Table[T], name string, value func(*T) string, opts *O
 		x.conc = 8
 	}
 	var err error
-	if x.ent, err = table.New[table.Dynamic](tbl.Client()); err != nil {
+	if x.ent, err = table.New[table.Dynamic](tbl.Client(), nil); err != nil {
 		return nil, keyErr(err)
 	}
 	switch {
@@ -196,7 +196,7 @@ func New[T any](tbl *table.Table[T], name string, value func(*T) string, opts *O
 		return nil, fmt.Errorf("%w: give Options.Table or Options.Blobs, not both", ErrInvalid)
 	case opts.Table != nil:
 		x.store = otherTable
-		if x.ix, err = table.New[table.Dynamic](opts.Table); err != nil {
+		if x.ix, err = table.New[table.Dynamic](opts.Table, nil); err != nil {
 			return nil, keyErr(err) // a nil Options.Table client is invalid
 		}
 		x.ix = reserved.Table(x.ix) // index entities are reserved rows

@@ -41,7 +41,7 @@ func TestAppendOpJoinsTheEntitysTransaction(t *testing.T) {
 	for i := range 3 {
 		hire := table.Change{By: "people", Ops: []table.Op{people.InsertOp(person{Dept: "Sales Team", ID: fmt.Sprint(i), Name: "P"})}}
 		entry := table.Change{By: "log", Ops: []table.Op{l.AppendOp("Sales Team", login{IP: fmt.Sprint("hired ", i)})}}
-		if _, err := table.Apply(ctx, c, hire, entry); err != nil {
+		if _, err := people.Apply(ctx, hire, entry); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/reserved"
 
 	"github.com/tablekit/tablekit/internal/invalid"
@@ -236,25 +238,25 @@ func (l *Log[T]) next(log string, at time.Time) (pk, rk string) {
 }
 
 // AppendOp is Append as an op: the insert of v into log at the current
-// time, for table.Submit or a [table.Change]. With Options.Prefix the log
+// time, for a Table's Submit or a [table.Change]. With Options.Prefix the log
 // shares the partition of the entities it records, so the entry can join
 // their write in one transaction: a log of every change to a department's
 // employees, written atomically with each change, is
 //
 //	entry := table.Change{By: "log", Ops: []table.Op{log.AppendOp(dept, change)}}
-//	_, err := table.Apply(ctx, client, employeeChange, entry)
+//	_, err := employees.Apply(ctx, employeeChange, entry)
 //
 // The op's keys (PartitionKey, RowKey) are the entry's; it records the
 // time it was made. An error (a log name that makes no PartitionKey, a
 // value the table refuses) is the op's Err, matching ErrInvalid.
 func (l *Log[T]) AppendOp(log string, v T) table.Op {
 	if err := l.checkLog(log); err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	pk, rk := l.next(log, time.Now())
 	op := l.tbl.WithKeys(func(*T) (string, string) { return pk, rk }).InsertOp(v)
 	if err := op.Err(); err != nil {
-		return table.FailedOp(invalid.Mark(ErrInvalid, err))
+		return batchplan.Failed[table.Op](invalid.Mark(ErrInvalid, err))
 	}
 	return op
 }
@@ -469,12 +471,12 @@ func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (_ int,
 				if err != nil {
 					return deleted, err
 				}
-				ops = append(ops, table.DeleteOp(k.PartitionKey, k.RowKey, azcore.ETagAny))
+				ops = append(ops, l.tbl.DeleteOp(k.PartitionKey, k.RowKey, azcore.ETagAny))
 			}
 			if len(ops) == 0 {
 				break
 			}
-			res, err := table.Submit(ctx, l.tbl.Client(), ops, &table.BatchOptions{ContinueOnError: true})
+			res, err := l.tbl.Submit(ctx, ops, &table.BatchOptions{ContinueOnError: true})
 			n := 0
 			for _, r := range res.Ops {
 				if r.Applied {

@@ -166,7 +166,7 @@ func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tab
 	if n := len(prefix) + r.digits; n > 63 {
 		return nil, fmt.Errorf("%w: prefix %q and %d digits of period make %d characters, more than a table name's 63", ErrInvalid, prefix, r.digits, n)
 	}
-	if _, err := table.New[T](table.NewClient(svc, r.Name(time.Unix(0, 0)))); err != nil {
+	if _, err := table.New[T](table.NewClient(svc, r.Name(time.Unix(0, 0))), nil); err != nil {
 		return nil, invalid.Mark(ErrInvalid, err)
 	}
 	return r, nil
@@ -234,7 +234,7 @@ func (r *Tables[T]) Table(at time.Time) *table.Table[T] {
 }
 
 func (r *Tables[T]) named(name string) *table.Table[T] {
-	t, _ := table.New[T](table.NewClient(r.svc, name)) // T was checked by New
+	t, _ := table.New[T](table.NewClient(r.svc, name), nil) // T was checked by New
 	t = t.WithCursorKey(r.cursorKey)
 	if r.keyFn != nil {
 		t = t.WithKeys(r.keyFn)
@@ -435,7 +435,7 @@ func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, op
 		return table.BatchResult{}, err
 	}
 	name := r.Name(at)
-	res, err = table.Submit(ctx, table.NewClient(r.svc, name), ops, opts)
+	res, err = r.named(name).Submit(ctx, ops, opts)
 	if beingDeleted(err) {
 		err = expired("submit", name, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
@@ -109,7 +111,7 @@ func (s *Store[T]) check(b batch) error {
 		if err := b.ops[i].Err(); err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrInvalid, b.name(i), err)
 		}
-		if i >= limitOps || table.EstimateBatchSize(b.ops[:i+1]) > p.MaxBatchSize-8<<10 {
+		if i >= limitOps || batchplan.Size(b.ops[:i+1]) > p.MaxBatchSize-8<<10 {
 			return fmt.Errorf("%w: the write does not fit one transaction of %s (%d operations, %d bytes) at %s", ErrInvalid, p.Name, limitOps, p.MaxBatchSize, b.name(i))
 		}
 	}

@@ -239,7 +239,7 @@ func (bn *bench) drop(name string) {
 
 func (bn *bench) tk(name string) *table.Table[row] {
 	bn.b.Helper()
-	tb, err := table.New[row](table.NewClient(bn.tkSvc, name))
+	tb, err := table.New[row](table.NewClient(bn.tkSvc, name), nil)
 	if err != nil {
 		bn.b.Fatal(err)
 	}

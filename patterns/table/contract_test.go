@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
@@ -113,10 +115,10 @@ func TestKeysIdempotentSteps(t *testing.T) {
 
 func TestFilterProperties(t *testing.T) {
 	f := table.And(table.PartitionKey("Sales"), table.Or(table.Eq("SSN", "1"), table.Not(table.Gt("Age", 3))), table.Eq("SSN", "2"), table.RowKeyPrefix("a"))
-	if got := f.Properties(); !reflect.DeepEqual(got, []string{"PartitionKey", "SSN", "Age", "RowKey"}) {
+	if got := fieldmodel.FilterProperties(f); !reflect.DeepEqual(got, []string{"PartitionKey", "SSN", "Age", "RowKey"}) {
 		t.Fatalf("Properties = %v", got)
 	}
-	if got := (table.Filter{}).Properties(); got != nil {
+	if got := fieldmodel.FilterProperties(table.Filter{}); got != nil {
 		t.Fatalf("the zero Filter compares %v", got)
 	}
 }
@@ -125,7 +127,7 @@ func TestFailedOp(t *testing.T) {
 	t.Parallel()
 	tb, ft := newTable[employee](t)
 	boom := errors.New("boom")
-	op := table.FailedOp(boom)
+	op := batchplan.Failed[table.Op](boom)
 	if !errors.Is(op.Err(), boom) {
 		t.Fatalf("Err = %v", op.Err())
 	}
@@ -134,7 +136,7 @@ func TestFailedOp(t *testing.T) {
 	if !errors.As(err, &be) || !errors.Is(err, boom) || ft.Count() != 0 {
 		t.Fatalf("Submit with a failed op = %v after %d requests; want a BatchError naming it, nothing sent", err, ft.Count())
 	}
-	if !errors.Is(table.FailedOp(nil).Err(), table.ErrInvalidBatch) {
+	if !errors.Is(batchplan.Failed[table.Op](nil).Err(), table.ErrInvalidBatch) {
 		t.Fatal("FailedOp(nil) carries no error")
 	}
 }

@@ -443,7 +443,7 @@
 //
 // # Cosmos DB
 //
-// A table on the Cosmos DB Table API (its endpoint, or WithProfile(Cosmos))
+// A table on the Cosmos DB Table API (its endpoint, or Options.Profile: Cosmos)
 // follows the Cosmos [Profile]. Point operations, transactions and merges
 // work as on Table Storage, under its limits (transactions of 2 MB,
 // entities of 2 MB of JSON, RowKeys of 255 bytes, the property names id,

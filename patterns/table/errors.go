@@ -14,7 +14,7 @@ import (
 
 // ErrInvalid is the root of tablekit's validation errors: input refused
 // before anything is sent. ErrInvalidKey, ErrInvalidEntity, ErrInvalidBatch,
-// ErrNoETag, ErrInvalidFilter, ErrInvalidSAS, ErrInvalidConnectionString, a
+// ErrNoETag, ErrInvalidFilter, a
 // limit (ErrTooLarge) this package finds before the network, and every
 // pattern package's own ErrInvalid satisfy errors.Is(err, ErrInvalid); an
 // answer of the service (a 400 or 413) does not, nor does a size found

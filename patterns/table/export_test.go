@@ -57,3 +57,15 @@ const (
 	MaxFilterComparisons = maxFilterComparisons
 	MaxQueryLength       = maxQueryLength
 )
+
+// WithProfile returns a view of t that follows p (nil: its client's
+// profile), as New with Options.Profile gives a table, for tests that
+// compare profiles over one table.
+func WithProfile[T any](t *Table[T], p *Profile) *Table[T] {
+	if p == nil {
+		p = profileOf(t.client)
+	}
+	c := *t
+	c.profile = p
+	return &c
+}

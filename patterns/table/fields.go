@@ -11,7 +11,10 @@ import (
 )
 
 func init() {
-	fieldmodel.Register(fieldmodel.Codec{Of: fieldsOf, Keys: keysOf, CheckKeys: checkKeys, ValidName: validName})
+	fieldmodel.Register(fieldmodel.Codec{Of: fieldsOf, Keys: keysOf, CheckKeys: checkKeys, ValidName: validName,
+		FilterProperties: func(f any) []string { return f.(Filter).properties() },
+		ModeFields:       func(m any) []string { return m.(Mode).fieldNames() },
+	})
 }
 
 // fieldsOf is fieldmodel.Of.

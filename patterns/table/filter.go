@@ -41,10 +41,9 @@ type Filter struct {
 	props []string                        // the properties compared, in order, once each
 }
 
-// Properties returns the names of the properties the filter compares, in
-// the order they first appear, each once: for packages that must refuse a
-// filter on some properties (an encrypted field's plaintext).
-func (f Filter) Properties() []string { return slices.Clone(f.props) }
+// properties returns the names of the properties the filter compares
+// (fieldmodel.FilterProperties).
+func (f Filter) properties() []string { return slices.Clone(f.props) }
 
 // propTypes returns the kind of a property of T; ok is false for a
 // property T has no field for.

@@ -112,7 +112,7 @@ func (ts *Types) upgrade(ctx context.Context, rows *Table[migrant], todo []*migr
 				return ops[i].Err()
 			}
 		}
-		res, err := submit(ctx, ts.rows.client, ts.rows.name, ts.rows.direct, ts.rows.profile, ops, &bo)
+		res, err := submit(ctx, ts.rows.obs, ts.rows.client, ts.rows.name, ts.rows.direct, ts.rows.profile, ops, &bo)
 		if err != nil && ctx.Err() != nil {
 			return err
 		}
@@ -169,7 +169,7 @@ func (ts *Types) upgradeOne(ctx context.Context, rows *Table[migrant], pk, rk st
 		case !m.stale():
 			return nil
 		}
-		_, err = submit(ctx, ts.rows.client, ts.rows.name, ts.rows.direct, ts.rows.profile, []Op{m.op(ts)}, nil)
+		_, err = submit(ctx, ts.rows.obs, ts.rows.client, ts.rows.name, ts.rows.direct, ts.rows.profile, []Op{m.op(ts)}, nil)
 		wrote = err == nil
 		return err
 	})

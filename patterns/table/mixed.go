@@ -214,7 +214,7 @@ func Register[T any](ts *Types, name string, opts *RegisterOptions) (*Table[T], 
 	if opts == nil {
 		opts = &RegisterOptions{}
 	}
-	t, err := New[T](ts.rows.client)
+	t, err := New[T](ts.rows.client, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
 )
 
@@ -244,7 +243,7 @@ const maxQueryLength = 8 << 10
 // stored keys. When at says Limit has been reached it returns the empty
 // last page without a round trip.
 func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool) (Page[T], [][3]string, error) {
-	ctx, sp := obs.Child(ctx, opQuery, t.name, "")
+	ctx, sp := t.span(ctx, opQuery, "")
 	p, ks, err := t.fetchPage(ctx, q, at, wantKeys)
 	sp.End(err)
 	return p, ks, err
@@ -315,7 +314,7 @@ func (t *Table[T]) listOptions(q *Query, at Cursor) (*aztables.ListEntitiesOptio
 	if err != nil {
 		return fail(err)
 	}
-	if !t.profile.TimestampFilters && slices.Contains(q.Filter.Properties(), "Timestamp") {
+	if !t.profile.TimestampFilters && slices.Contains(q.Filter.properties(), "Timestamp") {
 		return fail(t.profile.unsupported("a filter on Timestamp", "it matches no entity there (store a time property of your own and filter on it)"))
 	}
 	sel, err := t.projection(q.Select)

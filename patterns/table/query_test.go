@@ -103,7 +103,7 @@ func TestCursorResumesInAnotherProcess(t *testing.T) {
 	t.Parallel()
 	env := tabletest.New(t)
 	name := env.Name()
-	first, err := table.New[employee](env.CreateTable(name, nil))
+	first, err := table.New[employee](env.CreateTable(name, nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestCursorResumesInAnotherProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb, err := table.New[employee](table.NewClient(svc, name))
+		tb, err := table.New[employee](table.NewClient(svc, name), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +310,7 @@ func TestQueriesSkipReservedRows(t *testing.T) {
 	tb, _ := newTable[employee](t)
 	load(t, tb, "Sales", 3)
 	ctx := context.Background()
-	dyn, err := table.New[table.Dynamic](tb.Client())
+	dyn, err := table.New[table.Dynamic](tb.Client(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,6 @@ func TestReservedKeysRefused(t *testing.T) {
 		attempts["UpsertOp"] = tb.UpsertOp(e, table.Merge).Err()
 		attempts["UpdateOp"] = tb.UpdateOp(e, "*", table.Merge).Err()
 		attempts["DeleteOp"] = tb.DeleteOp(k[0], k[1], "*").Err()
-		attempts["table.DeleteOp"] = table.DeleteOp(k[0], k[1], "*").Err()
 		_, attempts["Types.Get"] = types.Get(ctx, k[0], k[1])
 		_, attempts["registered Insert"] = typed.Insert(ctx, e)
 		_, attempts["WithKeys Insert"] = computed.Insert(ctx, employee{Department: "Sales", ID: "x"})
@@ -418,7 +417,7 @@ func TestReservedPropertiesRefused(t *testing.T) {
 		PartitionKey, RowKey string
 		TkRef                string
 	}
-	reader, err := table.New[forged](tb.Client())
+	reader, err := table.New[forged](tb.Client(), nil)
 	if err != nil {
 		t.Fatalf("New of a type with a TkRef field, to read copies = %v", err)
 	}

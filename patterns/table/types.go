@@ -96,10 +96,9 @@ func Fields(names ...string) Mode {
 	return Mode{kind: 1, fields: append([]string{}, names...)}
 }
 
-// FieldNames returns the property names of a Fields merge, and nil for
-// Merge and Replace, for packages that extend a partial update with
-// properties of their own.
-func (m Mode) FieldNames() []string {
+// fieldNames returns the property names of a Fields merge, and nil for
+// Merge and Replace (fieldmodel.ModeFields).
+func (m Mode) fieldNames() []string {
 	if m.fields == nil {
 		return nil
 	}

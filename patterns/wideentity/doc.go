@@ -153,7 +153,7 @@
 //     keys.Bucket(name, Parts), so give Parts headroom (a write whose part
 //     would overflow is refused);
 //   - the transaction at most 4 MiB of request body (MaxBatchSize; 2 MB on
-//     Cosmos DB), as table.EstimateBatchSize bounds it: the JSON of every
+//     Cosmos DB), as batchplan.Size bounds it: the JSON of every
 //     row plus 1,024 bytes and six times its keys' length per row, plus
 //     512. With 100 rows and short keys that leaves about 4,080,000 bytes
 //     for the rows' JSON (names, values, type annotations): up to about 3

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
@@ -273,7 +275,7 @@ func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored)
 	}
 	if cur.etag != "" && cur.parts != n {
 		for k := range cur.parts {
-			ops = append(ops, table.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
+			ops = append(ops, s.tbl.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
 		}
 	}
 	for k, props := range parts {
@@ -293,7 +295,7 @@ func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored)
 func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op) (table.Result, error) {
 	for _, o := range ops {
 		if err := o.Err(); err != nil {
-			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, o.RowKey(), ErrInvalid, err)
+			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, batchplan.RowKey(o), ErrInvalid, err)
 		}
 	}
 	p := s.tbl.Profile()
@@ -301,7 +303,7 @@ func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op
 		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %w: %d operations, more than one transaction holds (%d): a change of Parts needs the old and the new part rows in one transaction",
 			op, pk, rk, ErrInvalid, table.ErrTooLarge, len(ops), p.MaxBatchOps)
 	}
-	if size := table.EstimateBatchSize(ops); size > p.MaxBatchSize {
+	if size := batchplan.Size(ops); size > p.MaxBatchSize {
 		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %w: the transaction would be up to %d bytes, more than %s's %d",
 			op, pk, rk, ErrInvalid, table.ErrTooLarge, size, p.Name, p.MaxBatchSize)
 	}
@@ -431,7 +433,7 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 	if etag == "" {
 		return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, table.ErrNoETag)
 	}
-	names := mode.FieldNames()
+	names := fieldmodel.ModeFields(mode)
 	switch {
 	case names != nil:
 		if len(names) == 0 {
@@ -510,9 +512,9 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 		return fmt.Errorf("wideentity: delete (%q, %q): %w: %w", pk, rk, ErrInvalid, table.ErrNoETag)
 	}
 	res, err = s.write(ctx, "delete", pk, rk, etag, func(cur stored) ([]table.Op, error) {
-		ops := []table.Op{table.DeleteOp(pk, headerKey(rk), cur.etag)}
+		ops := []table.Op{s.tbl.DeleteOp(pk, headerKey(rk), cur.etag)}
 		for k := range cur.parts {
-			ops = append(ops, table.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
+			ops = append(ops, s.tbl.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
 		}
 		return ops, nil
 	})
