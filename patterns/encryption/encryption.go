@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
