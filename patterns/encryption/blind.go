@@ -47,7 +47,7 @@ func (t *Table[T]) blind(ix *Index, v any) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:blindSize]), nil
 }
 
-// BlindValue returns the blind index value of value for the indexed field:
+// blindValue returns the blind index value of value for the indexed field:
 // what the field's index property holds for an entity whose field equals
 // value (after Normalize). value is the field's value as T holds it: of
 // the field's type (a string of any string type for a string field, any
@@ -58,7 +58,7 @@ func (t *Table[T]) blind(ix *Index, v any) (string, error) {
 // that field (a table.Dynamic, a property of an extra map) takes any Go
 // value a table.Dynamic property may hold (int, int64 and int32 compare
 // alike). ErrInvalid when field has no index.
-func (t *Table[T]) BlindValue(field string, value any) (string, error) {
+func (t *Table[T]) blindValue(field string, value any) (string, error) {
 	ix := t.indexes[field]
 	if ix == nil {
 		return "", fmt.Errorf("%w: field %q has no blind index", ErrInvalid, field)
@@ -101,11 +101,14 @@ func (t *Table[T]) typed(field string, value any) (table.Dynamic, error) {
 }
 
 // Where returns the filter that matches the entities whose field equals
-// value, by its blind index: table.Eq(index property, BlindValue(field,
-// value)). Combine it with a PartitionKey filter whenever you can (without
+// value, by its blind index: table.Eq(index property, the blind value of
+// value). value is the field's value as T holds it (see blindValue: a
+// value of the field's type, any integer for an integer field, a `json`
+// field's value or JSON text; another type is ErrInvalid naming the field
+// and the type wanted). Combine it with a PartitionKey filter whenever you can (without
 // one the query scans the table). ErrInvalid when field has no index.
 func (t *Table[T]) Where(field string, value any) (table.Filter, error) {
-	b, err := t.BlindValue(field, value)
+	b, err := t.blindValue(field, value)
 	if err != nil {
 		return table.Filter{}, err
 	}
@@ -113,7 +116,9 @@ func (t *Table[T]) Where(field string, value any) (table.Filter, error) {
 }
 
 // Find returns the entities of partition pk (every partition when pk is
-// empty: a scan of the table) whose field equals value: one query on the
+// empty: a scan of the table) whose field equals value, the field's value
+// as T holds it (as for Where; another type is ErrInvalid naming the field
+// and the type wanted, nothing sent): one query on the
 // blind index, one round trip per page, each match decrypted and returned
 // in its envelope (keys, ETag, value). It returns exactly the matches,
 // verified by decrypting them, and skips without error every row it cannot
@@ -137,7 +142,7 @@ func (t *Table[T]) Find(ctx context.Context, pk, field string, value any) iter.S
 // find is Find, without its span.
 func (t *Table[T]) find(ctx context.Context, pk, field string, value any) iter.Seq2[table.Entity[T], error] {
 	return func(yield func(table.Entity[T], error) bool) {
-		want, err := t.BlindValue(field, value)
+		want, err := t.blindValue(field, value)
 		if err == nil && pk != "" {
 			if err = keys.Validate(pk); err != nil {
 				err = fmt.Errorf("%w: PartitionKey: %w", ErrInvalid, err)

@@ -195,7 +195,7 @@
 //	QueryPage; Query, QueryEntities, Find   1; 1 per page
 //	InsertOps, UpsertOps, UpdateOps         0 (the change's transaction: as the core's)
 //	Reencrypt                               1 per page + 1 per row rewritten (+2 per conflict)
-//	BlindValue, Where, IndexKey             0
+//	Where, IndexKey                         0
 //
 // plus whatever the KeyProvider costs (StaticKeys: nothing; a Key Vault
 // provider should cache unwrapped keys, below). Each value costs one
