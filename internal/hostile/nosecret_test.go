@@ -568,7 +568,7 @@ var leakRows = []leakRow{
 		must(newStore(c, qc).Insert(ctx, e))
 		st := newStore(sc, s.queueSAS(t, qc))
 		prev := must(newStore(c, qc).Get(ctx, "HR", "1"+rowKey))
-		all := [2][]string{{"A"}, {"z"}}
+		all := [2]string{"A", "z"}
 		return []leakOp{
 			{name: "Insert", run: func(ctx context.Context) error {
 				_, err := st.Insert(ctx, emp{Dept: "HR", ID: "2" + rowKey, Email: "c" + rowKey + "@d"})
