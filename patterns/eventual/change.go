@@ -33,7 +33,7 @@ import (
 // applied: make the changes again, with new Drafts.
 func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.Change) (res CommitResult, err error) {
 	ctx, sp := q.obs.Start(ctx, opApply, commitTable(q, c), "")
-	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
+	defer func() { sp.EndWrite(err, res.Batch.Verified) }()
 	if c == nil {
 		return CommitResult{}, fmt.Errorf("%w: Apply needs a table client", ErrInvalid)
 	}

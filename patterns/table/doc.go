@@ -65,21 +65,22 @@
 //
 // This package owns the entity contract the pattern packages share:
 //
-//   - One field model: FieldsOf describes a struct type as the codec maps it
-//     (tag grammar, key roles, property names); ValidPropertyName checks a
-//     name a package lets its users choose; reserved.Prefix and
-//     reserved.PropertyPrefix reserve keys and properties for the patterns.
-//     No package parses `table` tags itself.
+//   - One field model: the struct mapping of Table (tag grammar, key
+//     roles, property names) is the one every package reads; no package
+//     parses `table` tags itself, and a name a package lets its users
+//     choose (an index's property, a field to encrypt) is checked by the
+//     same rules. Keys under "~tk~" and properties under "Tk" are reserved
+//     for the patterns.
 //   - One envelope: every read returns an [Entity] (keys, ETag, value) or a
 //     struct that embeds one and adds only its package's own fields; every
 //     write returns a [Result] or a struct that embeds one.
 //   - One key rule: a value carries its keys (T's key fields, or a key
-//     function: WithKeys here, KeyFunc for packages with an Options.Keys);
+//     function: Options.Keys, here and in the packages that take one);
 //     an operation addressed by key takes pk, rk.
 //   - One error family: every validation error, in every package, matches
-//     [ErrInvalid] (each package's ErrInvalid is made by NewErrInvalid, and
-//     MarkInvalid marks the core's errors it passes on); key errors also
-//     match ErrInvalidKey. Texts are one line; secrets are redacted.
+//     [ErrInvalid] (each package's own ErrInvalid matches it too, and the
+//     core's errors a package passes on match the package's); key errors
+//     also match ErrInvalidKey. Texts are one line; secrets are redacted.
 //   - One rule for the table a package takes: a *Table[T] when its rows are
 //     exactly T's entities (logtail, buckets, indexentity, and this
 //     package), a *Table[Dynamic] when it writes rows of its own making
@@ -212,7 +213,7 @@
 //	transaction response lost                settled by Submit's read         none (reported applied or not)
 //	after the writes, before Progress        page upgraded, cursor not saved  rerun reads it, writes nothing
 //
-// Package patterns reserve rows under reserved.Prefix (commit records,
+// Package patterns reserve rows under "~tk~" (commit records,
 // index entities); Types' queries skip them as typed queries do.
 //
 // # Trust
@@ -220,7 +221,7 @@
 // The core checks what it reads and sends: keys and property names are
 // validated before the network, every value is decoded by its declared EDM
 // type (a row of another type is ErrEntityType, never misread), a write's
-// history (reserved.WriteProperty) keeps only identities of the shape tablekit
+// history (TkWrites) keeps only identities of the shape tablekit
 // writes, and shared access signatures are removed from every error that
 // carries a URL. A writer holding a SAS scoped to some partitions (SASURL's
 // key ranges) can write rows only there; it can plant rows that other
@@ -230,7 +231,7 @@
 //
 // # Reserved keys
 //
-// Keys (PartitionKey or RowKey) that start with reserved.Prefix belong to
+// Keys (PartitionKey or RowKey) that start with "~tk~" belong to
 // tablekit's patterns. Every write, point read and op of an application's
 // Table refuses them with ErrInvalidKey before the network, so an id taken
 // from user input ("~tk~ix!Last!Jones") can neither take over nor read a
@@ -345,7 +346,7 @@
 // answers 409, 412 or 404 although the first attempt succeeded. The policy
 // marks such a request as ambiguous, and tablekit settles it with one read
 // of the entity: inserts and conditional updates record their identity in
-// the entity's write history (reserved.WriteProperty, one reserved property), so the
+// the entity's write history (TkWrites, one reserved property), so the
 // read tells "this write was applied" from "another write won". A
 // read-modify-write loop (retry.Do with retry.RetryOn412 over Get and
 // Update) therefore never applies a change twice.
@@ -359,7 +360,7 @@
 //	response lost: Update with an ETag       applied (Verified) or
 //	                                         ErrPreconditionFailed, after
 //	                                         1 extra read; unknown if more
-//	                                         than reserved.HistoryLength writes
+//	                                         than 8 writes
 //	                                         intervened, or v did not carry
 //	                                         the Meta read with the ETag
 //	every attempt of a conditional write    not applied after 1 read and a
@@ -429,7 +430,7 @@
 // UTF-16 code units, a non-empty PartitionKey, which the SDK cannot
 // address, and on Cosmos DB a RowKey of at most 255 bytes), at most 252
 // properties, property names (C# identifiers, at most 255 characters, not
-// PartitionKey, RowKey, Timestamp, a name under reserved.PropertyPrefix,
+// PartitionKey, RowKey, Timestamp, a name under "Tk",
 // an OData keyword, or a name the service reserves), string and binary
 // values up to 64 KiB (strings counted as UTF-16), times within
 // Edm.DateTime's 1601-9999 (the zero time.Time is stored as no property),
@@ -524,7 +525,7 @@
 // which ClientOptions, NewServiceClient* and tabletest's Scratch* install;
 // add it to a client of your own with
 //
-//	opts.TracingProvider = table.TracingProvider()
+//	opts.TracingProvider = table.ClientOptions().TracingProvider
 //
 // Metrics (the meter provider's; the global one for this package's own
 // operations): tablekit.writes (by tablekit.operation and

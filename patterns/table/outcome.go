@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/retrycore"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -30,7 +31,7 @@ var ErrOutcomeUnknown = retry.ErrOutcomeUnknown
 // unpadded base64url.
 const writeIDLen = 11
 
-// stampSize bounds the size of reserved.WriteProperty as Table Storage counts it,
+// stampSize bounds the size of TkWrites as Table Storage counts it,
 // stampJSON its JSON (for Cosmos DB's measure).
 var (
 	stampSize = 8 + 2*len(reserved.WriteProperty) + 4 + 2*(reserved.HistoryLength*(writeIDLen+1))
@@ -43,7 +44,7 @@ func newWriteID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// history returns the write identities of a reserved.WriteProperty value, newest
+// history returns the write identities of a TkWrites value, newest
 // first. Anything that is not an identity tablekit writes (11 base64url
 // characters) is dropped, so a stored value written by other code can never
 // reach a request body unescaped.
@@ -60,7 +61,7 @@ func history(v string) []string {
 	return h
 }
 
-// cleanHistory is history as a reserved.WriteProperty value.
+// cleanHistory is history as a TkWrites value.
 func cleanHistory(v string) string { return strings.Join(history(v), ",") }
 
 func validWriteID(id string) bool {
@@ -75,7 +76,7 @@ func validWriteID(id string) bool {
 	return true
 }
 
-// stampValue is the reserved.WriteProperty value of a write with identity id whose
+// stampValue is the TkWrites value of a write with identity id whose
 // condition is the version that had history prev (empty when unknown).
 // Only valid identities are kept, so the value never needs escaping.
 func stampValue(id, prev string) string {
@@ -83,7 +84,7 @@ func stampValue(id, prev string) string {
 	return strings.Join(h[:min(len(h), reserved.HistoryLength)], ",")
 }
 
-// appendStamp appends reserved.WriteProperty to the entity JSON body (which ends
+// appendStamp appends TkWrites to the entity JSON body (which ends
 // with '}').
 func appendStamp(body []byte, value string) []byte {
 	body = append(body[:len(body)-1], `,"`+reserved.WriteProperty+`":"`...)
@@ -133,7 +134,7 @@ func (w write) verifiable() bool {
 //     empty merge conditioned on the same ETag. When the fence applies, the
 //     version is gone and w can never apply: not applied;
 //   - anything else (the entity is gone, its history was replaced or is
-//     longer than reserved.HistoryLength since, the fence failed): unknown.
+//     longer than 8 since, the fence failed): unknown.
 func verify(ctx context.Context, c *aztables.Client, w write) (outcome, azcore.ETag) {
 	if !w.verifiable() {
 		return unknown, ""
@@ -182,7 +183,7 @@ func fence(ctx context.Context, c *aztables.Client, w write, hist string) bool {
 	return err == nil
 }
 
-// storedHistory returns the reserved.WriteProperty history of an entity body.
+// storedHistory returns the TkWrites history of an entity body.
 func storedHistory(body []byte) ([]string, bool) {
 	props, _, err := scanObject(body, nil)
 	if err != nil {
@@ -202,7 +203,7 @@ func storedHistory(body []byte) ([]string, bool) {
 // error and a 500, 502 or 504 may have been applied, and so may a 412 or
 // 404 answering a conditional write, which one read settles; a 409 to an
 // insert is taken at face value (see the package documentation).
-func ambiguous(tr *retry.Trace, w write, err error) bool {
+func ambiguous(tr *retrycore.Trace, w write, err error) bool {
 	if tr.Tracked() {
 		return tr.Ambiguous()
 	}
@@ -211,7 +212,7 @@ func ambiguous(tr *retry.Trace, w write, err error) bool {
 		return true
 	}
 	switch {
-	case retry.MayHaveApplied(re.StatusCode):
+	case retrycore.MayHaveApplied(re.StatusCode):
 		return true
 	case re.StatusCode == http.StatusPreconditionFailed, re.StatusCode == http.StatusNotFound:
 		return w.kind != aztables.TransactionTypeAdd && w.verifiable()
@@ -222,7 +223,7 @@ func ambiguous(tr *retry.Trace, w write, err error) bool {
 // settle turns a failed single write into its reported outcome: a
 // definite failure, a verified success, or ErrOutcomeUnknown. werr is the
 // failure as an *Error.
-func settle(ctx context.Context, c *aztables.Client, tr *retry.Trace, w write, werr *Error) (Result, error) {
+func settle(ctx context.Context, c *aztables.Client, tr *retrycore.Trace, w write, werr *Error) (Result, error) {
 	if !ambiguous(tr, w, werr.Err) {
 		return Result{}, werr
 	}
