@@ -352,7 +352,7 @@ func (s *Store[T]) Upsert(ctx context.Context, v T) (res Result, err error) {
 		case errors.Is(err, table.ErrNotFound) && !errors.Is(err, table.ErrOutcomeUnknown):
 			// none: an insert
 		case err != nil:
-			return retry.Stop(fmt.Errorf("largeentity: upsert (%q, %q): %w", pk, rk, err))
+			return retrycore.Stop(fmt.Errorf("largeentity: upsert (%q, %q): %w", pk, rk, err))
 		default:
 			etag = got.Value.ETag
 			// Only pointers this Store could have written for (pk, rk)
@@ -365,7 +365,7 @@ func (s *Store[T]) Upsert(ctx context.Context, v T) (res Result, err error) {
 		}
 		pl, err := s.plan("upsert", v) // afresh: uploads fill in a plan
 		if err != nil {
-			return retry.Stop(err)
+			return retrycore.Stop(err)
 		}
 		if etag != "" {
 			pl.d.Meta = got.Value.Meta // the version read, with its write history: a lost response is settled exactly
