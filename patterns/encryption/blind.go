@@ -185,7 +185,9 @@ func (t *Table[T]) find(ctx context.Context, pk, field string, value any) iter.S
 // IndexKey returns a Key function for a patterns/secondaryindex Index that
 // indexes the blind value of the string get returns for field (an empty
 // string: no copy), so the index rows' keys reveal no more than the blind
-// index does. ErrInvalid when field has no blind index. Use it with the
+// index does. Give the Index On: []string{field}: a Lookup or Find then
+// takes the plaintext value, which Key turns into its blind value.
+// ErrInvalid when field has no blind index. Use it with the
 // Table as the Store's Options.Sealer, which encrypts the primary rows
 // (secondaryindex then refuses copies that would hold an encrypted field:
 // Whole copies, and Listed copies of an encrypted field), and index
