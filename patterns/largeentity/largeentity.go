@@ -216,7 +216,8 @@ type GetOptions struct {
 	// blob read. Default (nil): every property, every offloaded value.
 	Select []string
 	// PageSize is the most entities Range and RangePage read per round
-	// trip, 1 to 1,000. Default: 1,000 (the service's page).
+	// trip, 1 to table.MaxPageSize (another is ErrInvalid, nothing sent).
+	// Default (0): 1,000, the service's page.
 	PageSize int
 }
 
@@ -486,6 +487,7 @@ var (
 	opModify    = obs.Write("largeentity.Modify")
 	opDelete    = obs.Write("largeentity.Delete")
 	opSweep     = obs.Write("largeentity.Sweep")
+	opUpsert    = obs.Write("largeentity.Upsert")
 	opGet       = obs.Read("largeentity.Get")
 	opRange     = obs.Read("largeentity.Range")
 	opRangePage = obs.Read("largeentity.RangePage")
