@@ -46,7 +46,7 @@ func TestCosmosLargeEntity(t *testing.T) {
 		}
 		offloaded := 0
 		for rk, e := range want {
-			if rk >= "001" && len(e.Photo) > largeentity.DefaultThreshold {
+			if rk >= "001" && len(e.Photo) > largeentity.DefaultThresholdForTest {
 				offloaded++
 			}
 		}

@@ -138,7 +138,7 @@ func TestUpsertConflicts(t *testing.T) {
 	}
 	// The replaced version's photo (seed 1) is an orphan by design (Sweep's):
 	// take it away for the count.
-	f.clock.Advance(2 * largeentity.DefaultGrace)
+	f.clock.Advance(2 * largeentity.DefaultGraceForTest)
 	if sw, err := s.Sweep(ctx); err != nil || sw.Deleted != 1 {
 		t.Fatalf("Sweep = %+v, %v; want the photo the concurrent update replaced", sw, err)
 	}

@@ -64,7 +64,7 @@ func TestInterPartition(t *testing.T) {
 	}
 	drain(t, w)
 	r.clean(t, "")
-	if _, err := s.Lookup(ctx, "Sales", "email2", "jonesj@contoso.com", nil); !errors.Is(err, secondaryindex.ErrNotFound) {
+	if _, err := s.Lookup(ctx, "Sales", "email2", "jonesj@contoso.com", nil); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("the old email's copy: %v", err)
 	}
 	if err := s.Delete(ctx, "Sales", "000223", azcore.ETagAny); err != nil {

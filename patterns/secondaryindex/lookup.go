@@ -45,7 +45,7 @@ type LookupOptions struct {
 // (KeysOnly or Fetch). The copy is read from pk's index partition (pk
 // itself, or Index.Partition(pk)); in a partition shared by several
 // primary partitions (an organisation-wide index), pk "" finds the value
-// in any of them. ErrNotFound when no entity (of pk) has the value;
+// in any of them. table.ErrNotFound when no entity (of pk) has the value;
 // ErrCorrupt when the copy is not one the index could have written.
 func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value any, opts *LookupOptions) (_ Entity[T], err error) {
 	ctx, sp := s.obs.Start(ctx, opLookup, s.tbl.Name(), pk)
@@ -62,7 +62,7 @@ func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value any, opts
 		return Entity[T]{}, err
 	}
 	if !ok {
-		return Entity[T]{}, fmt.Errorf("%w: index %q: no entity can have value %v", ErrNotFound, index, value)
+		return Entity[T]{}, fmt.Errorf("%w: index %q: no entity can have value %v", table.ErrNotFound, index, value)
 	}
 	cpk, lo, _, err := s.bounds(ix, pk, parts, parts)
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value any, opts
 	case err != nil:
 		return Entity[T]{}, err
 	case !inScope(pk, e):
-		return Entity[T]{}, fmt.Errorf("%w: index %q: no entity of partition %q has value %q", ErrNotFound, index, pk, value)
+		return Entity[T]{}, fmt.Errorf("%w: index %q: no entity of partition %q has value %q", table.ErrNotFound, index, pk, value)
 	case !s.fetches(ix, opts):
 		return e, nil
 	}

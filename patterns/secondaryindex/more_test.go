@@ -122,7 +122,7 @@ func TestCheckAndRebuild(t *testing.T) {
 	if _, err := s.Lookup(ctx, "Sales", "email", "moved@contoso.com", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lookup(ctx, "Sales", "email", "e1@contoso.com", nil); !errors.Is(err, secondaryindex.ErrNotFound) {
+	if _, err := s.Lookup(ctx, "Sales", "email", "e1@contoso.com", nil); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("the old value: %v", err)
 	}
 }

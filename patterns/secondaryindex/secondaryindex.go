@@ -46,10 +46,6 @@ var ErrDuplicate = errors.New("secondaryindex: duplicate value in a unique index
 // an orphan and Rebuild deletes it. The error names the row.
 var ErrCorrupt = errors.New("secondaryindex: an index copy this index could not have written")
 
-// ErrNotFound is [table.ErrNotFound]: no entity, or no entity with that
-// indexed value.
-var ErrNotFound = table.ErrNotFound
-
 // RefProperty is the reserved property of an index copy that names its
 // primary: keys.Join(primary's PartitionKey, id). It starts with
 // [reserved.PropertyPrefix], which entities may not use.

@@ -91,7 +91,7 @@ func TestIntraPartitionRoundTrips(t *testing.T) {
 	if _, err := s.Update(ctx, next, ""); !errors.Is(err, table.ErrNoETag) || !errors.Is(err, secondaryindex.ErrInvalid) {
 		t.Fatalf("Update without an ETag: %v", err)
 	}
-	if _, err := s.Lookup(ctx, "Sales", "email", "jonesj@contoso.com", nil); !errors.Is(err, secondaryindex.ErrNotFound) {
+	if _, err := s.Lookup(ctx, "Sales", "email", "jonesj@contoso.com", nil); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("the old email still finds Jo: %v", err)
 	}
 	// azcore.ETagAny: whatever version is stored.
@@ -102,7 +102,7 @@ func TestIntraPartitionRoundTrips(t *testing.T) {
 	if got, err := s.Get(ctx, "Sales", "000223"); err != nil || got.Value != next || got.RowKey != "000223" || got.ETag == "" {
 		t.Fatalf("after Update: %+v, %v", got, err)
 	}
-	if _, err := s.Update(ctx, Employee{Department: "Sales", ID: "nobody"}, azcore.ETagAny); !errors.Is(err, secondaryindex.ErrNotFound) {
+	if _, err := s.Update(ctx, Employee{Department: "Sales", ID: "nobody"}, azcore.ETagAny); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("Update of an entity that does not exist: %v", err)
 	}
 	// Modify: 2 round trips.
@@ -135,7 +135,7 @@ func TestIntraPartitionRoundTrips(t *testing.T) {
 	if err := s.Delete(ctx, "Sales", "000223", azcore.ETagAny); err != nil || r.Faults.Count() != 2 {
 		t.Fatalf("Delete: %v in %d round trips", err, r.Faults.Count())
 	}
-	if err := s.Delete(ctx, "Sales", "000223", azcore.ETagAny); !errors.Is(err, secondaryindex.ErrNotFound) {
+	if err := s.Delete(ctx, "Sales", "000223", azcore.ETagAny); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("Delete again: %v", err)
 	}
 	// Delete with the ETag read: refused when stale, after the read.
@@ -239,7 +239,7 @@ func TestLostResponses(t *testing.T) {
 	if err := s.Delete(ctx, "Sales", "000223", azcore.ETagAny); err != nil && !errors.Is(err, table.ErrOutcomeUnknown) {
 		t.Fatalf("Delete with its response lost: %v", err)
 	}
-	if _, err := s.Get(ctx, "Sales", "000223"); !errors.Is(err, secondaryindex.ErrNotFound) {
+	if _, err := s.Get(ctx, "Sales", "000223"); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("after the delete: %v", err)
 	}
 	r.clean(t, "Sales")

@@ -12,6 +12,7 @@ import (
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/encryption"
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
+	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // plant writes a row with a raw aztables client, as a tenant holding a
@@ -109,7 +110,7 @@ func TestForgedCopyStaysInItsPartition(t *testing.T) {
 		t.Fatalf("Rebuild: %+v, %v", d, err)
 	}
 	r.clean(t, "")
-	if _, err := s.Lookup(ctx, "Sales", "email", "a@evil.com", nil); !errors.Is(err, secondaryindex.ErrNotFound) {
+	if _, err := s.Lookup(ctx, "Sales", "email", "a@evil.com", nil); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("after Rebuild: %v", err)
 	}
 	if e, err := s.Lookup(ctx, "HR", "email", "keeper@contoso.com", nil); err != nil || e.Value != hr {
