@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -72,7 +74,7 @@ func (t *tour) largeEntity(ctx context.Context) error {
 	}
 	t.say("Insert: the 300 KB photo uploaded to blob %s (created only if absent),", res.Blobs[0].Name)
 	t.say("then the entity written, holding the blob's name, size and SHA-256 (%s...) in %sPhoto: %d blob request, 1 table request",
-		res.Blobs[0].SHA256[:12], largeentity.PointerPrefix, ft.Count())
+		res.Blobs[0].SHA256[:12], reserved.BlobPointerPrefix, ft.Count())
 	ft.Reset()
 	e, err := profiles.Get(ctx, "profiles-Sales", id, nil)
 	if err != nil || !bytes.Equal(e.Value.Photo, photo) {

@@ -63,7 +63,7 @@ func (t *tour) indexEntity(ctx context.Context) error {
 	for i, e := range joneses {
 		names[i] = e.RowKey + " " + e.Value.FirstName
 	}
-	t.say("all employees named Jones: index entity %s (1 point read), then %d point reads:", keys.Join(indexentity.KeyPrefix, "LastName", "Jones"), len(joneses))
+	t.say("all employees named Jones: index entity %s (1 point read), then %d point reads:", keys.Join(reserved.IndexKeyPrefix, "LastName", "Jones"), len(joneses))
 	t.say("-> %s", strings.Join(names, ", "))
 	if len(joneses) != 4 {
 		return fmt.Errorf("found %d Joneses, want 4", len(joneses))

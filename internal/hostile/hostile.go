@@ -37,9 +37,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/keys"
-	"github.com/tablekit/tablekit/patterns/indexentity"
 	"github.com/tablekit/tablekit/patterns/largeentity"
-	"github.com/tablekit/tablekit/patterns/secondaryindex"
 )
 
 // Row writes row (pk, rk) with props merged into whatever the row holds
@@ -61,7 +59,7 @@ func Row(ctx context.Context, c *aztables.Client, pk, rk string, props map[strin
 }
 
 // Copy plants a secondaryindex copy: row (pk, rk) whose
-// secondaryindex.RefProperty names primary (refPK, refID), as
+// reserved.CopyRef names primary (refPK, refID), as
 // keys.Join(refPK, refID), with extra merged in (fields its index does
 // not copy, a sealed field in plaintext). A ref that is not two parts is
 // given by refPK alone with refID "" (garbage references).
@@ -70,7 +68,7 @@ func Copy(ctx context.Context, c *aztables.Client, pk, rk, refPK, refID string, 
 	if refID != "" {
 		ref = keys.Join(refPK, refID)
 	}
-	props := map[string]any{secondaryindex.RefProperty: ref}
+	props := map[string]any{reserved.CopyRef: ref}
 	for k, v := range extra {
 		props[k] = v
 	}
@@ -78,7 +76,7 @@ func Copy(ctx context.Context, c *aztables.Client, pk, rk, refPK, refID string, 
 }
 
 // Pointer plants a largeentity pointer: property
-// largeentity.PointerPrefix + property of row (pk, rk) set to
+// reserved.BlobPointerPrefix + property of row (pk, rk) set to
 // {"blob":name,"size":size,"sha256":sum}, naming any blob (another
 // entity's, one outside the Store's Prefix) with any declared size.
 func Pointer(ctx context.Context, c *aztables.Client, pk, rk, property, name string, size int64, sum string) error {
@@ -86,16 +84,16 @@ func Pointer(ctx context.Context, c *aztables.Client, pk, rk, property, name str
 	if err != nil {
 		return err
 	}
-	return Row(ctx, c, pk, rk, map[string]any{largeentity.PointerPrefix + property: string(p)})
+	return Row(ctx, c, pk, rk, map[string]any{reserved.BlobPointerPrefix + property: string(p)})
 }
 
 // IndexList plants an indexentity index entity: row (pk, rk) whose list
-// property indexentity.ListProperty+"00" holds ids, each followed by '/'
+// property reserved.IndexList+"00" holds ids, each followed by '/'
 // (ids of other partitions, reserved keys, text that is no id). Use
-// keys.Join(indexentity.KeyPrefix, name, value) as rk for the
+// keys.Join(reserved.IndexKeyPrefix, name, value) as rk for the
 // same-partition store.
 func IndexList(ctx context.Context, c *aztables.Client, pk, rk string, ids []string) error {
-	return Row(ctx, c, pk, rk, map[string]any{indexentity.ListProperty + "00": list(ids, "/")})
+	return Row(ctx, c, pk, rk, map[string]any{reserved.IndexList + "00": list(ids, "/")})
 }
 
 // ListBlob plants an indexentity list blob: ids one per line, in blob

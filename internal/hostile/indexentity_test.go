@@ -215,7 +215,7 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 		var wantReserved []string
 		if !blobStore {
 			for v := range values {
-				wantReserved = append(wantReserved, keys.Join(indexentity.KeyPrefix, "Last", v))
+				wantReserved = append(wantReserved, keys.Join(reserved.IndexKeyPrefix, "Last", v))
 			}
 		}
 		slices.Sort(wantReserved)
@@ -244,7 +244,7 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 			case 2:
 				out = append(out, id)
 			case 3:
-				out = append(out, keys.Join(indexentity.KeyPrefix, "Last", hrValues[rnd.IntN(len(hrValues))]), keys.Join("HR", reserved.Prefix+"intent~x")) // reserved rows
+				out = append(out, keys.Join(reserved.IndexKeyPrefix, "Last", hrValues[rnd.IntN(len(hrValues))]), keys.Join("HR", reserved.Prefix+"intent~x")) // reserved rows
 			case 4:
 				out = append(out, "a#b", "\x01", keys.Join("HR", id, "x"), "") // no ids
 			default:
@@ -322,7 +322,7 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 			})
 		case k < 12: // an entity under an index entity's RowKey: refused, nothing sent
 			pk := []string{"Sales", "HR"}[rnd.IntN(2)]
-			v := person{Dept: pk, ID: keys.Join(indexentity.KeyPrefix, "Last", hrValues[rnd.IntN(len(hrValues))]), Last: "evil0"}
+			v := person{Dept: pk, ID: keys.Join(reserved.IndexKeyPrefix, "Last", hrValues[rnd.IntN(len(hrValues))]), Last: "evil0"}
 			op := []string{"Insert", "Update", "Delete"}[rnd.IntN(3)]
 			tr.do(step, op+" "+pk+"/"+v.ID, func() {
 				r.Faults.Reset()
@@ -341,14 +341,14 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 			})
 		case k < 15: // the attacker plants an index entity or a row in Sales
 			value := append(slices.Clone(hrValues), evilValues...)[rnd.IntN(len(hrValues)+len(evilValues))]
-			rk := keys.Join(indexentity.KeyPrefix, "Last", value)
+			rk := keys.Join(reserved.IndexKeyPrefix, "Last", value)
 			tr.do(step, "plant index entity Sales/"+rk, func() {
 				var err error
 				switch rnd.IntN(4) {
 				case 0:
-					err = hostile.Row(ctx, raw, "Sales", rk, map[string]any{indexentity.ListProperty + "00": 7.0, indexentity.ListProperty + "01": true})
+					err = hostile.Row(ctx, raw, "Sales", rk, map[string]any{reserved.IndexList + "00": 7.0, reserved.IndexList + "01": true})
 				case 1: // as an eventual store's index entity: its own partition
-					err = hostile.IndexList(ctx, raw, "Sales", indexentity.KeyPrefix, list(rnd))
+					err = hostile.IndexList(ctx, raw, "Sales", reserved.IndexKeyPrefix, list(rnd))
 				default:
 					err = hostile.IndexList(ctx, raw, "Sales", rk, list(rnd))
 				}
@@ -392,7 +392,7 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 			}
 		default:
 			tr.do(step, "plant reserved rows in Sales", func() {
-				for _, rk := range []string{reserved.Prefix + "intent~" + hostile.ID(), keys.Join(indexentity.KeyPrefix, "Last", "evil0")} {
+				for _, rk := range []string{reserved.Prefix + "intent~" + hostile.ID(), keys.Join(reserved.IndexKeyPrefix, "Last", "evil0")} {
 					if err := hostile.Row(ctx, raw, "Sales", rk, map[string]any{"Last": "evil0", "State": "committed"}); err != nil {
 						t.Fatal(err)
 					}

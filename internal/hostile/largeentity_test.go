@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/hostile"
 	"github.com/tablekit/tablekit/internal/modelcheck"
@@ -153,14 +155,14 @@ func TestHostileModelLargeEntity(t *testing.T) {
 		own := ""
 		if d, err := testrig.NewTable[table.Dynamic](t, raw).Get(ctx, "Sales", id, nil); err == nil { // its own pointer, as stored
 			var b largeentity.Blob
-			if p, ok := d.Value.Properties[largeentity.PointerPrefix+"Body"].(string); ok && json.Unmarshal([]byte(p), &b) == nil {
+			if p, ok := d.Value.Properties[reserved.BlobPointerPrefix+"Body"].(string); ok && json.Unmarshal([]byte(p), &b) == nil {
 				own, size, sum = b.Name, b.Size, b.SHA256
 			}
 		}
 		hr := ""
 		if d, err := testrig.NewTable[table.Dynamic](t, raw).Get(ctx, "HR", ids[rnd.IntN(len(ids))], nil); err == nil { // HR's, learned somehow
 			var b largeentity.Blob
-			if p, ok := d.Value.Properties[largeentity.PointerPrefix+"Body"].(string); ok && json.Unmarshal([]byte(p), &b) == nil {
+			if p, ok := d.Value.Properties[reserved.BlobPointerPrefix+"Body"].(string); ok && json.Unmarshal([]byte(p), &b) == nil {
 				hr = b.Name
 				if rnd.IntN(2) == 0 {
 					size, sum = b.Size, b.SHA256
@@ -273,7 +275,7 @@ func TestHostileModelLargeEntity(t *testing.T) {
 			tr.do(step, fmt.Sprintf("plant pointer Sales/%s -> %s (%s, %d)", id, name, what, size), func() {
 				var err error
 				if what == "garbage" && rnd.IntN(2) == 0 {
-					err = hostile.Row(ctx, raw, "Sales", id, map[string]any{largeentity.PointerPrefix + "Body": []string{"{", "null", "[]", `{"blob":7}`}[rnd.IntN(4)]})
+					err = hostile.Row(ctx, raw, "Sales", id, map[string]any{reserved.BlobPointerPrefix + "Body": []string{"{", "null", "[]", `{"blob":7}`}[rnd.IntN(4)]})
 				} else {
 					err = hostile.Pointer(ctx, raw, "Sales", id, "Body", name, size, sum)
 				}

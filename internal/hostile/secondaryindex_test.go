@@ -344,7 +344,7 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 				})
 			}
 		case k < 14: // the attacker plants an unsealed primary, or a reserved row
-			rk, props := keys.Join("emp", id), map[string]any{"Name": evil(rnd), "SSN": "plaintext", secondaryindex.RefProperty: keys.Join("HR", id)}
+			rk, props := keys.Join("emp", id), map[string]any{"Name": evil(rnd), "SSN": "plaintext", reserved.CopyRef: keys.Join("HR", id)}
 			if rnd.IntN(2) == 0 {
 				rk = reserved.Prefix + []string{"intent~" + hostile.ID(), "ix!emp", "x"}[rnd.IntN(3)]
 			}

@@ -73,3 +73,27 @@ func Table[P any](t P) P { return view(t, true).(P) }
 // pattern writes the application's entities with its own bookkeeping
 // properties beside them.
 func Properties[P any](t P) P { return view(t, false).(P) }
+
+// The reserved rows and properties of the patterns, named here so that
+// tablekit's packages and their tests (which plant such rows) share them.
+const (
+	// IndexKeyPrefix starts the keys of indexentity's index entities
+	// (PartitionKey keys.Join(IndexKeyPrefix, name, value), RowKey
+	// IndexKeyPrefix).
+	IndexKeyPrefix = Prefix + "ix"
+	// IndexList starts the names of an index entity's list properties:
+	// Ids00, Ids01, and so on, each a string of ids, each followed by '/'.
+	IndexList = "Ids"
+	// BlobPointerPrefix starts the name of largeentity's blob pointer of an
+	// offloaded field (Photo: TkBlobPhoto, as JSON
+	// {"blob":name,"size":n,"sha256":hex}).
+	BlobPointerPrefix = PropertyPrefix + "Blob"
+	// CopyRef is the property of secondaryindex's index copy that names
+	// its primary: keys.Join(primary's PartitionKey, id).
+	CopyRef = PropertyPrefix + "Ref"
+	// WideVersion is the property of every row of a wideentity entity: the
+	// identity of the whole-entity write that wrote it. WideParts is the
+	// header row's number of part rows.
+	WideVersion = PropertyPrefix + "Wide"
+	WideParts   = PropertyPrefix + "WideParts"
+)

@@ -62,7 +62,7 @@ type Series[V Value] struct {
 // guide's 24 hourly counts are [Hours]) over tbl. The slots are required:
 // valid property names ([fieldmodel.ValidName]), 1 to the properties
 // of one entity less the one tablekit keeps for its write history
-// ([reserved.WriteProperty]): 251 under the table's [table.Profile] (both
+// (TkWrites): 251 under the table's [table.Profile] (both
 // services'). opts may be nil (defaults). The series' rows are of its own making (a
 // property per slot), so it takes a [table.Table] of [table.Dynamic] and
 // the slots' type V explicitly.
@@ -290,7 +290,7 @@ func (s *Series[V]) change(ops ...table.Op) (table.Change, error) {
 // when a response is lost, never adds twice (it returns
 // table.ErrOutcomeUnknown when that cannot be settled). A series never
 // written is first created empty (two more round trips). Under heavy
-// contention with lost responses, more than reserved.HistoryLength writes may
+// contention with lost responses, more than 8 writes may
 // come between a lost write and its verifying read: that Add then reports
 // ErrOutcomeUnknown rather than guess.
 func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, delta V) (out table.Entity[V], err error) {

@@ -22,7 +22,7 @@ import (
 // Commit: reserve, one transaction holding every change's ops and a
 // commit record per intent, release: 2n+1 round trips, and the intents
 // run if and only if the transaction applied. Before anything is sent,
-// [batchplan.Join] checks the changes with the commit records (one
+// Table.Apply's check checks the changes with the commit records (one
 // partition, each entity once, the operations and bytes of one
 // transaction of the table's profile; an error names the change that
 // does not fit, and the records as "eventual (commit records)"), and

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/indexentity"
@@ -120,7 +122,7 @@ func TestOpsJoinATransaction(t *testing.T) {
 		if what == "InsertOps of a reserved key" {
 			mk = func() (table.Change, error) {
 				e := emp("Sales", 1, "J")
-				e.ID = indexentity.KeyPrefix + "x"
+				e.ID = reserved.IndexKeyPrefix + "x"
 				return f.idx.InsertOps(ctx, e)
 			}
 		}

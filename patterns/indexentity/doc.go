@@ -66,15 +66,15 @@
 // # Layout
 //
 // Index entities (both table stores) hold their list in string properties
-// ListProperty+"00", ListProperty+"01", ... (Ids00, Ids01, ...), each at
+// Ids00, Ids01, ... (Ids00, Ids01, ...), each at
 // most 64 KiB (32,768 UTF-16 code units) of whole ids, each id followed by
 // '/', sorted: the entity's RowKey in the same-partition store,
 // keys.Join(PartitionKey, RowKey) in the others. Neither can contain '/'
 // (the service refuses it in keys), so the encoding needs no escaping.
-// Their keys start with KeyPrefix, which starts with reserved.Prefix:
+// Their keys start with "~tk~ix", which starts with "~tk~":
 //
-//	same partition      PartitionKey = the entity's, RowKey = keys.Join(KeyPrefix, Name, value)
-//	another partition   PartitionKey = keys.Join(KeyPrefix, Name, value), RowKey = KeyPrefix
+//	same partition      PartitionKey = the entity's, RowKey = keys.Join("~tk~ix", Name, value)
+//	another partition   PartitionKey = keys.Join("~tk~ix", Name, value), RowKey = "~tk~ix"
 //	blob                name keys.Join(Name, value), one id per line
 //
 // so typed queries of the table skip them (they never decode into T), and
@@ -86,12 +86,12 @@
 // Checked before the network: keys and values as the table package checks
 // them; keys this package cannot take (ErrInvalid and
 // table.ErrInvalidKey): an empty PartitionKey, keys under
-// reserved.Prefix (an entity there could take the place of an index
+// "~tk~" (an entity there could take the place of an index
 // entity), a value whose index key (or blob name) would pass 1,024
 // characters; New's name, value function and Options (ErrInvalid). One
 // index entity holds at most 1 MiB as the service counts it (strings at 2
 // bytes a character), less the room kept for the core's write history
-// (reserved.WriteProperty, so that lost responses stay verifiable): 74,853
+// (TkWrites, so that lost responses stay verifiable): 74,853
 // ids of 6 characters, 8,589 of 60. In the same-partition store, a write whose list would pass that is
 // refused after the read and before its transaction, with
 // table.ErrTooLarge naming the blob store; in another partition or table,
@@ -160,7 +160,7 @@
 // its list properties are strings, a blob is UTF-8 text of at most
 // MaxBlobSize (a larger one is refused before it is read past, whatever
 // size it declares), and every id is that of an entity the Index accepts
-// (valid keys, a PartitionKey, neither key under reserved.Prefix). In
+// (valid keys, a PartitionKey, neither key under "~tk~"). In
 // the same-partition store an id is a RowKey of the list's own partition,
 // so a list can name no entity elsewhere; in the eventual stores it may
 // name any partition of the entities' table (the lists are

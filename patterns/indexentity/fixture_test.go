@@ -81,7 +81,7 @@ func isBatch(r *http.Request) bool {
 // fails on an empty list or an id stored twice.
 func (f *fixture) storedLists(t testing.TB, pk string) map[string][]string {
 	t.Helper()
-	lo, hi := keys.PrefixRange(indexentity.KeyPrefix, "LastName")
+	lo, hi := keys.PrefixRange(reserved.IndexKeyPrefix, "LastName")
 	rows, err := table.Collect(f.clean.Query(context.Background(), &table.Query{Filter: table.And(table.PartitionKey(pk), table.RowKeyRange(lo, hi)), IncludeReserved: true}))
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func decodeList(t testing.TB, props map[string]any) []string {
 	names := slices.Sorted(maps.Keys(props))
 	var s strings.Builder
 	for _, n := range names {
-		if strings.HasPrefix(n, indexentity.ListProperty) {
+		if strings.HasPrefix(n, reserved.IndexList) {
 			s.WriteString(props[n].(string))
 		}
 	}

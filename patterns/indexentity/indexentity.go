@@ -31,7 +31,7 @@ var (
 	// PartitionKey, a missing ETag (also [table.ErrNoETag]), and keys this
 	// package cannot take (also [table.ErrInvalidKey]): keys the service
 	// would refuse, an empty PartitionKey, keys under
-	// [reserved.Prefix] (the rows patterns keep, index entities among
+	// "~tk~" (the rows patterns keep, index entities among
 	// them), a value whose index key or blob name would be too long. It
 	// matches [table.ErrInvalid]. Values the service would refuse are the
 	// table package's other sentinels (which match table.ErrInvalid too);
@@ -54,14 +54,6 @@ var (
 // table.ErrTooLarge) before reading past it: no read allocates more than
 // this for a list.
 const MaxBlobSize = 256 << 20
-
-// KeyPrefix starts the keys of index entities: the RowKey of an index
-// entity in the same-partition store (keys.Join(KeyPrefix, Name, value)),
-// and both keys of one in another table or partition (PartitionKey
-// keys.Join(KeyPrefix, Name, value), RowKey KeyPrefix). It starts with
-// reserved.Prefix, so typed queries skip index entities and they
-// never decode into an application's T.
-const KeyPrefix = reserved.Prefix + "ix"
 
 // Options configures an Index. A nil *Options means defaults: the
 // same-partition store. Where the lists live is chosen by Table and Blobs:
@@ -272,10 +264,10 @@ func (x *Index[T]) Name() string { return x.name }
 // (the same-partition store) or in a partition of its own. It validates
 // them as the service would.
 func (x *Index[T]) listKey(pk, value string) (lpk, lrk string, err error) {
-	k := keys.Join(KeyPrefix, x.name, value)
+	k := keys.Join(reserved.IndexKeyPrefix, x.name, value)
 	lpk, lrk = pk, k
 	if x.store != samePartition {
-		lpk, lrk = k, KeyPrefix
+		lpk, lrk = k, reserved.IndexKeyPrefix
 	}
 	if err := keys.Validate(k); err != nil {
 		return "", "", fmt.Errorf("%w: the key of value %.40q of index %s: %w", ErrInvalid, value, x.name, err)
@@ -294,7 +286,7 @@ func (x *Index[T]) blobName(value string) (string, error) {
 
 // checkKeys checks the keys of an entity this Index writes, or reads by an
 // id from a list: valid keys with a PartitionKey, neither under
-// reserved.Prefix (the rows patterns keep, index entities among
+// "~tk~" (the rows patterns keep, index entities among
 // them). Its errors match ErrInvalid and table.ErrInvalidKey.
 func checkKeys(pk, rk string) error {
 	if err := fieldmodel.CheckKeys(pk, rk); err != nil {

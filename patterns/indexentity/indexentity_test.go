@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -246,7 +248,7 @@ func TestListLimits(t *testing.T) {
 	if err := indexentity.SeedList(ctx, f.idx, "Sales", "Jones", full); err != nil {
 		t.Fatal(err)
 	}
-	row, err := f.clean.Get(ctx, "Sales", keys.Join(indexentity.KeyPrefix, "LastName", "Jones"), nil)
+	row, err := f.clean.Get(ctx, "Sales", keys.Join(reserved.IndexKeyPrefix, "LastName", "Jones"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,17 +18,12 @@ import (
 // (the service refuses it in keys, and keys.Join escapes nothing into it),
 // so each id is written followed by '/', and a list is its ids in sorted
 // (byte) order. An index entity holds the list in string properties
-// ListProperty+"00", ListProperty+"01", ... each at most 32,768 UTF-16 code
+// Ids00, Ids01, ... each at most 32,768 UTF-16 code
 // units (the table's Profile().MaxValueSize, 64 KiB) and holding whole ids; a blob holds it as one
 // id per line.
 
-// ListProperty starts the names of the properties of an index entity that
-// hold its list: Ids00, Ids01, and so on, each a string of ids, each id
-// followed by '/'.
-const ListProperty = "Ids"
-
 // stampReserve is the room an index entity keeps for the core's write
-// history (reserved.WriteProperty: its name and at most HistoryLength
+// history (TkWrites: its name and at most HistoryLength
 // identities of 11 characters and a comma), so that the history always
 // fits and a lost response to a write of the index entity can be verified.
 var stampReserve = 8 + 2*len(reserved.WriteProperty) + 4 + 2*reserved.HistoryLength*12
@@ -45,7 +40,7 @@ func listProperties(p *table.Profile, pk, rk string, ids []string, what string) 
 	var b strings.Builder
 	n := 0 // UTF-16 code units in b
 	flush := func() {
-		name := fmt.Sprintf("%s%02d", ListProperty, len(props))
+		name := fmt.Sprintf("%s%02d", reserved.IndexList, len(props))
 		props[name] = b.String()
 		size += 8 + 2*len(name) + 4 + 2*n
 		js += 6 + len(name) + jsonLen(b.String())
@@ -98,7 +93,7 @@ func jsonLen(s string) int {
 func listOf(props map[string]any) ([]string, error) {
 	names := make([]string, 0, len(props))
 	for name := range props {
-		if strings.HasPrefix(name, ListProperty) {
+		if strings.HasPrefix(name, reserved.IndexList) {
 			names = append(names, name)
 		}
 	}

@@ -110,7 +110,7 @@ const (
 )
 
 // kindOf tells what a request is for: its service (by host), and among
-// table requests, those naming an index entity's keys (KeyPrefix, in the
+// table requests, those naming an index entity's keys (reserved.IndexKeyPrefix, in the
 // URL or a transaction's body).
 func (r *rig) kindOf(rawURL string, body []byte) int {
 	h := host(rawURL)
@@ -119,7 +119,7 @@ func (r *rig) kindOf(rawURL string, body []byte) int {
 		return queue
 	case r.blob && h == r.blobHost:
 		return lists
-	case strings.Contains(rawURL, indexentity.KeyPrefix) || bytes.Contains(body, []byte(indexentity.KeyPrefix)):
+	case strings.Contains(rawURL, reserved.IndexKeyPrefix) || bytes.Contains(body, []byte(reserved.IndexKeyPrefix)):
 		return lists
 	}
 	return entities
@@ -219,14 +219,14 @@ func (r *rig) stored(t testing.TB) map[string][]indexentity.ID {
 		}
 		return out
 	}
-	lo, hi := keys.PrefixRange(indexentity.KeyPrefix, "LastName")
+	lo, hi := keys.PrefixRange(reserved.IndexKeyPrefix, "LastName")
 	rows, err := table.Collect(r.ixClean.Query(ctx, &table.Query{Filter: table.And(table.Ge("PartitionKey", lo), table.Lt("PartitionKey", hi)), IncludeReserved: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, row := range rows {
 		parts, err := keys.Split(row.PartitionKey)
-		if err != nil || len(parts) != 3 || row.RowKey != indexentity.KeyPrefix {
+		if err != nil || len(parts) != 3 || row.RowKey != reserved.IndexKeyPrefix {
 			t.Fatalf("index entity (%q, %q)", row.PartitionKey, row.RowKey)
 		}
 		add(parts[2], decodeList(t, row.Properties))

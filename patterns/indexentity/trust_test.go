@@ -37,7 +37,7 @@ func TestKeyErrors(t *testing.T) {
 	ctx := context.Background()
 	// The index entity of Smith's RowKey: an entity of Jones under it would
 	// be written, then overwritten by the first Smith's index entity.
-	ixKey := keys.Join(indexentity.KeyPrefix, "LastName", "Smith")
+	ixKey := keys.Join(reserved.IndexKeyPrefix, "LastName", "Smith")
 	long := strings.Repeat("j", keys.MaxKeyLength)
 	for name, err := range map[string]error{
 		"Insert, RowKey with /":            second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "a/b", LastName: "Jones"})),
@@ -73,7 +73,7 @@ func TestKeyErrors(t *testing.T) {
 func TestPlantedListsRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	reservedID := keys.Join(indexentity.KeyPrefix, "LastName", "Smith")
+	reservedID := keys.Join(reserved.IndexKeyPrefix, "LastName", "Smith")
 
 	t.Run("same partition", func(t *testing.T) {
 		t.Parallel()
@@ -83,7 +83,7 @@ func TestPlantedListsRefused(t *testing.T) {
 			"000001/a#b/",                // not a key
 			int32(7),                     // not a list
 		} {
-			plant := table.Dynamic{PartitionKey: "Sales", RowKey: keys.Join(indexentity.KeyPrefix, "LastName", "Jones"), Properties: map[string]any{indexentity.ListProperty + "00": ids}}
+			plant := table.Dynamic{PartitionKey: "Sales", RowKey: keys.Join(reserved.IndexKeyPrefix, "LastName", "Jones"), Properties: map[string]any{reserved.IndexList + "00": ids}}
 			if _, err := f.clean.Upsert(ctx, plant, table.Replace); err != nil {
 				t.Fatal(err)
 			}
@@ -119,8 +119,8 @@ func TestPlantedListsRefused(t *testing.T) {
 					}
 					return
 				}
-				d := table.Dynamic{PartitionKey: keys.Join(indexentity.KeyPrefix, "LastName", "Jones"), RowKey: indexentity.KeyPrefix,
-					Properties: map[string]any{indexentity.ListProperty + "00": strings.Join(ids, "/") + "/"}}
+				d := table.Dynamic{PartitionKey: keys.Join(reserved.IndexKeyPrefix, "LastName", "Jones"), RowKey: reserved.IndexKeyPrefix,
+					Properties: map[string]any{reserved.IndexList + "00": strings.Join(ids, "/") + "/"}}
 				if _, err := r.ixClean.Upsert(ctx, d, table.Replace); err != nil {
 					t.Fatal(err)
 				}
@@ -135,8 +135,8 @@ func TestPlantedListsRefused(t *testing.T) {
 				t.Errorf("Find organisation-wide = %+v, %v; want Sales/001 only (HR/007 is a Smith)", got, err)
 			}
 			for _, bad := range []string{
-				keys.Join(reservedID, indexentity.KeyPrefix), // the index entity of Smith
-				keys.Join("Sales", indexentity.KeyPrefix+"x"),
+				keys.Join(reservedID, reserved.IndexKeyPrefix), // the index entity of Smith
+				keys.Join("Sales", reserved.IndexKeyPrefix+"x"),
 				keys.Join("Sales", "a#b"),
 				"Sales",                      // not two keys
 				keys.Join("", "001"),         // no PartitionKey
@@ -152,7 +152,7 @@ func TestPlantedListsRefused(t *testing.T) {
 			}
 			// A forged intent naming a reserved row reads and writes nothing.
 			r.Faults.Reset()
-			err := indexentity.Reconcile(ctx, r.idx, reservedID, indexentity.KeyPrefix, "Jones")
+			err := indexentity.Reconcile(ctx, r.idx, reservedID, reserved.IndexKeyPrefix, "Jones")
 			if !errors.Is(err, indexentity.ErrCorrupt) {
 				t.Errorf("an intent naming an index entity: %v, want ErrCorrupt", err)
 			}

@@ -22,7 +22,7 @@ type entry struct {
 }
 
 // prepare checks v as tbl would write it and computes its keys and value.
-// Keys under reserved.Prefix are refused (checkKeys): such an entity
+// Keys under "~tk~" are refused (checkKeys): such an entity
 // could take the place of an index entity.
 func (x *Index[T]) prepare(v T) (entry, error) {
 	o := x.tbl.InsertOp(v) // the keys, and every limit checked

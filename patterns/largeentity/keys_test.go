@@ -92,7 +92,7 @@ func TestReservedNamesInExtra(t *testing.T) {
 	}
 	s := newStore[open](t, f, nil)
 	f.reset()
-	for _, name := range []string{largeentity.PointerPrefix + "Photo", largeentity.PointerPrefix + "CV", reserved.PropertyPrefix + "Other"} {
+	for _, name := range []string{reserved.BlobPointerPrefix + "Photo", reserved.BlobPointerPrefix + "CV", reserved.PropertyPrefix + "Other"} {
 		v := open{PartitionKey: "p", RowKey: "1", Photo: []byte("x"), More: map[string]any{name: `{"blob":"elsewhere","size":1,"sha256":"00"}`}}
 		invalid(t, name+" in Insert", second(s.Insert(ctx, v)), table.ErrInvalidEntity)
 		invalid(t, name+" in Update", second(s.Update(ctx, v, azcore.ETagAny)), table.ErrInvalidEntity)

@@ -35,12 +35,6 @@ const (
 	defaultGrace = time.Hour
 	// defaultConcurrency is Options.Concurrency's default.
 	defaultConcurrency = 8
-	// PointerPrefix starts the name of the reserved property that holds
-	// the pointer of an offloaded value: property Photo's blob is named in
-	// property TkBlobPhoto, as JSON {"blob":name,"size":n,"sha256":hex}.
-	// It is under reserved.PropertyPrefix, which T's property names
-	// may not use.
-	PointerPrefix = reserved.PropertyPrefix + "Blob"
 	// tag is the struct tag that chooses a field to offload:
 	// `largeentity:"offload"` offloads values over Options.Threshold,
 	// `largeentity:"always"` every non-empty value.
@@ -59,7 +53,7 @@ const (
 var (
 	// ErrInvalid is the sentinel for a request rejected before the
 	// network: a nil table or container, bad Options, a field that cannot
-	// be offloaded, a property name under reserved.PropertyPrefix, a
+	// be offloaded, a property name under "Tk", a
 	// T without keys (no key fields, no Options.Keys) on a write, an
 	// entity the table package would refuse (also its sentinel:
 	// table.ErrInvalidEntity, table.ErrTooLarge), a value larger than
@@ -226,7 +220,7 @@ type GetOptions struct {
 // a nil opts means defaults. It sends nothing. It fails with ErrInvalid
 // for a nil table or container, bad Options, a chosen field that is not a
 // []byte, string or `table:",json"` field, a property named under
-// reserved.PropertyPrefix, or a T the table package cannot store
+// "Tk", or a T the table package cannot store
 // (also that package's error). Writes take an entity's keys from T's key
 // fields, or from Options.Keys; reads fill T's key fields with the
 // entity's keys and its Meta with the ETag and Timestamp.
@@ -297,7 +291,7 @@ func checkPrefix(p string) error {
 }
 
 // addFields reads T's fields as the table codec maps them
-// ([fieldmodel.Of]), records the []byte, string and json properties a
+// (the mapping of [table.Table]), records the []byte, string and json properties a
 // read can resolve, chooses those tagged or named in Options.Fields, and
 // takes T's keys from its key fields unless Options.Keys gives them.
 func (s *Store[T]) addFields(names []string) error {
@@ -342,7 +336,7 @@ func (s *Store[T]) addFields(names []string) error {
 			return fmt.Errorf("%w: %v.%s: only []byte, string and `table:\",json\"` fields can be offloaded", ErrInvalid, typ, tf.Name)
 		case f.kind == 0:
 			continue
-		case len(PointerPrefix)+len(name) > fieldmodel.MaxNameLength:
+		case len(reserved.BlobPointerPrefix)+len(name) > fieldmodel.MaxNameLength:
 			if choose {
 				return fmt.Errorf("%w: %v.%s: property name %q is too long for its pointer property", ErrInvalid, typ, tf.Name, name)
 			}
@@ -370,7 +364,7 @@ func (s *Store[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 }
 
 // pointerProperty is the reserved property holding name's pointer.
-func pointerProperty(name string) string { return PointerPrefix + name }
+func pointerProperty(name string) string { return reserved.BlobPointerPrefix + name }
 
 // keyHash names an entity's directory of blobs: 32 hex digits of the
 // SHA-256 of its keys.

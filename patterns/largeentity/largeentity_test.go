@@ -185,7 +185,7 @@ func (f *fixture) referenced(t testing.TB) map[string]bool {
 	out := map[string]bool{}
 	for _, d := range all {
 		for name, v := range d.Properties {
-			if !strings.HasPrefix(name, largeentity.PointerPrefix) {
+			if !strings.HasPrefix(name, reserved.BlobPointerPrefix) {
 				continue
 			}
 			var b largeentity.Blob

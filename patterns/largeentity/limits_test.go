@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -214,7 +216,7 @@ func TestReadsWhatOtherConfigurationsWrote(t *testing.T) {
 		t.Fatalf("blobs %+v, want CV and Photo (T has no Skills field)", got.Blobs)
 	}
 	for name := range got.Value.Other {
-		if strings.HasPrefix(name, largeentity.PointerPrefix) {
+		if strings.HasPrefix(name, reserved.BlobPointerPrefix) {
 			t.Fatalf("the reserved pointer property %s reached T's extra map", name)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/invalid"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -128,7 +130,7 @@ func (s *Store[T]) pointers(d table.Dynamic) ([]Blob, error) {
 	var bad string
 	var ferr error
 	for name, val := range d.Properties {
-		prop, ok := strings.CutPrefix(name, PointerPrefix)
+		prop, ok := strings.CutPrefix(name, reserved.BlobPointerPrefix)
 		if !ok {
 			continue
 		}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -279,7 +281,7 @@ func TestCorruptBlobs(t *testing.T) {
 		}
 	}
 	// A malformed pointer.
-	if _, err := f.cleanTbl.Upsert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "x", Properties: map[string]any{largeentity.PointerPrefix + "Photo": "not json"}}, table.Replace); err != nil {
+	if _, err := f.cleanTbl.Upsert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "x", Properties: map[string]any{reserved.BlobPointerPrefix + "Photo": "not json"}}, table.Replace); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, "Sales", "x", nil); !errors.Is(err, largeentity.ErrCorrupt) {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -170,7 +172,7 @@ func (s *Store[T]) sweepGroup(ctx context.Context, g sweepGroup) (int, error) {
 	// make Sweep delete another entity's blob.
 	referenced := map[string]bool{}
 	for name, val := range got.Value.Properties {
-		if _, ok := strings.CutPrefix(name, PointerPrefix); ok {
+		if _, ok := strings.CutPrefix(name, reserved.BlobPointerPrefix); ok {
 			var b Blob
 			if str, _ := val.(string); json.Unmarshal([]byte(str), &b) == nil {
 				referenced[b.Name] = true

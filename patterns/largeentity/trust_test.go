@@ -53,7 +53,7 @@ func TestForeignPointers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copied := stored.Value.Properties[largeentity.PointerPrefix+"Photo"].(string) // HR/007's pointer, as stored
+	copied := stored.Value.Properties[reserved.BlobPointerPrefix+"Photo"].(string) // HR/007's pointer, as stored
 	var vphoto, vcv, ocv largeentity.Blob
 	for _, b := range vres.Blobs {
 		switch b.Property {
@@ -90,7 +90,7 @@ func TestForeignPointers(t *testing.T) {
 	}
 	for _, fg := range forged {
 		what, pk, rk := fg.what, fg.pk, fg.rk
-		if _, err := f.cleanTbl.Upsert(ctx, table.Dynamic{PartitionKey: pk, RowKey: rk, Properties: map[string]any{"Name": "A", largeentity.PointerPrefix + "Photo": fg.ptr}}, table.Replace); err != nil {
+		if _, err := f.cleanTbl.Upsert(ctx, table.Dynamic{PartitionKey: pk, RowKey: rk, Properties: map[string]any{"Name": "A", reserved.BlobPointerPrefix + "Photo": fg.ptr}}, table.Replace); err != nil {
 			t.Fatal(err)
 		}
 		f.reset()
@@ -118,7 +118,7 @@ func TestForeignPointers(t *testing.T) {
 		}
 	}
 	// Update replaces a forged row, leaving the blob it named.
-	if _, err := f.cleanTbl.Upsert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "a", Properties: map[string]any{largeentity.PointerPrefix + "Photo": copied}}, table.Replace); err != nil {
+	if _, err := f.cleanTbl.Upsert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "a", Properties: map[string]any{reserved.BlobPointerPrefix + "Photo": copied}}, table.Replace); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Update(ctx, at("Sales", "a", Employee{Name: "A2", Photo: photo(100<<10, 3)}), azcore.ETagAny); err != nil {
@@ -155,7 +155,7 @@ func TestOversize(t *testing.T) {
 	b := res.Blobs[0]
 	for what, size := range map[string]int64{"MaxValueSize+1": largeentity.MaxValueSize + 1, "1 TiB": 1 << 40, "max int64": 1<<63 - 1} {
 		ptr := fmt.Sprintf(`{"blob":%q,"size":%d,"sha256":%q}`, b.Name, size, b.SHA256)
-		if _, err := f.cleanTbl.Upsert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "1", Properties: map[string]any{largeentity.PointerPrefix + "Photo": ptr}}, table.Replace); err != nil {
+		if _, err := f.cleanTbl.Upsert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "1", Properties: map[string]any{reserved.BlobPointerPrefix + "Photo": ptr}}, table.Replace); err != nil {
 			t.Fatal(err)
 		}
 		f.reset()
@@ -170,7 +170,7 @@ func TestOversize(t *testing.T) {
 		t.Fatal(err)
 	}
 	ptr := fmt.Sprintf(`{"blob":%q,"size":%d,"sha256":%q}`, b.Name, b.Size, b.SHA256)
-	if _, err := f.cleanTbl.Upsert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "1", Properties: map[string]any{largeentity.PointerPrefix + "Photo": ptr}}, table.Replace); err != nil {
+	if _, err := f.cleanTbl.Upsert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "1", Properties: map[string]any{reserved.BlobPointerPrefix + "Photo": ptr}}, table.Replace); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, "Sales", "1", nil); !errors.Is(err, largeentity.ErrCorrupt) {

@@ -90,7 +90,7 @@ func TestValidationErrors(t *testing.T) {
 		{"Insert, a PartitionKey with /", second(s.Insert(ctx, badKey)), key},
 		{"Insert, an id too long", second(s.Insert(ctx, badID)), key},
 		{"Insert, an index value too long", second(s.Insert(ctx, long)), key},
-		{"Insert, a reserved property in an extra map", second(extra.Insert(ctx, withExtra{PK: "Sales", ID: "1", Extra: map[string]any{secondaryindex.RefProperty: "HR!000007"}})), plain},
+		{"Insert, a reserved property in an extra map", second(extra.Insert(ctx, withExtra{PK: "Sales", ID: "1", Extra: map[string]any{reserved.CopyRef: "HR!000007"}})), plain},
 		{"Get, a PartitionKey with /", second(s.Get(ctx, "a/b", "1")), key},
 		{"Get, a reserved PartitionKey", second(s.Get(ctx, reserved.Prefix+"x", "1")), key},
 		{"Delete, a reserved PartitionKey", s.Delete(ctx, reserved.Prefix+"x", "1", azcore.ETagAny), key},

@@ -97,13 +97,13 @@ func BenchmarkLookup(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
-			seed := reserved.Properties(tbl) // the copies carry RefProperty
+			seed := reserved.Properties(tbl) // the copies carry reserved.CopyRef
 			var ops []table.Op
 			for i := range n {
 				e := Employee{Department: "Sales", ID: fmt.Sprintf("%06d", i), LastName: "Jones", Email: fmt.Sprintf("e%d@contoso.com", i)}
 				d, _ := table.ToDynamic(e)
 				ops = append(ops, seed.InsertOp(table.Dynamic{PartitionKey: "Sales", RowKey: keys.Join("empid", e.ID), Properties: d.Properties}),
-					seed.InsertOp(table.Dynamic{PartitionKey: "Sales", RowKey: keys.Join("email", e.Email), Properties: map[string]any{"Email": e.Email, "LastName": e.LastName, secondaryindex.RefProperty: keys.Join("Sales", e.ID)}}),
+					seed.InsertOp(table.Dynamic{PartitionKey: "Sales", RowKey: keys.Join("email", e.Email), Properties: map[string]any{"Email": e.Email, "LastName": e.LastName, reserved.CopyRef: keys.Join("Sales", e.ID)}}),
 					// The same entities without an index, for the scan.
 					seed.InsertOp(table.Dynamic{PartitionKey: "Scan", RowKey: e.ID, Properties: d.Properties}))
 			}

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
@@ -236,7 +238,7 @@ func (s *Store[T]) drift(ctx context.Context, pk string) (Drift, repairPlan[T], 
 				plan.orphans = append(plan.orphans, orphan[T]{ix, c})
 				continue
 			}
-			h := max(0, slices.IndexFunc(ws, func(w want) bool { return w.r.props[RefProperty] == c.Properties[RefProperty] }))
+			h := max(0, slices.IndexFunc(ws, func(w want) bool { return w.r.props[reserved.CopyRef] == c.Properties[reserved.CopyRef] }))
 			holder[k] = h
 			if w := ws[h]; !s.sameContent(w.r.props, c.Properties) {
 				d.Stale = append(d.Stale, ref)
@@ -306,12 +308,12 @@ func (s *Store[T]) addFix(plan *repairPlan[T], other map[*fix]int, ix *Index[T],
 // sameContent compares a wanted copy's properties with a stored copy's,
 // both read through T so that stored types compare as written.
 func (s *Store[T]) sameContent(want, got map[string]any) bool {
-	if want[RefProperty] != got[RefProperty] {
+	if want[reserved.CopyRef] != got[reserved.CopyRef] {
 		return false
 	}
 	norm := func(props map[string]any) string {
 		p := maps.Clone(props)
-		delete(p, RefProperty)
+		delete(p, reserved.CopyRef)
 		v, err := table.FromDynamic[T](table.Dynamic{Properties: p})
 		if err != nil {
 			return fmt.Sprint("invalid:", err)

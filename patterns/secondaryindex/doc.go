@@ -57,7 +57,7 @@
 // several primary partitions (an organisation-wide index). Join escapes
 // every part and keeps their order, so a range of values is a range of
 // RowKeys. A copy holds the whole entity (Whole), chosen properties
-// (Listed) or nothing but its primary (KeysOnly), and always RefProperty,
+// (Listed) or nothing but its primary (KeysOnly), and always TkRef,
 // keys.Join(pk, id), which names its primary. The Store's queries select
 // rows by these prefixes: other rows of the partition never decode into T.
 //
@@ -174,7 +174,7 @@
 //
 // Rows are written by other processes and, with a SAS scoped to a
 // partition (table.SASURL), by other tenants, so a read checks each copy
-// before it follows or returns it: its RefProperty must name a primary
+// before it follows or returns it: its TkRef must name a primary
 // with valid keys whose copies this index keeps in the copy's partition
 // (the same partition for SamePartition, Index.Partition of the
 // primary's for OtherPartition), and a non-unique copy's RowKey must end

@@ -7,6 +7,8 @@ import (
 	"iter"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
@@ -15,7 +17,6 @@ import (
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/keys"
-	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -202,7 +203,7 @@ func (s *Store[T]) rangeQuery(pk, index string, from, to any, cursor table.Curso
 		}
 		q.PageSize = opts.PageSize
 		if len(opts.Select) > 0 {
-			q.Select = append(slices.Clone(opts.Select), RefProperty)
+			q.Select = append(slices.Clone(opts.Select), reserved.CopyRef)
 		}
 	}
 	return ix, q, nil
@@ -376,7 +377,7 @@ func (s *Store[T]) listQuery(pk string, cursor table.Cursor, opts *ListOptions) 
 			q.Select = slices.Clone(opts.Select)
 			for _, name := range opts.Select {
 				if s.large != nil && s.large.Offloads(name) {
-					q.Select = append(q.Select, largeentity.PointerPrefix+name)
+					q.Select = append(q.Select, reserved.BlobPointerPrefix+name)
 				}
 			}
 		}

@@ -102,7 +102,7 @@ func TestCheckAndRebuild(t *testing.T) {
 	if _, err := r.tbl.Update(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "email!e2@contoso.2Ecom", Properties: map[string]any{"Age": int64(99)}}, azcore.ETagAny, table.Merge); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reserved.Properties(r.tbl).Insert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "name!Nobody!X!999999", Properties: map[string]any{secondaryindex.RefProperty: "Sales!999999"}}); err != nil {
+	if _, err := reserved.Properties(r.tbl).Insert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "name!Nobody!X!999999", Properties: map[string]any{reserved.CopyRef: "Sales!999999"}}); err != nil {
 		t.Fatal(err)
 	}
 	d, err = s.Check(ctx, "Sales")

@@ -46,11 +46,6 @@ var ErrDuplicate = errors.New("secondaryindex: duplicate value in a unique index
 // an orphan and Rebuild deletes it. The error names the row.
 var ErrCorrupt = errors.New("secondaryindex: an index copy this index could not have written")
 
-// RefProperty is the reserved property of an index copy that names its
-// primary: keys.Join(primary's PartitionKey, id). It starts with
-// [reserved.PropertyPrefix], which entities may not use.
-const RefProperty = "TkRef"
-
 // Holds says what an index copy holds.
 type Holds int
 
@@ -217,7 +212,7 @@ const defaultPrimary = "id"
 // the rows are the Store's own making from T (primaries and copies), so it
 // takes a [table.Table] of [table.Dynamic]. T must be a struct type
 // table.New accepts, with PartitionKey and RowKey fields and no property
-// under [reserved.PropertyPrefix]: the RowKey field holds the
+// under ["Tk"]: the RowKey field holds the
 // entity's id, stored as keys.Join(Primary, id). A nil opts means
 // defaults. It sends nothing.
 func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], error) {
@@ -262,7 +257,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 			if ix.Table == nil {
 				ix.Table = tbl
 			}
-			// Copies carry RefProperty; their cursors are the Store's.
+			// Copies carry TkRef; their cursors are the Store's.
 			ix.Table = reserved.Properties(ix.Table).WithCursorKey(tbl.CursorKey())
 		}
 		s.byName[ix.Name] = ix
@@ -277,7 +272,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 }
 
 // checkType checks that T has key fields, no property under
-// reserved.PropertyPrefix (RefProperty's), and none that both the Sealer
+// "Tk" (TkRef's), and none that both the Sealer
 // seals and Options.Large offloads (its blob would hold it unsealed).
 func (s *Store[T]) checkType() error {
 	fields, err := fieldmodel.Of[T]()
@@ -415,7 +410,7 @@ func (s *Store[T]) copyOf(ix *Index[T], v *T, d table.Dynamic) (r row, ok bool, 
 	default:
 		r.props = make(map[string]any, 1)
 	}
-	r.props[RefProperty] = keys.Join(d.PartitionKey, d.RowKey)
+	r.props[reserved.CopyRef] = keys.Join(d.PartitionKey, d.RowKey)
 	return r, true, nil
 }
 
@@ -537,7 +532,7 @@ func (s *Store[T]) owns(ix *Index[T], cpk, crk, pk, id string) bool {
 // refOf returns the primary that d, a row read as a copy of index ix,
 // names; ErrCorrupt unless ix could have written d for it (see owns).
 func (s *Store[T]) refOf(ix *Index[T], d table.Dynamic) (pk, id string, err error) {
-	ref, _ := d.Properties[RefProperty].(string)
+	ref, _ := d.Properties[reserved.CopyRef].(string)
 	parts, err := keys.Split(ref)
 	if err == nil && len(parts) == 2 && s.owns(ix, d.PartitionKey, d.RowKey, parts[0], parts[1]) {
 		return parts[0], parts[1], nil
@@ -549,7 +544,7 @@ func (s *Store[T]) refOf(ix *Index[T], d table.Dynamic) (pk, id string, err erro
 }
 
 // decodeCopy turns d, a copy of index ix, into an Entity (FromCopy): its
-// keys from RefProperty (checked by refOf), its fields only those ix
+// keys from TkRef (checked by refOf), its fields only those ix
 // copies (none for KeysOnly, Fields for Listed), so a property added to a
 // copy, such as one a Sealer seals, never reaches the Value.
 func (s *Store[T]) decodeCopy(ix *Index[T], d table.Dynamic) (Entity[T], error) {
@@ -561,7 +556,7 @@ func (s *Store[T]) decodeCopy(ix *Index[T], d table.Dynamic) (Entity[T], error) 
 	switch ix.Holds {
 	case Whole:
 		props = maps.Clone(d.Properties)
-		delete(props, RefProperty)
+		delete(props, reserved.CopyRef)
 	case Listed:
 		for _, f := range ix.Fields {
 			if v, ok := d.Properties[f]; ok {

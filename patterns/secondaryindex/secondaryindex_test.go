@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -204,7 +206,7 @@ func TestLimitsSendNothing(t *testing.T) {
 		"two indexes of one name":                {Primary: "empid", Indexes: append(intraIndexes(), intraIndexes()[0])},
 		"an index named as the primary":          {Primary: "email", Indexes: intraIndexes()},
 		"OtherPartition without a queue":         {Primary: "empid", Indexes: []secondaryindex.Index[Employee]{{Name: "x", Where: secondaryindex.OtherPartition, On: []string{"Email"}, Key: func(*Employee) []string { return nil }}}},
-		"a Listed index copying a reserved name": {Primary: "empid", Indexes: []secondaryindex.Index[Employee]{{Name: "x", Holds: secondaryindex.Listed, Fields: []string{secondaryindex.RefProperty}, On: []string{"Email"}, Key: func(*Employee) []string { return nil }}}},
+		"a Listed index copying a reserved name": {Primary: "empid", Indexes: []secondaryindex.Index[Employee]{{Name: "x", Holds: secondaryindex.Listed, Fields: []string{reserved.CopyRef}, On: []string{"Email"}, Key: func(*Employee) []string { return nil }}}},
 	} {
 		if _, err := secondaryindex.New(r.tbl, o); !errors.Is(err, secondaryindex.ErrInvalid) {
 			t.Errorf("%s: %v", name, err)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/encryption"
@@ -52,10 +54,10 @@ func TestForgedCopyStaysInItsPartition(t *testing.T) {
 	}
 	drain(t, w)
 	raw := r.Clean(r.tbl.Client())
-	toHR := map[string]any{secondaryindex.RefProperty: "HR!000007"}
-	plant(t, raw, "Sales", "email!a@evil.2Ecom", map[string]any{secondaryindex.RefProperty: "HR!000007", "FirstName": "Forged"})
+	toHR := map[string]any{reserved.CopyRef: "HR!000007"}
+	plant(t, raw, "Sales", "email!a@evil.2Ecom", map[string]any{reserved.CopyRef: "HR!000007", "FirstName": "Forged"})
 	plant(t, raw, "Sales", "name!Evil!X!000007", toHR)
-	plant(t, raw, "Sales", "name!Evil!Y!000223", map[string]any{secondaryindex.RefProperty: "Sales!999999"}) // RowKey names another id
+	plant(t, raw, "Sales", "name!Evil!Y!000223", map[string]any{reserved.CopyRef: "Sales!999999"}) // RowKey names another id
 	plant(t, raw, "email2!Sales", "email2!a@evil.2Ecom", toHR)
 	// In the organisation-wide partition: a RowKey of Sales/000223 naming HR's.
 	plant(t, r.Clean(r.other.Client()), "everyone", keys.Join("age", "062", "Sales", "000223"), toHR)
@@ -200,7 +202,7 @@ func TestForgedUniqueRowIsReplaced(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil, true)
 	ctx := context.Background()
-	plant(t, r.Clean(r.tbl.Client()), "email2!Sales", "email2!jonesj@contoso.2Ecom", map[string]any{secondaryindex.RefProperty: "HR!000007"})
+	plant(t, r.Clean(r.tbl.Client()), "email2!Sales", "email2!jonesj@contoso.2Ecom", map[string]any{reserved.CopyRef: "HR!000007"})
 	w := r.worker(t)
 	if _, err := r.store.Insert(ctx, jo()); err != nil {
 		t.Fatal(err)
@@ -241,7 +243,7 @@ func TestRebuildSkipsUnreadablePrimaries(t *testing.T) {
 	}
 	raw := r.Clean(r.tbl.Client())
 	plant(t, raw, "Sales", keys.Join("p", "9"), map[string]any{"Name": "Mallory", "SSN": "plaintext"})
-	plant(t, raw, "Sales", keys.Join("name", "Mallory"), map[string]any{secondaryindex.RefProperty: keys.Join("Sales", "9")})
+	plant(t, raw, "Sales", keys.Join("name", "Mallory"), map[string]any{reserved.CopyRef: keys.Join("Sales", "9")})
 	// HR drifts: its copy is deleted.
 	if err := r.tbl.Delete(ctx, "HR", keys.Join("name", "Ann"), "*"); err != nil {
 		t.Fatal(err)

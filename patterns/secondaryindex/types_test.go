@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 
 	"github.com/tablekit/tablekit/keys"
-	"github.com/tablekit/tablekit/patterns/secondaryindex"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -41,8 +42,8 @@ type deptRow struct {
 // primaries and copies, and a department, reads each into its Go type.
 func TestIndexRowsAreTypesByPrefix(t *testing.T) {
 	t.Parallel()
-	if secondaryindex.RefProperty != "TkRef" {
-		t.Fatalf("emailCopy's TkRef field does not match RefProperty %q", secondaryindex.RefProperty)
+	if reserved.CopyRef != "TkRef" {
+		t.Fatalf("emailCopy's TkRef field does not match reserved.CopyRef %q", reserved.CopyRef)
 	}
 	r := newRig(t, intraIndexes(), false)
 	ctx := context.Background()

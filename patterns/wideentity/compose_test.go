@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/testrig"
@@ -218,7 +220,7 @@ func TestOpsRefusedBeforeTheNetwork(t *testing.T) {
 		},
 		"InsertOps too large": func() (table.Change, error) { return s.InsertOps(ctx, day("d", big)) },
 		"InsertOps reserved name": func() (table.Change, error) {
-			return s.InsertOps(ctx, day("d", map[string]any{wideentity.VersionProperty: "x"}))
+			return s.InsertOps(ctx, day("d", map[string]any{reserved.WideVersion: "x"}))
 		},
 		"UpdateOps without an ETag": func() (table.Change, error) {
 			return s.UpdateOps(ctx, day("d", map[string]any{"a": "1"}), "", table.Replace)

@@ -57,7 +57,7 @@
 // Entity (pk, rk) is a header row and Options.Parts part rows in partition
 // pk, under RowKeys that start with rk escaped (keys.Join):
 //
-//	keys.Join(rk, "h")                        the header: VersionProperty, PartsProperty
+//	keys.Join(rk, "h")                        the header: TkWide, TkWideParts
 //	keys.Join(rk, "p", "NN", "00") ... "NN-1" part k of NN (keys.Pad, 2 digits)
 //
 // so "day!h", "day!p!02!00" and "day!p!02!01" for rk "day" and Parts 2.
@@ -71,10 +71,10 @@
 // A property's part is keys.Bucket(name, Parts): it depends on the name and
 // Parts only, never on the other properties, so every write puts it in the
 // same row and a single-property update needs no read. Every part row
-// exists (some may be empty), and each row carries VersionProperty, the
+// exists (some may be empty), and each row carries TkWide, the
 // identity of the whole-entity write that wrote it. These reserved names
-// (VersionProperty, PartsProperty and reserved.WriteProperty), like every
-// name under reserved.PropertyPrefix, are refused in user data
+// (TkWide, TkWideParts and TkWrites), like every
+// name under "Tk", are refused in user data
 // (ErrInvalid, table.ErrInvalidEntity) and are never decoded into T; the
 // RowKey parts
 // "h" and "p" mark the rows of a wide entity. Keep wide entities apart from
@@ -168,13 +168,13 @@
 //   - Parts at most 99: the header and 99 parts are the 100 operations of
 //     a transaction (MaxBatchOps);
 //   - each part at most 251 properties (MaxProperties, 252, less
-//     VersionProperty) and 1 MiB as the service counts it (strings in
+//     TkWide) and 1 MiB as the service counts it (strings in
 //     UTF-16; on Cosmos DB 2 MB of JSON), so at most 99 × 251 = 24,849
 //     properties in all when the names spread evenly; a name goes to
 //     keys.Bucket(name, Parts), so give Parts headroom (a write whose part
 //     would overflow is refused);
 //   - the transaction at most 4 MiB of request body (MaxBatchSize; 2 MB on
-//     Cosmos DB), as batchplan.Size bounds it: the JSON of every
+//     Cosmos DB), as Submit bounds it: the JSON of every
 //     row plus 1,024 bytes and six times its keys' length per row, plus
 //     512. With 100 rows and short keys that leaves about 4,080,000 bytes
 //     for the rows' JSON (names, values, type annotations): up to about 3
@@ -239,7 +239,7 @@
 // # Trust
 //
 // A read checks that the rows in the entity's range form one version
-// written by this package: a header with a valid PartsProperty first,
+// written by this package: a header with a valid TkWideParts first,
 // exactly that many part rows at their keys, each of the header's version,
 // each property in the part its name belongs to; anything else is
 // ErrInconsistent, never a value. Every row of an entity is in its own

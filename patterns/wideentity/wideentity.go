@@ -27,13 +27,6 @@ import (
 )
 
 const (
-	// VersionProperty is the reserved property of every row of a wide
-	// entity: the identity of the whole-entity write that wrote it. A read
-	// accepts rows of one version only.
-	VersionProperty = "TkWide"
-	// PartsProperty is the reserved property of the header row: the
-	// number of part rows.
-	PartsProperty = "TkWideParts"
 	// defaultParts is Options.Parts's default: 8 part rows hold as many
 	// bytes as one transaction carries on Table Storage (4 MiB of text at
 	// 2 bytes a character; Cosmos DB's transactions carry 2 MB) and about
@@ -44,7 +37,7 @@ const (
 var (
 	// ErrInvalid is the sentinel for every request rejected before the
 	// network: bad Options, a mode Update does not take, a property name
-	// under reserved.PropertyPrefix or otherwise invalid
+	// under "Tk" or otherwise invalid
 	// (fieldmodel.ValidName; also table.ErrInvalidEntity), a
 	// table.Fields name the value does not hold, a write of a T without
 	// keys, an invalid key (also table.ErrInvalidKey), a missing ETag
@@ -106,7 +99,7 @@ type Store[T any] struct {
 // a nil table, a Parts outside 1..99, or a T that cannot be stored
 // (also the table package's error: table.ErrInvalidEntity for a field
 // type or name the codec refuses or a name under
-// reserved.PropertyPrefix, table.ErrTooLarge when the fields always
+// "Tk", table.ErrTooLarge when the fields always
 // stored overflow a part). Writes take an entity's logical keys from T's
 // key fields, or from Options.Keys; reads fill T's key fields with them
 // and its Meta with the header's ETag and Timestamp.
@@ -237,7 +230,7 @@ func (s *Store[T]) split(where string, v T, parts int) ([]map[string]any, error)
 		}
 		out[partOf(name, parts)][name] = val
 	}
-	most := s.tbl.Profile().MaxProperties - 1 // less VersionProperty
+	most := s.tbl.Profile().MaxProperties - 1 // less reserved.WideVersion
 	for k, p := range out {
 		if len(p) > most {
 			return nil, fmt.Errorf("wideentity: %s: %w: %w: part %d of %d would hold %d properties, more than a part row holds (%d): use more Parts",
@@ -267,7 +260,7 @@ func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored)
 	n, version := len(parts), newVersion()
 	h := cur.header // as read, when it was: its Meta settles a lost response exactly
 	h.PartitionKey, h.RowKey = pk, headerKey(rk)
-	h.Properties = map[string]any{VersionProperty: version, PartsProperty: int32(n)}
+	h.Properties = map[string]any{reserved.WideVersion: version, reserved.WideParts: int32(n)}
 	ops := make([]table.Op, 1, 1+cur.parts+n)
 	if cur.etag == "" {
 		ops[0] = s.tbl.InsertOp(h)
@@ -280,7 +273,7 @@ func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored)
 		}
 	}
 	for k, props := range parts {
-		props[VersionProperty] = version
+		props[reserved.WideVersion] = version
 		row := table.Dynamic{PartitionKey: pk, RowKey: partKey(rk, n, k), Properties: props}
 		if cur.etag != "" && cur.parts == n {
 			ops = append(ops, s.tbl.UpdateOp(row, azcore.ETagAny, table.Replace))
@@ -393,9 +386,9 @@ func (s *Store[T]) head(ctx context.Context, pk, rk string) (stored, error) {
 }
 
 func (s *Store[T]) partsOf(h table.Dynamic) (int, error) {
-	n, ok := h.Properties[PartsProperty].(int32)
+	n, ok := h.Properties[reserved.WideParts].(int32)
 	if !ok || n < 1 || int(n) > maxParts(s.tbl) {
-		return 0, fmt.Errorf("header row %q has no valid %s (%v)", h.RowKey, PartsProperty, h.Properties[PartsProperty])
+		return 0, fmt.Errorf("header row %q has no valid %s (%v)", h.RowKey, reserved.WideParts, h.Properties[reserved.WideParts])
 	}
 	return int(n), nil
 }
@@ -700,7 +693,7 @@ func (s *Store[T]) read(ctx context.Context, pk, rk string) (Entity[T], stored, 
 	if len(rows) != n+1 {
 		return e, stored{}, torn("%d rows for a header of %d parts", len(rows), n)
 	}
-	version := h.Properties[VersionProperty]
+	version := h.Properties[reserved.WideVersion]
 	count := 0
 	for _, r := range rows[1:] {
 		count += len(r.Properties) - 1
@@ -710,11 +703,11 @@ func (s *Store[T]) read(ctx context.Context, pk, rk string) (Entity[T], stored, 
 		if r.RowKey != partKey(rk, n, k) {
 			return e, stored{}, torn("row %q where part %d of %d belongs", r.RowKey, k, n)
 		}
-		if v, ok := r.Properties[VersionProperty].(string); !ok || v != version {
-			return e, stored{}, torn("part %d is of version %v, the header of %v", k, r.Properties[VersionProperty], version)
+		if v, ok := r.Properties[reserved.WideVersion].(string); !ok || v != version {
+			return e, stored{}, torn("part %d is of version %v, the header of %v", k, r.Properties[reserved.WideVersion], version)
 		}
 		for name, val := range r.Properties {
-			if name == VersionProperty {
+			if name == reserved.WideVersion {
 				continue
 			}
 			if partOf(name, n) != k {

@@ -409,8 +409,8 @@ func TestLimitsSendNothing(t *testing.T) {
 		{"252 properties in one part", second(s1.Insert(ctx, at("p", "r", bag(252, 0)))), table.ErrTooLarge},
 		{"a part over 1 MiB", second(s1.Insert(ctx, at("p", "r", binary(22)))), table.ErrTooLarge},
 		{"a transaction over 4 MiB", second(s10.Insert(ctx, at("p", "r", binary(64)))), table.ErrTooLarge},
-		{"reserved " + wideentity.VersionProperty, second(s10.Insert(ctx, at("p", "r", with(wideentity.VersionProperty, "x")))), table.ErrInvalidEntity},
-		{"reserved " + wideentity.PartsProperty, second(s10.Update(ctx, at("p", "r", with(wideentity.PartsProperty, int32(1))), azcore.ETagAny, table.Replace)), table.ErrInvalidEntity},
+		{"reserved " + reserved.WideVersion, second(s10.Insert(ctx, at("p", "r", with(reserved.WideVersion, "x")))), table.ErrInvalidEntity},
+		{"reserved " + reserved.WideParts, second(s10.Update(ctx, at("p", "r", with(reserved.WideParts, int32(1))), azcore.ETagAny, table.Replace)), table.ErrInvalidEntity},
 		{"reserved " + reserved.WriteProperty, second(s10.Insert(ctx, at("p", "r", with(reserved.WriteProperty, "x")))), table.ErrInvalidEntity},
 		{"any name under reserved.PropertyPrefix", second(s10.Insert(ctx, at("p", "r", with(reserved.PropertyPrefix+"Other", "x")))), table.ErrInvalidEntity},
 		{"a reserved name in a merge", second(s10.Update(ctx, at("p", "r", with(reserved.PropertyPrefix+"Other", "x")), azcore.ETagAny, table.Merge)), table.ErrInvalidEntity},
@@ -422,7 +422,7 @@ func TestLimitsSendNothing(t *testing.T) {
 		{"no ETag for a delete", s10.Delete(ctx, "p", "r", ""), table.ErrNoETag},
 		{"Fields update of nothing", second(s10.Update(ctx, at("p", "r", bag(3, 0)), azcore.ETagAny, table.Fields())), wideentity.ErrInvalid},
 		{"Fields update of a property v lacks", second(s10.Update(ctx, at("p", "r", bag(3, 0)), azcore.ETagAny, table.Fields("P0003"))), wideentity.ErrInvalid},
-		{"Fields update of a reserved name", second(s10.Update(ctx, at("p", "r", with(wideentity.VersionProperty, "x")), azcore.ETagAny, table.Fields(wideentity.VersionProperty))), table.ErrInvalidEntity},
+		{"Fields update of a reserved name", second(s10.Update(ctx, at("p", "r", with(reserved.WideVersion, "x")), azcore.ETagAny, table.Fields(reserved.WideVersion))), table.ErrInvalidEntity},
 	}
 	for _, c := range cases {
 		invalid(t, c.what, c.err, c.want)
