@@ -66,7 +66,7 @@
 // # Layout
 //
 // Index entities (both table stores) hold their list in string properties
-// Ids00, Ids01, ... (Ids00, Ids01, ...), each at
+// Ids00, Ids01, ..., each at
 // most 64 KiB (32,768 UTF-16 code units) of whole ids, each id followed by
 // '/', sorted: the entity's RowKey in the same-partition store,
 // keys.Join(PartitionKey, RowKey) in the others. Neither can contain '/'
