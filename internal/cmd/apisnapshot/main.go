@@ -98,6 +98,9 @@ type module struct {
 	Path string           // module path
 	Dir  string           // module root
 	Pkgs []*types.Package // public packages, by path
+	// Importer reads the packages the module's packages import (and
+	// theirs), from their export data.
+	Importer types.Importer
 }
 
 // listed is what go list -json says about one package.
@@ -149,7 +152,7 @@ func load(dir string) (*module, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	imp := importer.ForCompiler(token.NewFileSet(), "gc", func(path string) (io.ReadCloser, error) {
+	mod.Importer = importer.ForCompiler(token.NewFileSet(), "gc", func(path string) (io.ReadCloser, error) {
 		file, ok := exports[path]
 		if !ok || file == "" {
 			return nil, fmt.Errorf("no export data for %s", path)
@@ -158,7 +161,7 @@ func load(dir string) (*module, error) {
 	})
 	slices.Sort(public)
 	for _, path := range public {
-		pkg, err := imp.Import(path)
+		pkg, err := mod.Importer.Import(path)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
