@@ -66,15 +66,16 @@ func BenchmarkWorker(b *testing.B) {
 				cpu0, cpuOK := cpustat.Process()
 				wg.Add(1)
 				if impl == "eventual" {
-					w, err := eventual.NewWorker(q, &eventual.WorkerOptions{Concurrency: conc, Idle: &retry.Policy{Default: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+					h := benchKind.Handle(func(ctx context.Context, in eventual.Intent[benchPayload]) error {
+						_, err := tb.Upsert(ctx, table.Dynamic{PartitionKey: in.Payload.PK, RowKey: in.Payload.RK, Properties: map[string]any{"N": in.Payload.N}}, table.Replace)
+						return err
+					})
+					w, err := eventual.NewWorker(q, []eventual.Handler{h}, &eventual.WorkerOptions{Concurrency: conc, Idle: &retry.Policy{Default: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 						OnEvent: func(e eventual.Event) {
 							if e.Type == eventual.Processed {
 								count()
 							}
-						}}, benchKind.Handle(func(ctx context.Context, in eventual.Intent[benchPayload]) error {
-						_, err := tb.Upsert(ctx, table.Dynamic{PartitionKey: in.Payload.PK, RowKey: in.Payload.RK, Properties: map[string]any{"N": in.Payload.N}}, table.Replace)
-						return err
-					}))
+						}})
 					if err != nil {
 						b.Fatal(err)
 					}
