@@ -2,8 +2,8 @@ package eventual
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -18,7 +18,7 @@ import (
 // Commit: reserve, one transaction holding every change's ops and a
 // commit record per intent, release: 2n+1 round trips, and the intents
 // run if and only if the transaction applied. Before anything is sent,
-// [table.Join] checks the changes with the commit records (one
+// [table.Join] checks the changes with the commit records, once (one
 // partition, each entity once, the operations and bytes of one
 // transaction of the table's profile; an error names the change that
 // does not fit, and the records as "eventual (commit records)"), and
@@ -28,7 +28,7 @@ import (
 // when it has one. Like Commit's, an ErrCommitWindow means nothing
 // applied: make the changes again, with new Drafts.
 func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.Change) (res CommitResult, err error) {
-	ctx, sp := q.obs.Start(ctx, opApply, commitTable(q, c), "")
+	ctx, sp := q.obs.Start(ctx, opApply, commitTable(q, c), firstPartition(changes))
 	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
 	if c == nil {
 		return CommitResult{}, fmt.Errorf("%w: Apply needs a table client", ErrInvalid)
@@ -37,38 +37,53 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 	if err != nil {
 		return CommitResult{}, err
 	}
-	j, err := table.Join(rt.Profile(), changes...)
-	if err != nil {
-		return CommitResult{}, fmt.Errorf("eventual: %w", table.MarkInvalid(ErrInvalid, err))
+	var drafts []Draft
+	for k, ch := range changes {
+		for i, in := range ch.Intents {
+			d, ok := in.(Draft)
+			if !ok {
+				return CommitResult{}, fmt.Errorf("%w: intent %d of %s is a %T, not an eventual.Draft (Kind.New)", ErrInvalid, i, changeName(ch, k), in)
+			}
+			drafts = append(drafts, d)
+		}
 	}
-	pk := j.Ops[0].PartitionKey()
-	sp.SetPartition(pk)
-	if len(j.Intents) == 0 {
+	if len(drafts) == 0 {
+		// table.Apply's transaction, checked there (table.Join), once.
 		res, err := rt.Apply(ctx, changes...) // c's, with the Queue's profile
+		if err != nil && len(res.Ops) == 0 && errors.Is(err, table.ErrInvalid) {
+			err = fmt.Errorf("eventual: %w", table.MarkInvalid(ErrInvalid, err)) // refused before sending
+		}
 		return CommitResult{Batch: res, Released: true}, err
 	}
-	drafts := make([]Draft, len(j.Intents))
-	for i, in := range j.Intents {
-		d, ok := in.(Draft)
-		if !ok {
-			return CommitResult{}, fmt.Errorf("%w: intent %d of %s is a %T, not an eventual.Draft (Kind.New)", ErrInvalid, i, j.By, in)
+	tx, err := q.check(rt, changes, drafts)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	if !tx.notAfter.IsZero() && !time.Now().Before(tx.notAfter) {
+		return CommitResult{}, fmt.Errorf("eventual: %w: the NotAfter of %s passed before anything was sent", table.ErrNotApplied, tx.by)
+	}
+	res, err = q.commit(ctx, tx)
+	return res, tx.explained(err)
+}
+
+// changeName is how table.Join names the k-th change: its By, or
+// "change k".
+func changeName(c table.Change, k int) string {
+	if c.By != "" {
+		return c.By
+	}
+	return fmt.Sprintf("change %d", k)
+}
+
+// firstPartition is the PartitionKey of the changes' first op (the
+// primary's), or "" when they have none.
+func firstPartition(changes []table.Change) string {
+	for _, c := range changes {
+		if len(c.Ops) > 0 {
+			return c.Ops[0].PartitionKey()
 		}
-		drafts[i] = d
 	}
-	// The transaction with its commit records, sized before anything is
-	// sent (the records name their messages: a placeholder id here).
-	records := table.Change{By: "eventual (commit records)"}
-	for _, d := range drafts {
-		records.Ops = append(records.Ops, recordOp(rt, pk, d, "00000000-0000-0000-0000-000000000000"))
-	}
-	if _, err := table.Join(rt.Profile(), append(slices.Clone(changes), records)...); err != nil {
-		return CommitResult{}, fmt.Errorf("eventual: %w", table.MarkInvalid(ErrInvalid, err))
-	}
-	if !j.NotAfter.IsZero() && !time.Now().Before(j.NotAfter) {
-		return CommitResult{}, fmt.Errorf("eventual: %w: the NotAfter of %s passed before anything was sent", table.ErrNotApplied, j.By)
-	}
-	res, err = q.commit(ctx, c, j.Ops, j.NotAfter, drafts)
-	return res, j.Explained(err)
+	return ""
 }
 
 // recordsOf returns the commit records' table of c, which must be one of
