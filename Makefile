@@ -1,5 +1,5 @@
 # tablekit: the two commands of the README, plus benchmarks.
-# Needs Go >= 1.23 and Node.js >= 20 with npm; everything else is installed
+# Needs Go >= 1.24 and Node.js >= 20 with npm; everything else is installed
 # here. (Azurite 3.37 declares Node.js >= 22, but its blob, queue and table
 # services run on Node.js 20: the whole test suite passes there.)
 

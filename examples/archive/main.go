@@ -101,7 +101,7 @@ func run(ctx context.Context) error {
 			return err
 		}
 		defer drop()
-		tables[i], _ = table.New[Employee](c)
+		tables[i], _ = table.New[Employee](c, nil)
 	}
 	current, archive := tables[0], tables[1]
 	cs, err := tabletest.ConnectionString()

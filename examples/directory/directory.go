@@ -83,11 +83,11 @@ func Open(c Clients, commitWindow time.Duration) (*Directory, error) {
 // open is Open, without the office index unless withOffices (the
 // benchmarks compare the same-partition writes alone).
 func open(c Clients, commitWindow time.Duration, withOffices bool) (*Directory, error) {
-	people, err := table.New[table.Dynamic](c.People)
+	people, err := table.New[table.Dynamic](c.People, nil)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := table.New[Change](c.People)
+	entries, err := table.New[Change](c.People, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func open(c Clients, commitWindow time.Duration, withOffices bool) (*Directory, 
 			Key: func(e *Employee) []string { return []string{e.LastName, e.FirstName} }},
 	}
 	if withOffices {
-		offices, err := table.New[table.Dynamic](c.Offices)
+		offices, err := table.New[table.Dynamic](c.Offices, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -239,11 +239,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "deleted the test table %s\n", name)
 	}()
-	setup, err := table.New[reading](table.NewClient(admin, name))
+	setup, err := table.New[reading](table.NewClient(admin, name), nil)
 	if err != nil {
 		return err
 	}
-	tbl, err := table.New[reading](table.NewClient(load, name))
+	tbl, err := table.New[reading](table.NewClient(load, name), nil)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func (t *tour) largeEntity(ctx context.Context) error {
 		FirstName, LastName string
 		Photo               []byte `largeentity:"offload"`
 	}
-	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name))
+	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/faults"
@@ -90,7 +92,7 @@ func (t *tour) continuation(ctx context.Context) error {
 	}
 	t.say("page 1: %d employees; cursor to save: %q", len(page.Items), page.Next)
 	// A later process resumes from the saved cursor with a new Table.
-	later, err := table.New[Employee](table.NewClient(t.svc, t.name))
+	later, err := table.New[Employee](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -192,7 +194,7 @@ func (t *tour) lostResponse(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	flaky, err := table.New[Employee](table.NewClient(svc, t.name))
+	flaky, err := table.New[Employee](table.NewClient(svc, t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -201,14 +203,14 @@ func (t *tour) lostResponse(ctx context.Context) error {
 		return fmt.Errorf("insert with a lost response: %+v, %v", res, err)
 	}
 	t.say("the insert's response was lost; the resend answered 409 EntityAlreadyExists")
-	t.say("one read of the entity's write history (%s) proved the insert applied: reported as success, Verified", table.WriteProperty)
+	t.say("one read of the entity's write history (%s) proved the insert applied: reported as success, Verified", reserved.WriteProperty)
 	t.say("(%d requests: the lost one, the resend, the read). A delete has nothing left to read: it reports table.ErrOutcomeUnknown", ft.Count())
 	return nil
 }
 
 func (t *tour) logTail(ctx context.Context) error {
 	type Login struct{ IP string }
-	logins, err := table.New[Login](table.NewClient(t.svc, t.name))
+	logins, err := table.New[Login](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -235,7 +237,7 @@ func (t *tour) logTail(ctx context.Context) error {
 }
 
 func (t *tour) dataSeries(ctx context.Context) error {
-	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name))
+	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -258,7 +260,7 @@ func (t *tour) dataSeries(ctx context.Context) error {
 }
 
 func (t *tour) wideEntity(ctx context.Context) error {
-	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name))
+	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -352,7 +354,7 @@ func (t *tour) sas(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ro, _ := table.New[Employee](c)
+	ro, _ := table.New[Employee](c, nil)
 	mk, err := table.Collect(ro.Query(ctx, &table.Query{Filter: table.PartitionKey("Marketing"), Limit: 3}))
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ type logEntry struct{ Employee, What string }
 // one transaction: the patterns produce operations, the core joins them.
 func (t *tour) compose(ctx context.Context) error {
 	c := table.NewClient(t.svc, t.name)
-	tbl, err := table.New[table.Dynamic](c)
+	tbl, err := table.New[table.Dynamic](c, nil)
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func (t *tour) compose(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	entries, err := table.New[logEntry](c)
+	entries, err := table.New[logEntry](c, nil)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (t *tour) compose(ctx context.Context) error {
 			return err
 		}
 		entry := table.Change{By: "change log", Ops: []table.Op{changes.AppendOp(s.Department, logEntry{s.ID, "hired"})}}
-		_, err = table.Apply(ctx, c, ch, entry)
+		_, err = entries.Apply(ctx, ch, entry)
 		return err
 	}
 	if err := hire(staff{Department: "Design", ID: "000401", FirstName: "Ida", LastName: "Berg", Email: "bergi@contoso.com"}); err != nil {

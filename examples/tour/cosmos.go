@@ -17,14 +17,17 @@ func (t *tour) cosmos(ctx context.Context) error {
 		p := table.ProfileFor(u)
 		t.say("%s -> %s: key order %v, transactions of %d ops and %d bytes", u, p.Name, p.Sorted, p.MaxBatchOps, p.MaxBatchSize)
 	}
-	t.say("this table's endpoint gives %s; a view with Cosmos DB's profile (WithProfile, as for an account behind a proxy):", t.employees.Profile().Name)
-	cosmos := t.employees.WithProfile(table.Cosmos)
-	_, err := table.Collect(cosmos.Query(ctx, &table.Query{Filter: table.Gt("Timestamp", time.Now().Add(-time.Hour))}))
+	t.say("this table's endpoint gives %s; a table with Cosmos DB's profile (Options.Profile, as for an account behind a proxy):", t.employees.Profile().Name)
+	cosmos, err := table.New(t.employees.Client(), &table.Options[Employee]{Profile: table.Cosmos})
+	if err != nil {
+		return err
+	}
+	_, err = table.Collect(cosmos.Query(ctx, &table.Query{Filter: table.Gt("Timestamp", time.Now().Add(-time.Hour))}))
 	t.say("a filter on Timestamp (Cosmos DB would match nothing, silently): %v", err)
 	if !errors.Is(err, table.ErrUnsupported) {
 		return fmt.Errorf("want ErrUnsupported, got %v", err)
 	}
-	dyn, err := table.New[table.Dynamic](t.employees.Client())
+	dyn, err := table.New(t.employees.Client(), &table.Options[table.Dynamic]{Profile: table.Cosmos})
 	if err != nil {
 		return err
 	}
@@ -32,13 +35,13 @@ func (t *tour) cosmos(ctx context.Context) error {
 	for i := range 40 {
 		ops = append(ops, dyn.InsertOp(table.Dynamic{PartitionKey: "Badges", RowKey: fmt.Sprintf("%03d", i), Properties: map[string]any{"Scan": make([]byte, 60<<10)}}))
 	}
-	_, err = dyn.WithProfile(table.Cosmos).Submit(ctx, table.Atomic(ops...), nil)
+	_, err = dyn.Submit(ctx, table.Atomic(ops...), nil)
 	t.say("one transaction of 40 badge scans of 60 KiB (about 3.3 MB once encoded): %v", err)
 	if !errors.Is(err, table.ErrTooLarge) {
 		return fmt.Errorf("want ErrTooLarge, got %v", err)
 	}
 	t.say("refused before anything was sent; Table Storage takes it (4 MiB). Ordered reads (Range, Find, Latest, ordered FanOut)")
-	t.say("sort client-side there: see the README's capability matrix")
+	t.say("sort client-side there: see the capability matrix in docs/cosmos.md")
 
 	// What tablekit knows of a client: those it builds carry their name,
 	// endpoint and profile; one built with aztables directly follows
@@ -47,7 +50,7 @@ func (t *tour) cosmos(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	unknown, err := table.New[table.Dynamic](raw.NewClient(t.name))
+	unknown, err := table.New[table.Dynamic](raw.NewClient(t.name), nil)
 	if err != nil {
 		return err
 	}
@@ -56,7 +59,7 @@ func (t *tour) cosmos(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	described, err := table.New[table.Dynamic](table.Describe(raw.NewClient(t.name), t.name, table.ProfileFor(endpoint)))
+	described, err := table.New[table.Dynamic](table.Describe(raw.NewClient(t.name), t.name, table.ProfileFor(endpoint)), nil)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func (t *tour) encryptedEmail(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name))
+	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/keys"
@@ -38,7 +40,7 @@ func (t *tour) eventualArchive(ctx context.Context) error {
 		}
 		defer qsvc.DeleteQueue(context.WithoutCancel(ctx), n, nil) //nolint:errcheck // cleanup
 	}
-	archive, err := table.New[Employee](table.NewClient(t.svc, archiveName))
+	archive, err := table.New[Employee](table.NewClient(t.svc, archiveName), nil)
 	if err != nil {
 		return err
 	}
@@ -82,7 +84,7 @@ func (t *tour) eventualArchive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.say("a query of Sales returns %d employees: the commit record (RowKey %q...) is skipped", len(others), table.ReservedPrefix)
+	t.say("a query of Sales returns %d employees: the commit record (RowKey %q...) is skipped", len(others), reserved.Prefix)
 
 	w, err := eventual.NewWorker(q, []eventual.Handler{handler}, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 50 * time.Millisecond, Max: 200 * time.Millisecond}})
 	if err != nil {

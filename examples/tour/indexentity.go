@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/indexentity"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -81,7 +83,7 @@ func (t *tour) indexEntity(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.say("a query of Support returns %d employees: the index entities are reserved rows (RowKey %q...)", len(all), table.ReservedPrefix)
+	t.say("a query of Support returns %d employees: the index entities are reserved rows (RowKey %q...)", len(all), reserved.Prefix)
 	t.say("other stores: Options.Table (another partition or table) or Options.Blobs (one blob per value, any size),")
 	t.say("both kept eventually by a patterns/eventual worker and searchable across every department")
 	return nil

@@ -124,7 +124,7 @@ func (t *tour) createTable(ctx context.Context) error {
 	if err := table.CreateTable(ctx, t.svc, t.name); err != nil {
 		return err
 	}
-	employees, err := table.New[Employee](table.NewClient(t.svc, t.name))
+	employees, err := table.New[Employee](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func (t *tour) observability(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tbl, err := table.New[table.Dynamic](client)
+	tbl, err := table.New[table.Dynamic](client, nil)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (t *tour) observability(ctx context.Context) error {
 		t.say("  %s", line)
 	}
 	t.say("Find office Lisbon (organisation-wide, pk \"\"): %v, once the worker ran", found)
-	t.say("without an SDK (the default no-op providers) the same calls record nothing: see README, Observability")
+	t.say("without an SDK (the default no-op providers) the same calls record nothing: see docs/observability.md")
 	return nil
 }
 

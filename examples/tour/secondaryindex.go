@@ -21,7 +21,7 @@ type staff struct {
 // secondaryIndex finds employees by email and by last name within their
 // department: copies under other RowKeys, written in the same transaction.
 func (t *tour) secondaryIndex(ctx context.Context) error {
-	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name))
+	tbl, err := table.New[table.Dynamic](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}

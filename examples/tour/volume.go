@@ -85,7 +85,7 @@ func (t *tour) spreadAccesses(ctx context.Context) error {
 		Sequence string `table:",rk"`
 		Resource string
 	}
-	tbl, err := table.New[Access](table.NewClient(t.svc, t.name))
+	tbl, err := table.New[Access](table.NewClient(t.svc, t.name), nil)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/hostile"
 	"github.com/tablekit/tablekit/internal/modelcheck"
 	"github.com/tablekit/tablekit/internal/testrig"
@@ -163,14 +165,14 @@ func TestHostileModelEventual(t *testing.T) {
 			want = append(want, id)
 		}
 		slices.Sort(want)
-		own, reserved := split(rows(t, r, tc, "HR"))
+		own, kept := split(rows(t, r, tc, "HR"))
 		if !slices.Equal(own, want) {
 			tr.fatalf("step %d: partition HR holds %q, want %q", step, own, want)
 		}
-		if len(reserved) > 0 {
+		if len(kept) > 0 {
 			recs := testrig.NewTable[table.Dynamic](t, r.Clean(tc))
-			for _, rk := range reserved {
-				id, ok := strings.CutPrefix(rk, table.ReservedPrefix+"intent~")
+			for _, rk := range kept {
+				id, ok := strings.CutPrefix(rk, reserved.Prefix+"intent~")
 				d, err := recs.Get(ctx, "HR", rk, nil)
 				_, mine := honest[id]
 				state, _ := d.Value.Properties["State"].(string)

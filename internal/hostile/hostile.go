@@ -4,7 +4,7 @@
 // (table.SASURL), a writer of a blob container, a writer of a queue. Each
 // function writes one artifact that issue 21 names (a secondaryindex copy
 // naming another partition's primary, a largeentity pointer naming a
-// foreign blob, an indexentity list, a row under table.ReservedPrefix, a
+// foreign blob, an indexentity list, a row under reserved.Prefix, a
 // forged eventual envelope) and checks nothing: package table's refusals
 // of reserved keys and properties do not apply to these clients, as they
 // do not to an attacker's.
@@ -31,6 +31,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
@@ -38,12 +40,11 @@ import (
 	"github.com/tablekit/tablekit/patterns/indexentity"
 	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
-	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // Row writes row (pk, rk) with props merged into whatever the row holds
 // (the row is created when absent), as a raw aztables client does: any
-// keys, those under table.ReservedPrefix included, and any property names
+// keys, those under reserved.Prefix included, and any property names
 // and values (strings, bools and numbers; "Name@odata.type" annotations
 // give other EDM types).
 func Row(ctx context.Context, c *aztables.Client, pk, rk string, props map[string]any) error {
@@ -186,11 +187,11 @@ func Forge(ctx context.Context, q *azqueue.QueueClient, e Envelope) (string, err
 }
 
 // CommitRecord plants the commit record of intent id in partition pk:
-// RowKey table.ReservedPrefix + "intent~" + id, with kind, state
+// RowKey reserved.Prefix + "intent~" + id, with kind, state
 // ("committed", "aborted", "poisoned" or anything) and the id of the
 // message it names.
 func CommitRecord(ctx context.Context, c *aztables.Client, pk, id, kind, state, message string) error {
-	return Row(ctx, c, pk, table.ReservedPrefix+"intent~"+id, map[string]any{
+	return Row(ctx, c, pk, reserved.Prefix+"intent~"+id, map[string]any{
 		"Kind": kind, "State": state, "Message": message,
 		"Created": time.Now().UTC().Format(time.RFC3339Nano), "Created@odata.type": "Edm.DateTime",
 	})

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/hostile"
 	"github.com/tablekit/tablekit/internal/modelcheck"
@@ -206,7 +208,7 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 			values[p.Last] = true
 		}
 		slices.Sort(want)
-		own, reserved := split(rows(t, r, tc, "HR"))
+		own, kept := split(rows(t, r, tc, "HR"))
 		if !slices.Equal(own, want) {
 			tr.fatalf("step %d: partition HR holds %q, want %q", step, own, want)
 		}
@@ -217,16 +219,16 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 			}
 		}
 		slices.Sort(wantReserved)
-		for _, rk := range reserved {
-			if blobStore && strings.HasPrefix(rk, table.ReservedPrefix+"intent~") {
+		for _, rk := range kept {
+			if blobStore && strings.HasPrefix(rk, reserved.Prefix+"intent~") {
 				continue // commit records, pending or ruled out by a forged message
 			}
 			if !slices.Contains(wantReserved, rk) {
 				tr.fatalf("step %d: partition HR holds reserved row %q; want only %q", step, rk, wantReserved)
 			}
 		}
-		if !blobStore && len(reserved) != len(wantReserved) {
-			tr.fatalf("step %d: partition HR's index entities %q, want %q", step, reserved, wantReserved)
+		if !blobStore && len(kept) != len(wantReserved) {
+			tr.fatalf("step %d: partition HR's index entities %q, want %q", step, kept, wantReserved)
 		}
 	}
 	// list returns ids the attacker lists.
@@ -242,7 +244,7 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 			case 2:
 				out = append(out, id)
 			case 3:
-				out = append(out, keys.Join(indexentity.KeyPrefix, "Last", hrValues[rnd.IntN(len(hrValues))]), keys.Join("HR", table.ReservedPrefix+"intent~x")) // reserved rows
+				out = append(out, keys.Join(indexentity.KeyPrefix, "Last", hrValues[rnd.IntN(len(hrValues))]), keys.Join("HR", reserved.Prefix+"intent~x")) // reserved rows
 			case 4:
 				out = append(out, "a#b", "\x01", keys.Join("HR", id, "x"), "") // no ids
 			default:
@@ -379,7 +381,7 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 					}
 				})
 			case 1:
-				pk := []string{"HR", "Sales", table.ReservedPrefix + "x"}[rnd.IntN(3)]
+				pk := []string{"HR", "Sales", reserved.Prefix + "x"}[rnd.IntN(3)]
 				values := []string{hrValues[rnd.IntN(len(hrValues))], evilValues[rnd.IntN(len(evilValues))]}
 				p := fmt.Sprintf(`{"pk":%q,"rk":%q,"values":[%q,%q]}`, pk, id, values[0], values[1])
 				tr.do(step, "forge intent "+p, func() {
@@ -390,7 +392,7 @@ func testHostileIndexEntity(t *testing.T, blobStore bool) {
 			}
 		default:
 			tr.do(step, "plant reserved rows in Sales", func() {
-				for _, rk := range []string{table.ReservedPrefix + "intent~" + hostile.ID(), keys.Join(indexentity.KeyPrefix, "Last", "evil0")} {
+				for _, rk := range []string{reserved.Prefix + "intent~" + hostile.ID(), keys.Join(indexentity.KeyPrefix, "Last", "evil0")} {
 					if err := hostile.Row(ctx, raw, "Sales", rk, map[string]any{"Last": "evil0", "State": "committed"}); err != nil {
 						t.Fatal(err)
 					}

@@ -537,10 +537,6 @@ var leakRows = []leakRow{
 				_, err := tb.Submit(ctx, []table.Op{tb.UpsertOp(v, table.Merge)}, nil)
 				return err
 			}},
-			{name: "Submit", run: func(ctx context.Context) error {
-				_, err := table.Submit(ctx, sc, []table.Op{tb.UpsertOp(v, table.Merge)}, nil)
-				return err
-			}},
 			{name: "Types.Get", run: func(ctx context.Context) error { _, err := ts.Get(ctx, "p", rowKey); return err }},
 			{name: "Types.Query", run: func(ctx context.Context) error { return each(ts.Query(ctx, q)) }},
 			{name: "Types.QueryPage", run: func(ctx context.Context) error { _, err := ts.QueryPage(ctx, q); return err }},

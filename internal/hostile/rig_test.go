@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
@@ -251,16 +253,16 @@ func rows(t *testing.T, r *testrig.Rig, c *aztables.Client, pk string) []string 
 	return out
 }
 
-// split returns the RowKeys of rks that are not under table.ReservedPrefix,
+// split returns the RowKeys of rks that are not under reserved.Prefix,
 // sorted, and those that are.
-func split(rks []string) (own, reserved []string) {
+func split(rks []string) (own, kept []string) {
 	for _, rk := range rks {
-		if strings.HasPrefix(rk, table.ReservedPrefix) {
-			reserved = append(reserved, rk)
+		if strings.HasPrefix(rk, reserved.Prefix) {
+			kept = append(kept, rk)
 		} else {
 			own = append(own, rk)
 		}
 	}
 	slices.Sort(own)
-	return own, reserved
+	return own, kept
 }

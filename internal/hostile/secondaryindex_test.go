@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/hostile"
 	"github.com/tablekit/tablekit/internal/modelcheck"
@@ -202,12 +204,12 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 			want = append(want, keys.Join("emp", e.ID), keys.Join("email", e.Email), keys.Join("last", e.Last, e.ID))
 		}
 		slices.Sort(want)
-		own, reserved := split(rows(t, r, tc, "HR"))
+		own, kept := split(rows(t, r, tc, "HR"))
 		if !slices.Equal(own, want) {
 			tr.fatalf("step %d: partition HR holds\n %q\nwant\n %q", step, own, want)
 		}
-		for _, rk := range reserved {
-			if !strings.HasPrefix(rk, table.ReservedPrefix+"intent~") {
+		for _, rk := range kept {
+			if !strings.HasPrefix(rk, reserved.Prefix+"intent~") {
 				tr.fatalf("step %d: partition HR holds reserved row %q", step, rk)
 			}
 		}
@@ -344,7 +346,7 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 		case k < 14: // the attacker plants an unsealed primary, or a reserved row
 			rk, props := keys.Join("emp", id), map[string]any{"Name": evil(rnd), "SSN": "plaintext", secondaryindex.RefProperty: keys.Join("HR", id)}
 			if rnd.IntN(2) == 0 {
-				rk = table.ReservedPrefix + []string{"intent~" + hostile.ID(), "ix!emp", "x"}[rnd.IntN(3)]
+				rk = reserved.Prefix + []string{"intent~" + hostile.ID(), "ix!emp", "x"}[rnd.IntN(3)]
 			}
 			tr.do(step, "plant row Sales/"+rk, func() {
 				if err := hostile.Row(ctx, raw, "Sales", rk, props); err != nil {

@@ -316,7 +316,7 @@ func (r *Rig) Clean(c *aztables.Client) *aztables.Client {
 
 // tableName is the table c addresses.
 func tableName(c *aztables.Client) string {
-	tb, err := table.New[table.Dynamic](c)
+	tb, err := table.New[table.Dynamic](c, nil)
 	if err != nil {
 		panic(err) // a non-nil client always makes a Table[Dynamic]
 	}
@@ -347,7 +347,7 @@ func (r *Rig) Container() *container.Client {
 // NewTable returns a Table[T] of c, failing t on error.
 func NewTable[T any](t testing.TB, c *aztables.Client) *table.Table[T] {
 	t.Helper()
-	tb, err := table.New[T](c)
+	tb, err := table.New[T](c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

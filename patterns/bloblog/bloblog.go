@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/prefetch"
@@ -40,7 +42,7 @@ var (
 	// that cannot be encoded, too long for one append or with a line break
 	// in its bytes, a time range the wrong way round. It matches
 	// table.ErrInvalid.
-	ErrInvalid = table.NewErrInvalid("bloblog: invalid request")
+	ErrInvalid = invalid.New("bloblog: invalid request")
 	// ErrClosed: Append after Close.
 	ErrClosed = errors.New("bloblog: writer closed")
 	// ErrCorrupt: a blob under the log's prefix holds a line that is not an

@@ -50,8 +50,8 @@ func BenchmarkHotInsert(b *testing.B) {
 	}
 	env := tabletest.New(b)
 	ctx := context.Background()
-	one, _ := table.New[access](env.Table(nil))
-	eight, _ := table.New[access](env.Table(nil))
+	one, _ := table.New[access](env.Table(nil), nil)
+	eight, _ := table.New[access](env.Table(nil), nil)
 	hot, _ := buckets.New(one, &buckets.Options{Buckets: 1})
 	spread, _ := buckets.New(eight, &buckets.Options{Buckets: 8})
 	raw := env.Table(&aztables.ClientOptions{})
@@ -123,12 +123,12 @@ func BenchmarkRangeMerge(b *testing.B) {
 	env := tabletest.New(b)
 	ctx := context.Background()
 	const n = 10000
-	one, _ := table.New[access](env.Table(nil))
-	eight, _ := table.New[access](env.Table(nil))
+	one, _ := table.New[access](env.Table(nil), nil)
+	eight, _ := table.New[access](env.Table(nil), nil)
 	hot, _ := buckets.New(one, &buckets.Options{Buckets: 1})
 	spread, _ := buckets.New(eight, &buckets.Options{Buckets: 8})
 	rawC := env.Table(&aztables.ClientOptions{})
-	rawT, _ := table.NewWithKeys[rawAccess](rawC, func(a *rawAccess) (string, string) { return a.PartitionKey, a.RowKey })
+	rawT, _ := table.New(rawC, &table.Options[rawAccess]{Keys: func(a *rawAccess) (string, string) { return a.PartitionKey, a.RowKey }})
 	var ops1, ops8, opsRaw []table.Op
 	for i := range n {
 		rk := keys.Pad(uint64(i), 12)

@@ -9,6 +9,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/reserved"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/tablekit/tablekit/internal/cursorseal"
 	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/internal/obs"
@@ -29,9 +37,9 @@ const DefaultBuckets = 8
 // round, an Upsert with earlier counts, a value the table package refuses
 // to write, invalid keys (which also match [table.ErrInvalidKey]): an
 // empty logical PartitionKey, one whose bucket partitions would be too
-// long, a RowKey the service refuses, keys under [table.ReservedPrefix].
+// long, a RowKey the service refuses, keys under [reserved.Prefix].
 // It matches [table.ErrInvalid].
-var ErrInvalid = table.NewErrInvalid("buckets: invalid request")
+var ErrInvalid = invalid.New("buckets: invalid request")
 
 // Options configures a Spread. A nil *Options means defaults.
 type Options struct {
@@ -121,12 +129,12 @@ func New[T any](tbl *table.Table[T], opts *Options) (*Spread[T], error) {
 	if s.conc == 0 {
 		s.conc = min(s.partitions(), 32)
 	}
-	fields, err := table.FieldsOf[T]()
+	fields, err := fieldmodel.Of[T]()
 	if err != nil {
-		return nil, table.MarkInvalid(ErrInvalid, err) // not reached: tbl's T passed the same checks
+		return nil, invalid.Mark(ErrInvalid, err) // not reached: tbl's T passed the same checks
 	}
 	for _, f := range fields {
-		if f.Role == table.PartitionKeyField {
+		if f.Role == fieldmodel.PartitionKey {
 			s.pkPath = f.Index
 		}
 	}
@@ -198,11 +206,11 @@ func (s *Spread[T]) checkPK(pk string) error {
 	return notReserved("PartitionKey", pk)
 }
 
-// notReserved refuses a key under table.ReservedPrefix, as the table
+// notReserved refuses a key under reserved.Prefix, as the table
 // package refuses it for application entities.
 func notReserved(what, k string) error {
-	if strings.HasPrefix(k, table.ReservedPrefix) {
-		return fmt.Errorf("%w: %w: %s %.40q starts with %q (table.ReservedPrefix)", ErrInvalid, table.ErrInvalidKey, what, k, table.ReservedPrefix)
+	if strings.HasPrefix(k, reserved.Prefix) {
+		return fmt.Errorf("%w: %w: %s %.40q starts with %q (reserved.Prefix)", ErrInvalid, table.ErrInvalidKey, what, k, reserved.Prefix)
 	}
 	return nil
 }
@@ -234,7 +242,7 @@ func (s *Spread[T]) home(pk, rk string, n int) (string, error) {
 func (s *Spread[T]) place(v *T) (*table.Table[T], string, error) {
 	pk, rk, err := s.tbl.Keys(v)
 	if err != nil {
-		return nil, "", table.MarkInvalid(ErrInvalid, err)
+		return nil, "", invalid.Mark(ErrInvalid, err)
 	}
 	p, err := s.home(pk, rk, s.gens[0])
 	if err != nil {
@@ -287,7 +295,7 @@ func (s *Spread[T]) Insert(ctx context.Context, v T) (out Inserted, err error) {
 	}
 	res, err := tb.Insert(ctx, v)
 	if err != nil {
-		return Inserted{}, table.MarkInvalid(ErrInvalid, err)
+		return Inserted{}, invalid.Mark(ErrInvalid, err)
 	}
 	return Inserted{Result: res, Partition: p}, nil
 }
@@ -311,7 +319,7 @@ func (s *Spread[T]) Upsert(ctx context.Context, v T) (out Inserted, err error) {
 	}
 	res, err := tb.Upsert(ctx, v, table.Replace)
 	if err != nil {
-		return Inserted{}, table.MarkInvalid(ErrInvalid, err)
+		return Inserted{}, invalid.Mark(ErrInvalid, err)
 	}
 	return Inserted{Result: res, Partition: p}, nil
 }
@@ -324,11 +332,11 @@ func (s *Spread[T]) Upsert(ctx context.Context, v T) (out Inserted, err error) {
 func (s *Spread[T]) InsertOp(v T) table.Op {
 	tb, _, err := s.place(&v)
 	if err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	op := tb.InsertOp(v)
 	if err := op.Err(); err != nil {
-		return table.FailedOp(table.MarkInvalid(ErrInvalid, err))
+		return batchplan.Failed[table.Op](invalid.Mark(ErrInvalid, err))
 	}
 	return op
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
@@ -395,10 +397,10 @@ func TestKeyErrors(t *testing.T) {
 		"InsertOp, '#' in the RowKey":   s.InsertOp(access{Hour: "p", Key: "a#b"}).Err(),
 		"Get, empty PartitionKey":       second(s.Get(ctx, "", "k")),
 		"Get, a control character":      second(s.Get(ctx, "p", "k\x01")),
-		"Insert, reserved PartitionKey": second(s.Insert(ctx, access{Hour: table.ReservedPrefix + "p", Key: "k"})),
-		"Insert, reserved RowKey":       second(s.Insert(ctx, access{Hour: "p", Key: table.ReservedPrefix + "k"})),
-		"InsertOp, reserved RowKey":     s.InsertOp(access{Hour: "p", Key: table.ReservedPrefix + "k"}).Err(),
-		"Get, reserved RowKey":          second(s.Get(ctx, "p", table.ReservedPrefix+"k")),
+		"Insert, reserved PartitionKey": second(s.Insert(ctx, access{Hour: reserved.Prefix + "p", Key: "k"})),
+		"Insert, reserved RowKey":       second(s.Insert(ctx, access{Hour: "p", Key: reserved.Prefix + "k"})),
+		"InsertOp, reserved RowKey":     s.InsertOp(access{Hour: "p", Key: reserved.Prefix + "k"}).Err(),
+		"Get, reserved RowKey":          second(s.Get(ctx, "p", reserved.Prefix+"k")),
 	}
 	for _, pk := range []string{"", long} {
 		for _, err := range s.Range(ctx, pk, "", "") {

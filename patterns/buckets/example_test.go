@@ -28,7 +28,7 @@ func Example() {
 		Key      string `table:",rk"` // employee, then sequence
 		Resource string
 	}
-	tbl, err := table.New[Access](c)
+	tbl, err := table.New[Access](c, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

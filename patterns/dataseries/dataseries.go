@@ -7,7 +7,10 @@ import (
 	"math"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/invalid"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
@@ -17,7 +20,7 @@ import (
 // slot the series does not have, too many slots, bad slot names, a SetAll
 // without an ETag (also [table.ErrNoETag]), invalid keys (also
 // [table.ErrInvalidKey]). It also matches [table.ErrInvalid].
-var ErrInvalid = table.NewErrInvalid("dataseries: invalid request")
+var ErrInvalid = invalid.New("dataseries: invalid request")
 
 // Value is the type of a series' slots: whole numbers (Edm.Int64) or
 // doubles (Edm.Double).
@@ -57,9 +60,9 @@ type Series[V Value] struct {
 
 // New returns a Series of the named slots (the entity's properties: the
 // guide's 24 hourly counts are [Hours]) over tbl. The slots are required:
-// valid property names ([table.ValidPropertyName]), 1 to the properties
+// valid property names ([fieldmodel.ValidName]), 1 to the properties
 // of one entity less the one tablekit keeps for its write history
-// ([table.WriteProperty]): 251 under the table's [table.Profile] (both
+// ([reserved.WriteProperty]): 251 under the table's [table.Profile] (both
 // services'). opts may be nil (defaults). The series' rows are of its own making (a
 // property per slot), so it takes a [table.Table] of [table.Dynamic] and
 // the slots' type V explicitly.
@@ -76,7 +79,7 @@ func New[V Value](tbl *table.Table[table.Dynamic], slots []string, opts *Options
 		s.obs = obs.New((*obs.Config)(opts.Telemetry))
 	}
 	for _, name := range s.slots {
-		if err := table.ValidPropertyName(name); err != nil {
+		if err := fieldmodel.ValidName(name); err != nil {
 			return nil, fmt.Errorf("%w: slot name %q: %w", ErrInvalid, name, err)
 		}
 		if s.has[name] {
@@ -100,7 +103,7 @@ func (s *Series[V]) Get(ctx context.Context, partitionKey, rowKey string) (_ tab
 		return out, nil
 	}
 	if err != nil {
-		return table.Entity[map[string]V]{}, invalid(err)
+		return table.Entity[map[string]V]{}, invalid.Mark(ErrInvalid, err)
 	}
 	out.ETag = d.ETag
 	for _, name := range s.slots {
@@ -159,7 +162,7 @@ func (s *Series[V]) Set(ctx context.Context, partitionKey, rowKey, slot string, 
 	}
 	d := table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: map[string]any{slot: store(v)}}
 	res, err = s.tbl.Upsert(ctx, d, table.Fields(slot))
-	return res, invalid(err)
+	return res, invalid.Mark(ErrInvalid, err)
 }
 
 // SetAll replaces every slot at once (slots missing from values become
@@ -193,7 +196,7 @@ func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, val
 	} else {
 		res, err = s.tbl.Update(ctx, d, etag, table.Replace)
 	}
-	return res, invalid(err)
+	return res, invalid.Mark(ErrInvalid, err)
 }
 
 // Add adds delta to one slot and returns the slot's new value in the
@@ -204,7 +207,7 @@ func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, val
 // when a response is lost, never adds twice (it returns
 // table.ErrOutcomeUnknown when that cannot be settled). A series never
 // written is first created empty (two more round trips). Under heavy
-// contention with lost responses, more than table.HistoryLength writes may
+// contention with lost responses, more than reserved.HistoryLength writes may
 // come between a lost write and its verifying read: that Add then reports
 // ErrOutcomeUnknown rather than guess.
 func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, delta V) (out table.Entity[V], err error) {
@@ -237,7 +240,7 @@ func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, 
 			return table.Entity[V]{}, refused
 		}
 		if !errors.Is(err, table.ErrNotFound) || created {
-			return table.Entity[V]{}, invalid(err)
+			return table.Entity[V]{}, invalid.Mark(ErrInvalid, err)
 		}
 		// The first write of the series: create it empty, then add. The
 		// insert starts the entity's write history, which settles later
@@ -259,15 +262,6 @@ func store[V Value](v V) any {
 		return float64(v)
 	}
 	return int64(v)
-}
-
-// invalid makes an error the core found before the network (an invalid
-// key, a value too large) match ErrInvalid too.
-func invalid(err error) error {
-	if errors.Is(err, table.ErrInvalid) && !errors.Is(err, ErrInvalid) {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	return err
 }
 
 // The operations of this package, for telemetry.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/modelcheck"
@@ -191,8 +193,8 @@ func TestInvalidSendsNothing(t *testing.T) {
 		"New with a slot twice":        newErr(tb, []string{"A", "A"}),
 		"New with a keyword":           newErr(tb, []string{"and"}),
 		"New with a key's name":        newErr(tb, []string{"RowKey"}),
-		"New with a reserved name":     newErr(tb, []string{table.WriteProperty}),
-		"New with a Tk-prefixed name":  newErr(tb, []string{table.ReservedPropertyPrefix + "Mine"}),
+		"New with a reserved name":     newErr(tb, []string{reserved.WriteProperty}),
+		"New with a Tk-prefixed name":  newErr(tb, []string{reserved.PropertyPrefix + "Mine"}),
 		"New with an invalid property": newErr(tb, []string{"a b"}),
 	} {
 		if !errors.Is(err, dataseries.ErrInvalid) || !errors.Is(err, table.ErrInvalid) {

@@ -20,7 +20,7 @@ func Example() {
 	}
 	defer cleanup()
 
-	tbl, err := table.New[table.Dynamic](c)
+	tbl, err := table.New[table.Dynamic](c, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

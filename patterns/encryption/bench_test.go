@@ -68,7 +68,7 @@ func BenchmarkEncryptedCodec(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tbl, err := table.New[table.Dynamic](c)
+	tbl, err := table.New[table.Dynamic](c, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,11 +109,11 @@ func BenchmarkEncryptedPointOps(b *testing.B) {
 	r := testrig.New(b)
 	ft := r.Faults // counts the requests; injects nothing
 	c := r.Table()
-	plain, err := table.New[benchEmployee](c)
+	plain, err := table.New[benchEmployee](c, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	dyn, err := table.New[table.Dynamic](c)
+	dyn, err := table.New[table.Dynamic](c, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -147,7 +149,7 @@ func (t *Table[T]) find(ctx context.Context, pk, field string, value any) iter.S
 		}
 		for d, err := range t.tbl.Query(ctx, &table.Query{Filter: f}) {
 			if err != nil {
-				yield(table.Entity[T]{}, table.MarkInvalid(ErrInvalid, err))
+				yield(table.Entity[T]{}, invalid.Mark(ErrInvalid, err))
 				return
 			}
 			if err := t.unseal(ctx, "find", &d); err != nil {

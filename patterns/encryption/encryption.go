@@ -12,6 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -28,7 +34,7 @@ var (
 	// table.ErrInvalidKey), a value too large once encrypted (also
 	// table.ErrTooLarge). It also matches [table.ErrInvalid], as every
 	// validation error of tablekit does.
-	ErrInvalid = table.NewErrInvalid("encryption: invalid request")
+	ErrInvalid = invalid.New("encryption: invalid request")
 	// ErrDecrypt: a stored value failed to decrypt: it was changed,
 	// copied from another entity, property or table, is not an encrypted
 	// value at all, or is not encrypted under the key its header names.
@@ -166,7 +172,7 @@ type Table[T any] struct {
 // mistake is an [ErrInvalid] here (a short IndexKey also an [ErrBadKey]):
 // no keys, no fields, a field T does not have, an index on a field that
 // is not encrypted, an index property that collides with a property or key
-// field of T or is not a valid property name ([table.ValidPropertyName]).
+// field of T or is not a valid property name ([fieldmodel.ValidName]).
 func New[T any](tbl *table.Table[table.Dynamic], keys KeyProvider, fields []string, opts *Options) (*Table[T], error) {
 	if tbl == nil || keys == nil || len(fields) == 0 {
 		return nil, fmt.Errorf("%w: New needs a table, a KeyProvider and at least one field to encrypt", ErrInvalid)
@@ -175,7 +181,7 @@ func New[T any](tbl *table.Table[table.Dynamic], keys KeyProvider, fields []stri
 	if opts != nil {
 		o = *opts
 	}
-	fs, err := table.FieldsOf[T]()
+	fs, err := fieldmodel.Of[T]()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err) // T is not a type table accepts
 	}
@@ -188,14 +194,14 @@ func New[T any](tbl *table.Table[table.Dynamic], keys KeyProvider, fields []stri
 	keyFields := map[string]bool{}   // the Go names of T's key fields
 	for _, f := range fs {
 		switch f.Role {
-		case table.PropertyField:
+		case fieldmodel.Property:
 			t.props[f.Property] = true
 			t.fieldIndex[f.Property] = f.Index
-		case table.PartitionKeyField, table.RowKeyField:
+		case fieldmodel.PartitionKey, fieldmodel.RowKey:
 			keyFields[f.Name] = true
-		case table.MetaField:
+		case fieldmodel.Meta:
 			t.meta = f.Index
-		case table.ExtraField:
+		case fieldmodel.Extra:
 			t.anyName = true
 		}
 	}
@@ -204,8 +210,8 @@ func New[T any](tbl *table.Table[table.Dynamic], keys KeyProvider, fields []stri
 		switch {
 		case keyFields[f]:
 			return nil, fmt.Errorf("%w: %s is a key of %v: keys cannot be encrypted", ErrInvalid, f, typ)
-		case table.ValidPropertyName(f) != nil:
-			return nil, fmt.Errorf("%w: field %q cannot be encrypted: %v", ErrInvalid, f, table.ValidPropertyName(f))
+		case fieldmodel.ValidName(f) != nil:
+			return nil, fmt.Errorf("%w: field %q cannot be encrypted: %v", ErrInvalid, f, fieldmodel.ValidName(f))
 		case !t.props[f] && !t.anyName:
 			return nil, fmt.Errorf("%w: %v has no property %q", ErrInvalid, typ, f)
 		case slices.Contains(t.fields, f):
@@ -220,8 +226,8 @@ func New[T any](tbl *table.Table[table.Dynamic], keys KeyProvider, fields []stri
 		switch {
 		case keyFields[ix.Property]:
 			return nil, fmt.Errorf("%w: index property %q names a key of %v", ErrInvalid, ix.Property, typ)
-		case table.ValidPropertyName(ix.Property) != nil:
-			return nil, fmt.Errorf("%w: index property %q: %v", ErrInvalid, ix.Property, table.ValidPropertyName(ix.Property))
+		case fieldmodel.ValidName(ix.Property) != nil:
+			return nil, fmt.Errorf("%w: index property %q: %v", ErrInvalid, ix.Property, fieldmodel.ValidName(ix.Property))
 		case !slices.Contains(t.fields, ix.Field):
 			return nil, fmt.Errorf("%w: index on %q, which is not one of the encrypted fields", ErrInvalid, ix.Field)
 		case t.indexes[ix.Field] != nil:
@@ -273,7 +279,7 @@ func (t *Table[T]) encrypt(ctx context.Context, op string, v *T, mode table.Mode
 	if m := t.metaOf(v); m != nil {
 		d.Meta = *m
 	}
-	if names := mode.FieldNames(); names != nil {
+	if names := fieldmodel.ModeFields(mode); names != nil {
 		for _, f := range t.fields {
 			if !slices.Contains(names, f) {
 				delete(d.Properties, f) // not sent: not sealed
@@ -483,7 +489,7 @@ func (t *Table[T]) fromDynamic(op string, d table.Dynamic) (T, error) {
 // of each encrypted field it names, so a value and its index are always
 // written together.
 func (t *Table[T]) mode(m table.Mode) (table.Mode, error) {
-	names := m.FieldNames()
+	names := fieldmodel.ModeFields(m)
 	if names == nil {
 		return m, nil // Merge, Replace, or an invalid Mode the core refuses
 	}
@@ -544,7 +550,7 @@ func (t *Table[T]) write(ctx context.Context, sp *obs.Span, name string, v *T, m
 	}
 	sp.SetPartition(d.PartitionKey)
 	res, err := send(d, m)
-	return res, table.MarkInvalid(ErrInvalid, err)
+	return res, invalid.Mark(ErrInvalid, err)
 }
 
 // Delete removes the entity if etag matches ([table.Table.Delete]:
@@ -553,7 +559,7 @@ func (t *Table[T]) write(ctx context.Context, sp *obs.Span, name string, v *T, m
 func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) (err error) {
 	ctx, sp := t.obs.Start(ctx, opDelete, t.tbl.Name(), partitionKey)
 	defer func() { sp.EndWrite(err, false) }()
-	return table.MarkInvalid(ErrInvalid, t.tbl.Delete(ctx, partitionKey, rowKey, etag))
+	return invalid.Mark(ErrInvalid, t.tbl.Delete(ctx, partitionKey, rowKey, etag))
 }
 
 // Get reads and decrypts one entity ([table.Table.Get]): one round trip.
@@ -564,7 +570,7 @@ func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *t
 	defer func() { sp.End(err) }()
 	e, err := t.tbl.Get(ctx, partitionKey, rowKey, opts)
 	if err != nil {
-		return table.Entity[T]{}, table.MarkInvalid(ErrInvalid, err)
+		return table.Entity[T]{}, invalid.Mark(ErrInvalid, err)
 	}
 	return t.entity(ctx, "get", e.Value)
 }
@@ -608,7 +614,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		if stopped != nil && errors.Is(err, stopped) {
 			return table.Entity[T]{}, err
 		}
-		return table.Entity[T]{}, table.MarkInvalid(ErrInvalid, err)
+		return table.Entity[T]{}, invalid.Mark(ErrInvalid, err)
 	}
 	if m := t.metaOf(&out); m != nil {
 		*m = written.Value.Meta // the version written, ready for a following Update
@@ -664,7 +670,7 @@ func (t *Table[T]) queryEntities(ctx context.Context, q *table.Query) iter.Seq2[
 			if err == nil {
 				v, err = t.entity(ctx, "query", e.Value)
 			}
-			if !yield(v, table.MarkInvalid(ErrInvalid, err)) || err != nil {
+			if !yield(v, invalid.Mark(ErrInvalid, err)) || err != nil {
 				return
 			}
 		}
@@ -684,7 +690,7 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (_ table.Page[
 	}
 	p, err := t.tbl.QueryPage(ctx, q)
 	if err != nil {
-		return table.Page[T]{}, table.MarkInvalid(ErrInvalid, err)
+		return table.Page[T]{}, invalid.Mark(ErrInvalid, err)
 	}
 	out := table.Page[T]{Items: make([]T, len(p.Items)), Next: p.Next}
 	for i, d := range p.Items {
@@ -721,11 +727,11 @@ func (t *Table[T]) UpdateOp(ctx context.Context, v T, etag azcore.ETag, mode tab
 func (t *Table[T]) op(ctx context.Context, name string, v *T, mode table.Mode, build func(table.Dynamic, table.Mode) table.Op) table.Op {
 	d, m, err := t.encrypt(ctx, name, v, mode)
 	if err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	op := build(d, m)
 	if op.Err() != nil {
-		return table.FailedOp(table.MarkInvalid(ErrInvalid, op.Err()))
+		return batchplan.Failed[table.Op](invalid.Mark(ErrInvalid, op.Err()))
 	}
 	return op
 }
@@ -734,7 +740,7 @@ func (t *Table[T]) op(ctx context.Context, name string, v *T, mode table.Mode, b
 // stored value is ciphertext, so the comparison would send the plaintext
 // to the service and match nothing.
 func (t *Table[T]) checkFilter(op string, f table.Filter) error {
-	for _, n := range f.Properties() {
+	for _, n := range fieldmodel.FilterProperties(f) {
 		if slices.Contains(t.fields, n) {
 			return &Error{Op: op, Table: t.tbl.Name(), Property: n, Err: fmt.Errorf("%w: %w: the filter compares an encrypted field, whose stored value is ciphertext (it would send the plaintext and match nothing): compare its blind index (Where)", ErrInvalid, table.ErrInvalidFilter)}
 		}

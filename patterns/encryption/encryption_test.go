@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/testrig"
 
@@ -317,8 +319,8 @@ func TestValidatedBeforeTheNetwork(t *testing.T) {
 		"index on RowKey":      index(encryption.Index{Field: "Email", Property: "RowKey"}),
 		"index on PK":          index(encryption.Index{Field: "Email", Property: "PartitionKey"}),
 		"index on Timestamp":   index(encryption.Index{Field: "Email", Property: "Timestamp"}),
-		"index on the history": index(encryption.Index{Field: "Email", Property: table.WriteProperty}),
-		"a reserved index":     index(encryption.Index{Field: "Email", Property: table.ReservedPropertyPrefix + "Email"}),
+		"index on the history": index(encryption.Index{Field: "Email", Property: reserved.WriteProperty}),
+		"a reserved index":     index(encryption.Index{Field: "Email", Property: reserved.PropertyPrefix + "Email"}),
 	} {
 		c := config{r.tbl, keysOf(t, "k1", "k1"), slices.Clone(secret), r.opts()}
 		change(&c)
@@ -345,7 +347,7 @@ func TestValidatedBeforeTheNetwork(t *testing.T) {
 		}
 	}
 	// Nor, in a property bag, a name tablekit keeps for itself.
-	for _, name := range []string{table.ReservedPropertyPrefix + "Secret", "PartitionKey", "not valid"} {
+	for _, name := range []string{reserved.PropertyPrefix + "Secret", "PartitionKey", "not valid"} {
 		if _, err := encryption.New[table.Dynamic](r.tbl, keysOf(t, "k1", "k1"), []string{name}, nil); !errors.Is(err, encryption.ErrInvalid) {
 			t.Errorf("Dynamic field %s: %v", name, err)
 		}

@@ -39,7 +39,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer cleanup()
-	tbl, err := table.New[table.Dynamic](c)
+	tbl, err := table.New[table.Dynamic](c, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func ExampleTable_Reencrypt() {
 		log.Fatal(err)
 	}
 	defer cleanup()
-	tbl, err := table.New[table.Dynamic](c)
+	tbl, err := table.New[table.Dynamic](c, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

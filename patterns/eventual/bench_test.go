@@ -42,7 +42,7 @@ func BenchmarkWorker(b *testing.B) {
 				retry.Default.ApplyTo(&qo.ClientOptions)
 				queue, poison := env.Queue(qo), env.Queue(qo)
 				tc := env.Table(table.ClientOptions())
-				tb, _ := table.New[table.Dynamic](tc)
+				tb, _ := table.New[table.Dynamic](tc, nil)
 				q, err := eventual.New(queue, poison, nil)
 				if err != nil {
 					b.Fatal(err)
@@ -155,7 +155,7 @@ func rawWorker(ctx context.Context, q *azqueue.QueueClient, tc *aztables.Client,
 
 // BenchmarkApplyCheck measures what Apply does before its first request:
 // checking a change of 99 inserts and one intent with the commit record
-// (table.Join, once), and making the intent's message. The test hook stops
+// (the core's batchplan.Join, once), and making the intent's message. The test hook stops
 // it at the reserve, so nothing is sent; allocs/op and B/op are the
 // metrics.
 func BenchmarkApplyCheck(b *testing.B) {
@@ -172,7 +172,7 @@ func BenchmarkApplyCheck(b *testing.B) {
 		}
 		return nil
 	})
-	tb, err := table.New[table.Dynamic](tc)
+	tb, err := table.New[table.Dynamic](tc, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/batchplan"
+	"github.com/tablekit/tablekit/internal/invalid"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -14,19 +16,20 @@ import (
 // ([table.Change]; see "Composing patterns" in package table), all or
 // none, on c's table (one of Options.Tables): their operations in one
 // entity group transaction, and their intents (Drafts) committed with it.
-// Without intents it is [table.Apply]: 1 round trip. With n intents it is
-// Commit: reserve, one transaction holding every change's ops and a
+// Without intents it is [table.Table.Apply]: 1 round trip. With n intents
+// it is Commit: reserve, one transaction holding every change's ops and a
 // commit record per intent, release: 2n+1 round trips, and the intents
 // run if and only if the transaction applied. Before anything is sent,
-// [table.Join] checks the changes with the commit records, once (one
-// partition, each entity once, the operations and bytes of one
-// transaction of the table's profile; an error names the change that
-// does not fit, and the records as "eventual (commit records)"), and
-// each intent must be a Draft of this package. A change's NotAfter bounds
-// the transaction's sending as it does for table.Apply. The error of a
-// failed transaction is the change's own explanation (Change.Explain)
-// when it has one. Like Commit's, an ErrCommitWindow means nothing
-// applied: make the changes again, with new Drafts.
+// the changes are checked once, with the commit records, as
+// table.Table.Apply checks its transaction (one partition, each entity
+// once, the operations and bytes of one transaction of the table's
+// profile; an error names the change that does not fit, and the records
+// as "eventual (commit records)"), and each intent must be a Draft of this
+// package. A change's NotAfter bounds the transaction's sending as it does
+// for table.Table.Apply. The error of a failed transaction is the change's
+// own explanation (Change.Explain) when it has one. Like Commit's, an
+// ErrCommitWindow means nothing applied: make the changes again, with new
+// Drafts.
 func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.Change) (res CommitResult, err error) {
 	ctx, sp := q.obs.Start(ctx, opApply, commitTable(q, c), firstPartition(changes))
 	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
@@ -48,10 +51,10 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 		}
 	}
 	if len(drafts) == 0 {
-		// table.Apply's transaction, checked there (table.Join), once.
+		// Table.Apply's transaction, checked there, once.
 		res, err := rt.Apply(ctx, changes...) // c's, with the Queue's profile
 		if err != nil && len(res.Ops) == 0 && errors.Is(err, table.ErrInvalid) {
-			err = fmt.Errorf("eventual: %w", table.MarkInvalid(ErrInvalid, err)) // refused before sending
+			err = fmt.Errorf("eventual: %w", invalid.Mark(ErrInvalid, err)) // refused before sending
 		}
 		return CommitResult{Batch: res, Released: true}, err
 	}
@@ -66,7 +69,7 @@ func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.
 	return res, tx.explained(err)
 }
 
-// changeName is how table.Join names the k-th change: its By, or
+// changeName is how the core's check names the k-th change: its By, or
 // "change k".
 func changeName(c table.Change, k int) string {
 	if c.By != "" {
@@ -80,7 +83,7 @@ func changeName(c table.Change, k int) string {
 func firstPartition(changes []table.Change) string {
 	for _, c := range changes {
 		if len(c.Ops) > 0 {
-			return c.Ops[0].PartitionKey()
+			return batchplan.PartitionKey(c.Ops[0])
 		}
 	}
 	return ""
@@ -95,7 +98,7 @@ func (q *Queue) recordsOf(c *aztables.Client) (*table.Table[record], error) {
 		return rt, nil
 	}
 	name := ""
-	if tb, err := table.New[table.Dynamic](c); err == nil {
+	if tb, err := table.New[table.Dynamic](c, nil); err == nil {
 		name = tb.Name()
 	}
 	if _, same := q.byName[name]; same {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -92,7 +93,7 @@ func TestApplyRefusals(t *testing.T) {
 }
 
 // Apply and Commit check a write once, before anything is sent: one
-// table.Join of the changes with the commit records (Apply used to join
+// batchplan.Join of the changes with the commit records (Apply used to join
 // the changes, then again with the records, and Commit's own checks ran a
 // third time); an Apply without intents leaves it to table.Apply's. The
 // refusals of TestApplyRefusals and TestValidation show every check kept.
@@ -107,7 +108,7 @@ func TestApplyChecksOnce(t *testing.T) {
 			names = append(names, fmt.Sprintf("%s %d", c.By, len(c.Ops)))
 		}
 		joins = append(joins, strings.Join(names, " + "))
-		return table.Join(p, changes...)
+		return batchplan.Join(p, changes...)
 	})
 	audit := table.Change{By: "audit", Ops: []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "audit-1"})}}
 	primary := table.Change{By: "orders", Ops: []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1", Email: "a@x", Total: 5})},

@@ -51,7 +51,7 @@
 //   - [Queue.Apply] is Commit for a write composed of several patterns'
 //     changes ([table.Change]: "Composing patterns" in package table): the
 //     changes' ops, checked together with the commit records by
-//     [table.Join], and their intents; without intents it is one
+//     [batchplan.Join], and their intents; without intents it is one
 //     [table.Apply] transaction.
 //
 // Payloads are JSON (encoding/json) inside a base64 envelope, so any text
@@ -108,7 +108,7 @@
 // # Commit records
 //
 // A commit record is a row in the primary's partition whose RowKey starts
-// with table.ReservedPrefix + "intent~" followed by the intent's ID, and
+// with reserved.Prefix + "intent~" followed by the intent's ID, and
 // which names the message Commit reserved. Queries of patterns/table skip
 // such rows, so they never reach an application's T. A record exists from
 // the primary's batch until the worker finishes the intent; Pending lists
@@ -288,7 +288,7 @@
 // on only by the message it names, or by any message once poisoned (see
 // Commit records); the only rows the worker itself writes or removes for a
 // message are commit records of the message's own id (RowKey
-// table.ReservedPrefix + "intent~" + id), in the named partition of one of
+// reserved.Prefix + "intent~" + id), in the named partition of one of
 // Options.Tables. Errors, log lines, events and stored errors carry no
 // shared access signature.
 //

@@ -110,8 +110,8 @@ func exampleSetup(ctx context.Context) (*table.Table[Customer], *table.Table[Ema
 			log.Fatal(err)
 		}
 	}
-	customers, _ := table.New[Customer](cc)
-	index, _ := table.New[EmailIndex](ic)
+	customers, _ := table.New[Customer](cc, nil)
+	index, _ := table.New[EmailIndex](ic, nil)
 	q, err := eventual.New(qsvc.NewQueueClient(queues[0]), qsvc.NewQueueClient(queues[1]), &eventual.Options{Tables: []*aztables.Client{cc}})
 	if err != nil {
 		log.Fatal(err)

@@ -17,7 +17,7 @@ func RecordOp(q *Queue, c *aztables.Client, pk string, d Draft) table.Op {
 	return recordOp(q.records[c], pk, d, "")
 }
 
-// SetJoin replaces table.Join, the one check of Commit's and Apply's
+// SetJoin replaces batchplan.Join, the one check of Commit's and Apply's
 // writes, for tests that count or inspect the checks.
 func SetJoin(q *Queue, join func(*table.Profile, ...table.Change) (table.Change, error)) {
 	q.join = join

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/keys"
-	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // MaxMessageSize is the longest message text a queue accepts (64 KiB of
@@ -201,7 +202,7 @@ func parseEnvelope(text string, count int64) (envelope, error) {
 	if c := e.Commit; c != nil {
 		// No Commit can target a reserved partition (every op's keys are
 		// refused there), so a reference to one is forged.
-		if c.Table == "" || c.PartitionKey == "" || keys.Validate(c.PartitionKey) != nil || strings.HasPrefix(c.PartitionKey, table.ReservedPrefix) {
+		if c.Table == "" || c.PartitionKey == "" || keys.Validate(c.PartitionKey) != nil || strings.HasPrefix(c.PartitionKey, reserved.Prefix) {
 			return e, fmt.Errorf("intent %s has a commit reference without a table, or with an invalid or reserved PartitionKey", e.ID)
 		}
 	}

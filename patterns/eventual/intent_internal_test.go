@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/internal/reserved"
 )
 
 // The recorded error fits its budget as JSON, however it escapes, so a
@@ -78,7 +78,7 @@ func TestParseEnvelope(t *testing.T) {
 		}),
 		"invalid partition":      with(func(e *envelope) { e.Commit = &commitRef{"t", "a/b"} }),
 		"empty partition":        with(func(e *envelope) { e.Commit = &commitRef{"t", ""} }),
-		"reserved partition":     with(func(e *envelope) { e.Commit = &commitRef{"t", table.ReservedPrefix + "ix!Last!Jones"} }),
+		"reserved partition":     with(func(e *envelope) { e.Commit = &commitRef{"t", reserved.Prefix + "ix!Last!Jones"} }),
 		"no table":               with(func(e *envelope) { e.Commit = &commitRef{"", "p"} }),
 		"abandoned too often":    with(func(e *envelope) { e.Abandoned = 2 }),
 		"negative abandon count": with(func(e *envelope) { e.Abandoned = -1 }),

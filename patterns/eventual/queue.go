@@ -7,6 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -28,7 +32,7 @@ import (
 // not fit one transaction (an invalid operation's error, such as a key
 // error matching [table.ErrInvalidKey], is wrapped in it). It also matches
 // [table.ErrInvalid].
-var ErrInvalid = table.NewErrInvalid("eventual: invalid request")
+var ErrInvalid = invalid.New("eventual: invalid request")
 
 // ErrCommitWindow is Commit's error when its primary batch was not sent
 // (or was refused) because the intent's reservation had ended: the commit
@@ -46,7 +50,7 @@ var ErrOutcomeUnknown = table.ErrOutcomeUnknown
 const DefaultCommitWindow = 30 * time.Second
 
 // recordPrefix starts the RowKey of a commit record (then the intent id).
-const recordPrefix = table.ReservedPrefix + "intent~"
+const recordPrefix = reserved.Prefix + "intent~"
 
 // Commit record states.
 const (
@@ -74,7 +78,7 @@ type Options struct {
 	// Profile is the table service of Tables, whose limits Commit and
 	// Apply check before anything is sent. Default (nil): each client's
 	// own, from its endpoint (table.ProfileFor); set it for a Cosmos DB
-	// account behind a proxy or a custom domain, as Table.WithProfile
+	// account behind a proxy or a custom domain, as table.Options.Profile
 	// does for a Table.
 	Profile *table.Profile
 	// CommitWindow is how long Commit's reserved message stays invisible
@@ -106,7 +110,8 @@ type Queue struct {
 	obs         *obs.Obs
 
 	hook func(step string) error // tests: a crash at a step boundary
-	// join is table.Join (nil), or a test's wrapper of it.
+	// join is the core's check of a transaction, batchplan.Join (nil), or
+	// a test's wrapper of it.
 	join func(*table.Profile, ...table.Change) (table.Change, error)
 }
 
@@ -138,12 +143,9 @@ func New(q, poison *azqueue.QueueClient, opts *Options) (*Queue, error) {
 		if c == nil {
 			return nil, fmt.Errorf("%w: a nil table client in Options.Tables", ErrInvalid)
 		}
-		rt, err := table.New[record](c)
+		rt, err := table.New(c, &table.Options[record]{Profile: o.Profile})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
-		if o.Profile != nil {
-			rt = rt.WithProfile(o.Profile)
 		}
 		rt = reserved.Table(rt) // commit records are reserved rows
 		if rt.Name() == "" {
@@ -351,8 +353,8 @@ const placeholderMessage = "00000000-0000-0000-0000-000000000000"
 
 // check validates changes with a commit record per draft as one entity
 // group transaction on rt's table, before anything is sent: the one check
-// of Commit and Apply, table.Join's (every op and intent valid, one
-// partition, each entity once, the operations and bytes of one
+// of Commit and Apply, the core's (batchplan.Join: every op and intent
+// valid, one partition, each entity once, the operations and bytes of one
 // transaction of the table's profile, the records counted and named
 // "eventual (commit records)").
 func (q *Queue) check(rt *table.Table[record], changes []table.Change, drafts []Draft) (transaction, error) {
@@ -365,15 +367,16 @@ func (q *Queue) check(rt *table.Table[record], changes []table.Change, drafts []
 		}
 		all = append(slices.Clip(changes), records)
 	} // else Join refuses the changes: records alone are no write
-	join := table.Join
+	join := batchplan.Join[table.Change, table.Profile]
 	if q.join != nil {
 		join = q.join
 	}
 	j, err := join(rt.Profile(), all...)
 	if err != nil {
-		return transaction{}, fmt.Errorf("eventual: %w", table.MarkInvalid(ErrInvalid, err))
+		return transaction{}, fmt.Errorf("eventual: %w", invalid.Mark(ErrInvalid, err))
 	}
-	return transaction{rt: rt, pk: pk, ops: j.Ops[:len(j.Ops)-len(drafts)], drafts: drafts, notAfter: j.NotAfter, by: j.By, explained: j.Explained}, nil
+	explained := func(err error) error { return batchplan.Explained(j, err) }
+	return transaction{rt: rt, pk: pk, ops: j.Ops[:len(j.Ops)-len(drafts)], drafts: drafts, notAfter: j.NotAfter, by: j.By, explained: explained}, nil
 }
 
 // commit sends tx, which check found valid: reserve, transaction, release.
@@ -618,5 +621,5 @@ func commitPartition(ops []table.Op) string {
 	if len(ops) == 0 {
 		return ""
 	}
-	return ops[0].PartitionKey()
+	return batchplan.PartitionKey(ops[0])
 }

@@ -113,7 +113,7 @@ func TestCosmosRuledOutCommitCannotApplyLate(t *testing.T) {
 		r.checkSettled(t, nil, []string{d.ID()}) // the worker ruled it out
 		// The batch Commit would have sent, arriving late.
 		late := table.Atomic(append(ops, eventual.RecordOp(r.q, r.orders.Client(), "c1", d))...)
-		res, err := table.Submit(ctx, r.orders.Client(), late, nil)
+		res, err := r.orders.Submit(ctx, late, nil)
 		if !errors.Is(err, table.ErrAlreadyExists) || res.Ops[0].Applied {
 			t.Fatalf("the late batch: %+v, %v; want it refused by the aborted record", res, err)
 		}
@@ -127,7 +127,7 @@ func TestCosmosRuledOutCommitCannotApplyLate(t *testing.T) {
 			t.Fatalf("Sweep younger than the window: %v, want ErrInvalid", err)
 		}
 		dyn := reserved.Table(testrig.NewTable[table.Dynamic](t, r.orders.Client()))
-		rec, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil)
+		rec, err := dyn.Get(ctx, "c1", reserved.Prefix+"intent~"+d.ID(), nil)
 		if err != nil || rec.Value.Properties["State"] != "aborted" {
 			t.Fatalf("the aborted record: %+v, %v", rec, err)
 		}
@@ -143,7 +143,7 @@ func TestCosmosRuledOutCommitCannotApplyLate(t *testing.T) {
 		if n, err := r.q.Sweep(ctx, r.orders.Client(), &eventual.SweepOptions{OlderThan: 2 * time.Second}); n != (eventual.Swept{Records: 1}) || err != nil {
 			t.Fatalf("Sweep: %+v, %v; want the 1 aborted record", n, err)
 		}
-		if _, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil); !errors.Is(err, table.ErrNotFound) {
+		if _, err := dyn.Get(ctx, "c1", reserved.Prefix+"intent~"+d.ID(), nil); !errors.Is(err, table.ErrNotFound) {
 			t.Fatalf("the aborted record after Sweep: %v", err)
 		}
 		how := "a filtered scan of aborted records older than the cutoff"
@@ -175,7 +175,7 @@ func TestWorkerCrashPoints(t *testing.T) {
 				// And its record is missing: the worker will write an
 				// aborted one, and crashes before.
 				dyn := reserved.Table(testrig.NewTable[table.Dynamic](t, r.orders.Client()))
-				if err := dyn.Delete(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), "*"); err != nil {
+				if err := dyn.Delete(ctx, "c1", reserved.Prefix+"intent~"+d.ID(), "*"); err != nil {
 					t.Fatal(err)
 				}
 				if err := r.orders.Delete(ctx, "c1", "o1", "*"); err != nil {
@@ -287,7 +287,7 @@ func TestLostReserveIsNotApplied(t *testing.T) {
 	}
 	r.checkSettled(t, nil, []string{d.ID()}) // every reservation dropped, none run
 	dyn := reserved.Table(testrig.NewTable[table.Dynamic](t, r.orders.Client()))
-	rec, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil)
+	rec, err := dyn.Get(ctx, "c1", reserved.Prefix+"intent~"+d.ID(), nil)
 	if err != nil || rec.Value.Properties["State"] != "aborted" {
 		t.Fatalf("the commit record after the worker: %+v, %v; want an aborted one", rec, err)
 	}

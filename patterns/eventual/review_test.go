@@ -84,7 +84,7 @@ func TestPoisonKeepsAbortedRecords(t *testing.T) {
 		t.Fatalf("%d failed drops, %d poisoned; want the drop to fail, then a poisoning", dropped.Load(), poisoned.Load())
 	}
 	dyn := reserved.Table(testrig.NewTable[table.Dynamic](t, r.orders.Client()))
-	rec, err := dyn.Get(ctx, "c1", table.ReservedPrefix+"intent~"+d.ID(), nil)
+	rec, err := dyn.Get(ctx, "c1", reserved.Prefix+"intent~"+d.ID(), nil)
 	if err != nil || rec.Value.Properties["State"] != "aborted" {
 		t.Fatalf("the record: %+v, %v; want it still aborted", rec.Value.Properties, err)
 	}

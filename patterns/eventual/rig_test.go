@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
@@ -259,7 +261,7 @@ func (r *rig) leftovers(t *testing.T) (records int, messages int32) {
 	t.Helper()
 	ctx := context.Background()
 	dyn := testrig.NewTable[table.Dynamic](t, r.orders.Client())
-	rows, err := table.Collect(dyn.Query(ctx, &table.Query{Filter: table.RowKeyRange(table.ReservedPrefix, table.ReservedPrefix+"\x7f"), IncludeReserved: true}))
+	rows, err := table.Collect(dyn.Query(ctx, &table.Query{Filter: table.RowKeyRange(reserved.Prefix, reserved.Prefix+"\x7f"), IncludeReserved: true}))
 	if err != nil {
 		t.Fatal(err)
 	}

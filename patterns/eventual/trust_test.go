@@ -223,7 +223,7 @@ func TestForgedCommitReferences(t *testing.T) {
 		t.Fatalf("Commit: %v", err)
 	}
 	dyn := reserved.Table(testrig.NewTable[table.Dynamic](t, r.orders.Client()))
-	recKey := func(id string) string { return table.ReservedPrefix + "intent~" + id }
+	recKey := func(id string) string { return reserved.Prefix + "intent~" + id }
 	before, err := dyn.Get(ctx, "c1", recKey(d.ID()), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func BenchmarkLookup(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("entities=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			employees, err := table.New[Employee](tabletest.New(b).Table(nil))
+			employees, err := table.New[Employee](tabletest.New(b).Table(nil), nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func BenchmarkContention(b *testing.B) {
 		for _, jitter := range []string{"guide", "full"} {
 			b.Run(fmt.Sprintf("writers=%d/jitter=%s", writers, jitter), func(b *testing.B) {
 				ctx := context.Background()
-				employees, err := table.New[Employee](tabletest.New(b).Table(nil))
+				employees, err := table.New[Employee](tabletest.New(b).Table(nil), nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -188,7 +188,7 @@ func BenchmarkContentionBurst(b *testing.B) {
 		for _, jitter := range []string{"guide", "full"} {
 			b.Run(fmt.Sprintf("writers=%d/jitter=%s", writers, jitter), func(b *testing.B) {
 				ctx := context.Background()
-				employees, err := table.New[Employee](tabletest.New(b).Table(nil))
+				employees, err := table.New[Employee](tabletest.New(b).Table(nil), nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -54,7 +54,7 @@
 // '/', sorted: the entity's RowKey in the same-partition store,
 // keys.Join(PartitionKey, RowKey) in the others. Neither can contain '/'
 // (the service refuses it in keys), so the encoding needs no escaping.
-// Their keys start with KeyPrefix, which starts with table.ReservedPrefix:
+// Their keys start with KeyPrefix, which starts with reserved.Prefix:
 //
 //	same partition      PartitionKey = the entity's, RowKey = keys.Join(KeyPrefix, Name, value)
 //	another partition   PartitionKey = keys.Join(KeyPrefix, Name, value), RowKey = KeyPrefix
@@ -69,12 +69,12 @@
 // Checked before the network: keys and values as the table package checks
 // them; keys this package cannot take (ErrInvalid and
 // table.ErrInvalidKey): an empty PartitionKey, keys under
-// table.ReservedPrefix (an entity there could take the place of an index
+// reserved.Prefix (an entity there could take the place of an index
 // entity), a value whose index key (or blob name) would pass 1,024
 // characters; New's name, value function and Options (ErrInvalid). One
 // index entity holds at most 1 MiB as the service counts it (strings at 2
 // bytes a character), less the room kept for the core's write history
-// (table.WriteProperty, so that lost responses stay verifiable): 74,853
+// (reserved.WriteProperty, so that lost responses stay verifiable): 74,853
 // ids of 6 characters, 8,589 of 60. In the same-partition store, a write whose list would pass that is
 // refused after the read and before its transaction, with
 // table.ErrTooLarge naming the blob store; in another partition or table,
@@ -143,7 +143,7 @@
 // its list properties are strings, a blob is UTF-8 text of at most
 // MaxBlobSize (a larger one is refused before it is read past, whatever
 // size it declares), and every id is that of an entity the Index accepts
-// (valid keys, a PartitionKey, neither key under table.ReservedPrefix). In
+// (valid keys, a PartitionKey, neither key under reserved.Prefix). In
 // the same-partition store an id is a RowKey of the list's own partition,
 // so a list can name no entity elsewhere; in the eventual stores it may
 // name any partition of the entities' table (the lists are

@@ -28,7 +28,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer cleanup()
-	employees, err := table.New[Employee](c)
+	employees, err := table.New[Employee](c, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func Example_blob() {
 	}
 	defer func() { _, _ = bsvc.DeleteContainer(ctx, lists, nil) }()
 
-	employees, err := table.New[Employee](tc)
+	employees, err := table.New[Employee](tc, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

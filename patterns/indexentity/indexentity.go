@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -25,13 +29,13 @@ var (
 	// PartitionKey, a missing ETag (also [table.ErrNoETag]), and keys this
 	// package cannot take (also [table.ErrInvalidKey]): keys the service
 	// would refuse, an empty PartitionKey, keys under
-	// [table.ReservedPrefix] (the rows patterns keep, index entities among
+	// [reserved.Prefix] (the rows patterns keep, index entities among
 	// them), a value whose index key or blob name would be too long. It
 	// matches [table.ErrInvalid]. Values the service would refuse are the
 	// table package's other sentinels (which match table.ErrInvalid too);
 	// a list too large for an index entity, or for MaxBlobSize, is
 	// [table.ErrTooLarge].
-	ErrInvalid = table.NewErrInvalid("indexentity: invalid request")
+	ErrInvalid = invalid.New("indexentity: invalid request")
 	// ErrCorrupt: a list read back is not one this Index writes: an index
 	// entity or blob holding an id that is not the id of an entity this
 	// Index accepts (see the package documentation's Trust), a list
@@ -53,9 +57,9 @@ const MaxBlobSize = 256 << 20
 // entity in the same-partition store (keys.Join(KeyPrefix, Name, value)),
 // and both keys of one in another table or partition (PartitionKey
 // keys.Join(KeyPrefix, Name, value), RowKey KeyPrefix). It starts with
-// table.ReservedPrefix, so typed queries skip index entities and they
+// reserved.Prefix, so typed queries skip index entities and they
 // never decode into an application's T.
-const KeyPrefix = table.ReservedPrefix + "ix"
+const KeyPrefix = reserved.Prefix + "ix"
 
 // Options configures an Index. A nil *Options means defaults: the
 // same-partition store. Where the lists live is chosen by Table and Blobs:
@@ -184,7 +188,7 @@ func New[T any](tbl *table.Table[T], name string, value func(*T) string, opts *O
 		x.conc = 8
 	}
 	var err error
-	if x.ent, err = table.New[table.Dynamic](tbl.Client()); err != nil {
+	if x.ent, err = table.New[table.Dynamic](tbl.Client(), nil); err != nil {
 		return nil, keyErr(err)
 	}
 	switch {
@@ -192,7 +196,7 @@ func New[T any](tbl *table.Table[T], name string, value func(*T) string, opts *O
 		return nil, fmt.Errorf("%w: give Options.Table or Options.Blobs, not both", ErrInvalid)
 	case opts.Table != nil:
 		x.store = otherTable
-		if x.ix, err = table.New[table.Dynamic](opts.Table); err != nil {
+		if x.ix, err = table.New[table.Dynamic](opts.Table, nil); err != nil {
 			return nil, keyErr(err) // a nil Options.Table client is invalid
 		}
 		x.ix = reserved.Table(x.ix) // index entities are reserved rows
@@ -257,11 +261,11 @@ func (x *Index[T]) blobName(value string) (string, error) {
 
 // checkKeys checks the keys of an entity this Index writes, or reads by an
 // id from a list: valid keys with a PartitionKey, neither under
-// table.ReservedPrefix (the rows patterns keep, index entities among
+// reserved.Prefix (the rows patterns keep, index entities among
 // them). Its errors match ErrInvalid and table.ErrInvalidKey.
 func checkKeys(pk, rk string) error {
-	if err := table.CheckKeys(pk, rk); err != nil {
-		return fmt.Errorf("indexentity: %w", table.MarkInvalid(ErrInvalid, err))
+	if err := fieldmodel.CheckKeys(pk, rk); err != nil {
+		return fmt.Errorf("indexentity: %w", invalid.Mark(ErrInvalid, err))
 	}
 	return nil
 }
@@ -272,7 +276,7 @@ func keyErr(err error) error {
 	if err == nil || !errors.Is(err, table.ErrInvalid) || errors.Is(err, ErrInvalid) {
 		return err
 	}
-	return fmt.Errorf("indexentity: %w", table.MarkInvalid(ErrInvalid, err))
+	return fmt.Errorf("indexentity: %w", invalid.Mark(ErrInvalid, err))
 }
 
 // idOf is how entity (pk, rk) appears in a list.

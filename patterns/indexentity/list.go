@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -27,10 +29,10 @@ import (
 const ListProperty = "Ids"
 
 // stampReserve is the room an index entity keeps for the core's write
-// history (table.WriteProperty: its name and at most HistoryLength
+// history (reserved.WriteProperty: its name and at most HistoryLength
 // identities of 11 characters and a comma), so that the history always
 // fits and a lost response to a write of the index entity can be verified.
-var stampReserve = 8 + 2*len(table.WriteProperty) + 4 + 2*table.HistoryLength*12
+var stampReserve = 8 + 2*len(reserved.WriteProperty) + 4 + 2*reserved.HistoryLength*12
 
 // listProperties returns the properties of an index entity with keys
 // (pk, rk) holding ids (sorted), or an error wrapping table.ErrTooLarge

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -26,7 +28,7 @@ import (
 // TestKeyErrors: every invalid key matches both ErrInvalid and
 // table.ErrInvalidKey, and nothing is sent: keys the service refuses, an
 // empty PartitionKey, a value too long for its index key, and keys under
-// table.ReservedPrefix, such as an application RowKey equal to an index
+// reserved.Prefix, such as an application RowKey equal to an index
 // entity's, which would otherwise be accepted and then overwritten by the
 // index entity.
 func TestKeyErrors(t *testing.T) {
@@ -41,7 +43,7 @@ func TestKeyErrors(t *testing.T) {
 		"Insert, RowKey with /":            second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "a/b", LastName: "Jones"})),
 		"Insert, empty PartitionKey":       second(f.idx.Insert(ctx, Employee{ID: "1", LastName: "Jones"})),
 		"Insert, an index entity's RowKey": second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: ixKey, LastName: "Jones"})),
-		"Insert, a reserved PartitionKey":  second(f.idx.Insert(ctx, Employee{Department: table.ReservedPrefix + "x", ID: "1", LastName: "Jones"})),
+		"Insert, a reserved PartitionKey":  second(f.idx.Insert(ctx, Employee{Department: reserved.Prefix + "x", ID: "1", LastName: "Jones"})),
 		"Insert, value too long":           second(f.idx.Insert(ctx, Employee{Department: "Sales", ID: "1", LastName: long})),
 		"Update, an index entity's RowKey": second(f.idx.Update(ctx, Employee{Department: "Sales", ID: ixKey, LastName: "Smith"}, azcore.ETagAny)),
 		"Update, RowKey with #":            second(f.idx.Update(ctx, Employee{Department: "Sales", ID: "a#b", LastName: "Smith"}, azcore.ETagAny)),
@@ -62,7 +64,7 @@ func TestKeyErrors(t *testing.T) {
 
 // TestPlantedListsRefused: a list read back is followed only if it is one
 // this Index writes: every id the id of an entity it accepts (valid keys,
-// none under table.ReservedPrefix); in the same-partition store a RowKey
+// none under reserved.Prefix); in the same-partition store a RowKey
 // of the list's own partition, in the others an entity of any partition
 // (the lookups are organisation-wide, and a lookup given a PartitionKey
 // returns only that partition's ids). A planted list is ErrCorrupt, never

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -20,14 +22,14 @@ type entry struct {
 }
 
 // prepare checks v as tbl would write it and computes its keys and value.
-// Keys under table.ReservedPrefix are refused (checkKeys): such an entity
+// Keys under reserved.Prefix are refused (checkKeys): such an entity
 // could take the place of an index entity.
 func (x *Index[T]) prepare(v T) (entry, error) {
 	o := x.tbl.InsertOp(v) // the keys, and every limit checked
 	if err := o.Err(); err != nil {
 		return entry{}, keyErr(err)
 	}
-	if err := checkKeys(o.PartitionKey(), o.RowKey()); err != nil {
+	if err := checkKeys(batchplan.PartitionKey(o), batchplan.RowKey(o)); err != nil {
 		return entry{}, err
 	}
 	d, err := table.ToDynamic(v)
@@ -35,7 +37,7 @@ func (x *Index[T]) prepare(v T) (entry, error) {
 		return entry{}, err
 	}
 	d.Meta = table.Meta{}
-	d.PartitionKey, d.RowKey = o.PartitionKey(), o.RowKey()
+	d.PartitionKey, d.RowKey = batchplan.PartitionKey(o), batchplan.RowKey(o)
 	e := entry{d: d, pk: d.PartitionKey, rk: d.RowKey, value: x.value(&v)}
 	if err := x.checkValue(e.pk, e.value); err != nil {
 		return entry{}, err
@@ -275,7 +277,7 @@ func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 	if etag == "" {
 		return fmt.Errorf("%w: delete: %w", ErrInvalid, table.ErrNoETag)
 	}
-	if err := table.DeleteOp(partitionKey, rowKey, etag).Err(); err != nil {
+	if err := x.tbl.DeleteOp(partitionKey, rowKey, etag).Err(); err != nil {
 		return keyErr(err) // the keys, checked before the network
 	}
 	if err := checkKeys(partitionKey, rowKey); err != nil {
@@ -286,7 +288,7 @@ func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 		if err != nil {
 			return Result{}, err
 		}
-		eop := table.DeleteOp(partitionKey, rowKey, cur.ETag)
+		eop := x.tbl.DeleteOp(partitionKey, rowKey, cur.ETag)
 		if x.store != samePartition {
 			return x.commitOnce(ctx, eop, etag, change{partitionKey, rowKey, []string{old}})
 		}

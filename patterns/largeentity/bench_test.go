@@ -109,7 +109,7 @@ func BenchmarkLarge4MiB(b *testing.B) {
 	env := tabletest.New(b)
 	tc := env.Table(nil)
 	blobs := env.Container(nil)
-	tbl, _ := table.New[table.Dynamic](tc)
+	tbl, _ := table.New[table.Dynamic](tc, nil)
 	type employee struct {
 		PartitionKey, RowKey string
 		Name                 string

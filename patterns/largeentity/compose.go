@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/prefetch"
@@ -72,7 +74,7 @@ func (s *Store[T]) DeleteOps(ctx context.Context, pk, rk string, etag azcore.ETa
 	}
 	op := s.tbl.DeleteOp(pk, rk, etag)
 	if err := op.Err(); err != nil {
-		return table.Change{}, fmt.Errorf("largeentity: delete: %w", table.MarkInvalid(ErrInvalid, err))
+		return table.Change{}, fmt.Errorf("largeentity: delete: %w", invalid.Mark(ErrInvalid, err))
 	}
 	return table.Change{By: s.by(), Ops: []table.Op{op}}, nil
 }

@@ -38,7 +38,7 @@ func TestInsertOpsJoinsATransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.trips(t, "InsertOps", 0, 1)
-	if _, err := table.Apply(ctx, f.tbl.Client(), ch, table.Change{By: "notes", Ops: []table.Op{notes.InsertOp(note{Department: "Sales", Key: "n1", Text: "hired"})}}); err != nil {
+	if _, err := f.tbl.Apply(ctx, ch, table.Change{By: "notes", Ops: []table.Op{notes.InsertOp(note{Department: "Sales", Key: "n1", Text: "hired"})}}); err != nil {
 		t.Fatal(err)
 	}
 	f.trips(t, "Apply", 1, 0)
@@ -51,7 +51,7 @@ func TestInsertOpsJoinsATransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := table.Apply(ctx, f.tbl.Client(), ch); !errors.Is(err, table.ErrAlreadyExists) {
+	if _, err := f.tbl.Apply(ctx, ch); !errors.Is(err, table.ErrAlreadyExists) {
 		t.Fatalf("Apply of an existing id: %v", err)
 	}
 	if o := f.orphans(t); len(o) != 1 {
@@ -74,7 +74,7 @@ func TestInsertOpsJoinsATransaction(t *testing.T) {
 	}
 	ch.NotAfter = time.Now().Add(-time.Second) // the real clock: as if half of Grace had passed
 	f.reset()
-	if _, err := table.Apply(ctx, f.tbl.Client(), ch); !errors.Is(err, table.ErrNotApplied) {
+	if _, err := f.tbl.Apply(ctx, ch); !errors.Is(err, table.ErrNotApplied) {
 		t.Fatalf("Apply past NotAfter: %v", err)
 	}
 	f.trips(t, "Apply past NotAfter", 0, 0)
@@ -98,7 +98,7 @@ func TestUpdateAndDeleteOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ar, err := table.Apply(ctx, f.tbl.Client(), ch)
+	ar, err := f.tbl.Apply(ctx, ch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestUpdateAndDeleteOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := table.Apply(ctx, f.tbl.Client(), del); err != nil {
+	if _, err := f.tbl.Apply(ctx, del); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, "Sales", "1", nil); !errors.Is(err, table.ErrNotFound) {

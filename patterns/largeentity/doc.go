@@ -26,7 +26,7 @@
 //	staff, err := largeentity.New[Employee](tbl, photos, nil)
 //
 // T is a struct stored as by table.Table[T] (its field model is
-// [table.FieldsOf]). A value's keys are those of T's key fields, or what
+// [fieldmodel.Of]). A value's keys are those of T's key fields, or what
 // Options.Keys computes: Insert and Update take the value, and Get,
 // Modify and Delete the keys; reads return a [Entity], the core's
 // [table.Entity] (keys, ETag, value) with the blobs it points at, and
@@ -44,7 +44,7 @@
 // chosen values go too. An offloaded property P is replaced by the
 // reserved property TkBlobP (PointerPrefix + P) holding
 // {"blob":name,"size":n,"sha256":hex}; like every name under
-// table.ReservedPropertyPrefix, T may not use it (nor may its extra map
+// reserved.PropertyPrefix, T may not use it (nor may its extra map
 // write one). Reads resolve the pointers of every []byte, string and json
 // field of T, whatever the Options that wrote them, except Prefix: every
 // Store of a table must use the same Prefix (see Trust). A value holds at

@@ -48,7 +48,7 @@ func Example() {
 		FirstName, LastName string
 		Photo               []byte `largeentity:"offload"`
 	}
-	tbl, err := table.New[table.Dynamic](c)
+	tbl, err := table.New[table.Dynamic](c, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

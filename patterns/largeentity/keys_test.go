@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -77,7 +79,7 @@ func TestKeys(t *testing.T) {
 }
 
 // TestReservedNamesInExtra: T's extra map cannot write a property under
-// table.ReservedPropertyPrefix (a forged pointer, or any other), although
+// reserved.PropertyPrefix (a forged pointer, or any other), although
 // the Store writes through a view that may: refused before the network.
 func TestReservedNamesInExtra(t *testing.T) {
 	t.Parallel()
@@ -90,7 +92,7 @@ func TestReservedNamesInExtra(t *testing.T) {
 	}
 	s := newStore[open](t, f, nil)
 	f.reset()
-	for _, name := range []string{largeentity.PointerPrefix + "Photo", largeentity.PointerPrefix + "CV", table.ReservedPropertyPrefix + "Other"} {
+	for _, name := range []string{largeentity.PointerPrefix + "Photo", largeentity.PointerPrefix + "CV", reserved.PropertyPrefix + "Other"} {
 		v := open{PartitionKey: "p", RowKey: "1", Photo: []byte("x"), More: map[string]any{name: `{"blob":"elsewhere","size":1,"sha256":"00"}`}}
 		invalid(t, name+" in Insert", second(s.Insert(ctx, v)), table.ErrInvalidEntity)
 		invalid(t, name+" in Update", second(s.Update(ctx, v, azcore.ETagAny)), table.ErrInvalidEntity)

@@ -13,6 +13,10 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
@@ -34,9 +38,9 @@ const (
 	// PointerPrefix starts the name of the reserved property that holds
 	// the pointer of an offloaded value: property Photo's blob is named in
 	// property TkBlobPhoto, as JSON {"blob":name,"size":n,"sha256":hex}.
-	// It is under table.ReservedPropertyPrefix, which T's property names
+	// It is under reserved.PropertyPrefix, which T's property names
 	// may not use.
-	PointerPrefix = table.ReservedPropertyPrefix + "Blob"
+	PointerPrefix = reserved.PropertyPrefix + "Blob"
 	// Tag is the struct tag that chooses a field to offload:
 	// `largeentity:"offload"` offloads values over Options.Threshold,
 	// `largeentity:"always"` every non-empty value.
@@ -55,14 +59,14 @@ const (
 var (
 	// ErrInvalid is the sentinel for a request rejected before the
 	// network: a nil table or container, bad Options, a field that cannot
-	// be offloaded, a property name under table.ReservedPropertyPrefix, a
+	// be offloaded, a property name under reserved.PropertyPrefix, a
 	// T without keys (no key fields, no Options.Keys) on a write, an
 	// entity the table package would refuse (also its sentinel:
 	// table.ErrInvalidEntity, table.ErrTooLarge), a value larger than
 	// MaxValueSize (also table.ErrTooLarge), and keys the service would
 	// refuse or that this package cannot take, an empty PartitionKey
 	// among them (also table.ErrInvalidKey). It matches table.ErrInvalid.
-	ErrInvalid = table.NewErrInvalid("largeentity: invalid request")
+	ErrInvalid = invalid.New("largeentity: invalid request")
 	// ErrCorrupt: an offloaded value could not be read as its entity
 	// describes it: the blob's content does not have the recorded SHA-256
 	// or size, the blob is missing while the entity still points at it,
@@ -87,7 +91,7 @@ var (
 type Options[T any] struct {
 	// Keys returns the keys an entity is stored under, as table.WithKeys
 	// does for a table: for a T without key fields, or keys computed
-	// from other fields. Default: T's key fields ([table.KeysOf]). A
+	// from other fields. Default: T's key fields ([fieldmodel.KeysOf]). A
 	// Store whose T has neither can read (Get, Range) and Delete, but its
 	// writes fail with ErrInvalid.
 	Keys func(*T) (pk, rk string)
@@ -140,7 +144,7 @@ type Options[T any] struct {
 type Store[T any] struct {
 	tbl       *table.Table[table.Dynamic]
 	blobs     *container.Client
-	keys      func(*T) (pk, rk string) // table.KeyFunc; nil: keysErr
+	keys      func(*T) (pk, rk string) // fieldmodel.KeyFunc; nil: keysErr
 	keysErr   error
 	extra     bool // T has an extra map: its names are checked on writes
 	prefix    string
@@ -221,7 +225,7 @@ type GetOptions struct {
 // a nil opts means defaults. It sends nothing. It fails with ErrInvalid
 // for a nil table or container, bad Options, a chosen field that is not a
 // []byte, string or `table:",json"` field, a property named under
-// table.ReservedPropertyPrefix, or a T the table package cannot store
+// reserved.PropertyPrefix, or a T the table package cannot store
 // (also that package's error). Writes take an entity's keys from T's key
 // fields, or from Options.Keys; reads fill T's key fields with the
 // entity's keys and its Meta with the ETag and Timestamp.
@@ -239,7 +243,7 @@ func New[T any](tbl *table.Table[table.Dynamic], blobs *container.Client, opts *
 	}
 	s := &Store[T]{tbl: reserved.Properties(tbl), blobs: blobs, prefix: o.Prefix, threshold: o.Threshold, conc: o.Concurrency,
 		grace: o.Grace, retry: retry.Default, now: o.Now, readable: map[string]*field{}, obs: obs.New((*obs.Config)(o.Telemetry))}
-	s.keys, s.keysErr = table.KeyFunc(o.Keys)
+	s.keys, s.keysErr = fieldmodel.KeyFunc(o.Keys)
 	if s.prefix == "" {
 		s.prefix = tbl.Name()
 	}
@@ -292,12 +296,12 @@ func checkPrefix(p string) error {
 }
 
 // addFields reads T's fields as the table codec maps them
-// ([table.FieldsOf]), records the []byte, string and json properties a
+// ([fieldmodel.Of]), records the []byte, string and json properties a
 // read can resolve, chooses those tagged or named in Options.Fields, and
 // takes T's keys from its key fields unless Options.Keys gives them.
 func (s *Store[T]) addFields(names []string) error {
 	typ := reflect.TypeFor[T]()
-	fields, err := table.FieldsOf[T]()
+	fields, err := fieldmodel.Of[T]()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -310,10 +314,10 @@ func (s *Store[T]) addFields(names []string) error {
 		name := tf.Property
 		f := &field{name: name, index: tf.Index, typ: tf.Type}
 		switch {
-		case tf.Role == table.ExtraField:
+		case tf.Role == fieldmodel.Extra:
 			s.extra = true
 			name = tf.Name
-		case tf.Role != table.PropertyField:
+		case tf.Role != fieldmodel.Property:
 			name = tf.Name
 		case tf.JSON:
 			f.kind = kJSON
@@ -322,8 +326,8 @@ func (s *Store[T]) addFields(names []string) error {
 		case tf.Type.Kind() == reflect.String && !tf.GUID:
 			f.kind = kString
 		}
-		if tf.Role == table.PropertyField {
-			if err := table.ValidPropertyName(name); err != nil {
+		if tf.Role == fieldmodel.Property {
+			if err := fieldmodel.ValidName(name); err != nil {
 				return fmt.Errorf("%w: %v.%s: %w", ErrInvalid, typ, tf.Name, err)
 			}
 		}
@@ -337,7 +341,7 @@ func (s *Store[T]) addFields(names []string) error {
 			return fmt.Errorf("%w: %v.%s: only []byte, string and `table:\",json\"` fields can be offloaded", ErrInvalid, typ, tf.Name)
 		case f.kind == 0:
 			continue
-		case len(PointerPrefix)+len(name) > table.MaxPropertyNameLength:
+		case len(PointerPrefix)+len(name) > fieldmodel.MaxNameLength:
 			if choose {
 				return fmt.Errorf("%w: %v.%s: property name %q is too long for its pointer property", ErrInvalid, typ, tf.Name, name)
 			}
@@ -358,7 +362,7 @@ func (s *Store[T]) addFields(names []string) error {
 // keysOf returns the keys v is stored under, checked as checkKeys does.
 func (s *Store[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 	if s.keys == nil {
-		return "", "", fmt.Errorf("largeentity: %s: %w", op, table.MarkInvalid(ErrInvalid, s.keysErr))
+		return "", "", fmt.Errorf("largeentity: %s: %w", op, invalid.Mark(ErrInvalid, s.keysErr))
 	}
 	pk, rk = s.keys(v)
 	return pk, rk, checkKeys(op, pk, rk)
@@ -414,8 +418,8 @@ func isHex(s string, n int) bool {
 // checkKeys validates the keys before the network. Its errors match
 // ErrInvalid and table.ErrInvalidKey.
 func checkKeys(op, pk, rk string) error {
-	if err := table.CheckKeys(pk, rk); err != nil {
-		return fmt.Errorf("largeentity: %s: %w", op, table.MarkInvalid(ErrInvalid, err))
+	if err := fieldmodel.CheckKeys(pk, rk); err != nil {
+		return fmt.Errorf("largeentity: %s: %w", op, invalid.Mark(ErrInvalid, err))
 	}
 	return nil
 }

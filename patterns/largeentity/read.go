@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -287,7 +289,7 @@ func (s *Store[T]) RangePage(ctx context.Context, pk, from, to string, cursor ta
 	}
 	rows, err := s.tbl.QueryPage(ctx, q)
 	if err != nil {
-		return table.Page[Entity[T]]{}, table.MarkInvalid(ErrInvalid, err)
+		return table.Page[Entity[T]]{}, invalid.Mark(ErrInvalid, err)
 	}
 	page := table.Page[Entity[T]]{Next: rows.Next}
 	for it, err := range prefetch.Map(ctx, prefetch.Slice(rows.Items), s.conc, s.rangeOne(pk, q.Select)) {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/internal/prefetch"
@@ -140,7 +142,7 @@ func (s *Store[T]) owner(item *container.BlobItem) (pk, rk, prop string, ok bool
 	// Anyone can compute a name's hash: metadata naming keys no entity of
 	// this Store can have (reserved or invalid ones) or a property no
 	// pointer can name is not this Store's, and must not stop the sweep.
-	if table.CheckKeys(pk, rk) != nil || table.ValidPropertyName(prop) != nil {
+	if fieldmodel.CheckKeys(pk, rk) != nil || fieldmodel.ValidName(prop) != nil {
 		return "", "", "", false
 	}
 	return pk, rk, prop, true

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
@@ -196,8 +198,8 @@ func TestKeyErrorsMatchErrInvalid(t *testing.T) {
 		"Get":                        second(s.Get(ctx, "", "1", nil)),
 		"Modify":                     second(s.Modify(ctx, "Sales\x01", "1", func(*Employee) error { return nil })),
 		"Delete":                     s.Delete(ctx, "Sales", "a?b", azcore.ETagAny),
-		"Get, a reserved RowKey":     second(s.Get(ctx, "Sales", table.ReservedPrefix+"x", nil)),
-		"Delete, a reserved key":     s.Delete(ctx, table.ReservedPrefix+"x", "1", azcore.ETagAny),
+		"Get, a reserved RowKey":     second(s.Get(ctx, "Sales", reserved.Prefix+"x", nil)),
+		"Delete, a reserved key":     s.Delete(ctx, reserved.Prefix+"x", "1", azcore.ETagAny),
 	}
 	for _, err := range s.Range(ctx, "", "", "", nil) {
 		errs["Range, empty PartitionKey"] = err
@@ -344,7 +346,7 @@ func TestSweepSkipsPlantedMetadata(t *testing.T) {
 		}
 		return name
 	}
-	planted := []string{plant(table.ReservedPrefix+"x", "1", "Photo"), plant("Sales", "2", "not a name")}
+	planted := []string{plant(reserved.Prefix+"x", "1", "Photo"), plant("Sales", "2", "not a name")}
 	f.clock.Advance(2 * largeentity.DefaultGrace)
 	sr, err := s.Sweep(ctx)
 	if err != nil || sr.Deleted != 1 || sr.Skipped < 2 {

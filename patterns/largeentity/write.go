@@ -11,6 +11,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -55,7 +59,7 @@ func (s *Store[T]) plan(op string, v T) (plan, error) {
 // planAt is plan under keys (pk, rk), checked by the caller. A field of
 // keep that is empty in v keeps that blob: its pointer, not its value.
 func (s *Store[T]) planAt(op string, v T, pk, rk string, keep map[string]Blob) (plan, error) {
-	invalid := func(err error) error {
+	refuse := func(err error) error {
 		return fmt.Errorf("largeentity: %s (%q, %q): %w: %w", op, pk, rk, ErrInvalid, err)
 	}
 	rv := reflect.ValueOf(&v).Elem() // v is the caller's copy: fields can be cleared
@@ -68,7 +72,7 @@ func (s *Store[T]) planAt(op string, v T, pk, rk string, keep map[string]Blob) (
 	for _, f := range s.chosen {
 		b, size, ok, err := f.content(rv)
 		if err != nil {
-			return plan{}, invalid(fmt.Errorf("property %s: %w: %v", f.name, table.ErrInvalidEntity, err))
+			return plan{}, refuse(fmt.Errorf("property %s: %w: %v", f.name, table.ErrInvalidEntity, err))
 		}
 		if !ok {
 			if k, kept := keep[f.name]; kept {
@@ -77,7 +81,7 @@ func (s *Store[T]) planAt(op string, v T, pk, rk string, keep map[string]Blob) (
 			continue
 		}
 		if len(b) > MaxValueSize {
-			return plan{}, invalid(fmt.Errorf("property %s: %w: %d bytes, more than MaxValueSize (%d)", f.name, table.ErrTooLarge, len(b), MaxValueSize))
+			return plan{}, refuse(fmt.Errorf("property %s: %w: %d bytes, more than MaxValueSize (%d)", f.name, table.ErrTooLarge, len(b), MaxValueSize))
 		}
 		o := &offload{f: f, content: b}
 		if f.always || size > s.threshold {
@@ -97,15 +101,15 @@ func (s *Store[T]) planAt(op string, v T, pk, rk string, keep map[string]Blob) (
 		}
 		d, err := table.ToDynamic(v)
 		if err != nil {
-			return plan{}, invalid(err)
+			return plan{}, refuse(err)
 		}
 		if s.extra && !checked {
 			// T's extra map may hold any name; its fields' names were
 			// checked by New. The table is a view that writes reserved
 			// names: only this Store's pointers may have one.
 			for name := range d.Properties {
-				if err := table.ValidPropertyName(name); err != nil {
-					return plan{}, invalid(err)
+				if err := fieldmodel.ValidName(name); err != nil {
+					return plan{}, refuse(err)
 				}
 			}
 		}
@@ -124,7 +128,7 @@ func (s *Store[T]) planAt(op string, v T, pk, rk string, keep map[string]Blob) (
 			return p, nil
 		}
 		if !errors.Is(err, table.ErrTooLarge) || len(inline) == 0 {
-			return plan{}, invalid(err)
+			return plan{}, refuse(err)
 		}
 		p.offloads = append(p.offloads, inline[0].o)
 		inline = inline[1:]
@@ -459,7 +463,7 @@ func (s *Store[T]) modifiable(pk, rk string) error {
 		return err
 	}
 	if s.keys == nil {
-		return fmt.Errorf("largeentity: modify: %w", table.MarkInvalid(ErrInvalid, s.keysErr))
+		return fmt.Errorf("largeentity: modify: %w", invalid.Mark(ErrInvalid, s.keysErr))
 	}
 	return nil
 }

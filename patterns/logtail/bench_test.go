@@ -37,7 +37,7 @@ func BenchmarkLatest(b *testing.B) {
 			}
 			env := tabletest.New(b)
 			c := env.Table(nil)
-			tb, _ := table.New[login](c)
+			tb, _ := table.New[login](c, nil)
 			l, _ := logtail.New(tb, nil)
 			ctx := context.Background()
 			base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -123,7 +123,7 @@ func BenchmarkLatestBuckets(b *testing.B) {
 					return
 				}
 				env := tabletest.New(b)
-				tb, _ := table.New[login](env.Table(nil))
+				tb, _ := table.New[login](env.Table(nil), nil)
 				plain, _ := logtail.New(tb, nil)
 				spread, _ := logtail.New(tb, &logtail.Options{Buckets: buckets})
 				ctx := context.Background()
@@ -196,7 +196,7 @@ func ptr[T any](v T) *T { return &v }
 func BenchmarkAppend(b *testing.B) {
 	env := tabletest.New(b)
 	c := env.Table(nil)
-	tb, _ := table.New[login](c)
+	tb, _ := table.New[login](c, nil)
 	l, _ := logtail.New(tb, nil)
 	ctx := context.Background()
 	var tailTime, rawTime time.Duration

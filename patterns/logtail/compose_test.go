@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/logtail"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -39,7 +41,7 @@ func TestAppendOpJoinsTheEntitysTransaction(t *testing.T) {
 	for i := range 3 {
 		hire := table.Change{By: "people", Ops: []table.Op{people.InsertOp(person{Dept: "Sales Team", ID: fmt.Sprint(i), Name: "P"})}}
 		entry := table.Change{By: "log", Ops: []table.Op{l.AppendOp("Sales Team", login{IP: fmt.Sprint("hired ", i)})}}
-		if _, err := table.Apply(ctx, c, hire, entry); err != nil {
+		if _, err := people.Apply(ctx, hire, entry); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,7 +92,7 @@ func TestPrefixOptionAndAppendOpErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"", "a/b", table.ReservedPrefix + "x"} {
+	for _, name := range []string{"", "a/b", reserved.Prefix + "x"} {
 		if err := l.AppendOp(name, login{}).Err(); !errors.Is(err, logtail.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
 			t.Errorf("AppendOp(%q): %v", name, err)
 		}

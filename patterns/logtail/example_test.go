@@ -21,7 +21,7 @@ func Example() {
 	defer cleanup()
 
 	type Login struct{ IP string }
-	logins, err := table.New[Login](c)
+	logins, err := table.New[Login](c, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

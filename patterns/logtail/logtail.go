@@ -13,6 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
+	"github.com/tablekit/tablekit/internal/reserved"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/cursorseal"
 	"github.com/tablekit/tablekit/internal/keycursor"
@@ -29,9 +35,9 @@ const MaxLatest = table.MaxPageSize
 // a nil table, a bucket count out of range, an n out of range, a time
 // window the wrong way round, a time outside the .NET DateTime range, a
 // value the table package refuses to write, a log name that makes no valid
-// PartitionKey or one under [table.ReservedPrefix] (which also match
+// PartitionKey or one under [reserved.Prefix] (which also match
 // [table.ErrInvalidKey]). It matches [table.ErrInvalid].
-var ErrInvalid = table.NewErrInvalid("logtail: invalid request")
+var ErrInvalid = invalid.New("logtail: invalid request")
 
 // Options configures a Log. A nil *Options means defaults.
 type Options struct {
@@ -150,7 +156,7 @@ func (l *Log[T]) partition(log string, b int) string {
 }
 
 // checkLog checks that log's partitions are valid PartitionKeys, outside
-// table.ReservedPrefix, so that reads of a log that cannot exist (their
+// reserved.Prefix, so that reads of a log that cannot exist (their
 // filters would match nothing) and writes to it fail before the network.
 func (l *Log[T]) checkLog(log string) error {
 	if log == "" {
@@ -159,8 +165,8 @@ func (l *Log[T]) checkLog(log string) error {
 	if err := keys.Validate(l.partition(log, 0)); err != nil { // every bucket's has the same length (a shared log: the name itself)
 		return fmt.Errorf("%w: log %.40q: %w", ErrInvalid, log, err)
 	}
-	if strings.HasPrefix(log, table.ReservedPrefix) {
-		return fmt.Errorf("%w: %w: log %.40q starts with %q (table.ReservedPrefix)", ErrInvalid, table.ErrInvalidKey, log, table.ReservedPrefix)
+	if strings.HasPrefix(log, reserved.Prefix) {
+		return fmt.Errorf("%w: %w: log %.40q starts with %q (reserved.Prefix)", ErrInvalid, table.ErrInvalidKey, log, reserved.Prefix)
 	}
 	return nil
 }
@@ -220,7 +226,7 @@ func (l *Log[T]) appendAt(ctx context.Context, log string, at time.Time, v T) (A
 	pk, rk := l.next(log, at)
 	res, err := l.tbl.WithKeys(func(*T) (string, string) { return pk, rk }).Insert(ctx, v)
 	if err != nil {
-		return Appended{}, table.MarkInvalid(ErrInvalid, err)
+		return Appended{}, invalid.Mark(ErrInvalid, err)
 	}
 	return Appended{Result: res, Time: at.UTC().Truncate(100), PartitionKey: pk, RowKey: rk}, nil
 }
@@ -232,25 +238,25 @@ func (l *Log[T]) next(log string, at time.Time) (pk, rk string) {
 }
 
 // AppendOp is Append as an op: the insert of v into log at the current
-// time, for table.Submit or a [table.Change]. With Options.Prefix the log
+// time, for a Table's Submit or a [table.Change]. With Options.Prefix the log
 // shares the partition of the entities it records, so the entry can join
 // their write in one transaction: a log of every change to a department's
 // employees, written atomically with each change, is
 //
 //	entry := table.Change{By: "log", Ops: []table.Op{log.AppendOp(dept, change)}}
-//	_, err := table.Apply(ctx, client, employeeChange, entry)
+//	_, err := employees.Apply(ctx, employeeChange, entry)
 //
 // The op's keys (PartitionKey, RowKey) are the entry's; it records the
 // time it was made. An error (a log name that makes no PartitionKey, a
 // value the table refuses) is the op's Err, matching ErrInvalid.
 func (l *Log[T]) AppendOp(log string, v T) table.Op {
 	if err := l.checkLog(log); err != nil {
-		return table.FailedOp(err)
+		return batchplan.Failed[table.Op](err)
 	}
 	pk, rk := l.next(log, time.Now())
 	op := l.tbl.WithKeys(func(*T) (string, string) { return pk, rk }).InsertOp(v)
 	if err := op.Err(); err != nil {
-		return table.FailedOp(table.MarkInvalid(ErrInvalid, err))
+		return batchplan.Failed[table.Op](invalid.Mark(ErrInvalid, err))
 	}
 	return op
 }
@@ -465,12 +471,12 @@ func (l *Log[T]) Trim(ctx context.Context, log string, before time.Time) (_ int,
 				if err != nil {
 					return deleted, err
 				}
-				ops = append(ops, table.DeleteOp(k.PartitionKey, k.RowKey, azcore.ETagAny))
+				ops = append(ops, l.tbl.DeleteOp(k.PartitionKey, k.RowKey, azcore.ETagAny))
 			}
 			if len(ops) == 0 {
 				break
 			}
-			res, err := table.Submit(ctx, l.tbl.Client(), ops, &table.BatchOptions{ContinueOnError: true})
+			res, err := l.tbl.Submit(ctx, ops, &table.BatchOptions{ContinueOnError: true})
 			n := 0
 			for _, r := range res.Ops {
 				if r.Applied {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
@@ -307,7 +309,7 @@ func TestBoundsAndConcurrentTrim(t *testing.T) {
 // operation with ErrInvalid, table.ErrInvalid and table.ErrInvalidKey,
 // before the network: also reads, whose filters would otherwise match
 // nothing. Log names are escaped (keys.Join), so only their length, an
-// empty name and table.ReservedPrefix make them invalid.
+// empty name and reserved.Prefix make them invalid.
 func TestKeyErrors(t *testing.T) {
 	t.Parallel()
 	l, ft, tb := newLog(t, nil)
@@ -319,8 +321,8 @@ func TestKeyErrors(t *testing.T) {
 	now := time.Now()
 	errs := map[string]error{}
 	bad := map[*logtail.Log[login]][]string{
-		l:  {"", strings.Repeat("x", 1025), strings.Repeat("/", 400), table.ReservedPrefix + "log"},
-		lb: {"", strings.Repeat("x", 1021), table.ReservedPrefix + "log"}, // + "!000"
+		l:  {"", strings.Repeat("x", 1025), strings.Repeat("/", 400), reserved.Prefix + "log"},
+		lb: {"", strings.Repeat("x", 1021), reserved.Prefix + "log"}, // + "!000"
 	}
 	for name, log := range map[string]*logtail.Log[login]{"one bucket": l, "4 buckets": lb} {
 		for _, bad := range bad[log] {

@@ -115,7 +115,7 @@ func BenchmarkDropVsDelete(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					ops = append(ops, table.DeleteOp(k.PartitionKey, k.RowKey, azcore.ETagAny))
+					ops = append(ops, tb.DeleteOp(k.PartitionKey, k.RowKey, azcore.ETagAny))
 				}
 				if _, err := tb.Submit(ctx, ops, &table.BatchOptions{Concurrency: 4}); err != nil || len(ops) != n {
 					b.Fatal(len(ops), err)

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/cursorseal"
@@ -24,7 +28,7 @@ import (
 // way round, a query or op the table package refuses, a Sweep cutoff
 // within the write window, invalid keys (which also match
 // [table.ErrInvalidKey]). It matches [table.ErrInvalid].
-var ErrInvalid = table.NewErrInvalid("rotation: invalid request")
+var ErrInvalid = invalid.New("rotation: invalid request")
 
 // ErrExpired is the sentinel for a write to a closed period (one that
 // ended more than Options.Grace ago: refused before the network), or to a
@@ -162,8 +166,8 @@ func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tab
 	if n := len(prefix) + r.digits; n > 63 {
 		return nil, fmt.Errorf("%w: prefix %q and %d digits of period make %d characters, more than a table name's 63", ErrInvalid, prefix, r.digits, n)
 	}
-	if _, err := table.New[T](table.NewClient(svc, r.Name(time.Unix(0, 0)))); err != nil {
-		return nil, table.MarkInvalid(ErrInvalid, err)
+	if _, err := table.New[T](table.NewClient(svc, r.Name(time.Unix(0, 0))), nil); err != nil {
+		return nil, invalid.Mark(ErrInvalid, err)
 	}
 	return r, nil
 }
@@ -230,7 +234,7 @@ func (r *Tables[T]) Table(at time.Time) *table.Table[T] {
 }
 
 func (r *Tables[T]) named(name string) *table.Table[T] {
-	t, _ := table.New[T](table.NewClient(r.svc, name)) // T was checked by New
+	t, _ := table.New[T](table.NewClient(r.svc, name), nil) // T was checked by New
 	t = t.WithCursorKey(r.cursorKey)
 	if r.keyFn != nil {
 		t = t.WithKeys(r.keyFn)
@@ -355,7 +359,7 @@ func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (res table.Re
 	case err == nil:
 		return res, nil
 	case errors.Is(err, table.ErrInvalid):
-		return res, table.MarkInvalid(ErrInvalid, err) // found before the network
+		return res, invalid.Mark(ErrInvalid, err) // found before the network
 	case beingDeleted(err):
 		return res, expired("insert", name, err)
 	case !errors.Is(err, table.ErrTableNotFound) && !(errors.Is(err, table.ErrOutcomeUnknown) && r.missing(ctx, tb, v)):
@@ -424,14 +428,14 @@ func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, op
 	defer func() { sp.EndWrite(err, res.Verified()) }()
 	for i, op := range ops {
 		if err := op.Err(); err != nil {
-			return table.BatchResult{}, fmt.Errorf("rotation: submit: op %d: %w", i, table.MarkInvalid(ErrInvalid, err))
+			return table.BatchResult{}, fmt.Errorf("rotation: submit: op %d: %w", i, invalid.Mark(ErrInvalid, err))
 		}
 	}
 	if err := r.Prepare(ctx, at); err != nil {
 		return table.BatchResult{}, err
 	}
 	name := r.Name(at)
-	res, err = table.Submit(ctx, table.NewClient(r.svc, name), ops, opts)
+	res, err = r.named(name).Submit(ctx, ops, opts)
 	if beingDeleted(err) {
 		err = expired("submit", name, err)
 	}
@@ -487,7 +491,7 @@ func (r *Tables[T]) rangeOf(ctx context.Context, from, to time.Time, q *table.Qu
 		}
 		n := 0
 		for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{Ordered: true, Concurrency: r.conc}) {
-			if !yield(e, table.MarkInvalid(ErrInvalid, err)) || err != nil {
+			if !yield(e, invalid.Mark(ErrInvalid, err)) || err != nil {
 				return
 			}
 			if n++; q.Limit > 0 && n == q.Limit {
@@ -554,7 +558,7 @@ func (r *Tables[T]) RangePage(ctx context.Context, from, to time.Time, q *table.
 	}
 	for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{Ordered: true, Concurrency: r.conc}) {
 		if err != nil {
-			return table.Page[table.Entity[T]]{}, table.MarkInvalid(ErrInvalid, err)
+			return table.Page[table.Entity[T]]{}, invalid.Mark(ErrInvalid, err)
 		}
 		if l := len(page.Items); l >= n && (e.PartitionKey != page.Items[l-1].PartitionKey || e.RowKey != page.Items[l-1].RowKey) {
 			page.Next = lc.Make(page.Items[l-1].PartitionKey, page.Items[l-1].RowKey)
@@ -635,6 +639,6 @@ func (r *Tables[T]) partitionOf(v *T) string {
 		pk, _ := r.keyFn(v)
 		return pk
 	}
-	pk, _, _ := table.KeysOf(v)
+	pk, _, _ := fieldmodel.KeysOf(v)
 	return pk
 }

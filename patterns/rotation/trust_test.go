@@ -24,7 +24,7 @@ func TestKeyErrors(t *testing.T) {
 	f := newFixture(t, jul31)
 	r := f.tables(t, nil)
 	ctx := context.Background()
-	tb, err := table.New[login](table.NewClient(f.svc, "any"))
+	tb, err := table.New[login](table.NewClient(f.svc, "any"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestKeyErrors(t *testing.T) {
 		"Insert, '/' in the RowKey":        second(r.Insert(ctx, jul31, login{User: "u", At: "bad/key"})),
 		"Insert, an empty PartitionKey":    second(r.Insert(ctx, jul31, login{At: "1"})),
 		"Submit, '#' in the PartitionKey":  second(r.Submit(ctx, jul31, []table.Op{tb.InsertOp(login{User: "u", At: "1"}), tb.InsertOp(login{User: "a#b", At: "1"})}, nil)),
-		"Submit, a delete of an empty key": second(r.Submit(ctx, jul31, []table.Op{table.DeleteOp("", "1", "*")}, nil)),
+		"Submit, a delete of an empty key": second(r.Submit(ctx, jul31, []table.Op{r.Table(jul31).DeleteOp("", "1", "*")}, nil)),
 	} {
 		if !errors.Is(err, rotation.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
 			t.Errorf("%s: %v, want ErrInvalid and table.ErrInvalidKey", what, err)
@@ -93,7 +93,7 @@ func TestSASSignatureNeverInErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb, _ := table.New[login](table.NewClient(svc, "any"))
+		tb, _ := table.New[login](table.NewClient(svc, "any"), nil)
 		ops := map[string]func() error{
 			"Prepare": func() error { return r.Prepare(ctx, jul31) },
 			"Insert":  func() error { _, err := r.Insert(ctx, jul31, loginAt("u", jul31, "ip")); return err },

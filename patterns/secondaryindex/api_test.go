@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
@@ -90,9 +92,9 @@ func TestValidationErrors(t *testing.T) {
 		{"Insert, an index value too long", second(s.Insert(ctx, long)), key},
 		{"Insert, a reserved property in an extra map", second(extra.Insert(ctx, withExtra{PK: "Sales", ID: "1", Extra: map[string]any{secondaryindex.RefProperty: "HR!000007"}})), plain},
 		{"Get, a PartitionKey with /", second(s.Get(ctx, "a/b", "1")), key},
-		{"Get, a reserved PartitionKey", second(s.Get(ctx, table.ReservedPrefix+"x", "1")), key},
-		{"Delete, a reserved PartitionKey", s.Delete(ctx, table.ReservedPrefix+"x", "1", azcore.ETagAny), key},
-		{"Modify, a reserved PartitionKey", second(s.Modify(ctx, table.ReservedPrefix+"x", "1", func(*Employee) error { return nil })), key},
+		{"Get, a reserved PartitionKey", second(s.Get(ctx, reserved.Prefix+"x", "1")), key},
+		{"Delete, a reserved PartitionKey", s.Delete(ctx, reserved.Prefix+"x", "1", azcore.ETagAny), key},
+		{"Modify, a reserved PartitionKey", second(s.Modify(ctx, reserved.Prefix+"x", "1", func(*Employee) error { return nil })), key},
 		{"Get, an id too long", second(s.Get(ctx, "Sales", badID.ID)), key},
 		{"Update, no ETag", second(s.Update(ctx, jo(), "")), noETag},
 		{"Update, an id too long", second(s.Update(ctx, badID, azcore.ETagAny)), key},

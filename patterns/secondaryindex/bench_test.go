@@ -23,7 +23,7 @@ import (
 func BenchmarkInsert(b *testing.B) {
 	env := tabletest.New(b)
 	c := env.Table(table.ClientOptions())
-	tbl, _ := table.New[table.Dynamic](c)
+	tbl, _ := table.New[table.Dynamic](c, nil)
 	s, err := secondaryindex.New(tbl, &secondaryindex.Options[Employee]{Primary: "empid", Indexes: intraIndexes()})
 	if err != nil {
 		b.Fatal(err)
@@ -91,7 +91,7 @@ func BenchmarkLookup(b *testing.B) {
 		b.Run(fmt.Sprintf("entities=%d", n), func(b *testing.B) {
 			env := tabletest.New(b)
 			c := env.Table(table.ClientOptions())
-			tbl, _ := table.New[table.Dynamic](c)
+			tbl, _ := table.New[table.Dynamic](c, nil)
 			s, err := secondaryindex.New(tbl, &secondaryindex.Options[Employee]{Primary: "empid", Indexes: intraIndexes()[:1]})
 			if err != nil {
 				b.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -306,7 +308,7 @@ func TestOpsForms(t *testing.T) {
 	if len(ch.Ops) != 3 || len(ch.Intents) != 0 {
 		t.Fatalf("InsertOps: %d ops, %d intents; want the primary and 2 copies", len(ch.Ops), len(ch.Intents))
 	}
-	res, err := table.Apply(ctx, r.tbl.Client(), ch, noteOf("hired"))
+	res, err := r.tbl.Apply(ctx, ch, noteOf("hired"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +323,7 @@ func TestOpsForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := table.Apply(ctx, r.tbl.Client(), ch, noteOf("hired twice")); !errors.Is(err, secondaryindex.ErrDuplicate) || !errors.Is(err, table.ErrAlreadyExists) {
+	if _, err := r.tbl.Apply(ctx, ch, noteOf("hired twice")); !errors.Is(err, secondaryindex.ErrDuplicate) || !errors.Is(err, table.ErrAlreadyExists) {
 		t.Fatalf("a taken email: %v", err)
 	}
 	if _, err := notes.Get(ctx, "Sales", "note!hired twice", nil); !errors.Is(err, table.ErrNotFound) {
@@ -333,7 +335,7 @@ func TestOpsForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := table.Apply(ctx, r.tbl.Client(), ch, noteOf("renamed")); err != nil {
+	if _, err := r.tbl.Apply(ctx, ch, noteOf("renamed")); err != nil {
 		t.Fatal(err)
 	}
 	if n := r.Faults.Count(); n != 2 {
@@ -356,7 +358,7 @@ func TestOpsForms(t *testing.T) {
 	if _, err := r.store.Modify(ctx, "Sales", "000223", func(e *Employee) error { e.Age++; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := table.Apply(ctx, r.tbl.Client(), ch); !errors.Is(err, table.ErrPreconditionFailed) {
+	if _, err := r.tbl.Apply(ctx, ch); !errors.Is(err, table.ErrPreconditionFailed) {
 		t.Fatalf("a change applied after another write: %v", err)
 	}
 	// A copy gone missing (drift): DeleteOps' transaction fails with
@@ -368,7 +370,7 @@ func TestOpsForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := table.Apply(ctx, r.tbl.Client(), ch, noteOf("left")); !errors.Is(err, secondaryindex.ErrDrift) {
+	if _, err := r.tbl.Apply(ctx, ch, noteOf("left")); !errors.Is(err, secondaryindex.ErrDrift) {
 		t.Fatalf("DeleteOps over drift: %v", err)
 	}
 	if err := r.store.Delete(ctx, "Sales", "000223", azcore.ETagAny); err != nil {
@@ -392,7 +394,7 @@ func TestOpsFormsWithIntents(t *testing.T) {
 	if len(ch.Intents) != 1 {
 		t.Fatalf("InsertOps with OtherPartition indexes: %d intents", len(ch.Intents))
 	}
-	if _, err := table.Apply(ctx, r.tbl.Client(), ch); !errors.Is(err, table.ErrInvalidBatch) {
+	if _, err := r.tbl.Apply(ctx, ch); !errors.Is(err, table.ErrInvalidBatch) {
 		t.Fatalf("table.Apply of a change with an intent: %v", err)
 	}
 	note := table.Change{By: "notes", Ops: []table.Op{notes.InsertOp(note{Dept: "Sales", Key: "note!1", Text: "hired"})}}
@@ -496,7 +498,7 @@ func TestListRefusesBadPartitions(t *testing.T) {
 	t.Parallel()
 	r := newLargeRig(t)
 	ctx := context.Background()
-	for _, pk := range []string{"", table.ReservedPrefix + "x", "Sa/les"} {
+	for _, pk := range []string{"", reserved.Prefix + "x", "Sa/les"} {
 		for _, err := range r.store.List(ctx, pk, nil) {
 			if !errors.Is(err, secondaryindex.ErrInvalid) || !errors.Is(err, table.ErrInvalidKey) {
 				t.Errorf("List(%q): %v", pk, err)

@@ -7,6 +7,10 @@ import (
 	"iter"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/keys"
@@ -142,7 +146,7 @@ func (s *Store[T]) RangePage(ctx context.Context, pk, index string, from, to []s
 	}
 	rows, err := s.copyTable(ix).QueryPage(ctx, q)
 	if err != nil {
-		return table.Page[Entity[T]]{}, table.MarkInvalid(ErrInvalid, err)
+		return table.Page[Entity[T]]{}, invalid.Mark(ErrInvalid, err)
 	}
 	page := table.Page[Entity[T]]{Next: rows.Next}
 	for e, err := range s.fromCopies(ctx, pk, ix, opts, prefetch.Slice(rows.Items)) {
@@ -307,7 +311,7 @@ func (s *Store[T]) ListPage(ctx context.Context, pk string, cursor table.Cursor,
 	}
 	rows, err := s.tbl.QueryPage(ctx, q)
 	if err != nil {
-		return table.Page[Entity[T]]{}, table.MarkInvalid(ErrInvalid, err)
+		return table.Page[Entity[T]]{}, invalid.Mark(ErrInvalid, err)
 	}
 	page := table.Page[Entity[T]]{Next: rows.Next}
 	for e, err := range prefetch.Map(ctx, prefetch.Slice(rows.Items), conc, s.listed(q.Select)) {
@@ -325,8 +329,8 @@ func (s *Store[T]) ListPage(ctx context.Context, pk string, cursor table.Cursor,
 // rows, projected on the selection with the pointers of the large values
 // it names.
 func (s *Store[T]) listQuery(pk string, cursor table.Cursor, opts *ListOptions) (*table.Query, int, error) {
-	if err := table.CheckKeys(pk, ""); err != nil { // empty or reserved PartitionKeys too
-		return nil, 0, fmt.Errorf("secondaryindex: list: %w", table.MarkInvalid(ErrInvalid, err))
+	if err := fieldmodel.CheckKeys(pk, ""); err != nil { // empty or reserved PartitionKeys too
+		return nil, 0, fmt.Errorf("secondaryindex: list: %w", invalid.Mark(ErrInvalid, err))
 	}
 	lo, hi := keys.PrefixRange(s.primary)
 	q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.RowKeyRange(lo, hi)), Cursor: cursor}

@@ -56,7 +56,7 @@ func TestModelLargeComposed(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = table.Apply(ctx, r.c, ch, note)
+			_, err = notes.Apply(ctx, ch, note)
 			return err
 		}
 		cur, exists := model[id]

@@ -9,6 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/keys"
@@ -24,7 +28,7 @@ import (
 // index that overflows), a missing ETag. It matches [table.ErrInvalid];
 // errors about keys also match [table.ErrInvalidKey], a missing ETag
 // [table.ErrNoETag].
-var ErrInvalid = table.NewErrInvalid("secondaryindex: invalid request")
+var ErrInvalid = invalid.New("secondaryindex: invalid request")
 
 // ErrDuplicate is returned (with table.ErrAlreadyExists) when a write
 // would give a unique index a value another entity has: nothing was
@@ -47,7 +51,7 @@ var ErrNotFound = table.ErrNotFound
 
 // RefProperty is the reserved property of an index copy that names its
 // primary: keys.Join(primary's PartitionKey, id). It starts with
-// [table.ReservedPropertyPrefix], which entities may not use.
+// [reserved.PropertyPrefix], which entities may not use.
 const RefProperty = "TkRef"
 
 // Holds says what an index copy holds.
@@ -198,7 +202,7 @@ const defaultPrimary = "id"
 // the rows are the Store's own making from T (primaries and copies), so it
 // takes a [table.Table] of [table.Dynamic]. T must be a struct type
 // table.New accepts, with PartitionKey and RowKey fields and no property
-// under [table.ReservedPropertyPrefix]: the RowKey field holds the
+// under [reserved.PropertyPrefix]: the RowKey field holds the
 // entity's id, stored as keys.Join(Primary, id). A nil opts means
 // defaults. It sends nothing.
 func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], error) {
@@ -257,21 +261,21 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 }
 
 // checkType checks that T has key fields and no property under
-// table.ReservedPropertyPrefix (RefProperty's).
+// reserved.PropertyPrefix (RefProperty's).
 func checkType[T any]() error {
-	fields, err := table.FieldsOf[T]()
+	fields, err := fieldmodel.Of[T]()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	var pk, rk bool
 	for _, f := range fields {
 		switch f.Role {
-		case table.PartitionKeyField:
+		case fieldmodel.PartitionKey:
 			pk = true
-		case table.RowKeyField:
+		case fieldmodel.RowKey:
 			rk = true
-		case table.PropertyField:
-			if err := table.ValidPropertyName(f.Property); err != nil {
+		case fieldmodel.Property:
+			if err := fieldmodel.ValidName(f.Property); err != nil {
 				return fmt.Errorf("%w: field %s: %w", ErrInvalid, f.Name, err)
 			}
 		}
@@ -304,7 +308,7 @@ func (s *Store[T]) checkIndex(ix *Index[T]) error {
 		}
 	case Listed:
 		for _, f := range ix.Fields {
-			if err := table.ValidPropertyName(f); err != nil {
+			if err := fieldmodel.ValidName(f); err != nil {
 				return fmt.Errorf("%w: index %q: field %q cannot be copied: %w", ErrInvalid, ix.Name, f, err)
 			}
 			if s.sealer != nil && s.sealer.Sealed(f) {
@@ -413,7 +417,7 @@ func (s *Store[T]) encode(v T) (entry, error) {
 		return entry{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	for name := range d.Properties { // an extra map's: T's fields were checked by New
-		if err := table.ValidPropertyName(name); err != nil {
+		if err := fieldmodel.ValidName(name); err != nil {
 			return entry{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
@@ -595,6 +599,6 @@ var (
 
 // partitionOf is v's PartitionKey, for a span ("" when T cannot give it).
 func partitionOf[T any](v *T) string {
-	pk, _, _ := table.KeysOf(v)
+	pk, _, _ := fieldmodel.KeysOf(v)
 	return pk
 }

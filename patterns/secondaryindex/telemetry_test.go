@@ -43,7 +43,11 @@ func TestTelemetrySpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := table.Apply(ctx, c, ch); err != nil {
+	tb, err := table.New[table.Dynamic](c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Apply(ctx, ch); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ListPage(ctx, "Sales", "", &secondaryindex.ListOptions{PageSize: 1}); err != nil {

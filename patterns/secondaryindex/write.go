@@ -6,6 +6,12 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/reread"
 	"github.com/tablekit/tablekit/patterns/eventual"
@@ -106,7 +112,7 @@ func (s *Store[T]) check(b batch) error {
 		if err := b.ops[i].Err(); err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrInvalid, b.name(i), err)
 		}
-		if i >= limitOps || table.EstimateBatchSize(b.ops[:i+1]) > p.MaxBatchSize-8<<10 {
+		if i >= limitOps || batchplan.Size(b.ops[:i+1]) > p.MaxBatchSize-8<<10 {
 			return fmt.Errorf("%w: the write does not fit one transaction of %s (%d operations, %d bytes) at %s", ErrInvalid, p.Name, limitOps, p.MaxBatchSize, b.name(i))
 		}
 	}
@@ -339,8 +345,8 @@ func (s *Store[T]) read(ctx context.Context, pk, id string) (Entity[T], []largee
 // checkKeys checks the keys of an entity addressed by key: its
 // PartitionKey and its primary row's RowKey.
 func (s *Store[T]) checkKeys(pk, rk string) error {
-	if err := table.CheckKeys(pk, s.primaryKey(rk)); err != nil {
-		return fmt.Errorf("secondaryindex: id %.40q: %w", rk, table.MarkInvalid(ErrInvalid, err))
+	if err := fieldmodel.CheckKeys(pk, s.primaryKey(rk)); err != nil {
+		return fmt.Errorf("secondaryindex: id %.40q: %w", rk, invalid.Mark(ErrInvalid, err))
 	}
 	return nil
 }

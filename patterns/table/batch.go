@@ -44,17 +44,14 @@ type Op struct {
 	size   int    // bytes in the batch request, an upper bound
 	group  uint64 // atomic group, 0 for none
 	err    error
-	// stamped ops get WriteProperty when sent: the transaction's identity,
+	// stamped ops get reserved.WriteProperty when sent: the transaction's identity,
 	// then prev (the history read with etag, for updates).
 	stamped bool
 	prev    string
 }
 
-// PartitionKey returns the op's PartitionKey.
-func (o Op) PartitionKey() string { return o.pk }
-
-// RowKey returns the op's RowKey.
-func (o Op) RowKey() string { return o.rk }
+// keys returns the op's keys (batchplan.Keys).
+func (o Op) keys() (pk, rk string) { return o.pk, o.rk }
 
 // Err returns the error that keeps the op from being sent, or nil.
 func (o Op) Err() error { return o.err }
@@ -126,28 +123,20 @@ func (t *Table[T]) UpdateOp(v T, etag azcore.ETag, mode Mode) Op {
 	return t.op("update", kind, &v, &etag, mode)
 }
 
-// FailedOp returns an op that carries err: Submit refuses a batch that
-// holds it, before sending anything, with err for its index. For packages
-// that build ops of their own and find an error before the op exists (a
-// value that cannot be encrypted, say), so that their ops report errors the
-// one way (Op.Err) the core's do.
-func FailedOp(err error) Op {
+// failedOp is batchplan.Failed: an op that carries err; Submit refuses a
+// batch that holds it, before sending anything, with err for its index.
+func failedOp(err error) Op {
 	if err == nil {
-		err = &Error{Op: "batch", Err: fmt.Errorf("%w: FailedOp(nil)", ErrInvalidBatch)}
+		err = &Error{Op: "batch", Err: fmt.Errorf("%w: a failed op without an error", ErrInvalidBatch)}
 	}
 	return Op{err: err}
 }
 
 // DeleteOp is a conditional delete for Submit: etag is the version read,
-// or azcore.ETagAny; empty is ErrNoETag.
+// or azcore.ETagAny; empty is ErrNoETag. The entity may be of any type (a
+// delete names only keys).
 func (t *Table[T]) DeleteOp(partitionKey, rowKey string, etag azcore.ETag) Op {
 	return deleteOp(partitionKey, rowKey, etag, t.reserved)
-}
-
-// DeleteOp is a conditional delete of any entity type, for Submit. Keys
-// under ReservedPrefix are refused (ErrInvalidKey).
-func DeleteOp(partitionKey, rowKey string, etag azcore.ETag) Op {
-	return deleteOp(partitionKey, rowKey, etag, false)
 }
 
 func deleteOp(partitionKey, rowKey string, etag azcore.ETag, reserved bool) Op {
@@ -276,32 +265,8 @@ func (e *OpError) Error() string { return fmt.Sprintf("op %d: %v", e.Index, e.Er
 // Unwrap returns the *Error.
 func (e *OpError) Unwrap() error { return e.Err }
 
-// Submit writes ops with as few transactions as the service allows: it
-// groups them by PartitionKey, cuts each partition's ops into transactions
-// of at most the profile's operations and request body (c's endpoint's
-// profile: Table Storage 100 and 4 MiB, Cosmos DB 100 and 2 MB), never splits
-// an Atomic group, never puts one entity twice into a transaction (a repeat
-// starts a new one, keeping the order), and runs independent partitions
-// concurrently. Everything is validated before the first request.
-//
-// It returns a result for every op, and a *BatchError when any op was not
-// applied. Transactions are atomic: when one op fails, the service rolls
-// back its whole transaction; the result names the failing op (OpError)
-// and marks the rest of that transaction ErrNotApplied.
-//
-// If a transaction's response is lost and the retry policy resends it, the
-// resend fails (409 on inserts, 412 on conditional writes) although the first
-// attempt was applied. Submit settles that by reading one or two of the
-// transaction's entities (see the package documentation's outcome table):
-// its ops are then reported applied (Verified), not applied, or, when no
-// read can tell, with ErrOutcomeUnknown.
-func Submit(ctx context.Context, c *aztables.Client, ops []Op, opts *BatchOptions) (BatchResult, error) {
-	a := aboutClient(c)
-	return submit(ctx, c, a.name, directOf(a), a.resolvedProfile(), ops, opts)
-}
-
-func submit(ctx context.Context, c *aztables.Client, name string, d *direct, p *Profile, ops []Op, opts *BatchOptions) (res BatchResult, err error) {
-	ctx, sp := obs.Child(ctx, opSubmit, name, "")
+func submit(ctx context.Context, o *obs.Obs, c *aztables.Client, name string, d *direct, p *Profile, ops []Op, opts *BatchOptions) (res BatchResult, err error) {
+	ctx, sp := startSpan(ctx, o, opSubmit, name, "")
 	defer func() { sp.EndWrite(err, res.Verified()) }()
 	if sp.Traced() {
 		sp.SetPartition(onePartition(ops))
@@ -374,9 +339,28 @@ func submit(ctx context.Context, c *aztables.Client, name string, d *direct, p *
 	return res, batchError(res.Ops, causes)
 }
 
-// Submit is the package-level Submit on t's client, with t's profile.
+// Submit writes ops with as few transactions as the service allows: it
+// groups them by PartitionKey, cuts each partition's ops into transactions
+// of at most the profile's operations and request body (Table Storage 100
+// and 4 MiB, Cosmos DB 100 and 2 MB), never splits an Atomic group, never
+// puts one entity twice into a transaction (a repeat starts a new one,
+// keeping the order), and runs independent partitions concurrently.
+// Everything is validated before the first request. The ops may come from
+// any Table on t's client (of any T); t gives the client and the profile.
+//
+// It returns a result for every op, and a *BatchError when any op was not
+// applied. Transactions are atomic: when one op fails, the service rolls
+// back its whole transaction; the result names the failing op (OpError)
+// and marks the rest of that transaction ErrNotApplied.
+//
+// If a transaction's response is lost and the retry policy resends it, the
+// resend fails (409 on inserts, 412 on conditional writes) although the first
+// attempt was applied. Submit settles that by reading one or two of the
+// transaction's entities (see the package documentation's outcome table):
+// its ops are then reported applied (Verified), not applied, or, when no
+// read can tell, with ErrOutcomeUnknown.
 func (t *Table[T]) Submit(ctx context.Context, ops []Op, opts *BatchOptions) (BatchResult, error) {
-	return submit(ctx, t.client, t.name, t.direct, t.profile, ops, opts)
+	return submit(ctx, t.obs, t.client, t.name, t.direct, t.profile, ops, opts)
 }
 
 // batchError reports the ops not applied and why: the causes are the
@@ -752,9 +736,9 @@ func batchETags(raw *http.Response) []azcore.ETag {
 	}
 }
 
-// EstimateBatchSize returns the upper bound Submit uses for the request body
+// estimateBatchSize returns the upper bound Submit uses for the request body
 // of one transaction holding ops.
-func EstimateBatchSize(ops []Op) int {
+func estimateBatchSize(ops []Op) int {
 	n := batchEnvelope
 	for _, o := range ops {
 		n += o.size

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/keys"
@@ -55,7 +57,7 @@ func TestSubmitChunksAt100AndReportsETags(t *testing.T) {
 	}
 	for _, i := range []int{0, 99, 100, 249, 279} {
 		r := res.Ops[i]
-		got, err := tb.Get(ctx, ops[i].PartitionKey(), ops[i].RowKey(), nil)
+		got, err := tb.Get(ctx, batchplan.PartitionKey(ops[i]), batchplan.RowKey(ops[i]), nil)
 		if err != nil || !r.Applied || r.ETag == "" || r.ETag != got.ETag {
 			t.Fatalf("op %d: result %+v, stored ETag %q (%v)", i, r, got.ETag, err)
 		}
@@ -81,7 +83,7 @@ func TestSubmitReportsTheFailingOp(t *testing.T) {
 			t.Fatalf("failAt %d: Submit = %v, want a BatchError with ErrAlreadyExists", failAt, err)
 		}
 		var oe *table.OpError
-		if !errors.As(res.Ops[failAt].Err, &oe) || oe.Index != failAt || oe.Err.RowKey != ops[failAt].RowKey() ||
+		if !errors.As(res.Ops[failAt].Err, &oe) || oe.Index != failAt || oe.Err.RowKey != batchplan.RowKey(ops[failAt]) ||
 			oe.Err.StatusCode != 409 || oe.Err.Code != "EntityAlreadyExists" {
 			t.Fatalf("failAt %d: op result %v, want an OpError naming op %d, its keys, 409 EntityAlreadyExists", failAt, res.Ops[failAt].Err, failAt)
 		}
@@ -273,7 +275,7 @@ func TestBatchSizeEstimateBoundsTheRealBody(t *testing.T) {
 		t.Fatal("want the delete of a missing entity to fail the transaction")
 	}
 	body := ft.Requests()[0].Body
-	est := table.EstimateBatchSize(ops)
+	est := batchplan.Size(ops)
 	if est < len(body) || est > len(body)+len(ops)*1024+1024 {
 		t.Fatalf("estimate %d for a %d-byte body: not a tight upper bound", est, len(body))
 	}
@@ -328,7 +330,7 @@ func TestSubmitRejectsZeroOp(t *testing.T) {
 		t.Fatalf("Submit with a zero Op = %v after %d requests", err, ft.Count())
 	}
 	// A property bag with a uint64 gets the same hint as a struct field.
-	dyn, _ := table.New[table.Dynamic](tb.Client())
+	dyn, _ := table.New[table.Dynamic](tb.Client(), nil)
 	op := dyn.InsertOp(table.Dynamic{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"U": uint64(1)}})
 	if !errors.Is(op.Err(), table.ErrInvalidEntity) || !strings.Contains(op.Err().Error(), "use int64, or tag") {
 		t.Fatalf("uint64 in a Dynamic: %v", op.Err())

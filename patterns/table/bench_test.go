@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/tablekit/tablekit/internal/cpustat"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tablekit/tablekit/internal/cpustat"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/keys"
@@ -238,7 +239,7 @@ func (bn *bench) drop(name string) {
 
 func (bn *bench) tk(name string) *table.Table[row] {
 	bn.b.Helper()
-	tb, err := table.New[row](table.NewClient(bn.tkSvc, name))
+	tb, err := table.New[row](table.NewClient(bn.tkSvc, name), nil)
 	if err != nil {
 		bn.b.Fatal(err)
 	}

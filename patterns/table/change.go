@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+	"github.com/tablekit/tablekit/internal/obs"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
@@ -65,11 +68,11 @@ func (c *Change) name(k int) string {
 	return fmt.Sprintf("change %d", k)
 }
 
-// Explained returns err, the error of a write of c.Ops in one transaction
+// explained returns err, the error of a write of c.Ops in one transaction
 // (Apply's, Submit's of Atomic(c.Ops...), or a Commit's whose batch starts
 // with c.Ops), as c.Explain explains the op that failed it; otherwise, and
 // for an unknown outcome, err as it is.
-func (c Change) Explained(err error) error {
+func (c Change) explained(err error) error {
 	if err == nil || c.Explain == nil || errors.Is(err, ErrOutcomeUnknown) {
 		return err
 	}
@@ -88,7 +91,20 @@ func (c Change) Explained(err error) error {
 	return err
 }
 
-// Join checks changes as the parts of one entity group transaction on a
+func init() {
+	batchplan.Register(batchplan.Planner{
+		Failed: func(err error) any { return failedOp(err) },
+		Size:   func(ops any) int { return estimateBatchSize(ops.([]Op)) },
+		Join: func(p, changes any) (any, error) {
+			j, err := joinChanges(p.(*Profile), changes.([]Change)...)
+			return j, err
+		},
+		Explained: func(c any, err error) error { return c.(Change).explained(err) },
+		Keys:      func(o any) (string, string) { return o.(Op).keys() },
+	})
+}
+
+// joinChanges checks changes as the parts of one entity group transaction on a
 // service of profile p (nil: Storage) and returns them joined: their ops
 // in the order given, their intents, the earliest NotAfter, an Explain
 // that asks the change each op came from, and By naming them all. Nothing
@@ -99,13 +115,13 @@ func (c Change) Explained(err error) error {
 // all; and, naming every change with its share, more operations than
 // p.MaxBatchOps or a request body over p.MaxBatchSize (ErrTooLarge).
 // Every error matches ErrInvalid.
-func Join(p *Profile, changes ...Change) (Change, error) {
+func joinChanges(p *Profile, changes ...Change) (Change, error) {
 	if p == nil {
 		p = Storage
 	}
 	var j Change
 	fail := func(pk, rk string, sentinel error, format string, args ...any) (Change, error) {
-		return Change{}, invalid("change", pk, rk, sentinel, format, args...)
+		return Change{}, refused("change", pk, rk, sentinel, format, args...)
 	}
 	var pk, firstBy string
 	rows := map[string]string{} // RowKey -> the change that touches it
@@ -155,8 +171,8 @@ func Join(p *Profile, changes ...Change) (Change, error) {
 	if n := len(j.Ops); n > p.MaxBatchOps {
 		return fail(pk, "", ErrTooLarge, "%d operations (%s), more than a transaction of %s holds (%d)", n, shares(changes, func(c *Change) int { return len(c.Ops) }), p.Name, p.MaxBatchOps)
 	}
-	if n := EstimateBatchSize(j.Ops); n > p.MaxBatchSize {
-		return fail(pk, "", ErrTooLarge, "about %d bytes (%s), more than a transaction of %s holds (%d)", n, shares(changes, func(c *Change) int { return EstimateBatchSize(c.Ops) - batchEnvelope }), p.Name, p.MaxBatchSize)
+	if n := estimateBatchSize(j.Ops); n > p.MaxBatchSize {
+		return fail(pk, "", ErrTooLarge, "about %d bytes (%s), more than a transaction of %s holds (%d)", n, shares(changes, func(c *Change) int { return estimateBatchSize(c.Ops) - batchEnvelope }), p.Name, p.MaxBatchSize)
 	}
 	names := make([]string, len(changes))
 	for k := range changes {
@@ -190,32 +206,29 @@ func shares(changes []Change, measure func(*Change) int) string {
 	return strings.Join(parts, ", ")
 }
 
-// Apply writes changes as one entity group transaction on c's table, all
-// or none: Join checks them first (c's profile; nothing is sent when they
-// do not fit), then one Submit of one Atomic group sends them, 1 round
-// trip. The result reports the joined ops in order (each change's ops
-// after those of the changes before it). On a failure the error is the
-// change's own explanation of its failing op (Change.Explain), else
-// Submit's *BatchError; an unknown outcome is settled as Submit settles
-// one. Changes that carry intents need eventual's Queue.Apply, which
-// commits the intents with the same transaction; Apply refuses them.
-func Apply(ctx context.Context, c *aztables.Client, changes ...Change) (BatchResult, error) {
-	a := aboutClient(c)
-	return apply(ctx, c, a.name, directOf(a), a.resolvedProfile(), changes)
-}
-
-// Apply is the package-level Apply on t's client, with t's profile.
+// Apply writes changes as one entity group transaction on t's table, all
+// or none: they are checked first (t's profile; nothing is sent when they
+// do not fit: one partition, no entity touched twice, the profile's
+// limits), then one Submit of one Atomic group sends them, 1 round trip.
+// The changes may come from any pattern over t's client (t gives the
+// client and the profile). The result reports the joined ops in order
+// (each change's ops after those of the changes before it). On a failure
+// the error is the change's own explanation of its failing op
+// (Change.Explain), else Submit's *BatchError; an unknown outcome is
+// settled as Submit settles one. Changes that carry intents need
+// eventual's Queue.Apply, which commits the intents with the same
+// transaction; Apply refuses them.
 func (t *Table[T]) Apply(ctx context.Context, changes ...Change) (BatchResult, error) {
-	return apply(ctx, t.client, t.name, t.direct, t.profile, changes)
+	return apply(ctx, t.obs, t.client, t.name, t.direct, t.profile, changes)
 }
 
-func apply(ctx context.Context, c *aztables.Client, name string, d *direct, p *Profile, changes []Change) (BatchResult, error) {
-	j, err := Join(p, changes...)
+func apply(ctx context.Context, o *obs.Obs, c *aztables.Client, name string, d *direct, p *Profile, changes []Change) (BatchResult, error) {
+	j, err := joinChanges(p, changes...)
 	if err != nil {
 		return BatchResult{}, err
 	}
 	if len(j.Intents) > 0 {
-		return BatchResult{}, invalid("change", j.Ops[0].pk, "", ErrInvalidBatch, "%s carries %d intents: apply it with eventual's Queue.Apply, which commits them with the transaction", j.By, len(j.Intents))
+		return BatchResult{}, refused("change", j.Ops[0].pk, "", ErrInvalidBatch, "%s carries %d intents: apply it with eventual's Queue.Apply, which commits them with the transaction", j.By, len(j.Intents))
 	}
 	if !j.NotAfter.IsZero() {
 		if !time.Now().Before(j.NotAfter) {
@@ -225,6 +238,6 @@ func apply(ctx context.Context, c *aztables.Client, name string, d *direct, p *P
 		ctx, cancel = context.WithDeadline(ctx, j.NotAfter)
 		defer cancel()
 	}
-	res, err := submit(ctx, c, name, d, p, Atomic(j.Ops...), nil)
-	return res, j.Explained(err)
+	res, err := submit(ctx, o, c, name, d, p, Atomic(j.Ops...), nil)
+	return res, j.explained(err)
 }

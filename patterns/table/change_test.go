@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -24,14 +26,14 @@ type auditRow struct {
 func TestApplyJoinsChangesInOneTransaction(t *testing.T) {
 	t.Parallel()
 	emps, ft := newTable[employee](t)
-	audit, err := table.New[auditRow](emps.Client())
+	audit, err := table.New[auditRow](emps.Client(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	hire := table.Change{By: "employees", Ops: []table.Op{emps.InsertOp(employee{Department: "Sales", ID: "1", FirstName: "Jo"})}}
 	logged := table.Change{By: "audit", Ops: []table.Op{audit.InsertOp(auditRow{Department: "Sales", Key: "log-1", What: "hired 1"})}}
-	res, err := table.Apply(ctx, emps.Client(), hire, logged)
+	res, err := emps.Apply(ctx, hire, logged)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestJoinRefusesBeforeTheNetwork(t *testing.T) {
 			table.ErrTooLarge, []string{"bytes", "index 2", "log 1", "Cosmos DB Table API", "(2097152)"}},
 	}
 	for _, c := range cases {
-		_, err := table.Join(c.p, c.changes...)
+		_, err := batchplan.Join(c.p, c.changes...)
 		if !errors.Is(err, c.is) || !errors.Is(err, table.ErrInvalid) {
 			t.Errorf("%s: %v, want %v (and ErrInvalid)", c.name, err, c.is)
 			continue
@@ -114,14 +116,14 @@ func TestJoinRefusesBeforeTheNetwork(t *testing.T) {
 		}
 	}
 	// The same 80 ops fit Table Storage's 4 MiB.
-	if j, err := table.Join(nil, table.Change{By: "index", Ops: many(80, 30000)}); err != nil || len(j.Ops) != 80 || j.By != "index" {
+	if j, err := batchplan.Join[table.Change, table.Profile](nil, table.Change{By: "index", Ops: many(80, 30000)}); err != nil || len(j.Ops) != 80 || j.By != "index" {
 		t.Errorf("80 ops of 30 KB on Table Storage: %v", err)
 	}
-	_, err := table.Apply(ctx, emps.Client(), table.Change{By: "index", Ops: []table.Op{op("Sales", "1")}, Intents: []table.Intent{intent{"a"}}})
+	_, err := emps.Apply(ctx, table.Change{By: "index", Ops: []table.Op{op("Sales", "1")}, Intents: []table.Intent{intent{"a"}}})
 	if !errors.Is(err, table.ErrInvalidBatch) || !strings.Contains(err.Error(), "Queue.Apply") {
 		t.Errorf("Apply with intents: %v", err)
 	}
-	_, err = table.Apply(ctx, emps.Client(), table.Change{By: "blobs", Ops: []table.Op{op("Sales", "1")}, NotAfter: time.Now().Add(-time.Millisecond)})
+	_, err = emps.Apply(ctx, table.Change{By: "blobs", Ops: []table.Op{op("Sales", "1")}, NotAfter: time.Now().Add(-time.Millisecond)})
 	if !errors.Is(err, table.ErrNotApplied) || !strings.Contains(err.Error(), "blobs") {
 		t.Errorf("Apply past NotAfter: %v", err)
 	}

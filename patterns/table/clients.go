@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -36,7 +38,7 @@ func ClientOptions() *aztables.ClientOptions {
 // on Table Storage send their requests through that pipeline. With nil
 // opts it uses ClientOptions(): the guide's retry policy instead of
 // azcore's. Options you pass are used as they are. Errors match
-// ErrInvalidConnectionString and never hold the key or a signature.
+// ErrInvalid and never hold the key or a signature.
 func NewServiceClientFromConnectionString(connStr string, opts *aztables.ClientOptions) (*aztables.ServiceClient, error) {
 	cs, err := parseConnectionString(connStr)
 	if err != nil {
@@ -128,13 +130,13 @@ func NewClientFromSASURL(sasURL string, opts *aztables.ClientOptions) (*aztables
 	return c, nil
 }
 
-// ErrInvalidConnectionString: a connection string ParseConnectionString
+// errInvalidConnectionString matches ErrInvalid: a connection string ParseConnectionString
 // cannot turn into a table service URL and a shared key (or
 // NewServiceClientFromConnectionString into a service URL and a shared key
 // or SAS): a malformed setting, no AccountName or AccountKey (a SAS-only
 // connection string, for ParseConnectionString), a
 // key that is not base64, an endpoint that is not an http(s) URL.
-var ErrInvalidConnectionString error = &invalidKind{"invalid connection string"}
+var errInvalidConnectionString error = invalid.New("invalid connection string")
 
 // The storage emulator's well-known account, for UseDevelopmentStorage=true.
 // Microsoft publishes this key; it is not a secret.
@@ -179,7 +181,7 @@ var accountName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$
 // requests or other SAS; give its token to NewClientFromSASURL instead.
 //
 // Errors are *Error with Op "connection string" that satisfy
-// errors.Is(err, ErrInvalidConnectionString). They name settings, never
+// errors.Is(err, ErrInvalid). They name settings, never
 // their values, so they never contain the key or a signature.
 func ParseConnectionString(connStr string) (serviceURL string, cred *aztables.SharedKeyCredential, err error) {
 	cs, err := parseConnectionString(connStr)
@@ -204,7 +206,7 @@ type connSettings struct {
 }
 
 func connStrError(format string, args ...any) error {
-	return &Error{Op: "connection string", Err: marked{ErrInvalidConnectionString, fmt.Errorf(format, args...)}}
+	return &Error{Op: "connection string", Err: invalid.Marked(errInvalidConnectionString, fmt.Errorf(format, args...))}
 }
 
 // noKey is ParseConnectionString's error for a connection string without

@@ -57,7 +57,7 @@ func BenchmarkClientWork(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tb, err := table.New[row](table.NewClient(tkSvc, "bench"))
+	tb, err := table.New[row](table.NewClient(tkSvc, "bench"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

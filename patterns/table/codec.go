@@ -15,25 +15,13 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/keys"
 )
-
-// MaxPropertyNameLength is the longest property name, in characters (on
-// both services). The limits that differ between services are the
-// Profile's.
-const MaxPropertyNameLength = 255
-
-// ReservedPropertyPrefix starts the names of the properties tablekit
-// keeps beside an entity's own (WriteProperty, secondaryindex's copy
-// reference, wideentity's version and parts, largeentity's blob pointers).
-// Every write of an application's Table refuses them (ErrInvalidEntity,
-// nothing sent): a Dynamic's property of such a name, and any write of a
-// struct type with a field stored under one (such a type can read a
-// pattern's rows, as an operator's tool may). Only the pattern packages
-// write them, through their own views.
-const ReservedPropertyPrefix = "Tk"
 
 // kind is how a Go field is stored.
 type kind uint8
@@ -79,7 +67,7 @@ type codec struct {
 	extra     []int    // a map[string]any field tagged extra
 	selects   []string // the default projection; nil for every property
 	implicit  []string // what every projection adds: keys, Timestamp, history
-	tk        string   // a property under ReservedPropertyPrefix: T reads, but cannot write
+	tk        string   // a property under reserved.PropertyPrefix: T reads, but cannot write
 }
 
 var codecs sync.Map // reflect.Type -> *codec or error
@@ -122,7 +110,7 @@ func buildCodec(t reflect.Type) (*codec, error) {
 		c.implicit = append(c.implicit, "Timestamp")
 	}
 	if c.meta != nil {
-		c.implicit = append(c.implicit, WriteProperty)
+		c.implicit = append(c.implicit, reserved.WriteProperty)
 	}
 	if c.extra == nil {
 		c.selects = slices.Clone(c.implicit)
@@ -202,7 +190,7 @@ func (c *codec) addFields(t reflect.Type, parent []int) error {
 		if err := validPropertyName(name); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		if strings.HasPrefix(name, ReservedPropertyPrefix) && c.tk == "" {
+		if strings.HasPrefix(name, reserved.PropertyPrefix) && c.tk == "" {
 			c.tk = name
 		}
 		if _, dup := c.byName[name]; dup {
@@ -285,9 +273,9 @@ func validPropertyName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("%w: empty property name", ErrInvalidEntity)
-	case utf8.RuneCountInString(name) > MaxPropertyNameLength:
-		return fmt.Errorf("%w: property name %.20q... is longer than %d characters", ErrInvalidEntity, name, MaxPropertyNameLength)
-	case name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == WriteProperty:
+	case utf8.RuneCountInString(name) > fieldmodel.MaxNameLength:
+		return fmt.Errorf("%w: property name %.20q... is longer than %d characters", ErrInvalidEntity, name, fieldmodel.MaxNameLength)
+	case name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == reserved.WriteProperty:
 		return fmt.Errorf("%w: property name %q is reserved", ErrInvalidEntity, name)
 	case odataKeywords[name]:
 		return fmt.Errorf("%w: property name %q is an OData keyword, which a filter cannot name", ErrInvalidEntity, name)
@@ -342,7 +330,7 @@ type encoded struct {
 	pk, rk string
 	props  int
 	size   int // as the service counts it
-	// tk allows property names under ReservedPropertyPrefix in a
+	// tk allows property names under reserved.PropertyPrefix in a
 	// Dynamic's bag: a pattern's reserved view, or a conversion.
 	tk bool
 	// p is the profile whose limits apply; nil for Storage's.
@@ -363,11 +351,11 @@ func (e *encoded) checkEntity() error {
 	p := e.profile()
 	switch {
 	case e.props > p.MaxProperties:
-		return invalid("encode", e.pk, e.rk, ErrInvalidEntity, "%d properties, more than %s's %d", e.props, p.Name, p.MaxProperties)
+		return refused("encode", e.pk, e.rk, ErrInvalidEntity, "%d properties, more than %s's %d", e.props, p.Name, p.MaxProperties)
 	case p.MaxEntitySize > 0 && e.size > p.MaxEntitySize:
-		return invalid("encode", e.pk, e.rk, ErrTooLarge, "entity is %d bytes as %s counts them, more than %d", e.size, p.Name, p.MaxEntitySize)
+		return refused("encode", e.pk, e.rk, ErrTooLarge, "entity is %d bytes as %s counts them, more than %d", e.size, p.Name, p.MaxEntitySize)
 	case p.MaxEntityJSON > 0 && len(e.body) > p.MaxEntityJSON:
-		return invalid("encode", e.pk, e.rk, ErrTooLarge, "entity is %d bytes of JSON, more than %s's %d", len(e.body), p.Name, p.MaxEntityJSON)
+		return refused("encode", e.pk, e.rk, ErrTooLarge, "entity is %d bytes of JSON, more than %s's %d", len(e.body), p.Name, p.MaxEntityJSON)
 	}
 	return nil
 }
@@ -378,7 +366,7 @@ func (e *encoded) checkEntity() error {
 func (e *encoded) checkValue(name string, size int) error {
 	p := e.profile()
 	if size > p.MaxValueSize+4 {
-		return invalid("encode", e.pk, e.rk, ErrTooLarge, "property %s is %d bytes, more than %s's %d", name, size-4, p.Name, p.MaxValueSize)
+		return refused("encode", e.pk, e.rk, ErrTooLarge, "property %s is %d bytes, more than %s's %d", name, size-4, p.Name, p.MaxValueSize)
 	}
 	if len(p.ReservedNames) > 0 {
 		if err := p.checkName(name); err != nil {
@@ -388,7 +376,7 @@ func (e *encoded) checkValue(name string, size int) error {
 	return nil
 }
 
-// stampable reports whether WriteProperty fits the entity's limits.
+// stampable reports whether reserved.WriteProperty fits the entity's limits.
 func (e encoded) stampable() bool {
 	p := e.profile()
 	return e.props < p.MaxProperties && (p.MaxEntitySize == 0 || e.size+stampSize <= p.MaxEntitySize) &&
@@ -406,7 +394,7 @@ func (c *codec) encode(b []byte, v reflect.Value, pk, rk string, only *fieldMask
 		return e, err
 	}
 	if c.tk != "" && !tk {
-		return e, invalid("encode", pk, rk, ErrInvalidEntity, "%v stores property %q, which starts with %q (table.ReservedPropertyPrefix): such a type can read a pattern's rows, not write them", c.typ, c.tk, ReservedPropertyPrefix)
+		return e, refused("encode", pk, rk, ErrInvalidEntity, "%v stores property %q, which starts with %q (reserved.PropertyPrefix): such a type can read a pattern's rows, not write them", c.typ, c.tk, reserved.PropertyPrefix)
 	}
 	b = appendKeys(b, &e)
 	b, err := c.appendProperties(b, v, &e, only)
@@ -450,7 +438,7 @@ func (c *codec) appendProperties(b []byte, v reflect.Value, e *encoded, only *fi
 			continue
 		}
 		if skip, err := unset(f.kind, fv); err != nil {
-			return b, invalid("encode", pk, rk, ErrInvalidEntity, "property %s: %v", f.name, err)
+			return b, refused("encode", pk, rk, ErrInvalidEntity, "property %s: %v", f.name, err)
 		} else if skip {
 			continue
 		}
@@ -459,7 +447,7 @@ func (c *codec) appendProperties(b []byte, v reflect.Value, e *encoded, only *fi
 		var size int
 		var err error
 		if b, size, err = appendValue(b, f.kind, fv); err != nil {
-			return b, invalid("encode", pk, rk, ErrInvalidEntity, "property %s: %v", f.name, err)
+			return b, refused("encode", pk, rk, ErrInvalidEntity, "property %s: %v", f.name, err)
 		}
 		if err := e.checkValue(f.name, size); err != nil {
 			return b, err
@@ -474,12 +462,12 @@ func (c *codec) appendProperties(b []byte, v reflect.Value, e *encoded, only *fi
 	return b, nil
 }
 
-// notReserved refuses keys under ReservedPrefix: those rows belong to
+// notReserved refuses keys under reserved.Prefix: those rows belong to
 // tablekit's patterns (internal/reserved gives them their views).
 func notReserved(pk, rk string) error {
 	for _, k := range [2]struct{ name, v string }{{"PartitionKey", pk}, {"RowKey", rk}} {
-		if strings.HasPrefix(k.v, ReservedPrefix) {
-			return invalid("encode", pk, rk, ErrInvalidKey, "%s %q starts with %q (table.ReservedPrefix), which tablekit's patterns keep for their own rows", k.name, k.v, ReservedPrefix)
+		if strings.HasPrefix(k.v, reserved.Prefix) {
+			return refused("encode", pk, rk, ErrInvalidKey, "%s %q starts with %q (reserved.Prefix), which tablekit's patterns keep for their own rows", k.name, k.v, reserved.Prefix)
 		}
 	}
 	return nil
@@ -488,7 +476,7 @@ func notReserved(pk, rk string) error {
 // validKeys checks keys as the real service (and the SDK) would.
 func validKeys(pk, rk string) error {
 	if pk == "" {
-		return invalid("encode", pk, rk, ErrInvalidKey, "empty PartitionKey (the service allows it, but the Azure SDK cannot get, update or delete such an entity)")
+		return refused("encode", pk, rk, ErrInvalidKey, "empty PartitionKey (the service allows it, but the Azure SDK cannot get, update or delete such an entity)")
 	}
 	if err := keys.Validate(pk); err != nil {
 		return &Error{Op: "encode", PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("PartitionKey: %w", err)}
@@ -568,7 +556,7 @@ func unset(k kind, v reflect.Value) (skip bool, err error) {
 		if v.String() == "" {
 			return true, nil
 		}
-		_, err := ParseGUID(v.String())
+		_, err := parseGUID(v.String())
 		return false, err
 	case kBinary:
 		return v.IsNil(), nil
@@ -631,15 +619,15 @@ func (c *codec) appendExtra(b []byte, m reflect.Value, e *encoded, only *fieldMa
 		if err := validPropertyName(name); err != nil {
 			return b, &Error{Op: "encode", PartitionKey: e.pk, RowKey: e.rk, Err: err}
 		}
-		if !e.tk && strings.HasPrefix(name, ReservedPropertyPrefix) {
-			return b, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "property name %q starts with %q (table.ReservedPropertyPrefix), which tablekit's patterns keep for their own properties", name, ReservedPropertyPrefix)
+		if !e.tk && strings.HasPrefix(name, reserved.PropertyPrefix) {
+			return b, refused("encode", e.pk, e.rk, ErrInvalidEntity, "property name %q starts with %q (reserved.PropertyPrefix), which tablekit's patterns keep for their own properties", name, reserved.PropertyPrefix)
 		}
 		k, rv, err := dynamicKind(props[name])
 		if err != nil {
-			return b, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "property %s: %v", name, err)
+			return b, refused("encode", e.pk, e.rk, ErrInvalidEntity, "property %s: %v", name, err)
 		}
 		if skip, err := unset(k, rv); err != nil {
-			return b, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "property %s: %v", name, err)
+			return b, refused("encode", e.pk, e.rk, ErrInvalidEntity, "property %s: %v", name, err)
 		} else if skip {
 			continue
 		}
@@ -648,7 +636,7 @@ func (c *codec) appendExtra(b []byte, m reflect.Value, e *encoded, only *fieldMa
 		b = append(b, ':')
 		var size int
 		if b, size, err = appendValue(b, k, rv); err != nil {
-			return b, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "property %s: %v", name, err)
+			return b, refused("encode", e.pk, e.rk, ErrInvalidEntity, "property %s: %v", name, err)
 		}
 		if err := e.checkValue(name, size); err != nil {
 			return b, err

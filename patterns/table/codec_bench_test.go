@@ -2,10 +2,11 @@ package table
 
 import (
 	"encoding/json"
-	"github.com/tablekit/tablekit/internal/cpustat"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/tablekit/tablekit/internal/cpustat"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )

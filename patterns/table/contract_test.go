@@ -6,6 +6,12 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -26,13 +32,13 @@ type inner struct{ Nested int64 }
 // FieldsOf is the one field model: what every package reads instead of
 // parsing `table` tags.
 func TestFieldsOf(t *testing.T) {
-	fs, err := table.FieldsOf[modelled]()
+	fs, err := fieldmodel.Of[modelled]()
 	if err != nil {
 		t.Fatal(err)
 	}
 	type row struct {
 		name, prop string
-		role       table.FieldRole
+		role       fieldmodel.Role
 		json, guid bool
 		omit       bool
 	}
@@ -41,14 +47,14 @@ func TestFieldsOf(t *testing.T) {
 		got = append(got, row{f.Name, f.Property, f.Role, f.JSON, f.GUID, f.OmitEmpty})
 	}
 	want := []row{
-		{"Meta", "", table.MetaField, false, false, false},
-		{"Dept", "", table.PartitionKeyField, false, false, false},
-		{"ID", "", table.RowKeyField, false, false, false},
-		{"Name", "FullName", table.PropertyField, false, false, true},
-		{"Blob", "Blob", table.PropertyField, true, false, false},
-		{"Ref", "Ref", table.PropertyField, false, true, false},
-		{"Extra", "", table.ExtraField, false, false, false},
-		{"Nested", "Nested", table.PropertyField, false, false, false},
+		{"Meta", "", fieldmodel.Meta, false, false, false},
+		{"Dept", "", fieldmodel.PartitionKey, false, false, false},
+		{"ID", "", fieldmodel.RowKey, false, false, false},
+		{"Name", "FullName", fieldmodel.Property, false, false, true},
+		{"Blob", "Blob", fieldmodel.Property, true, false, false},
+		{"Ref", "Ref", fieldmodel.Property, false, true, false},
+		{"Extra", "", fieldmodel.Extra, false, false, false},
+		{"Nested", "Nested", fieldmodel.Property, false, false, false},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("FieldsOf =\n%v\nwant\n%v", got, want)
@@ -56,25 +62,25 @@ func TestFieldsOf(t *testing.T) {
 	if v := reflect.ValueOf(modelled{inner: inner{7}}).FieldByIndex(fs[len(fs)-1].Index); v.Int() != 7 {
 		t.Fatalf("the nested field's Index reads %v", v)
 	}
-	if _, err := table.FieldsOf[struct{ C chan int }](); !errors.Is(err, table.ErrInvalidEntity) {
+	if _, err := fieldmodel.Of[struct{ C chan int }](); !errors.Is(err, table.ErrInvalidEntity) {
 		t.Fatalf("FieldsOf of a type New rejects = %v", err)
 	}
 }
 
 func TestValidPropertyNameAndKeys(t *testing.T) {
 	for name, ok := range map[string]bool{"Email": true, "e_1": true, "": false, "a-b": false, "and": false, "RowKey": false, "TkRef": false, "TkWrites": false} {
-		if err := table.ValidPropertyName(name); (err == nil) != ok || (err != nil && !errors.Is(err, table.ErrInvalid)) {
+		if err := fieldmodel.ValidName(name); (err == nil) != ok || (err != nil && !errors.Is(err, table.ErrInvalid)) {
 			t.Errorf("ValidPropertyName(%q) = %v", name, err)
 		}
 	}
 	v := modelled{Dept: "Sales", ID: "7"}
-	if pk, rk, err := table.KeysOf(&v); pk != "Sales" || rk != "7" || err != nil {
+	if pk, rk, err := fieldmodel.KeysOf(&v); pk != "Sales" || rk != "7" || err != nil {
 		t.Fatalf("KeysOf = %q, %q, %v", pk, rk, err)
 	}
-	if _, _, err := table.KeysOf(&inner{}); !errors.Is(err, table.ErrInvalidEntity) {
+	if _, _, err := fieldmodel.KeysOf(&inner{}); !errors.Is(err, table.ErrInvalidEntity) {
 		t.Fatalf("KeysOf of a type without keys = %v", err)
 	}
-	errX := table.NewErrInvalid("x: invalid request")
+	errX := invalid.New("x: invalid request")
 	//lint:ignore SA1032 the reverse order is the point: the root must not match a package's sentinel
 	if !errors.Is(errX, table.ErrInvalid) || errX.Error() != "x: invalid request" || errors.Is(table.ErrInvalid, errX) {
 		t.Fatalf("NewErrInvalid: %v", errX)
@@ -109,10 +115,10 @@ func TestKeysIdempotentSteps(t *testing.T) {
 
 func TestFilterProperties(t *testing.T) {
 	f := table.And(table.PartitionKey("Sales"), table.Or(table.Eq("SSN", "1"), table.Not(table.Gt("Age", 3))), table.Eq("SSN", "2"), table.RowKeyPrefix("a"))
-	if got := f.Properties(); !reflect.DeepEqual(got, []string{"PartitionKey", "SSN", "Age", "RowKey"}) {
+	if got := fieldmodel.FilterProperties(f); !reflect.DeepEqual(got, []string{"PartitionKey", "SSN", "Age", "RowKey"}) {
 		t.Fatalf("Properties = %v", got)
 	}
-	if got := (table.Filter{}).Properties(); got != nil {
+	if got := fieldmodel.FilterProperties(table.Filter{}); got != nil {
 		t.Fatalf("the zero Filter compares %v", got)
 	}
 }
@@ -121,7 +127,7 @@ func TestFailedOp(t *testing.T) {
 	t.Parallel()
 	tb, ft := newTable[employee](t)
 	boom := errors.New("boom")
-	op := table.FailedOp(boom)
+	op := batchplan.Failed[table.Op](boom)
 	if !errors.Is(op.Err(), boom) {
 		t.Fatalf("Err = %v", op.Err())
 	}
@@ -130,20 +136,20 @@ func TestFailedOp(t *testing.T) {
 	if !errors.As(err, &be) || !errors.Is(err, boom) || ft.Count() != 0 {
 		t.Fatalf("Submit with a failed op = %v after %d requests; want a BatchError naming it, nothing sent", err, ft.Count())
 	}
-	if !errors.Is(table.FailedOp(nil).Err(), table.ErrInvalidBatch) {
+	if !errors.Is(batchplan.Failed[table.Op](nil).Err(), table.ErrInvalidBatch) {
 		t.Fatal("FailedOp(nil) carries no error")
 	}
 }
 
 func TestMarkInvalid(t *testing.T) {
-	pkg := table.NewErrInvalid("pkg: invalid request")
-	_, _, keyErr := table.KeysOf(&inner{})
-	m := table.MarkInvalid(pkg, keyErr)
+	pkg := invalid.New("pkg: invalid request")
+	_, _, keyErr := fieldmodel.KeysOf(&inner{})
+	m := invalid.Mark(pkg, keyErr)
 	if !errors.Is(m, pkg) || !errors.Is(m, table.ErrInvalidEntity) || !errors.Is(m, table.ErrInvalid) || m.Error() != keyErr.Error() {
 		t.Fatalf("MarkInvalid = %v", m)
 	}
 	other := errors.New("network")
-	if table.MarkInvalid(pkg, other) != other || table.MarkInvalid(pkg, nil) != nil {
+	if invalid.Mark(pkg, other) != other || invalid.Mark(pkg, nil) != nil {
 		t.Fatal("MarkInvalid changed an error that is not a validation error")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -89,7 +90,7 @@ func TestFromDynamicTypeChecks(t *testing.T) {
 			t.Errorf("FromDynamic(%v) = %v, want ErrInvalidEntity", bad, err)
 		}
 	}
-	if _, err := table.FromDynamic[allTypes](table.Dynamic{Properties: map[string]any{table.WriteProperty: "x"}}); !errors.Is(err, table.ErrInvalidEntity) {
+	if _, err := table.FromDynamic[allTypes](table.Dynamic{Properties: map[string]any{reserved.WriteProperty: "x"}}); !errors.Is(err, table.ErrInvalidEntity) {
 		t.Errorf("reserved name: %v", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -118,7 +120,7 @@ func TestCosmosCore(t *testing.T) {
 		for i := range 40 {
 			big = append(big, dyn.InsertOp(table.Dynamic{PartitionKey: "big", RowKey: fmt.Sprint(i), Properties: map[string]any{"B": make([]byte, 60<<10)}}))
 		}
-		_, errJoin := table.Join(dyn.Profile(), table.Change{By: "photos", Ops: big[:20]}, table.Change{By: "scans", Ops: big[20:]})
+		_, errJoin := batchplan.Join(dyn.Profile(), table.Change{By: "photos", Ops: big[:20]}, table.Change{By: "scans", Ops: big[20:]})
 		_, errBatch := dyn.Submit(ctx, table.Atomic(big...), nil)
 		if sorted && errJoin != nil || !sorted && (!errors.Is(errJoin, table.ErrTooLarge) || !strings.Contains(errJoin.Error(), "scans")) {
 			t.Errorf("Join of two changes of 1.6 MB on %s: %v", r.ServiceName(), errJoin)

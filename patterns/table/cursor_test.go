@@ -84,7 +84,7 @@ func TestCursorBoundToItsQuery(t *testing.T) {
 
 // TestQueryLimitsCheckedBeforeTheNetwork: an empty Or, more than 15
 // comparisons, an OData keyword as a property name, and a query string
-// over MaxQueryLength fail with nothing sent.
+// over maxQueryLength fail with nothing sent.
 func TestQueryLimitsCheckedBeforeTheNetwork(t *testing.T) {
 	t.Parallel()
 	tb, ft := newTable[employee](t)

@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/reserved"
 )
 
 // stringEDM is the annotation a JSON string value must carry for each kind
@@ -125,7 +126,7 @@ func (c *codec) decodeProps(props []property, v reflect.Value, etag azcore.ETag,
 				}
 			}
 			continue
-		case WriteProperty:
+		case reserved.WriteProperty:
 			if p.value.kind == 's' {
 				writes = stringOf(p.value)
 			}
@@ -241,7 +242,7 @@ func setValue(fv reflect.Value, f *field, p *property) error {
 		if val.kind != 's' {
 			return mismatch()
 		}
-		g, err := ParseGUID(stringOf(val))
+		g, err := parseGUID(stringOf(val))
 		if err != nil {
 			return err
 		}
@@ -367,7 +368,7 @@ func dynamicValue(p *property) (any, error) {
 		// the property.
 		return base64.StdEncoding.AppendDecode([]byte{}, unescapedBytes(v))
 	case "Edm.Guid":
-		return ParseGUID(stringOf(v))
+		return parseGUID(stringOf(v))
 	}
 	switch v.kind {
 	case 's':
@@ -386,11 +387,11 @@ func dynamicValue(p *property) (any, error) {
 }
 
 // errReservedRow is what decode returns, when asked to skip reserved rows,
-// for a row whose RowKey starts with ReservedPrefix; v is left unchanged.
+// for a row whose RowKey starts with reserved.Prefix; v is left unchanged.
 var errReservedRow = errors.New("reserved row")
 
 // reservedRow reports whether the scanned entity's RowKey starts with
-// ReservedPrefix.
+// reserved.Prefix.
 func reservedRow(props []property) bool {
 	for i := range props {
 		if p := &props[i]; string(p.name) == "RowKey" {
@@ -398,9 +399,9 @@ func reservedRow(props []property) bool {
 			case p.value.kind != 's':
 				return false
 			case !p.value.esc:
-				return bytes.HasPrefix(p.value.raw, []byte(ReservedPrefix))
+				return bytes.HasPrefix(p.value.raw, []byte(reserved.Prefix))
 			default:
-				return strings.HasPrefix(stringOf(p.value), ReservedPrefix)
+				return strings.HasPrefix(stringOf(p.value), reserved.Prefix)
 			}
 		}
 	}

@@ -67,8 +67,8 @@
 //
 //   - One field model: FieldsOf describes a struct type as the codec maps it
 //     (tag grammar, key roles, property names); ValidPropertyName checks a
-//     name a package lets its users choose; ReservedPrefix and
-//     ReservedPropertyPrefix reserve keys and properties for the patterns.
+//     name a package lets its users choose; reserved.Prefix and
+//     reserved.PropertyPrefix reserve keys and properties for the patterns.
 //     No package parses `table` tags itself.
 //   - One envelope: every read returns an [Entity] (keys, ETag, value) or a
 //     struct that embeds one and adds only its package's own fields; every
@@ -240,7 +240,7 @@
 //	transaction response lost                settled by Submit's read         none (reported applied or not)
 //	after the writes, before Progress        page upgraded, cursor not saved  rerun reads it, writes nothing
 //
-// Package patterns reserve rows under ReservedPrefix (commit records,
+// Package patterns reserve rows under reserved.Prefix (commit records,
 // index entities); Types' queries skip them as typed queries do.
 //
 // # Trust
@@ -248,7 +248,7 @@
 // The core checks what it reads and sends: keys and property names are
 // validated before the network, every value is decoded by its declared EDM
 // type (a row of another type is ErrEntityType, never misread), a write's
-// history (WriteProperty) keeps only identities of the shape tablekit
+// history (reserved.WriteProperty) keeps only identities of the shape tablekit
 // writes, and shared access signatures are removed from every error that
 // carries a URL. A writer holding a SAS scoped to some partitions (SASURL's
 // key ranges) can write rows only there; it can plant rows that other
@@ -258,7 +258,7 @@
 //
 // # Reserved keys
 //
-// Keys (PartitionKey or RowKey) that start with ReservedPrefix belong to
+// Keys (PartitionKey or RowKey) that start with reserved.Prefix belong to
 // tablekit's patterns. Every write, point read and op of an application's
 // Table refuses them with ErrInvalidKey before the network, so an id taken
 // from user input ("~tk~ix!Last!Jones") can neither take over nor read a
@@ -373,7 +373,7 @@
 // answers 409, 412 or 404 although the first attempt succeeded. The policy
 // marks such a request as ambiguous, and tablekit settles it with one read
 // of the entity: inserts and conditional updates record their identity in
-// the entity's write history (WriteProperty, one reserved property), so the
+// the entity's write history (reserved.WriteProperty, one reserved property), so the
 // read tells "this write was applied" from "another write won". A
 // read-modify-write loop (retry.Do with retry.RetryOn412 over Get and
 // Update) therefore never applies a change twice.
@@ -387,7 +387,7 @@
 //	response lost: Update with an ETag       applied (Verified) or
 //	                                         ErrPreconditionFailed, after
 //	                                         1 extra read; unknown if more
-//	                                         than HistoryLength writes
+//	                                         than reserved.HistoryLength writes
 //	                                         intervened, or v did not carry
 //	                                         the Meta read with the ETag
 //	every attempt of a conditional write    not applied after 1 read and a
@@ -457,7 +457,7 @@
 // UTF-16 code units, a non-empty PartitionKey, which the SDK cannot
 // address, and on Cosmos DB a RowKey of at most 255 bytes), at most 252
 // properties, property names (C# identifiers, at most 255 characters, not
-// PartitionKey, RowKey, Timestamp, a name under ReservedPropertyPrefix,
+// PartitionKey, RowKey, Timestamp, a name under reserved.PropertyPrefix,
 // an OData keyword, or a name the service reserves), string and binary
 // values up to 64 KiB (strings counted as UTF-16), times within
 // Edm.DateTime's 1601-9999 (the zero time.Time is stored as no property),
@@ -466,12 +466,12 @@
 // each entity once per transaction, 100 operations and 4 MiB (2 MB on
 // Cosmos DB) per transaction. A rejected write names the entity and the limit and sends
 // nothing. Queries: at most 15 comparisons per filter
-// (MaxFilterComparisons), literals of the type of T's field, properties T
-// has, a query string under MaxQueryLength, and a cursor of the same query.
+// (maxFilterComparisons), literals of the type of T's field, properties T
+// has, a query string under maxQueryLength, and a cursor of the same query.
 //
 // # Cosmos DB
 //
-// A table on the Cosmos DB Table API (its endpoint, or WithProfile(Cosmos))
+// A table on the Cosmos DB Table API (its endpoint, or Options.Profile: Cosmos)
 // follows the Cosmos [Profile]. Point operations, transactions and merges
 // work as on Table Storage, under its limits (transactions of 2 MB,
 // entities of 2 MB of JSON, RowKeys of 255 bytes, the property names id,

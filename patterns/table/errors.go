@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/invalid"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/retry"
@@ -13,21 +14,13 @@ import (
 
 // ErrInvalid is the root of tablekit's validation errors: input refused
 // before anything is sent. ErrInvalidKey, ErrInvalidEntity, ErrInvalidBatch,
-// ErrNoETag, ErrInvalidFilter, ErrInvalidSAS, ErrInvalidConnectionString, a
+// ErrNoETag, ErrInvalidFilter, a
 // limit (ErrTooLarge) this package finds before the network, and every
 // pattern package's own ErrInvalid satisfy errors.Is(err, ErrInvalid); an
 // answer of the service (a 400 or 413) does not, nor does a size found
 // wrong in data read back from storage (ErrTooLarge beside a package's
 // ErrCorrupt).
-var ErrInvalid = errors.New("invalid")
-
-// invalidKind is a sentinel that is also ErrInvalid.
-type invalidKind struct{ msg string }
-
-func (e *invalidKind) Error() string { return e.msg }
-
-// Is makes every invalidKind match ErrInvalid.
-func (e *invalidKind) Is(target error) bool { return target == ErrInvalid }
+var ErrInvalid = invalid.Err
 
 // Sentinel errors. Every error tablekit returns for these conditions
 // satisfies errors.Is with the matching sentinel, whether it was detected
@@ -55,16 +48,16 @@ var (
 	// ErrInvalidEntity: an entity the service would reject for a reason other
 	// than its size or keys: too many properties, a bad property name, a
 	// value that cannot be represented.
-	ErrInvalidEntity error = &invalidKind{"invalid entity"}
+	ErrInvalidEntity error = invalid.New("invalid entity")
 	// ErrInvalidBatch: a batch the service would reject: several partitions
 	// in one atomic group, the same entity twice in one transaction.
-	ErrInvalidBatch error = &invalidKind{"invalid batch"}
+	ErrInvalidBatch error = invalid.New("invalid batch")
 	// ErrNoETag: an update or delete was given no ETag. Pass the ETag read
 	// with the entity, or azcore.ETagAny to write unconditionally.
-	ErrNoETag error = &invalidKind{"no ETag: pass the entity's ETag, or azcore.ETagAny for an unconditional write"}
+	ErrNoETag error = invalid.New("no ETag: pass the entity's ETag, or azcore.ETagAny for an unconditional write")
 	// ErrInvalidFilter: a filter that cannot be rendered (an unsupported
 	// value type, an invalid property name).
-	ErrInvalidFilter error = &invalidKind{"invalid filter"}
+	ErrInvalidFilter error = invalid.New("invalid filter")
 	// ErrThrottled: the service asked the client to slow down (503
 	// ServerBusy, 429) and the retry policy gave up.
 	ErrThrottled = errors.New("throttled by the service")
@@ -208,27 +201,7 @@ func newError(op, table, pk, rk string, err error) *Error {
 	return e
 }
 
-// invalid reports an error found before the network; it wraps sentinel.
-func invalid(op, pk, rk string, sentinel error, format string, args ...any) error {
+// refused reports an error found before the network; it wraps sentinel.
+func refused(op, pk, rk string, sentinel error, format string, args ...any) error {
 	return &Error{Op: op, PartitionKey: pk, RowKey: rk, Err: fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)}
-}
-
-// NewErrInvalid returns a sentinel error with the given text that also
-// matches ErrInvalid: each pattern package declares its ErrInvalid with
-// it, so that errors.Is(err, table.ErrInvalid) holds for the validation
-// errors of every package, and errors.Is(err, pkg.ErrInvalid) for the
-// package's own.
-func NewErrInvalid(text string) error { return &invalidKind{text} }
-
-// MarkInvalid returns err marked with sentinel (a package's ErrInvalid,
-// made by NewErrInvalid) when err is a validation error (errors.Is(err,
-// ErrInvalid)): errors.Is then matches sentinel too, and everything err
-// matched. Any other error, and nil, is returned as it is. Packages that
-// pass the core's validation errors on use it, so that their callers can
-// test for the package's sentinel alone.
-func MarkInvalid(sentinel, err error) error {
-	if err == nil || !errors.Is(err, ErrInvalid) || errors.Is(err, sentinel) {
-		return err
-	}
-	return marked{sentinel, err}
 }

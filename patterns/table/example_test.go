@@ -52,7 +52,7 @@ func Example() {
 	defer done()
 	ctx := context.Background()
 
-	employees, err := table.New[Employee](table.NewClient(svc, name))
+	employees, err := table.New[Employee](table.NewClient(svc, name), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func ExampleTable_Query() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](table.NewClient(svc, name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name), nil)
 	var ops []table.Op
 	for _, id := range []uint64{99, 100, 150, 199, 200} {
 		ops = append(ops, employees.InsertOp(Employee{Department: "Sales", ID: keys.Pad(id, 6), FirstName: fmt.Sprint("E", id)}))
@@ -119,7 +119,7 @@ func ExampleTable_QueryPage() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](table.NewClient(svc, name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name), nil)
 	var ops []table.Op
 	for i := uint64(0); i < 5; i++ {
 		ops = append(ops, employees.InsertOp(Employee{Department: "Sales", ID: keys.Pad(i, 6)}))
@@ -163,7 +163,7 @@ func ExampleTable_WithCursorKey() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	employees, _ := table.New[Employee](table.NewClient(svc, name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name), nil)
 	employees = employees.WithCursorKey(key) // and so for every table
 	var ops []table.Op
 	for _, id := range []string{"000001", "000002", "000003"} {
@@ -187,7 +187,7 @@ func ExampleTable_WithCursorKey() {
 
 	// Another process, with a key made from the same secret, resumes it.
 	key2, _ := table.NewCursorKey(secret)
-	elsewhere, _ := table.New[Employee](table.NewClient(svc, name))
+	elsewhere, _ := table.New[Employee](table.NewClient(svc, name), nil)
 	q.Cursor = page.Next
 	page, err = elsewhere.WithCursorKey(key2).QueryPage(ctx, q)
 	if err != nil {
@@ -202,17 +202,17 @@ func ExampleTable_WithCursorKey() {
 
 // Bulk writes are planned into entity group transactions; an Atomic group
 // is applied all or nothing.
-func ExampleSubmit() {
+func ExampleTable_Submit() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](table.NewClient(svc, name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name), nil)
 
 	var ops []table.Op
 	for i := uint64(0); i < 250; i++ {
 		ops = append(ops, employees.InsertOp(Employee{Department: "Sales", ID: keys.Pad(i, 6)}))
 	}
-	res, err := table.Submit(ctx, table.NewClient(svc, name), ops, nil)
+	res, err := employees.Submit(ctx, ops, nil)
 	fmt.Println(res.Transactions, "transactions,", err)
 
 	// An atomic group whose second insert collides: neither is applied.
@@ -240,9 +240,9 @@ func ExampleTable_WithKeys() {
 		Year       int32
 		Rating     int32
 	}
-	reviews, err := table.NewWithKeys(table.NewClient(svc, name), func(r *Review) (string, string) {
+	reviews, err := table.New(table.NewClient(svc, name), &table.Options[Review]{Keys: func(r *Review) (string, string) {
 		return "Sales", keys.Join(r.EmployeeID, fmt.Sprint(r.Year))
-	})
+	}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func ExampleTable_FanOut() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](table.NewClient(svc, name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name), nil)
 	for _, e := range []Employee{{Department: "Sales", ID: "2"}, {Department: "HR", ID: "1"}, {Department: "Sales", ID: "1"}} {
 		if _, err := employees.Insert(ctx, e); err != nil {
 			log.Fatal(err)
@@ -308,7 +308,7 @@ func ExampleSASURL_fromConnectionString() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](table.NewClient(svc, name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name), nil)
 	if _, err := employees.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jo"}); err != nil {
 		log.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func ExampleSASURL_fromConnectionString() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	readOnly, _ := table.New[Employee](c)
+	readOnly, _ := table.New[Employee](c, nil)
 	e, err := value(readOnly.Get(ctx, "Sales", "000223", nil))
 	fmt.Println(e.FirstName, err)
 	_, err = readOnly.Insert(ctx, Employee{Department: "Sales", ID: "000224"})
@@ -355,7 +355,7 @@ func ExampleTable_Modify() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](table.NewClient(svc, name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name), nil)
 	if _, err := employees.Insert(ctx, Employee{Department: "Sales", ID: "000223", FirstName: "Jo", Age: 29}); err != nil {
 		log.Fatal(err)
 	}
@@ -374,7 +374,7 @@ func ExampleFields() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
-	employees, _ := table.New[Employee](table.NewClient(svc, name))
+	employees, _ := table.New[Employee](table.NewClient(svc, name), nil)
 	if _, err := employees.Insert(ctx, Employee{Department: "Sales", ID: "000006", FirstName: "Jo", Email: "jo@contoso.com", Age: 41}); err != nil {
 		log.Fatal(err)
 	}

@@ -51,3 +51,21 @@ func FromDynamicValue(d Dynamic, t reflect.Type) (any, error) {
 // ForgetUnknownWarning lets the next Table of a client tablekit does not
 // know log its warning again (it logs once per process).
 func ForgetUnknownWarning() { unknownOnce = sync.Once{} }
+
+// The service's query limits, for the tests of queries over them.
+const (
+	MaxFilterComparisons = maxFilterComparisons
+	MaxQueryLength       = maxQueryLength
+)
+
+// WithProfile returns a view of t that follows p (nil: its client's
+// profile), as New with Options.Profile gives a table, for tests that
+// compare profiles over one table.
+func WithProfile[T any](t *Table[T], p *Profile) *Table[T] {
+	if p == nil {
+		p = profileOf(t.client)
+	}
+	c := *t
+	c.profile = p
+	return &c
+}

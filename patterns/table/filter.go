@@ -36,15 +36,14 @@ import (
 type Filter struct {
 	expr  string
 	err   error
-	n     int                             // comparisons, for MaxFilterComparisons
+	n     int                             // comparisons, for maxFilterComparisons
 	typed func(propTypes) (string, error) // renders with T's property types; nil: expr
 	props []string                        // the properties compared, in order, once each
 }
 
-// Properties returns the names of the properties the filter compares, in
-// the order they first appear, each once: for packages that must refuse a
-// filter on some properties (an encrypted field's plaintext).
-func (f Filter) Properties() []string { return slices.Clone(f.props) }
+// properties returns the names of the properties the filter compares
+// (fieldmodel.FilterProperties).
+func (f Filter) properties() []string { return slices.Clone(f.props) }
 
 // propTypes returns the kind of a property of T; ok is false for a
 // property T has no field for.
@@ -61,12 +60,12 @@ func (f Filter) render(types propTypes) (string, error) {
 	return f.typed(types)
 }
 
-// MaxFilterComparisons is the most comparisons the service allows in one
+// maxFilterComparisons is the most comparisons the service allows in one
 // filter (Azure Table Storage: "no more than 15 discrete comparisons").
 // Queries with a longer filter built here fail with ErrInvalidFilter before
 // the network; split them into several queries (FanOut runs them in
 // parallel).
-const MaxFilterComparisons = 15
+const maxFilterComparisons = 15
 
 // String returns the OData expression ("" for the zero Filter).
 func (f Filter) String() string { return f.expr }
@@ -74,8 +73,8 @@ func (f Filter) String() string { return f.expr }
 // Err returns why the filter cannot be used, or nil. Queries return this
 // error before sending anything.
 func (f Filter) Err() error {
-	if f.err == nil && f.n > MaxFilterComparisons {
-		return fmt.Errorf("%w: %d comparisons, more than the service's %d", ErrInvalidFilter, f.n, MaxFilterComparisons)
+	if f.err == nil && f.n > maxFilterComparisons {
+		return fmt.Errorf("%w: %d comparisons, more than the service's %d", ErrInvalidFilter, f.n, maxFilterComparisons)
 	}
 	return f.err
 }
@@ -280,7 +279,7 @@ func literal(v any) (string, error) {
 	case aztables.EDMBinary:
 		return literal([]byte(x))
 	case aztables.EDMGUID:
-		g, err := ParseGUID(string(x))
+		g, err := parseGUID(string(x))
 		if err != nil {
 			return "", err
 		}
@@ -349,7 +348,7 @@ func typedLiteral(k kind, v any) (string, error) {
 		}
 	case kGUID, kGUIDString:
 		if rv.Kind() == reflect.String {
-			g, err := ParseGUID(rv.String())
+			g, err := parseGUID(rv.String())
 			if err != nil {
 				return "", err
 			}

@@ -20,7 +20,7 @@ func newEnvClient(t *testing.T) *aztables.Client {
 }
 
 func newErr[T any](c *aztables.Client) error {
-	_, err := table.New[T](c)
+	_, err := table.New[T](c, nil)
 	return err
 }
 

@@ -216,7 +216,7 @@ type sharedKey struct {
 func newSharedKey(account, key string) (*sharedKey, error) {
 	k, err := base64.StdEncoding.DecodeString(key)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the account key is not valid base64", ErrInvalidConnectionString)
+		return nil, fmt.Errorf("%w: the account key is not valid base64", errInvalidConnectionString)
 	}
 	s := &sharedKey{account: account, key: k}
 	s.macs.New = func() any { return hmac.New(sha256.New, s.key) }

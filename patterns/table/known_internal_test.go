@@ -236,7 +236,7 @@ func TestDescribeAndSASURLEdges(t *testing.T) {
 			t.Errorf("NewClientFromSASURL(%q): name %q, endpoint %q, sas %q", u, a.name, a.acct.endpoint, a.acct.sas)
 		}
 	}
-	if _, err := NewServiceClientFromConnectionString("TableEndpoint=https://h/?x=1;AccountName=a;AccountKey=a2V5", nil); !errors.Is(err, ErrInvalidConnectionString) {
+	if _, err := NewServiceClientFromConnectionString("TableEndpoint=https://h/?x=1;AccountName=a;AccountKey=a2V5", nil); !errors.Is(err, errInvalidConnectionString) {
 		t.Errorf("a TableEndpoint with a query: %v", err)
 	}
 	if _, err := NewServiceClientFromConnectionString("AccountName=a;AccountKey=a2V5;EndpointSuffix=../"+secret, nil); err == nil || strings.Contains(err.Error(), secret) {

@@ -18,10 +18,10 @@ import (
 
 var tableName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{2,62}$`)
 
-// ValidTableName reports whether name is a valid table name: 3 to 63
+// validTableName reports whether name is a valid table name: 3 to 63
 // letters and digits, starting with a letter (case-insensitive; "tables" is
 // reserved).
-func ValidTableName(name string) error {
+func validTableName(name string) error {
 	if !tableName.MatchString(name) || strings.EqualFold(name, "tables") {
 		return fmt.Errorf("%w: table name %q: want 3-63 letters and digits, starting with a letter", ErrInvalidEntity, name)
 	}
@@ -38,7 +38,7 @@ var tableBeingDeleted = retry.Policy{Default: time.Second, Min: time.Second, Max
 // about 3 minutes or until ctx ends. One round trip when nothing is in the
 // way.
 func CreateTable(ctx context.Context, svc *aztables.ServiceClient, name string) error {
-	if err := ValidTableName(name); err != nil {
+	if err := validTableName(name); err != nil {
 		return &Error{Op: "create table", Table: name, Err: err}
 	}
 	p := tableBeingDeleted
@@ -74,7 +74,7 @@ func CreateTable(ctx context.Context, svc *aztables.ServiceClient, name string) 
 // up on may still reach the service later): the error stays
 // ErrOutcomeUnknown, as it does when the query fails.
 func DeleteTable(ctx context.Context, svc *aztables.ServiceClient, name string) error {
-	if err := ValidTableName(name); err != nil {
+	if err := validTableName(name); err != nil {
 		return &Error{Op: "delete table", Table: name, Err: err}
 	}
 	_, err := svc.DeleteTable(ctx, name, nil)

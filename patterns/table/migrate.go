@@ -7,6 +7,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -111,7 +112,7 @@ func (ts *Types) upgrade(ctx context.Context, rows *Table[migrant], todo []*migr
 				return ops[i].Err()
 			}
 		}
-		res, err := submit(ctx, ts.rows.client, ts.rows.name, ts.rows.direct, ts.rows.profile, ops, &bo)
+		res, err := submit(ctx, ts.rows.obs, ts.rows.client, ts.rows.name, ts.rows.direct, ts.rows.profile, ops, &bo)
 		if err != nil && ctx.Err() != nil {
 			return err
 		}
@@ -168,7 +169,7 @@ func (ts *Types) upgradeOne(ctx context.Context, rows *Table[migrant], pk, rk st
 		case !m.stale():
 			return nil
 		}
-		_, err = submit(ctx, ts.rows.client, ts.rows.name, ts.rows.direct, ts.rows.profile, []Op{m.op(ts)}, nil)
+		_, err = submit(ctx, ts.rows.obs, ts.rows.client, ts.rows.name, ts.rows.direct, ts.rows.profile, []Op{m.op(ts)}, nil)
 		wrote = err == nil
 		return err
 	})
@@ -206,7 +207,7 @@ func (ts *Types) decodeMigrant(props []property, etag azcore.ETag, m *migrant) e
 			m.pk = stringOf(p.value)
 		case "RowKey":
 			m.rk = stringOf(p.value)
-		case WriteProperty:
+		case reserved.WriteProperty:
 			if p.value.kind == 's' {
 				m.writes = cleanHistory(stringOf(p.value))
 			}

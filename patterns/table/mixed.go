@@ -24,9 +24,9 @@ import (
 // newer program) or older than the oldest upgrade.
 var ErrEntityType = errors.New("entity type")
 
-// DefaultTypeProperty is the type property's name unless
+// defaultTypeProperty is the type property's name unless
 // TypesOptions.Property says otherwise: the guide's EntityType.
-const DefaultTypeProperty = "EntityType"
+const defaultTypeProperty = "EntityType"
 
 // Types is the set of entity types one table holds side by side: the
 // guide's heterogeneous entity types (Department and Employee entities in
@@ -36,7 +36,7 @@ const DefaultTypeProperty = "EntityType"
 // concurrent use.
 //
 // An entity's type is recorded the way the guide describes: in a type
-// property (DefaultTypeProperty, holding the name and version, as
+// property (defaultTypeProperty, holding the name and version, as
 // "Employee.2"; a value without a version, "Employee", is version 1), and
 // optionally also as a key prefix (RegisterOptions.Prefix: "EMP_000123"),
 // which lets a query select one type by key range and recognises rows that
@@ -71,7 +71,7 @@ type registry struct {
 
 // TypesOptions configures NewTypes. A nil *TypesOptions means defaults.
 type TypesOptions struct {
-	// Property names the type property. Default: DefaultTypeProperty.
+	// Property names the type property. Default: defaultTypeProperty.
 	Property string
 	// PartitionKeyPrefix matches the types' Prefix against the
 	// PartitionKey instead of the RowKey.
@@ -99,7 +99,7 @@ func NewTypes(c *aztables.Client, opts *TypesOptions) (*Types, error) {
 	}
 	ts := &Types{prop: opts.Property, byPK: opts.PartitionKeyPrefix, untyped: opts.Untyped, dynamic: opts.UnknownAsDynamic}
 	if ts.prop == "" {
-		ts.prop = DefaultTypeProperty
+		ts.prop = defaultTypeProperty
 	}
 	if err := validPropertyName(ts.prop); err != nil {
 		return nil, fmt.Errorf("table.NewTypes: Property: %w", err)
@@ -185,7 +185,7 @@ type entityType struct {
 // return them (selected on the server by the type property or Prefix, and
 // checked after reading), upgrading older versions. A typed query's filter
 // gains the type's selection: 3 comparisons (type property) or 2 (Prefix)
-// of the service's MaxFilterComparisons. With a Prefix the selection is the
+// of the service's maxFilterComparisons. With a Prefix the selection is the
 // key range, so a row of the type stored without the prefix (written by
 // another program) is found by Types' queries only. Get with Select reads
 // through such a query, so it reports another type's row as ErrNotFound.
@@ -214,7 +214,7 @@ func Register[T any](ts *Types, name string, opts *RegisterOptions) (*Table[T], 
 	if opts == nil {
 		opts = &RegisterOptions{}
 	}
-	t, err := New[T](ts.rows.client)
+	t, err := New[T](ts.rows.client, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -490,7 +490,7 @@ func (ts *Types) kindOf(name string) (kind, bool) {
 // Query returns the query's entities, each as a value of its registered Go
 // type (T, not *T), for a type switch; rows of no registered type are a
 // Dynamic (UnknownAsDynamic) or an ErrEntityType error that ends the
-// sequence. Rows under ReservedPrefix are skipped unless IncludeReserved.
+// sequence. Rows under reserved.Prefix are skipped unless IncludeReserved.
 // Fetching is as Table.Query's (one page ahead); the default projection is
 // every property, and filters type their literals by the registered types'
 // fields.
@@ -549,7 +549,7 @@ func validTypeName(name string) error {
 }
 
 // validTypePrefix checks a key prefix: printable ASCII valid in a key,
-// without '~' (so it never overlaps ReservedPrefix, and its range's end is
+// without '~' (so it never overlaps reserved.Prefix, and its range's end is
 // the prefix with its last byte plus one).
 func validTypePrefix(p string) error {
 	for i := 0; i < len(p); i++ {

@@ -117,9 +117,9 @@ func BenchmarkMixedDecode(b *testing.B) {
 	})
 	b.Run("per-type", func(b *testing.B) {
 		page := benchPage(b, newTypes(), false)
-		depts, _ := New[benchDept](client)
-		emps, _ := New[benchEmp](client)
-		projs, _ := New[benchProj](client)
+		depts, _ := New[benchDept](client, nil)
+		emps, _ := New[benchEmp](client, nil)
+		projs, _ := New[benchProj](client, nil)
 		b.ReportAllocs()
 		for range b.N {
 			for i, raw := range page {

@@ -115,7 +115,7 @@ func newMixedRig(t *testing.T, opts *table.TypesOptions, back bool) *mixedRig {
 	must(err)
 	r.projs, err = table.Register[project](r.types, "Project", &table.RegisterOptions{Version: 2, Upgrades: []table.Upgrade{projUp}, WriteBack: back})
 	must(err)
-	r.raw, err = table.New[table.Dynamic](r.client)
+	r.raw, err = table.New[table.Dynamic](r.client, nil)
 	must(err)
 	return r
 }
@@ -286,7 +286,7 @@ func TestTypesKeyPrefix(t *testing.T) {
 	}
 	// Rows another program wrote without the type property are recognised
 	// by their prefix.
-	raw, _ := table.New[table.Dynamic](c)
+	raw, _ := table.New[table.Dynamic](c, nil)
 	if _, err := raw.Insert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: "DEP_SALES", Properties: map[string]any{"Name": "Sales", "Manager": "Ann"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +524,7 @@ func TestMigrateResumesAndRespectsConcurrentWriters(t *testing.T) {
 			}
 		}
 	}
-	if _, err := table.Submit(ctx, r.client, ops, nil); err != nil {
+	if _, err := r.emps.Submit(ctx, ops, nil); err != nil {
 		t.Fatal(err)
 	}
 	const oldRows = 3 * perPartition * 2 / 3
@@ -589,7 +589,7 @@ func TestMigrateLostResponse(t *testing.T) {
 	for i := range 30 {
 		ops = append(ops, r.oldEmps.InsertOp(empV1{PartitionKey: "p", RowKey: fmt.Sprintf("%02d", i), FullName: "Old One", Age: int32(i)}))
 	}
-	if _, err := table.Submit(ctx, r.client, ops, nil); err != nil {
+	if _, err := r.emps.Submit(ctx, ops, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The transaction commits, its response is lost, and the resend fails
@@ -618,7 +618,7 @@ func TestMigrateRaceCostAndDeletes(t *testing.T) {
 	for i := range 250 {
 		ops = append(ops, r.oldEmps.InsertOp(empV1{PartitionKey: "p", RowKey: fmt.Sprintf("%03d", i), FullName: "Old One"}))
 	}
-	if _, err := table.Submit(ctx, r.client, ops, nil); err != nil {
+	if _, err := r.emps.Submit(ctx, ops, nil); err != nil {
 		t.Fatal(err)
 	}
 	r.ft.Reset()
@@ -772,7 +772,7 @@ func TestTypesThreeVersions(t *testing.T) {
 	}
 }
 
-// Rows under ReservedPrefix (commit records, index entities) are skipped
+// Rows under reserved.Prefix (commit records, index entities) are skipped
 // by Types' queries as by typed ones.
 func TestTypesSkipReservedRows(t *testing.T) {
 	t.Parallel()
@@ -781,7 +781,7 @@ func TestTypesSkipReservedRows(t *testing.T) {
 	if _, err := r.emps.Insert(ctx, staffer{PartitionKey: "p", RowKey: "1", First: "A"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reserved.Table(r.raw).Insert(ctx, table.Dynamic{PartitionKey: "p", RowKey: table.ReservedPrefix + "intent~x", Properties: map[string]any{"Kind": "archive"}}); err != nil {
+	if _, err := reserved.Table(r.raw).Insert(ctx, table.Dynamic{PartitionKey: "p", RowKey: reserved.Prefix + "intent~x", Properties: map[string]any{"Kind": "archive"}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := table.Collect(r.types.Query(ctx, &table.Query{Filter: table.PartitionKey("p")}))

@@ -70,7 +70,7 @@ func TestExtraPropertiesCapturedOrIgnored(t *testing.T) {
 	env := tabletest.New(t)
 	name := env.Name()
 	c := env.CreateTable(name, nil)
-	dyn, _ := table.New[table.Dynamic](c)
+	dyn, _ := table.New[table.Dynamic](c, nil)
 	type v1 struct {
 		PartitionKey, RowKey string
 		Name                 string
@@ -84,7 +84,7 @@ func TestExtraPropertiesCapturedOrIgnored(t *testing.T) {
 	if _, err := dyn.Insert(ctx, table.Dynamic{PartitionKey: "p", RowKey: "r", Properties: map[string]any{"Name": "n", "Added": int64(9), "When": time.Unix(0, 0).UTC()}}); err != nil {
 		t.Fatal(err)
 	}
-	old, _ := table.New[v1](c)
+	old, _ := table.New[v1](c, nil)
 	got, err := value(old.Get(ctx, "p", "r", nil))
 	if err != nil || got.Name != "n" || got.Rest["Added"] != int64(9) || len(got.Rest) != 2 {
 		t.Fatalf("extra capture: %+v, %v", got, err)
@@ -97,7 +97,7 @@ func TestExtraPropertiesCapturedOrIgnored(t *testing.T) {
 	if back.Properties["Added"] != int64(9) || back.Properties["Name"] != "renamed" {
 		t.Fatalf("Replace through a struct with an extra field lost data: %v", back.Properties)
 	}
-	nt, _ := table.New[narrow](c)
+	nt, _ := table.New[narrow](c, nil)
 	n, err := value(nt.Get(ctx, "p", "r", nil))
 	if err != nil || n.Name != "renamed" {
 		t.Fatalf("unknown properties must be ignored: %+v, %v", n, err)
@@ -107,7 +107,7 @@ func TestExtraPropertiesCapturedOrIgnored(t *testing.T) {
 		PartitionKey, RowKey string
 		Name                 int32
 	}
-	wt, _ := table.New[wrongType](c)
+	wt, _ := table.New[wrongType](c, nil)
 	if _, err := wt.Get(ctx, "p", "r", nil); err == nil || !strings.Contains(err.Error(), "Name") {
 		t.Fatalf("decoding a string into int32: %v", err)
 	}
@@ -234,7 +234,7 @@ func TestFanOutBoundsConcurrency(t *testing.T) {
 	tr := &gate{next: http.DefaultClient, in: &inFlight, peak: &peak}
 	opts := &aztables.ClientOptions{}
 	opts.Transport = tr
-	tb, _ := table.New[employee](env.Table(opts))
+	tb, _ := table.New[employee](env.Table(opts), nil)
 	load(t, tb, "a", 1)
 	var qs []*table.Query
 	for i := 0; i < 12; i++ {
@@ -370,7 +370,7 @@ func TestSAS(t *testing.T) {
 	t.Parallel()
 	env := tabletest.New(t)
 	name := env.Name()
-	tb, _ := table.New[employee](env.CreateTable(name, nil))
+	tb, _ := table.New[employee](env.CreateTable(name, nil), nil)
 	load(t, tb, "Sales", 3)
 	load(t, tb, "Zeta", 2)
 	ctx := context.Background()
@@ -395,7 +395,7 @@ func TestSAS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, _ := table.New[employee](c)
+	ro, _ := table.New[employee](c, nil)
 	got, err := table.Collect(ro.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales")}))
 	if err != nil || len(got) != 3 {
 		t.Fatalf("reading through the SAS: %d, %v", len(got), err)
@@ -457,7 +457,7 @@ func TestClientsUseTheGuidePolicy(t *testing.T) {
 	}
 	name := env.Name()
 	env.CreateTable(name, nil)
-	tb, _ := table.New[employee](table.NewClient(svc, name))
+	tb, _ := table.New[employee](table.NewClient(svc, name), nil)
 	for i := 0; i < 10; i++ {
 		ft.Inject(faults.Fault{Status: 503, ErrorCode: "ServerBusy"})
 	}
@@ -484,9 +484,8 @@ func TestErrInvalidFamily(t *testing.T) {
 	errETag := tb.Delete(ctx, "a", "1", "")
 	_, errBatch := tb.Submit(ctx, table.Atomic(tb.InsertOp(employee{Department: "a", ID: "1"}), tb.InsertOp(employee{Department: "b", ID: "1"})), nil)
 	_, errFilter := table.Collect(tb.Query(ctx, &table.Query{Filter: table.Eq("bad name", 1)}))
-	_, errEntity := table.New[struct{ C chan int }](tb.Client())
-	_, errNilClient := table.New[employee](nil)
-	_, errNilKeys := table.NewWithKeys[employee](tb.Client(), nil)
+	_, errEntity := table.New[struct{ C chan int }](tb.Client(), nil)
+	_, errNilClient := table.New[employee](nil, nil)
 	_, errNilTypes := table.NewTypes(nil, nil)
 	_, _, errConn := table.ParseConnectionString("AccountName=a")
 	cred, _ := aztables.NewSharedKeyCredential("a", "c2VjcmV0")
@@ -499,10 +498,9 @@ func TestErrInvalidFamily(t *testing.T) {
 		"batch":             {errBatch, table.ErrInvalidBatch},
 		"filter":            {errFilter, table.ErrInvalidFilter},
 		"entity type":       {errEntity, table.ErrInvalidEntity},
-		"connection string": {errConn, table.ErrInvalidConnectionString},
-		"SAS":               {errSAS, table.ErrInvalidSAS},
+		"connection string": {errConn, table.ErrInvalid},
+		"SAS":               {errSAS, table.ErrInvalid},
 		"nil client":        {errNilClient, table.ErrInvalid},
-		"nil key function":  {errNilKeys, table.ErrInvalid},
 		"nil Types client":  {errNilTypes, table.ErrInvalid},
 	}
 	for name, c := range cases {

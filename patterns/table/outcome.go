@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -25,37 +26,15 @@ import (
 // the write blindly: re-read, and decide.
 var ErrOutcomeUnknown = retry.ErrOutcomeUnknown
 
-// WriteProperty is the property in which tablekit records the identities
-// of the last writes of an entity (at most HistoryLength of them, newest
-// first), so that a write whose response was lost can be verified by
-// reading. Inserts and conditional updates (an ETag other than
-// azcore.ETagAny) write it, single or in Submit; upserts and unconditional
-// updates leave it alone (a merge keeps it, a replace removes it). It costs
-// one property and at most about 230 bytes of the entity's 1 MiB; an entity
-// that already has 252 properties, or would pass 1 MiB with it, is written
-// without it and its lost responses are reported as ErrOutcomeUnknown.
-//
-// It is reserved: a struct field or Dynamic property of this name is
-// rejected, it is never decoded into T, and other code must not write it.
-const WriteProperty = "TkWrites"
-
-// HistoryLength is how many write identities WriteProperty keeps. A lost
-// response is settled exactly as long as fewer than HistoryLength other
-// writes reached the entity between the lost attempt and the verifying
-// read; past that it is ErrOutcomeUnknown. An inserted entity carries one
-// identity (about 60 bytes); each conditional update adds one (12 bytes),
-// up to about 230 bytes.
-const HistoryLength = 8
-
 // writeIDLen is the length of one write identity: 64 random bits in
 // unpadded base64url.
 const writeIDLen = 11
 
-// stampSize bounds the size of WriteProperty as Table Storage counts it,
+// stampSize bounds the size of reserved.WriteProperty as Table Storage counts it,
 // stampJSON its JSON (for Cosmos DB's measure).
 var (
-	stampSize = 8 + 2*len(WriteProperty) + 4 + 2*(HistoryLength*(writeIDLen+1))
-	stampJSON = len(`,"`+WriteProperty+`":""`) + HistoryLength*(writeIDLen+1)
+	stampSize = 8 + 2*len(reserved.WriteProperty) + 4 + 2*(reserved.HistoryLength*(writeIDLen+1))
+	stampJSON = len(`,"`+reserved.WriteProperty+`":""`) + reserved.HistoryLength*(writeIDLen+1)
 )
 
 func newWriteID() string {
@@ -64,7 +43,7 @@ func newWriteID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// history returns the write identities of a WriteProperty value, newest
+// history returns the write identities of a reserved.WriteProperty value, newest
 // first. Anything that is not an identity tablekit writes (11 base64url
 // characters) is dropped, so a stored value written by other code can never
 // reach a request body unescaped.
@@ -74,14 +53,14 @@ func history(v string) []string {
 	}
 	var h []string
 	for _, id := range strings.Split(v, ",") {
-		if validWriteID(id) && len(h) < HistoryLength {
+		if validWriteID(id) && len(h) < reserved.HistoryLength {
 			h = append(h, id)
 		}
 	}
 	return h
 }
 
-// cleanHistory is history as a WriteProperty value.
+// cleanHistory is history as a reserved.WriteProperty value.
 func cleanHistory(v string) string { return strings.Join(history(v), ",") }
 
 func validWriteID(id string) bool {
@@ -96,18 +75,18 @@ func validWriteID(id string) bool {
 	return true
 }
 
-// stampValue is the WriteProperty value of a write with identity id whose
+// stampValue is the reserved.WriteProperty value of a write with identity id whose
 // condition is the version that had history prev (empty when unknown).
 // Only valid identities are kept, so the value never needs escaping.
 func stampValue(id, prev string) string {
 	h := append([]string{id}, history(prev)...)
-	return strings.Join(h[:min(len(h), HistoryLength)], ",")
+	return strings.Join(h[:min(len(h), reserved.HistoryLength)], ",")
 }
 
-// appendStamp appends WriteProperty to the entity JSON body (which ends
+// appendStamp appends reserved.WriteProperty to the entity JSON body (which ends
 // with '}').
 func appendStamp(body []byte, value string) []byte {
-	body = append(body[:len(body)-1], `,"`+WriteProperty+`":"`...)
+	body = append(body[:len(body)-1], `,"`+reserved.WriteProperty+`":"`...)
 	body = append(body, value...)
 	return append(body, '"', '}')
 }
@@ -126,9 +105,9 @@ type write struct {
 	kind   aztables.TransactionType
 	pk, rk string
 	etag   azcore.ETag // the condition; "" for inserts and upserts
-	id     string      // the identity it wrote into WriteProperty, "" if none
+	id     string      // the identity it wrote into reserved.WriteProperty, "" if none
 	prev   string      // the newest identity of the version etag names, "" if unknown
-	stamp  string      // the WriteProperty value it wrote
+	stamp  string      // the reserved.WriteProperty value it wrote
 }
 
 // verifiable reports whether a read can settle w's outcome.
@@ -154,7 +133,7 @@ func (w write) verifiable() bool {
 //     empty merge conditioned on the same ETag. When the fence applies, the
 //     version is gone and w can never apply: not applied;
 //   - anything else (the entity is gone, its history was replaced or is
-//     longer than HistoryLength since, the fence failed): unknown.
+//     longer than reserved.HistoryLength since, the fence failed): unknown.
 func verify(ctx context.Context, c *aztables.Client, w write) (outcome, azcore.ETag) {
 	if !w.verifiable() {
 		return unknown, ""
@@ -203,14 +182,14 @@ func fence(ctx context.Context, c *aztables.Client, w write, hist string) bool {
 	return err == nil
 }
 
-// storedHistory returns the WriteProperty history of an entity body.
+// storedHistory returns the reserved.WriteProperty history of an entity body.
 func storedHistory(body []byte) ([]string, bool) {
 	props, _, err := scanObject(body, nil)
 	if err != nil {
 		return nil, false
 	}
 	for _, p := range props {
-		if string(p.name) == WriteProperty && p.value.kind == 's' {
+		if string(p.name) == reserved.WriteProperty && p.value.kind == 's' {
 			return history(stringOf(p.value)), true
 		}
 	}

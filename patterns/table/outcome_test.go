@@ -48,11 +48,11 @@ func newOutcomeFixture(t *testing.T) outcomeFixture {
 	fastRetry.ApplyTo(&opts.ClientOptions)
 	name := env.Name()
 	raw := env.CreateTable(name, opts)
-	tb, err := table.New[counter](raw)
+	tb, err := table.New[counter](raw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := table.New[counter](env.TableClient(name, nil))
+	other, err := table.New[counter](env.TableClient(name, nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,8 +608,8 @@ func TestStragglerFenced(t *testing.T) {
 			opts.Transport = st
 			fastRetry.ApplyTo(&opts.ClientOptions)
 			name := env.Name()
-			other, _ := table.New[counter](env.CreateTable(name, nil))
-			tb, _ := table.New[counter](env.TableClient(name, opts))
+			other, _ := table.New[counter](env.CreateTable(name, nil), nil)
+			tb, _ := table.New[counter](env.TableClient(name, opts), nil)
 			ctx := context.Background()
 			if _, err := other.Insert(ctx, counter{PartitionKey: "p", RowKey: "r"}); err != nil {
 				t.Fatal(err)
@@ -632,7 +632,7 @@ func TestStragglerFenced(t *testing.T) {
 	}
 }
 
-// TestHistoryIsSanitized: a WriteProperty value written by other code
+// TestHistoryIsSanitized: a reserved.WriteProperty value written by other code
 // (here an attempt to inject a property) never reaches a request body.
 func TestHistoryIsSanitized(t *testing.T) {
 	t.Parallel()
@@ -646,7 +646,7 @@ func TestHistoryIsSanitized(t *testing.T) {
 	if _, err := f.tb.Modify(ctx, "p", "r", func(c *counter) error { c.N++; return nil }, nil); err != nil {
 		t.Fatal(err)
 	}
-	d, _ := table.New[table.Dynamic](f.raw)
+	d, _ := table.New[table.Dynamic](f.raw, nil)
 	got, err := value(d.Get(ctx, "p", "r", nil))
 	if err != nil || got.Properties["IsAdmin"] != nil || got.Properties["x"] != nil || got.Properties["N"] != int64(2) {
 		t.Fatalf("stored %+v, %v", got.Properties, err)
@@ -667,8 +667,8 @@ func TestPlainClientOutcomes(t *testing.T) {
 	opts.Retry.RetryDelay = time.Millisecond
 	opts.Retry.MaxRetryDelay = 2 * time.Millisecond
 	name := env.Name()
-	other, _ := table.New[counter](env.CreateTable(name, nil))
-	tb, _ := table.New[counter](env.TableClient(name, opts))
+	other, _ := table.New[counter](env.CreateTable(name, nil), nil)
+	tb, _ := table.New[counter](env.TableClient(name, opts), nil)
 	ctx := context.Background()
 	if _, err := other.Insert(ctx, counter{PartitionKey: "p", RowKey: "r"}); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // holds the limits the core and the pattern packages check before the
 // network, and the behaviours (result order, Timestamp filters, stored
 // access policies) that decide how a pattern reads. A Table takes its
-// profile from its client's endpoint (ProfileFor) unless WithProfile sets
+// profile from its client's endpoint (ProfileFor) unless Options.Profile sets
 // one. Profiles are read-only values; use Storage and Cosmos.
 type Profile struct {
 	// Name names the service in errors ("Azure Table Storage").
@@ -93,7 +93,7 @@ func (p *Profile) unsupported(op, why string) error {
 // (<account>.table.cosmos.azure.com, the older .table.cosmosdb.azure.com,
 // those of the sovereign clouds, and the emulator's localhost:8902),
 // Storage for everything else. A proxy or custom domain in front of Cosmos
-// DB is not recognised: set the profile with Table.WithProfile.
+// DB is not recognised: set the profile with Options.Profile (or Describe).
 func ProfileFor(endpoint string) *Profile {
 	u, err := url.Parse(endpoint)
 	if err != nil {
@@ -116,19 +116,6 @@ func profileOf(c *aztables.Client) *Profile { return aboutClient(c).resolvedProf
 // Profile returns the profile whose limits and behaviours t follows.
 func (t *Table[T]) Profile() *Profile { return t.profile }
 
-// WithProfile returns a view of the table that follows p instead of the
-// profile of its endpoint: for a Cosmos DB account behind a proxy or a
-// custom domain, or to hold data to the limits of both services. A nil p
-// is the profile of the table's endpoint.
-func (t *Table[T]) WithProfile(p *Profile) *Table[T] {
-	if p == nil {
-		p = profileOf(t.client)
-	}
-	c := *t
-	c.profile = p
-	return &c
-}
-
 // checkKeys checks the keys' lengths against p (validKeys checks the
 // rest).
 func (p *Profile) checkKeys(pk, rk string) error {
@@ -137,7 +124,7 @@ func (p *Profile) checkKeys(pk, rk string) error {
 		max     int
 	}{{"PartitionKey", pk, p.MaxPartitionKeyBytes}, {"RowKey", rk, p.MaxRowKeyBytes}} {
 		if k.max > 0 && len(k.v) > k.max {
-			return invalid("encode", pk, rk, ErrInvalidKey, "%s is %d bytes, more than %s allows (%d)", k.name, len(k.v), p.Name, k.max)
+			return refused("encode", pk, rk, ErrInvalidKey, "%s is %d bytes, more than %s allows (%d)", k.name, len(k.v), p.Name, k.max)
 		}
 	}
 	return nil
@@ -154,7 +141,7 @@ func (p *Profile) checkName(name string) error {
 }
 
 // Portable is the stricter of Storage and Cosmos in every limit: data
-// written within it fits both services (WithProfile(Portable)). Its reads
+// written within it fits both services (Options.Profile: Portable). Its reads
 // assume no order, as on Cosmos DB.
 var Portable = &Profile{
 	Name: "Azure Table Storage and Cosmos DB Table API", Sorted: false,

@@ -125,7 +125,7 @@ func TestCosmosProfile(t *testing.T) {
 	}
 	// The same batch fits Table Storage's 4 MiB: the profile, not a
 	// constant, decided.
-	if _, err := dyn.WithProfile(table.Storage).Submit(ctx, table.Atomic(big...), nil); err == nil {
+	if _, err := table.WithProfile(dyn, table.Storage).Submit(ctx, table.Atomic(big...), nil); err == nil {
 		t.Fatal("the simulation accepted a 2.4 MB transaction")
 	} else if errors.Is(err, table.ErrInvalid) {
 		t.Fatalf("under Storage's profile the batch was refused before the network: %v", err)
@@ -172,17 +172,17 @@ func TestWithProfileNilAndDirectPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb, err := table.New[table.Dynamic](c)
+		tb, err := table.New[table.Dynamic](c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tb.Profile() != tc.profile || tb.WithProfile(nil).Profile() != tc.profile {
-			t.Errorf("%s: profile %s, WithProfile(nil) %s; want %s", tc.endpoint, tb.Profile().Name, tb.WithProfile(nil).Profile().Name, tc.profile.Name)
+		if tb.Profile() != tc.profile || table.WithProfile(tb, nil).Profile() != tc.profile {
+			t.Errorf("%s: profile %s, WithProfile(nil) %s; want %s", tc.endpoint, tb.Profile().Name, table.WithProfile(tb, nil).Profile().Name, tc.profile.Name)
 		}
 		if got := table.Direct(tb); got != (tc.profile == table.Storage) {
 			t.Errorf("%s: direct path %v", tc.endpoint, got)
 		}
-		if _, err := tb.WithProfile(nil).Get(context.Background(), "", "r", nil); !errors.Is(err, table.ErrInvalidKey) {
+		if _, err := table.WithProfile(tb, nil).Get(context.Background(), "", "r", nil); !errors.Is(err, table.ErrInvalidKey) {
 			t.Errorf("%s: Get with an empty PartitionKey through WithProfile(nil): %v", tc.endpoint, err)
 		}
 	}

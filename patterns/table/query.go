@@ -13,7 +13,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/tablekit/tablekit/internal/obs"
+	"github.com/tablekit/tablekit/internal/reserved"
 )
 
 // MaxPageSize is the most entities the service returns in one page.
@@ -25,7 +25,7 @@ type Query struct {
 	// table scan: give at least a PartitionKey whenever you can).
 	Filter Filter
 	// Select lists the properties to transfer (server-side projection);
-	// the keys, and the Timestamp and write history (WriteProperty) when T
+	// the keys, and the Timestamp and write history (reserved.WriteProperty) when T
 	// has a Meta field, are always added. Default (nil): the properties T
 	// has fields for; every property when T has an extra field.
 	// []string{"*"} transfers every property.
@@ -46,21 +46,10 @@ type Query struct {
 	// otherwise). See Cursor for what a cursor shows.
 	Cursor Cursor
 	// IncludeReserved returns the rows whose RowKey starts with
-	// ReservedPrefix, which queries skip by default. It is for the
+	// reserved.Prefix, which queries skip by default. It is for the
 	// packages that keep such rows (and their operators' tools).
 	IncludeReserved bool
 }
-
-// ReservedPrefix starts the RowKey of the rows tablekit's patterns keep
-// beside an application's entities in its partitions (the commit records
-// of patterns/eventual, for instance). Queries skip these rows unless
-// Query.IncludeReserved is set, so they never decode into an
-// application's T; the skipped rows still count toward the service's page
-// of at most PageSize entities, so a page may be short. Writes, point reads
-// and ops of keys (PartitionKey or RowKey) that start with it are refused
-// with ErrInvalidKey, nothing sent: only the pattern packages write such
-// rows (see the package documentation, "Reserved keys").
-const ReservedPrefix = "~tk~"
 
 // Cursor is an opaque, serializable position in a query's results: the
 // service's continuation token, how many entities the query has returned
@@ -242,19 +231,19 @@ func pageSize(q *Query, returned int) int {
 	return n
 }
 
-// MaxQueryLength is the longest query string tablekit sends (filter,
+// maxQueryLength is the longest query string tablekit sends (filter,
 // projection and continuation token, URL-encoded). The service's front ends
 // and the emulator (whose HTTP server caps a request's head at 16 KiB) reset
 // the connection of longer requests, which would otherwise be retried as
 // transient failures; a filter this long is better split into several
 // queries, or replaced by a key range.
-const MaxQueryLength = 8 << 10
+const maxQueryLength = 8 << 10
 
 // fetch gets the page that starts at at, and when wantKeys each entity's
 // stored keys. When at says Limit has been reached it returns the empty
 // last page without a round trip.
 func (t *Table[T]) fetch(ctx context.Context, q *Query, at Cursor, wantKeys bool) (Page[T], [][3]string, error) {
-	ctx, sp := obs.Child(ctx, opQuery, t.name, "")
+	ctx, sp := t.span(ctx, opQuery, "")
 	p, ks, err := t.fetchPage(ctx, q, at, wantKeys)
 	sp.End(err)
 	return p, ks, err
@@ -316,7 +305,7 @@ func (t *Table[T]) fetchPage(ctx context.Context, q *Query, at Cursor, wantKeys 
 }
 
 // listOptions builds the request for the page at at, checking the cursor
-// against the query and the request's length against MaxQueryLength.
+// against the query and the request's length against maxQueryLength.
 func (t *Table[T]) listOptions(q *Query, at Cursor) (*aztables.ListEntitiesOptions, position, error) {
 	fail := func(err error) (*aztables.ListEntitiesOptions, position, error) {
 		return nil, position{}, &Error{Op: "query", Table: t.name, Filter: q.Filter.String(), Err: err}
@@ -325,7 +314,7 @@ func (t *Table[T]) listOptions(q *Query, at Cursor) (*aztables.ListEntitiesOptio
 	if err != nil {
 		return fail(err)
 	}
-	if !t.profile.TimestampFilters && slices.Contains(q.Filter.Properties(), "Timestamp") {
+	if !t.profile.TimestampFilters && slices.Contains(q.Filter.properties(), "Timestamp") {
 		return fail(t.profile.unsupported("a filter on Timestamp", "it matches no entity there (store a time property of your own and filter on it)"))
 	}
 	sel, err := t.projection(q.Select)
@@ -349,8 +338,8 @@ func (t *Table[T]) listOptions(q *Query, at Cursor) (*aztables.ListEntitiesOptio
 	}
 	v.Set("NextPartitionKey", deref(pos.pk))
 	v.Set("NextRowKey", deref(pos.rk))
-	if n := len(v.Encode()); n > MaxQueryLength {
-		return fail(fmt.Errorf("%w: the query string would be %d bytes URL-encoded, more than %d (MaxQueryLength): split the filter or use a key range", ErrTooLarge, n, MaxQueryLength))
+	if n := len(v.Encode()); n > maxQueryLength {
+		return fail(fmt.Errorf("%w: the query string would be %d bytes URL-encoded, more than %d (maxQueryLength): split the filter or use a key range", ErrTooLarge, n, maxQueryLength))
 	}
 	return opts, pos, nil
 }
@@ -365,7 +354,7 @@ func (t *Table[T]) filter(f Filter) (string, error) {
 	unknown := ""
 	s, err := f.render(func(name string) (kind, bool) {
 		switch name {
-		case "PartitionKey", "RowKey", WriteProperty:
+		case "PartitionKey", "RowKey", reserved.WriteProperty:
 			return kString, true
 		case "Timestamp":
 			return kTime, true
@@ -406,7 +395,7 @@ func (t *Table[T]) projection(sel []string) (string, error) {
 	out := make([]string, 0, len(sel)+4)
 	for _, name := range sel {
 		switch name {
-		case "PartitionKey", "RowKey", "Timestamp", WriteProperty:
+		case "PartitionKey", "RowKey", "Timestamp", reserved.WriteProperty:
 		default:
 			if err := validPropertyName(name); err != nil {
 				return "", fmt.Errorf("in Select: %w", err)
@@ -453,7 +442,7 @@ func (t *Table[T]) projection(sel []string) (string, error) {
 
 // mixedImplicit is what every projection of Types' reads adds (besides the
 // type property): what any registered type may read.
-var mixedImplicit = []string{"PartitionKey", "RowKey", "Timestamp", WriteProperty}
+var mixedImplicit = []string{"PartitionKey", "RowKey", "Timestamp", reserved.WriteProperty}
 
 // Query returns the query's results as a sequence, fetching pages as the
 // loop consumes them, one page ahead (see Pages); earlier pages are not

@@ -103,7 +103,7 @@ func TestCursorResumesInAnotherProcess(t *testing.T) {
 	t.Parallel()
 	env := tabletest.New(t)
 	name := env.Name()
-	first, err := table.New[employee](env.CreateTable(name, nil))
+	first, err := table.New[employee](env.CreateTable(name, nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestCursorResumesInAnotherProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb, err := table.New[employee](table.NewClient(svc, name))
+		tb, err := table.New[employee](table.NewClient(svc, name), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,7 +302,7 @@ func TestEmptyPageWithContinuation(t *testing.T) {
 	}
 }
 
-// Rows under ReservedPrefix (a pattern's bookkeeping beside the entities)
+// Rows under reserved.Prefix (a pattern's bookkeeping beside the entities)
 // never reach a typed query, even when they would not decode into T, and
 // still count toward Limit only when returned.
 func TestQueriesSkipReservedRows(t *testing.T) {
@@ -310,13 +310,13 @@ func TestQueriesSkipReservedRows(t *testing.T) {
 	tb, _ := newTable[employee](t)
 	load(t, tb, "Sales", 3)
 	ctx := context.Background()
-	dyn, err := table.New[table.Dynamic](tb.Client())
+	dyn, err := table.New[table.Dynamic](tb.Client(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dyn = reserved.Table(dyn) // as a pattern package writes its rows
 	// Age is a string here: decoding this row into an employee would fail.
-	for _, rk := range []string{"000001" + table.ReservedPrefix, table.ReservedPrefix + "commit-1"} {
+	for _, rk := range []string{"000001" + reserved.Prefix, reserved.Prefix + "commit-1"} {
 		if _, err := dyn.Insert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: rk, Properties: map[string]any{"Age": "not a number"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -331,23 +331,23 @@ func TestQueriesSkipReservedRows(t *testing.T) {
 		t.Fatalf("Dynamic query: %d rows (%v), want 4: the reserved row skipped", len(all), err)
 	}
 	withReserved, err := table.Collect(dyn.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales"), IncludeReserved: true}))
-	if err != nil || len(withReserved) != 5 || withReserved[4].RowKey != table.ReservedPrefix+"commit-1" {
+	if err != nil || len(withReserved) != 5 || withReserved[4].RowKey != reserved.Prefix+"commit-1" {
 		t.Fatalf("IncludeReserved: %d rows (%v), want 5 with the reserved row last", len(withReserved), err)
 	}
-	if err := dyn.Delete(ctx, "Sales", "000001"+table.ReservedPrefix, "*"); err != nil {
+	if err := dyn.Delete(ctx, "Sales", "000001"+reserved.Prefix, "*"); err != nil {
 		t.Fatal(err)
 	}
 	emps, err := table.Collect(tb.Query(ctx, &table.Query{Filter: table.PartitionKey("Sales"), Limit: 3, PageSize: 2}))
 	if err != nil || len(emps) != 3 {
 		t.Fatalf("typed query: %v (%v), want the 3 employees", ids(emps), err)
 	}
-	one, err := value(dyn.Get(ctx, "Sales", table.ReservedPrefix+"commit-1", nil))
+	one, err := value(dyn.Get(ctx, "Sales", reserved.Prefix+"commit-1", nil))
 	if err != nil || one.Properties["Age"] != "not a number" {
 		t.Fatalf("a point read of a reserved row: %+v, %v", one, err)
 	}
 }
 
-// An application's keys under ReservedPrefix (an id read from user input,
+// An application's keys under reserved.Prefix (an id read from user input,
 // "~tk~ix!Last!Jones") are refused by every write, point read and op,
 // before the network, so they can never take over a pattern's reserved
 // row; a reserved view (internal/reserved, for the pattern packages)
@@ -364,8 +364,8 @@ func TestReservedKeysRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	computed := tb.WithKeys(func(e *employee) (string, string) { return e.Department, table.ReservedPrefix + e.ID })
-	for _, k := range [][2]string{{"Sales", table.ReservedPrefix + "ix!Last!Jones"}, {table.ReservedPrefix + "ix", "000001"}} {
+	computed := tb.WithKeys(func(e *employee) (string, string) { return e.Department, reserved.Prefix + e.ID })
+	for _, k := range [][2]string{{"Sales", reserved.Prefix + "ix!Last!Jones"}, {reserved.Prefix + "ix", "000001"}} {
 		e := employee{Department: k[0], ID: k[1], FirstName: "Mallory"}
 		ft.Reset()
 		attempts := map[string]error{}
@@ -379,13 +379,12 @@ func TestReservedKeysRefused(t *testing.T) {
 		attempts["UpsertOp"] = tb.UpsertOp(e, table.Merge).Err()
 		attempts["UpdateOp"] = tb.UpdateOp(e, "*", table.Merge).Err()
 		attempts["DeleteOp"] = tb.DeleteOp(k[0], k[1], "*").Err()
-		attempts["table.DeleteOp"] = table.DeleteOp(k[0], k[1], "*").Err()
 		_, attempts["Types.Get"] = types.Get(ctx, k[0], k[1])
 		_, attempts["registered Insert"] = typed.Insert(ctx, e)
 		_, attempts["WithKeys Insert"] = computed.Insert(ctx, employee{Department: "Sales", ID: "x"})
 		for verb, err := range attempts {
-			if !errors.Is(err, table.ErrInvalidKey) || !strings.Contains(err.Error(), "ReservedPrefix") {
-				t.Errorf("%s of %q/%q = %v, want ErrInvalidKey naming ReservedPrefix", verb, k[0], k[1], err)
+			if !errors.Is(err, table.ErrInvalidKey) || !strings.Contains(err.Error(), "reserved.Prefix") {
+				t.Errorf("%s of %q/%q = %v, want ErrInvalidKey naming reserved.Prefix", verb, k[0], k[1], err)
 			}
 		}
 		if n := ft.Count(); n != 0 {
@@ -394,7 +393,7 @@ func TestReservedKeysRefused(t *testing.T) {
 	}
 	// A pattern's reserved view writes and reads them.
 	own := reserved.Table(tb)
-	rk := table.ReservedPrefix + "ix!Last!Jones"
+	rk := reserved.Prefix + "ix!Last!Jones"
 	if _, err := own.Insert(ctx, employee{Department: "Sales", ID: rk, FirstName: "index"}); err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +405,7 @@ func TestReservedKeysRefused(t *testing.T) {
 	}
 }
 
-// Property names under ReservedPropertyPrefix (a copy's TkRef, a blob
+// Property names under reserved.PropertyPrefix (a copy's TkRef, a blob
 // pointer) are the patterns' own: refused in a struct type and in an
 // application's Dynamic writes; a pattern's Properties view writes them
 // and still refuses reserved keys.
@@ -418,7 +417,7 @@ func TestReservedPropertiesRefused(t *testing.T) {
 		PartitionKey, RowKey string
 		TkRef                string
 	}
-	reader, err := table.New[forged](tb.Client())
+	reader, err := table.New[forged](tb.Client(), nil)
 	if err != nil {
 		t.Fatalf("New of a type with a TkRef field, to read copies = %v", err)
 	}
@@ -438,7 +437,7 @@ func TestReservedPropertiesRefused(t *testing.T) {
 	if _, err := own.Insert(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := own.Insert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: table.ReservedPrefix + "x"}); !errors.Is(err, table.ErrInvalidKey) {
+	if _, err := own.Insert(ctx, table.Dynamic{PartitionKey: "Sales", RowKey: reserved.Prefix + "x"}); !errors.Is(err, table.ErrInvalidKey) {
 		t.Fatalf("a Properties view wrote a reserved key: %v", err)
 	}
 	got, err := value(tb.Get(ctx, "Sales", "email!x", nil))

@@ -47,7 +47,7 @@ func TestSASSignatureNeverInErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := table.New[counter](c)
+	tb, err := table.New[counter](c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

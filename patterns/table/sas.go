@@ -9,18 +9,20 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/keys"
 )
 
-// ErrInvalidSAS: SAS options, or a service URL, from which SASURL cannot
+// errInvalidSAS matches ErrInvalid: SAS options, or a service URL, from which SASURL cannot
 // make a usable shared access signature (no permissions or expiry, an
 // expiry in the past or not after the start, an inverted key range, a
 // service URL that is not an http(s) URL or already carries a SAS), or
 // stored access policies the service would reject (more than 5, an ID
 // that is empty, too long or repeated). Errors for a bad table name or key
 // also satisfy ErrInvalidEntity or ErrInvalidKey.
-var ErrInvalidSAS error = &invalidKind{"invalid shared access signature"}
+var errInvalidSAS error = invalid.New("invalid shared access signature")
 
 // SASOptions describes a table shared access signature. It is a plain
 // value: SASURL does not keep or modify it.
@@ -77,7 +79,7 @@ type SASOptions struct {
 // the URL is built correctly whatever the shape of serviceURL.
 //
 // Errors are *Error with Op "sas" that satisfy errors.Is(err,
-// ErrInvalidSAS); they never contain the account key or a signature.
+// ErrInvalid); they never contain the account key or a signature.
 func SASURL(serviceURL string, cred *aztables.SharedKeyCredential, name string, o SASOptions) (string, error) {
 	fail := func(err error) (string, error) {
 		return "", &Error{Op: "sas", Table: name, Err: invalidSAS(err)}
@@ -126,17 +128,8 @@ func SASURL(serviceURL string, cred *aztables.SharedKeyCredential, name string, 
 	return u.String(), nil
 }
 
-// invalidSAS marks err as ErrInvalidSAS.
-func invalidSAS(err error) error { return marked{ErrInvalidSAS, err} }
-
-// marked is an error that satisfies errors.Is with sentinel while keeping
-// its own text (no "invalid ...: " prefix repeating the operation) and what
-// it wraps (ErrInvalidEntity, ErrInvalidKey).
-type marked struct{ sentinel, err error }
-
-func (e marked) Error() string        { return e.err.Error() }
-func (e marked) Unwrap() error        { return e.err }
-func (e marked) Is(target error) bool { return errors.Is(e.sentinel, target) }
+// invalidSAS marks err as ErrInvalid.
+func invalidSAS(err error) error { return invalid.Marked(errInvalidSAS, err) }
 
 // withRange returns o with the key range of o.Permissions merged into o's
 // own range fields, and o.Permissions holding only the permissions.
@@ -169,7 +162,7 @@ func signedTime(t time.Time) time.Time { return t.UTC().Truncate(time.Second) }
 const sasTime = "2006-01-02T15:04:05Z"
 
 func (o SASOptions) validate(name string, now time.Time) error {
-	if err := ValidTableName(name); err != nil {
+	if err := validTableName(name); err != nil {
 		return err
 	}
 	if o.Identifier != "" {
@@ -325,7 +318,7 @@ type AccessPolicy struct {
 // to with policies (at most 5); with none, it removes them all, revoking
 // every SAS bound to one. One round trip. The policies are checked first:
 // more than 5, an empty, repeated or over-long ID, a key range in
-// Permissions, or an expiry not after the start fail with ErrInvalidSAS
+// Permissions, or an expiry not after the start fail with ErrInvalid
 // before the network. To add or change one policy, read the others with
 // GetAccessPolicy and pass them all. Safe for concurrent use, but two
 // concurrent read-modify-write sequences can lose a change: the last

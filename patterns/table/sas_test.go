@@ -34,7 +34,7 @@ func readAll(t *testing.T, sasURL string) ([]employee, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err := table.New[employee](c)
+	ro, err := table.New[employee](c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestSASURLRangeInPermissions(t *testing.T) {
 	t.Parallel()
 	env := tabletest.New(t)
 	name := env.Name()
-	tb, _ := table.New[employee](env.CreateTable(name, nil))
+	tb, _ := table.New[employee](env.CreateTable(name, nil), nil)
 	load(t, tb, "Sales", 3)
 	cred := devCred(t)
 	svcURL := serviceURL(t, env.ConnectionString)
@@ -108,7 +108,7 @@ func TestSASURLRangeInPermissions(t *testing.T) {
 }
 
 // checkSASError fails t unless err is a *table.Error with Op "sas" for
-// table name that satisfies errors.Is(err, table.ErrInvalidSAS) and shows
+// table name that satisfies errors.Is(err, table.ErrInvalid) and shows
 // neither a signature nor the account key.
 func checkSASError(t *testing.T, err error, name string) {
 	t.Helper()
@@ -116,7 +116,7 @@ func checkSASError(t *testing.T, err error, name string) {
 	if !errors.As(err, &te) || te.Op != "sas" || te.Table != name || te.StatusCode != 0 {
 		t.Fatalf("error %v: want a *table.Error with Op sas for table %s", err, name)
 	}
-	if !errors.Is(err, table.ErrInvalidSAS) {
+	if !errors.Is(err, table.ErrInvalid) {
 		t.Errorf("error %v: errors.Is(err, ErrInvalidSAS) is false", err)
 	}
 	if msg := err.Error(); strings.Contains(msg, "sig=") || strings.Contains(msg, tabletest.DevKey) || strings.Contains(msg, "SECRET") {
@@ -264,7 +264,7 @@ func TestSASURLServiceURLShapes(t *testing.T) {
 	// parameter rides along with the SAS.
 	env := tabletest.New(t)
 	name := env.Name()
-	tb, _ := table.New[employee](env.CreateTable(name, nil))
+	tb, _ := table.New[employee](env.CreateTable(name, nil), nil)
 	load(t, tb, "Sales", 2)
 	sas, err := table.SASURL(serviceURL(t, env.ConnectionString)+"/?foo=bar", cred, name, o)
 	if err != nil {
@@ -311,7 +311,7 @@ func TestStoredAccessPolicy(t *testing.T) {
 	env := tabletest.New(t)
 	name := env.Name()
 	c := env.CreateTable(name, nil)
-	tb, _ := table.New[employee](c)
+	tb, _ := table.New[employee](c, nil)
 	load(t, tb, "Sales", 3)
 	ctx := context.Background()
 	cred := devCred(t)
@@ -354,7 +354,7 @@ func TestStoredAccessPolicy(t *testing.T) {
 		}
 		return err
 	})
-	ro, _ := table.New[employee](mustSASClient(t, sas))
+	ro, _ := table.New[employee](mustSASClient(t, sas), nil)
 	if _, err := ro.Insert(ctx, emp("Sales", 99)); status(err) != 403 {
 		t.Fatalf("insert through a SAS bound to a read-only policy = %v, want 403", err)
 	}
@@ -420,7 +420,7 @@ func TestStoredAccessPolicyValidation(t *testing.T) {
 	} {
 		err := table.SetAccessPolicy(ctx, c, tc.policies...)
 		var te *table.Error
-		if !errors.As(err, &te) || te.Op != "set access policy" || !errors.Is(err, table.ErrInvalidSAS) {
+		if !errors.As(err, &te) || te.Op != "set access policy" || !errors.Is(err, table.ErrInvalid) {
 			t.Errorf("%s: %v, want a *table.Error satisfying ErrInvalidSAS", tc.what, err)
 		}
 	}
@@ -495,7 +495,7 @@ func TestParseConnectionString(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = table.DeleteTable(context.Background(), svc, name) })
-	tb, _ := table.New[employee](table.NewClient(svc, name))
+	tb, _ := table.New[employee](table.NewClient(svc, name), nil)
 	load(t, tb, "Sales", 2)
 	sas, err := table.SASURL(svcURL, cred, name, table.SASOptions{
 		Permissions: aztables.SASPermissions{Read: true}, Expiry: time.Now().Add(time.Hour),
@@ -575,7 +575,7 @@ func TestParseConnectionStringForms(t *testing.T) {
 	} {
 		_, cred, err := table.ParseConnectionString(tc.cs)
 		var te *table.Error
-		if !errors.As(err, &te) || te.Op != "connection string" || !errors.Is(err, table.ErrInvalidConnectionString) || cred != nil {
+		if !errors.As(err, &te) || te.Op != "connection string" || !errors.Is(err, table.ErrInvalid) || cred != nil {
 			t.Errorf("%s: %v, want a *table.Error satisfying ErrInvalidConnectionString", tc.what, err)
 			continue
 		}

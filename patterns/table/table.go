@@ -51,11 +51,38 @@ type Table[T any] struct {
 	typ     *entityType // the registered type, nil for Types' reads
 	profile *Profile    // the limits and behaviours of the table's service
 	// Views made by internal/reserved: reserved may use keys under
-	// ReservedPrefix, reservedProps Dynamic properties under
-	// ReservedPropertyPrefix; every other view refuses them.
+	// reserved.Prefix, reservedProps Dynamic properties under
+	// reserved.PropertyPrefix; every other view refuses them.
 	reserved, reservedProps bool
 	// cursorKey seals the cursors, nil for plain ones (WithCursorKey).
 	cursorKey *CursorKey
+	// obs is Options.Telemetry's, nil without: operations are then traced
+	// only as children of the caller's span (obs.Child).
+	obs *obs.Obs
+}
+
+// Options configures a Table. A nil *Options, and every zero field, means
+// the default.
+type Options[T any] struct {
+	// Keys computes an entity's keys (compound and computed keys): a T
+	// then needs no key fields. Default: T's key fields (PartitionKey and
+	// RowKey, or fields tagged pk and rk). WithKeys gives a view under
+	// other keys.
+	Keys func(*T) (pk, rk string)
+	// CursorKey seals the table's cursors (see NewCursorKey). Default:
+	// plain cursors, which show the query's position (keys) to whoever
+	// holds them.
+	CursorKey *CursorKey
+	// Profile is the service profile the table follows instead of its
+	// client's (table.Describe, or the endpoint's): for a Cosmos DB
+	// account behind a proxy or a custom domain, or Portable to hold data
+	// to the limits of both services. Default: the client's.
+	Profile *Profile
+	// Telemetry gives the table's operations spans, metrics and logs of
+	// their own, from its providers. Default: an operation is traced only
+	// under a caller's recording span, as its child, with the global meter
+	// provider, and logs nothing.
+	Telemetry *Telemetry
 }
 
 func init() {
@@ -73,7 +100,7 @@ func (t *Table[T]) reservedView(keys bool) any {
 }
 
 // checkKeys validates keys as the service would and, unless t is a
-// reserved view, refuses keys under ReservedPrefix.
+// reserved view, refuses keys under reserved.Prefix.
 func (t *Table[T]) checkKeys(op, pk, rk string) error {
 	if err := validKeys(pk, rk); err != nil {
 		return relabel(err, op, t.name)
@@ -95,9 +122,9 @@ func (t *Table[T]) checkKeys(op, pk, rk string) error {
 // reserved property names, or only one of the two key fields.
 //
 // A T without key fields can be read (Get, Query) as it is; to write it,
-// give its keys with NewWithKeys (or WithKeys): its writes otherwise fail
+// give its keys with Options.Keys (or WithKeys): its writes otherwise fail
 // with ErrInvalidEntity.
-func New[T any](c *aztables.Client) (*Table[T], error) {
+func New[T any](c *aztables.Client, opts *Options[T]) (*Table[T], error) {
 	if c == nil {
 		return nil, fmt.Errorf("table.New: %w: nil *aztables.Client", ErrInvalid)
 	}
@@ -109,7 +136,7 @@ func New[T any](c *aztables.Client) (*Table[T], error) {
 		return nil, err
 	}
 	if (cd.pk == nil) != (cd.rk == nil) {
-		return nil, fmt.Errorf("%w: %v has a PartitionKey field but no RowKey field, or the reverse: give both, or neither and use NewWithKeys", ErrInvalidEntity, cd.typ)
+		return nil, fmt.Errorf("%w: %v has a PartitionKey field but no RowKey field, or the reverse: give both, or neither and use Options.Keys", ErrInvalidEntity, cd.typ)
 	}
 	a := aboutClient(c)
 	t := &Table[T]{client: c, name: a.name, direct: directOf(a), codec: cd, profile: a.resolvedProfile()}
@@ -119,21 +146,32 @@ func New[T any](c *aztables.Client) (*Table[T], error) {
 			return rv.FieldByIndex(cd.pk).String(), rv.FieldByIndex(cd.rk).String()
 		}
 	}
+	if opts != nil {
+		if opts.Keys != nil {
+			t.keyFn = opts.Keys
+		}
+		t.cursorKey = opts.CursorKey
+		if opts.Profile != nil {
+			t.profile = opts.Profile
+		}
+		if opts.Telemetry != nil {
+			t.obs = obs.New((*obs.Config)(opts.Telemetry))
+		}
+	}
 	return t, nil
 }
 
-// NewWithKeys is New for entities whose keys keyFn computes (compound keys,
-// index rows, types without key fields): the same as New followed by
-// WithKeys, with the key function checked at construction.
-func NewWithKeys[T any](c *aztables.Client, keyFn func(*T) (pk, rk string)) (*Table[T], error) {
-	if keyFn == nil {
-		return nil, fmt.Errorf("table.NewWithKeys: %w: nil key function", ErrInvalid)
+// span starts op: from Options.Telemetry's providers when the table has
+// them, else as a child of ctx's recording span only.
+func (t *Table[T]) span(ctx context.Context, op *obs.Operation, partition string) (context.Context, obs.Span) {
+	return startSpan(ctx, t.obs, op, t.name, partition)
+}
+
+func startSpan(ctx context.Context, o *obs.Obs, op *obs.Operation, table, partition string) (context.Context, obs.Span) {
+	if o != nil {
+		return o.Start(ctx, op, table, partition)
 	}
-	t, err := New[T](c)
-	if err != nil {
-		return nil, err
-	}
-	return t.WithKeys(keyFn), nil
+	return obs.Child(ctx, op, table, partition)
 }
 
 // Name returns the name of the table, as the client was given it, or ""
@@ -163,7 +201,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b 
 // keysOf returns v's keys, or an error when T has no way to give them.
 func (t *Table[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 	if t.keyFn == nil {
-		return "", "", &Error{Op: op, Table: t.name, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them, or build the Table with NewWithKeys", ErrInvalidEntity, t.codec.typ)}
+		return "", "", &Error{Op: op, Table: t.name, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them, or give Options.Keys", ErrInvalidEntity, t.codec.typ)}
 	}
 	pk, rk = t.keyFn(v)
 	if !t.reserved {
@@ -214,11 +252,11 @@ func tagEntity(e encoded, v reflect.Value, ts *Types, et *entityType) (encoded, 
 			key, name = e.pk, "PartitionKey"
 		}
 		if !strings.HasPrefix(key, et.prefix) {
-			return e, invalid("encode", e.pk, e.rk, ErrInvalidKey, "%s %q does not start with %s's prefix %q", name, key, et.name, et.prefix)
+			return e, refused("encode", e.pk, e.rk, ErrInvalidKey, "%s %q does not start with %s's prefix %q", name, key, et.name, et.prefix)
 		}
 	}
 	if et.codec.extra != nil && v.FieldByIndex(et.codec.extra).MapIndex(reflect.ValueOf(ts.prop)).IsValid() {
-		return e, invalid("encode", e.pk, e.rk, ErrInvalidEntity, "the extra map holds %s, the type property", ts.prop)
+		return e, refused("encode", e.pk, e.rk, ErrInvalidEntity, "the extra map holds %s, the type property", ts.prop)
 	}
 	e.body = append(e.body[:len(e.body)-1], et.tag...)
 	e.props++
@@ -296,12 +334,12 @@ func release(bp *[]byte) {
 // Insert adds v; it fails with ErrAlreadyExists when an entity with the same
 // keys exists. One round trip.
 //
-// Insert records its identity in WriteProperty, so when its response is
+// Insert records its identity in reserved.WriteProperty, so when its response is
 // lost and the retry policy's resend answers 409, one read tells whether the
 // entity is the one this Insert wrote (success, Result.Verified) or another
 // writer's; see the package documentation's outcome table.
 func (t *Table[T]) Insert(ctx context.Context, v T) (res Result, err error) {
-	ctx, sp := obs.Child(ctx, opInsert, t.name, "")
+	ctx, sp := t.span(ctx, opInsert, "")
 	defer func() { sp.EndWrite(err, res.Verified) }()
 	e, bp, err := t.encode("insert", &v, Mode{})
 	if err != nil {
@@ -322,7 +360,7 @@ func (t *Table[T]) Insert(ctx context.Context, v T) (res Result, err error) {
 // an ETag for that. One round trip. An upsert is idempotent: resent after a
 // lost response, it succeeds.
 func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (res Result, err error) {
-	ctx, sp := obs.Child(ctx, opUpsert, t.name, "")
+	ctx, sp := t.span(ctx, opUpsert, "")
 	defer func() { sp.EndWrite(err, res.Verified) }()
 	mode = t.writeMode(&v, mode)
 	kind, err := txType("upsert", mode)
@@ -343,14 +381,14 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (res Result, err 
 // is an error (ErrNoETag): the choice must be explicit. ErrNotFound when the
 // entity does not exist. One round trip.
 //
-// A conditional Update extends the entity's WriteProperty history, so a
+// A conditional Update extends the entity's reserved.WriteProperty history, so a
 // lost response is settled by one read: ErrPreconditionFailed is returned
 // only when the update was certainly not applied, and a retry.Do loop with
 // retry.RetryOn412 never applies a change twice. Pass v with the Meta read
 // with etag (T embeds Meta) for exact verification; without it a lost
 // response may end in ErrOutcomeUnknown.
 func (t *Table[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode Mode) (res Result, err error) {
-	ctx, sp := obs.Child(ctx, opUpdate, t.name, "")
+	ctx, sp := t.span(ctx, opUpdate, "")
 	defer func() { sp.EndWrite(err, res.Verified) }()
 	return t.update(ctx, "update", &v, etag, mode, t.prevWrites(&v, etag))
 }
@@ -402,7 +440,7 @@ func (t *Table[T]) prevWrites(v *T, etag azcore.ETag) string {
 // been the one that removed the entity: the error is then ErrOutcomeUnknown
 // (and still ErrNotFound, for callers to whom either means "gone").
 func (t *Table[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) (err error) {
-	ctx, sp := obs.Child(ctx, opDelete, t.name, partitionKey)
+	ctx, sp := t.span(ctx, opDelete, partitionKey)
 	defer func() { sp.EndWrite(err, false) }()
 	if etag == "" {
 		return &Error{Op: "delete", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: ErrNoETag}
@@ -465,7 +503,7 @@ type GetOptions struct {
 // Get reads one entity: a point query, one round trip. ErrNotFound when it
 // does not exist. With Select, only those properties are transferred.
 func (t *Table[T]) Get(ctx context.Context, partitionKey, rowKey string, opts *GetOptions) (_ Entity[T], err error) {
-	ctx, sp := obs.Child(ctx, opGet, t.name, partitionKey)
+	ctx, sp := t.span(ctx, opGet, partitionKey)
 	defer func() { sp.End(err) }()
 	if err := t.checkKeys("get", partitionKey, rowKey); err != nil {
 		return Entity[T]{}, err
@@ -572,12 +610,12 @@ type ModifyOptions struct {
 // with that error and writes nothing; fn must not change the keys.
 //
 // Two round trips without contention, two more per conflict. A lost
-// response is settled by reading the write history (see WriteProperty), so
+// response is settled by reading the write history (see reserved.WriteProperty), so
 // a change is never applied twice; when that cannot be settled Modify
 // returns ErrOutcomeUnknown and does not call fn again. ErrNotFound when
 // the entity does not exist.
 func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn func(*T) error, opts *ModifyOptions) (_ Entity[T], err error) {
-	ctx, sp := obs.Child(ctx, opModify, t.name, partitionKey)
+	ctx, sp := t.span(ctx, opModify, partitionKey)
 	var v T
 	var res Result
 	defer func() { sp.EndWrite(err, res.Verified) }()
@@ -618,7 +656,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 		if pk, rk, err := t.keysOf("modify", &cur); err != nil {
 			return err
 		} else if pk != partitionKey || rk != rowKey {
-			return invalid("modify", partitionKey, rowKey, ErrInvalidKey, "fn changed the keys to (%q, %q)", pk, rk)
+			return refused("modify", partitionKey, rowKey, ErrInvalidKey, "fn changed the keys to (%q, %q)", pk, rk)
 		}
 		v = cur
 		res, err = t.update(ctx, "modify", &cur, etag, mode, writes)

@@ -57,7 +57,7 @@ func newTable[T any](t *testing.T) (*table.Table[T], *faults.Transport) {
 	ft := &faults.Transport{}
 	opts := table.ClientOptions() // retry.Default, as tablekit's clients use
 	opts.Transport = ft
-	tb, err := table.New[T](env.Table(opts))
+	tb, err := table.New[T](env.Table(opts), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestZeroTimeIsNoProperty(t *testing.T) {
 	if _, err := tb.Insert(ctx, allTypes{PartitionKey: "p", RowKey: "z"}); err != nil {
 		t.Fatal(err)
 	}
-	dyn, _ := table.New[table.Dynamic](tb.Client())
+	dyn, _ := table.New[table.Dynamic](tb.Client(), nil)
 	d, err := value(dyn.Get(ctx, "p", "z", nil))
 	if err != nil {
 		t.Fatal(err)

@@ -91,7 +91,7 @@ func TestTypedFilters(t *testing.T) {
 		t.Fatalf("%d requests sent for invalid queries", ft.Count())
 	}
 	// Dynamic keeps the untyped builder: the Go type decides.
-	dyn, err := table.New[table.Dynamic](tb.Client())
+	dyn, err := table.New[table.Dynamic](tb.Client(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

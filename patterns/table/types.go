@@ -17,7 +17,7 @@ type Meta struct {
 	// Timestamp is the service's last-modified time, in UTC.
 	Timestamp time.Time
 
-	// writes is the version's write history (WriteProperty), read with
+	// writes is the version's write history (reserved.WriteProperty), read with
 	// ETag from the entity (pk, rk): an Update or UpdateOp of that entity
 	// conditioned on ETag extends it, which lets a lost response be
 	// verified exactly.
@@ -52,8 +52,8 @@ func appendGUID(b []byte, g [16]byte) []byte {
 	return append(b, h[20:32]...)
 }
 
-// ParseGUID parses the canonical 36-character form (case-insensitive).
-func ParseGUID(s string) (GUID, error) {
+// parseGUID parses the canonical 36-character form (case-insensitive).
+func parseGUID(s string) (GUID, error) {
 	var g GUID
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return g, fmt.Errorf("invalid GUID %q", s)
@@ -96,10 +96,9 @@ func Fields(names ...string) Mode {
 	return Mode{kind: 1, fields: append([]string{}, names...)}
 }
 
-// FieldNames returns the property names of a Fields merge, and nil for
-// Merge and Replace, for packages that extend a partial update with
-// properties of their own.
-func (m Mode) FieldNames() []string {
+// fieldNames returns the property names of a Fields merge, and nil for
+// Merge and Replace (fieldmodel.ModeFields).
+func (m Mode) fieldNames() []string {
 	if m.fields == nil {
 		return nil
 	}
@@ -165,8 +164,8 @@ type Result struct {
 	// Verified and the entity has been written again since.
 	ETag azcore.ETag
 	// Verified reports that the write's response was lost and a read of the
-	// entity proved it applied (see WriteProperty).
+	// entity proved it applied (see reserved.WriteProperty).
 	Verified bool
 
-	stamp string // the WriteProperty value written, for Modify
+	stamp string // the reserved.WriteProperty value written, for Modify
 }

@@ -43,7 +43,7 @@ func BenchmarkTypesQuery(b *testing.B) {
 			projs.InsertOp(project{PartitionKey: "p", RowKey: "p" + rk, Title: "Rollout", Tags: []string{"q3"}}))
 	}
 	ctx := context.Background()
-	if _, err := table.Submit(ctx, depts.Client(), ops, nil); err != nil {
+	if _, err := depts.Submit(ctx, ops, nil); err != nil {
 		b.Fatal(err)
 	}
 	q := &table.Query{Filter: table.PartitionKey("p")}

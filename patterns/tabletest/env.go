@@ -32,7 +32,7 @@ const ConnectionStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
 // StorageConnectionStringEnv names the Storage account whose queues and
 // blob containers tests use when AZURE_STORAGE_CONNECTION_STRING names a
 // Cosmos DB Table API account, which has neither (the conformance suite on
-// Cosmos DB: see the README). Without it there, QueueService, BlobService,
+// Cosmos DB: see docs/cosmos.md). Without it there, QueueService, BlobService,
 // Queue and Container skip the test.
 const StorageConnectionStringEnv = "TABLEKIT_STORAGE_CONNECTION_STRING"
 

@@ -144,7 +144,7 @@ func (s *side) run(b *testing.B, fn func() error) {
 func BenchmarkWide2000(b *testing.B) {
 	env := tabletest.New(b)
 	c := env.Table(nil)
-	tbl, _ := table.New[table.Dynamic](c)
+	tbl, _ := table.New[table.Dynamic](c, nil)
 	wide, err := wideentity.New(tbl, &wideentity.Options[table.Dynamic]{Parts: 10})
 	if err != nil {
 		b.Fatal(err)

@@ -55,8 +55,8 @@
 // same row and a single-property update needs no read. Every part row
 // exists (some may be empty), and each row carries VersionProperty, the
 // identity of the whole-entity write that wrote it. These reserved names
-// (VersionProperty, PartsProperty and table.WriteProperty), like every
-// name under table.ReservedPropertyPrefix, are refused in user data
+// (VersionProperty, PartsProperty and reserved.WriteProperty), like every
+// name under reserved.PropertyPrefix, are refused in user data
 // (ErrInvalid, table.ErrInvalidEntity) and are never decoded into T; the
 // RowKey parts
 // "h" and "p" mark the rows of a wide entity. Keep wide entities apart from
@@ -153,7 +153,7 @@
 //     keys.Bucket(name, Parts), so give Parts headroom (a write whose part
 //     would overflow is refused);
 //   - the transaction at most 4 MiB of request body (MaxBatchSize; 2 MB on
-//     Cosmos DB), as table.EstimateBatchSize bounds it: the JSON of every
+//     Cosmos DB), as batchplan.Size bounds it: the JSON of every
 //     row plus 1,024 bytes and six times its keys' length per row, plus
 //     512. With 100 rows and short keys that leaves about 4,080,000 bytes
 //     for the rows' JSON (names, values, type annotations): up to about 3

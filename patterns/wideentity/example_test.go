@@ -23,7 +23,7 @@ func Example() {
 	}
 	defer cleanup()
 
-	tbl, err := table.New[table.Dynamic](c)
+	tbl, err := table.New[table.Dynamic](c, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func ExampleStore_Modify() {
 		Mon, Tue, Wed, Thu, Fri, Sat, Sun int64
 		Note                              string
 	}
-	tbl, err := table.New[table.Dynamic](c)
+	tbl, err := table.New[table.Dynamic](c, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,6 +11,12 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
+
+	"github.com/tablekit/tablekit/internal/fieldmodel"
+
+	"github.com/tablekit/tablekit/internal/invalid"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
@@ -37,14 +43,14 @@ const (
 var (
 	// ErrInvalid is the sentinel for every request rejected before the
 	// network: bad Options, a mode Update does not take, a property name
-	// under table.ReservedPropertyPrefix or otherwise invalid
-	// (table.ValidPropertyName; also table.ErrInvalidEntity), a
+	// under reserved.PropertyPrefix or otherwise invalid
+	// (fieldmodel.ValidName; also table.ErrInvalidEntity), a
 	// table.Fields name the value does not hold, a write of a T without
 	// keys, an invalid key (also table.ErrInvalidKey), a missing ETag
 	// (also table.ErrNoETag), a value or limit the table package refuses
 	// (also its sentinel: table.ErrTooLarge, table.ErrInvalidEntity). It
 	// matches table.ErrInvalid.
-	ErrInvalid = table.NewErrInvalid("wideentity: invalid request")
+	ErrInvalid = invalid.New("wideentity: invalid request")
 	// ErrInconsistent: the rows in an entity's key range do not form one
 	// version of a wide entity even after re-reading (see Options.Retry):
 	// writers kept changing it during reads of several pages, or other
@@ -65,7 +71,7 @@ type Options[T any] struct {
 	// Keys returns the logical keys an entity is stored under, as
 	// table.WithKeys does for a table: for a T without key fields, or
 	// keys computed from other fields. Default: T's key fields
-	// ([table.KeysOf]; table.Dynamic's PartitionKey and RowKey). A Store
+	// ([fieldmodel.KeysOf]; table.Dynamic's PartitionKey and RowKey). A Store
 	// whose T has neither can Get and Delete, but its writes fail with
 	// ErrInvalid.
 	Keys func(*T) (pk, rk string)
@@ -85,7 +91,7 @@ type Options[T any] struct {
 // table.Dynamic for a property bag. It is safe for concurrent use.
 type Store[T any] struct {
 	tbl      *table.Table[table.Dynamic]
-	keys     func(*T) (pk, rk string) // table.KeyFunc; nil: keysErr
+	keys     func(*T) (pk, rk string) // fieldmodel.KeyFunc; nil: keysErr
 	keysErr  error
 	parts    int
 	retry    retry.Policy
@@ -99,7 +105,7 @@ type Store[T any] struct {
 // a nil table, a Parts outside 1..99, or a T that cannot be stored
 // (also the table package's error: table.ErrInvalidEntity for a field
 // type or name the codec refuses or a name under
-// table.ReservedPropertyPrefix, table.ErrTooLarge when the fields always
+// reserved.PropertyPrefix, table.ErrTooLarge when the fields always
 // stored overflow a part). Writes take an entity's logical keys from T's
 // key fields, or from Options.Keys; reads fill T's key fields with them
 // and its Meta with the header's ETag and Timestamp.
@@ -118,13 +124,13 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 		return nil, fmt.Errorf("%w: Parts %d outside 1..%d", ErrInvalid, o.Parts, maxParts(tbl))
 	}
 	s := &Store[T]{tbl: reserved.Properties(tbl), parts: o.Parts, retry: retry.Default, obs: obs.New((*obs.Config)(o.Telemetry))}
-	s.keys, s.keysErr = table.KeyFunc(o.Keys)
+	s.keys, s.keysErr = fieldmodel.KeyFunc(o.Keys)
 	if o.Retry != nil {
 		s.retry = *o.Retry
 	}
 	var zero T
 	_, s.bag = any(zero).(table.Dynamic)
-	if _, err := table.FieldsOf[T](); err != nil {
+	if _, err := fieldmodel.Of[T](); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	// Splitting the zero T checks its type and, since a struct's fields
@@ -170,7 +176,7 @@ func partOf(name string, parts int) int {
 // keysOf returns the logical keys v is written under, checked.
 func (s *Store[T]) keysOf(op string, v *T) (pk, rk string, err error) {
 	if s.keys == nil {
-		return "", "", fmt.Errorf("wideentity: %s: %w", op, table.MarkInvalid(ErrInvalid, s.keysErr))
+		return "", "", fmt.Errorf("wideentity: %s: %w", op, invalid.Mark(ErrInvalid, s.keysErr))
 	}
 	pk, rk = s.keys(v)
 	return pk, rk, s.checkKeys(op, pk, rk)
@@ -183,8 +189,8 @@ func maxParts(tbl *table.Table[table.Dynamic]) int { return tbl.Profile().MaxBat
 // checkKeys validates the keys before the network: the PartitionKey as
 // the service does, the logical RowKey by its longest row key.
 func (s *Store[T]) checkKeys(op, pk, rk string) error {
-	if err := table.CheckKeys(pk, headerKey(rk)); err != nil { // the logical RowKey is escaped into its rows'
-		return fmt.Errorf("wideentity: %s: %w", op, table.MarkInvalid(ErrInvalid, err))
+	if err := fieldmodel.CheckKeys(pk, headerKey(rk)); err != nil { // the logical RowKey is escaped into its rows'
+		return fmt.Errorf("wideentity: %s: %w", op, invalid.Mark(ErrInvalid, err))
 	}
 	n := maxParts(s.tbl)
 	if err := keys.Validate(partKey(rk, n, n-1)); err != nil {
@@ -223,7 +229,7 @@ func (s *Store[T]) split(where string, v T, parts int) ([]map[string]any, error)
 		if val == nil {
 			continue // as a Dynamic writes it: no property
 		}
-		if err := table.ValidPropertyName(name); err != nil {
+		if err := fieldmodel.ValidName(name); err != nil {
 			// The table is a view that writes reserved names: only this
 			// Store's own may have one.
 			return nil, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
@@ -269,7 +275,7 @@ func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored)
 	}
 	if cur.etag != "" && cur.parts != n {
 		for k := range cur.parts {
-			ops = append(ops, table.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
+			ops = append(ops, s.tbl.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
 		}
 	}
 	for k, props := range parts {
@@ -289,7 +295,7 @@ func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored)
 func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op) (table.Result, error) {
 	for _, o := range ops {
 		if err := o.Err(); err != nil {
-			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, o.RowKey(), ErrInvalid, err)
+			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, batchplan.RowKey(o), ErrInvalid, err)
 		}
 	}
 	p := s.tbl.Profile()
@@ -297,7 +303,7 @@ func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op
 		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %w: %d operations, more than one transaction holds (%d): a change of Parts needs the old and the new part rows in one transaction",
 			op, pk, rk, ErrInvalid, table.ErrTooLarge, len(ops), p.MaxBatchOps)
 	}
-	if size := table.EstimateBatchSize(ops); size > p.MaxBatchSize {
+	if size := batchplan.Size(ops); size > p.MaxBatchSize {
 		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %w: the transaction would be up to %d bytes, more than %s's %d",
 			op, pk, rk, ErrInvalid, table.ErrTooLarge, size, p.Name, p.MaxBatchSize)
 	}
@@ -427,7 +433,7 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 	if etag == "" {
 		return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, table.ErrNoETag)
 	}
-	names := mode.FieldNames()
+	names := fieldmodel.ModeFields(mode)
 	switch {
 	case names != nil:
 		if len(names) == 0 {
@@ -459,7 +465,7 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 	merge := make(map[string]any, len(names))
 	for _, name := range names {
 		val := props[name]
-		if err := table.ValidPropertyName(name); err != nil {
+		if err := fieldmodel.ValidName(name); err != nil {
 			return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
 		}
 		if val == nil {
@@ -506,9 +512,9 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 		return fmt.Errorf("wideentity: delete (%q, %q): %w: %w", pk, rk, ErrInvalid, table.ErrNoETag)
 	}
 	res, err = s.write(ctx, "delete", pk, rk, etag, func(cur stored) ([]table.Op, error) {
-		ops := []table.Op{table.DeleteOp(pk, headerKey(rk), cur.etag)}
+		ops := []table.Op{s.tbl.DeleteOp(pk, headerKey(rk), cur.etag)}
 		for k := range cur.parts {
-			ops = append(ops, table.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
+			ops = append(ops, s.tbl.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
 		}
 		return ops, nil
 	})
@@ -679,7 +685,7 @@ func (s *Store[T]) modifiable(pk, rk string) error {
 		return err
 	}
 	if s.keys == nil {
-		return fmt.Errorf("wideentity: modify: %w", table.MarkInvalid(ErrInvalid, s.keysErr))
+		return fmt.Errorf("wideentity: modify: %w", invalid.Mark(ErrInvalid, s.keysErr))
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/reserved"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/testrig"
@@ -409,9 +411,9 @@ func TestLimitsSendNothing(t *testing.T) {
 		{"a transaction over 4 MiB", second(s10.Insert(ctx, at("p", "r", binary(64)))), table.ErrTooLarge},
 		{"reserved " + wideentity.VersionProperty, second(s10.Insert(ctx, at("p", "r", with(wideentity.VersionProperty, "x")))), table.ErrInvalidEntity},
 		{"reserved " + wideentity.PartsProperty, second(s10.Update(ctx, at("p", "r", with(wideentity.PartsProperty, int32(1))), azcore.ETagAny, table.Replace)), table.ErrInvalidEntity},
-		{"reserved " + table.WriteProperty, second(s10.Insert(ctx, at("p", "r", with(table.WriteProperty, "x")))), table.ErrInvalidEntity},
-		{"any name under table.ReservedPropertyPrefix", second(s10.Insert(ctx, at("p", "r", with(table.ReservedPropertyPrefix+"Other", "x")))), table.ErrInvalidEntity},
-		{"a reserved name in a merge", second(s10.Update(ctx, at("p", "r", with(table.ReservedPropertyPrefix+"Other", "x")), azcore.ETagAny, table.Merge)), table.ErrInvalidEntity},
+		{"reserved " + reserved.WriteProperty, second(s10.Insert(ctx, at("p", "r", with(reserved.WriteProperty, "x")))), table.ErrInvalidEntity},
+		{"any name under reserved.PropertyPrefix", second(s10.Insert(ctx, at("p", "r", with(reserved.PropertyPrefix+"Other", "x")))), table.ErrInvalidEntity},
+		{"a reserved name in a merge", second(s10.Update(ctx, at("p", "r", with(reserved.PropertyPrefix+"Other", "x")), azcore.ETagAny, table.Merge)), table.ErrInvalidEntity},
 		{"the zero Mode", second(s10.Update(ctx, at("p", "r", bag(3, 0)), azcore.ETagAny, table.Mode{})), wideentity.ErrInvalid},
 		{"a property name with a space", second(s10.Insert(ctx, at("p", "r", with("a b", 1)))), table.ErrInvalidEntity},
 		{"an unsigned value", second(s10.Insert(ctx, at("p", "r", with("U", uint64(1))))), table.ErrInvalidEntity},
@@ -505,8 +507,8 @@ func TestKeyErrors(t *testing.T) {
 	}{
 		{"Insert, a PartitionKey with '/'", second(s.Insert(ctx, at("a/b", "r", bag(3, 0))))},
 		{"Get, an empty PartitionKey", second(s.Get(ctx, "", "r"))},
-		{"Get, a reserved RowKey", second(s.Get(ctx, "p", table.ReservedPrefix+"x"))},
-		{"Delete, a reserved PartitionKey", s.Delete(ctx, table.ReservedPrefix+"x", "r", azcore.ETagAny)},
+		{"Get, a reserved RowKey", second(s.Get(ctx, "p", reserved.Prefix+"x"))},
+		{"Delete, a reserved PartitionKey", s.Delete(ctx, reserved.Prefix+"x", "r", azcore.ETagAny)},
 		{"Get, a RowKey too long for its rows", second(s.Get(ctx, "p", long))},
 		{"Update, a PartitionKey with '#'", second(s.Update(ctx, at("a#b", "r", bag(3, 0)), azcore.ETagAny, table.Replace))},
 		{"Fields update, an empty PartitionKey", second(s.Update(ctx, at("", "r", bag(3, 0)), azcore.ETagAny, table.Fields("P0000")))},

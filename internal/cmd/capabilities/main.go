@@ -9,8 +9,8 @@
 //
 // make capabilities runs exactly that: on Azurite and under the Cosmos DB
 // simulation, or on the account of AZURE_STORAGE_CONNECTION_STRING (see
-// the README's capability matrix). It prints a Markdown table and exits
-// with status 1 when a test in its input failed.
+// the capability matrix in docs/cosmos.md). It prints a Markdown table and
+// exits with status 1 when a test in its input failed.
 package main
 
 import (
