@@ -62,10 +62,12 @@ test: $(TEST_EMULATOR)
 	TABLEKIT_PROFILE=cosmos $(GO) test -count=1 $$($(GO) list ./... | grep -v '/patterns/tabletest$$')
 
 # Rewrites api/tablekit.txt, the snapshot of the exported API that make test
-# checks, from the code; then prints the exported identifiers per package.
-# Name every change it shows (git diff api/) in CHANGELOG.md.
+# checks, and the verb table in patterns/table's doc (which packages have
+# each verb), from the code; then prints the exported identifiers per
+# package. Name every change it shows (git diff api/) in CHANGELOG.md.
 api:
 	$(GO) run ./internal/cmd/apisnapshot -w
+	$(GO) test -count=1 -run '^TestVerbTable$$' ./internal/cmd/apisnapshot -update
 	$(GO) run ./internal/cmd/apisnapshot -count
 
 # The capability matrix (pattern x table service) from what the tests

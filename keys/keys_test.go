@@ -96,9 +96,8 @@ func TestValidate(t *testing.T) {
 			t.Errorf("Validate(%.20q) = %q, want it to mention %q", tt.key, err, tt.want)
 		}
 	}
-	var ke *keys.Error
-	if err := keys.Validate("ab/c"); !errors.As(err, &ke) || ke.Pos != 2 {
-		t.Errorf("Validate(ab/c) = %#v, want *keys.Error at byte 2", err)
+	if err := keys.Validate("ab/c"); err == nil || !strings.Contains(err.Error(), `"ab/c"`) || !strings.Contains(err.Error(), "at byte 2") {
+		t.Errorf("Validate(ab/c) = %v, want it to quote the key and name byte 2", err)
 	}
 }
 
@@ -312,13 +311,5 @@ func TestCompare(t *testing.T) {
 	// The case where byte order and service order disagree.
 	if keys.Compare("\ue000", "\U00010000") != 1 || strings.Compare("\ue000", "\U00010000") != -1 {
 		t.Fatal("U+E000 must sort after U+10000 in service order and before it in byte order")
-	}
-}
-
-func TestUTF16Len(t *testing.T) {
-	for s, want := range map[string]int{"": 0, "abc": 3, "é": 1, "€": 1, "😀": 2, "a😀b": 4} {
-		if got := keys.UTF16Len(s); got != want {
-			t.Errorf("UTF16Len(%q) = %d, want %d", s, got, want)
-		}
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"strconv"
 )
 
-// Int64Width is the length of every key made by Int64.
-const Int64Width = 20
+// int64Width is the length of every key made by Int64.
+const int64Width = 20
 
 // Int64 encodes n as a fixed-width key that sorts as the numbers do,
 // negatives included. A non-negative n is '0' followed by n in 19 zero-padded
@@ -23,7 +23,7 @@ func Int64(n int64) string {
 
 // ParseInt64 reverses Int64. Anything else fails with ErrInvalidKey.
 func ParseInt64(key string) (int64, error) {
-	if len(key) != Int64Width || (key[0] != '0' && key[0] != '-') {
+	if len(key) != int64Width || (key[0] != '0' && key[0] != '-') {
 		return 0, newError(key, -1, "not an Int64 key (want '0' or '-' and 19 digits)")
 	}
 	for i := 1; i < len(key); i++ {

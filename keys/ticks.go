@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// MaxTicks is .NET's DateTime.MaxValue.Ticks: 9999-12-31T23:59:59.9999999Z.
-const MaxTicks int64 = 3155378975999999999
+// maxTicks is .NET's DateTime.MaxValue.Ticks: 9999-12-31T23:59:59.9999999Z.
+const maxTicks int64 = 3155378975999999999
 
-// InvertedTicksWidth is the length of every key made by InvertedTicks.
-const InvertedTicksWidth = 19
+// invertedTicksWidth is the length of every key made by InvertedTicks.
+const invertedTicksWidth = 19
 
 const (
 	ticksPerSecond = 10_000_000
@@ -44,23 +44,24 @@ func FromTicks(ticks int64) time.Time {
 	return time.Unix(sec-unixEpochTicks/ticksPerSecond, rem*100).UTC()
 }
 
-// InvertedTicks returns the guide's log-tail key for t: MaxTicks - Ticks(t)
-// in 19 zero-padded digits, exactly .NET's
+// InvertedTicks returns the guide's log-tail key for t: .NET's
+// DateTime.MaxValue.Ticks (9999-12-31T23:59:59.9999999Z) - Ticks(t) in 19
+// zero-padded digits, exactly .NET's
 // string.Format("{0:D19}", DateTime.MaxValue.Ticks - t.Ticks). Newer times
 // sort first, so `$top=n` on such RowKeys returns the n newest entities.
 // Like Ticks it panics for a time outside the .NET range rather than yield a
 // key that sorts wrongly.
 func InvertedTicks(t time.Time) string {
-	s := strconv.FormatInt(MaxTicks-Ticks(t), 10)
-	return zeros(InvertedTicksWidth-len(s)) + s
+	s := strconv.FormatInt(maxTicks-Ticks(t), 10)
+	return zeros(invertedTicksWidth-len(s)) + s
 }
 
 // ParseInvertedTicks reverses InvertedTicks, returning a UTC time with 100 ns
-// precision. Anything but 19 digits of a value in [0, MaxTicks] fails with
-// ErrInvalidKey.
+// precision. Anything but 19 digits of a value in [0,
+// DateTime.MaxValue.Ticks] fails with ErrInvalidKey.
 func ParseInvertedTicks(key string) (time.Time, error) {
-	if len(key) != InvertedTicksWidth {
-		return time.Time{}, newError(key, -1, "inverted ticks need %d digits", InvertedTicksWidth)
+	if len(key) != invertedTicksWidth {
+		return time.Time{}, newError(key, -1, "inverted ticks need %d digits", invertedTicksWidth)
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < '0' || key[i] > '9' {
@@ -68,8 +69,8 @@ func ParseInvertedTicks(key string) (time.Time, error) {
 		}
 	}
 	inv, err := strconv.ParseInt(key, 10, 64)
-	if err != nil || inv > MaxTicks {
+	if err != nil || inv > maxTicks {
 		return time.Time{}, newError(key, -1, "inverted ticks out of range")
 	}
-	return FromTicks(MaxTicks - inv), nil
+	return FromTicks(maxTicks - inv), nil
 }

@@ -2,18 +2,18 @@ package keys
 
 import "strings"
 
-// Delimiter separates the parts of a compound key made by Join. Escape never
+// delimiter separates the parts of a compound key made by Join. Escape never
 // produces it (it escapes '!' itself), so it is unambiguous, and it sorts
 // below every character of an escaped part, which makes Join order-preserving
 // over tuples.
-const Delimiter = '!'
+const delimiter = '!'
 
-// prefixEnd is the character right after Delimiter: the exclusive upper bound
+// prefixEnd is the character right after delimiter: the exclusive upper bound
 // of a prefix range.
-const prefixEnd = Delimiter + 1
+const prefixEnd = delimiter + 1
 
 // Join builds a compound key from one or more parts: each part escaped with
-// Escape, separated by Delimiter. Parts made only of ASCII letters and digits
+// Escape, separated by '!'. Parts made only of ASCII letters and digits
 // (and most other characters, see Escape) are not changed:
 // Join("empid", "000223") == "empid!000223".
 //
@@ -30,7 +30,7 @@ func Join(parts ...string) string {
 	b.Grow(n)
 	for i, p := range parts {
 		if i > 0 {
-			b.WriteByte(Delimiter)
+			b.WriteByte(delimiter)
 		}
 		if clean(p) {
 			b.WriteString(p)
@@ -44,7 +44,7 @@ func Join(parts ...string) string {
 // Split reverses Join. It fails with ErrInvalidKey when a part is not a
 // valid output of Escape. Split("") returns one empty part.
 func Split(key string) ([]string, error) {
-	parts := strings.Split(key, string(Delimiter))
+	parts := strings.Split(key, string(delimiter))
 	for i, p := range parts {
 		u, err := Unescape(p)
 		if err != nil {

@@ -22,16 +22,17 @@ const MaxKeyLength = 1024
 // produced. Test with errors.Is(err, keys.ErrInvalidKey).
 var ErrInvalidKey = errors.New("invalid key")
 
-// Error describes why a key is invalid. It satisfies
-// errors.Is(err, ErrInvalidKey).
-type Error struct {
+// keyError describes why a key is invalid: its message quotes the key and
+// names the offending character and its byte offset, or the length. It
+// satisfies errors.Is(err, ErrInvalidKey).
+type keyError struct {
 	Key    string // the offending key (or its first 64 bytes)
 	Pos    int    // byte offset of the offending character; -1 when not about one character
 	Reason string // what is wrong
 }
 
 // Error describes the problem, quoting the key.
-func (e *Error) Error() string {
+func (e *keyError) Error() string {
 	if e.Pos >= 0 {
 		return fmt.Sprintf("invalid key %q: %s at byte %d", e.Key, e.Reason, e.Pos)
 	}
@@ -39,13 +40,13 @@ func (e *Error) Error() string {
 }
 
 // Is reports whether target is ErrInvalidKey.
-func (e *Error) Is(target error) bool { return target == ErrInvalidKey }
+func (e *keyError) Is(target error) bool { return target == ErrInvalidKey }
 
 func newError(key string, pos int, format string, args ...any) error {
 	if len(key) > 64 {
 		key = key[:64] + "..."
 	}
-	return &Error{Key: key, Pos: pos, Reason: fmt.Sprintf(format, args...)}
+	return &keyError{Key: key, Pos: pos, Reason: fmt.Sprintf(format, args...)}
 }
 
 // forbidden reports whether the service rejects r in a key: '/', '\\', '#',
@@ -89,15 +90,4 @@ func utf16Len(r rune) int {
 		return 2
 	}
 	return 1
-}
-
-// UTF16Len returns the length of s in UTF-16 code units: how the table
-// service counts keys and string values (a character beyond the Basic
-// Multilingual Plane is two).
-func UTF16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16Len(r)
-	}
-	return n
 }

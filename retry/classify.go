@@ -15,12 +15,12 @@ import (
 	"github.com/tablekit/tablekit/internal/redact"
 )
 
-// RetryableStatus reports whether an HTTP status is transient per the
+// retryableStatus reports whether an HTTP status is transient per the
 // partitioning article: 408 Request Timeout, 429 Too Many Requests (the
 // Cosmos DB Table API's throttling), and 5xx except 501 Not Implemented and
 // 505 HTTP Version Not Supported. Every other status, including 400, 401,
 // 403, 404, 409, 412 and 413, is final.
-func RetryableStatus(code int) bool {
+func retryableStatus(code int) bool {
 	switch {
 	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests:
 		return true
@@ -30,8 +30,8 @@ func RetryableStatus(code int) bool {
 	return code >= 500 && code <= 599
 }
 
-// IsRetryable reports whether err is a transient failure worth retrying:
-// a *azcore.ResponseError whose status RetryableStatus accepts, or a
+// isRetryable reports whether err is a transient failure worth retrying:
+// a *azcore.ResponseError whose status retryableStatus accepts, or a
 // transient transport error (connection reset, refused or aborted, broken
 // pipe, unexpected EOF, network timeouts, temporary DNS failures). Context
 // cancellation and deadlines are never retryable, nor is an error whose
@@ -40,12 +40,12 @@ func RetryableStatus(code int) bool {
 // default: for a function whose failures nothing else retries. A loop
 // around a client's requests should not use it (their pipeline retried
 // these failures already); it retries its conflicts only (RetryOn412).
-func IsRetryable(err error) bool {
+func isRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrOutcomeUnknown) {
 		return false
 	}
 	if re := responseErrorOf(err); re != nil {
-		return RetryableStatus(re.StatusCode)
+		return retryableStatus(re.StatusCode)
 	}
 	return transientTransport(err)
 }
@@ -54,7 +54,7 @@ func IsRetryable(err error) bool {
 // (Policy.Do around a read and a conditional write): it retries the loop's
 // conflicts, 412 Precondition Failed (a stale ETag: re-read and try again)
 // and 409 Conflict (a concurrent insert of the same key), and nothing else.
-// Transient failures (IsRetryable) are not retried: the client's pipeline
+// Transient failures (see "What is retried") are not retried: the client's pipeline
 // (ApplyTo's policy, or azcore's built-in retry) has already retried them
 // with its own budget, and retrying the loop as well would multiply the
 // attempts (1 + MaxRetries of the pipeline for each of 1 + MaxRetries passes
@@ -98,16 +98,16 @@ func transientTransport(err error) bool {
 // retryAfter returns the wait the service asked for in resp, or 0, capped
 // by p's MaxRetryAfter. It reads x-ms-retry-after-ms, retry-after-ms and
 // Retry-After (seconds or an HTTP date); a 429 without any of them asks
-// for ThrottleFloor.
+// for throttleFloor.
 func (p Policy) retryAfter(resp *http.Response) time.Duration {
 	hint := serviceHint(resp)
 	if hint == 0 && resp != nil && resp.StatusCode == http.StatusTooManyRequests {
-		hint = ThrottleFloor
+		hint = throttleFloor
 	}
 	return min(hint, p.maxRetryAfter())
 }
 
-// ThrottleFloor is the least wait after a 429 Too Many Requests that
+// throttleFloor is the least wait after a 429 Too Many Requests that
 // names no wait of its own, capped like a hint by the policy's
 // MaxRetryAfter (Max by default). A 429 is the Cosmos DB Table API's
 // throttling: the account's request units for the second are spent, and
@@ -115,7 +115,7 @@ func (p Policy) retryAfter(resp *http.Response) time.Duration {
 // guide's first waits (Default's 0.3 s) would mostly be throttled again.
 // Table Storage throttles with 503 Server Busy, which keeps the guide's
 // delays.
-const ThrottleFloor = time.Second
+const throttleFloor = time.Second
 
 // maxRetryAfter is the cap on the service's hint: MaxRetryAfter when set,
 // else Max when set, else DefaultMaxRetryAfter.
@@ -165,23 +165,6 @@ const maxHint = 24 * time.Hour
 func pastDeadline(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
 	return ok && time.Until(deadline) < d
-}
-
-// Sleep waits d, or until ctx ends and then returns ctx's error (at once
-// for d <= 0 when ctx has ended): the interruptible wait of retry loops,
-// workers polling an empty queue, and delays injected in tests.
-func Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // notify calls the OnRetry hook, if any.

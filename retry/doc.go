@@ -21,7 +21,7 @@
 //     an optimistic-concurrency read-modify-write (with RetryOn412).
 //
 // The two are never stacked on the same failure. The pipeline retries
-// transient failures (IsRetryable); a loop around a client's requests
+// transient failures (see What is retried); a loop around a client's requests
 // retries its conflicts only: RetryOn412 retries 412 and 409, and each of
 // tablekit's loops (table.Table.Modify and the patterns' read-modify-writes)
 // retries its conflicts and what its own protocol defines (an entity that
@@ -33,14 +33,13 @@
 //
 // # What is retried
 //
-// RetryableStatus and IsRetryable classify failures: 408, 429 (Cosmos DB
-// Table API throttling) and 5xx except 501 and 505 are transient, as are
+// The pipeline, and Do when its Policy has no Retryable of its own, retry
+// transient failures: 408, 429 (Cosmos DB Table API throttling) and 5xx except 501 and 505 are transient, as are
 // connection resets, refusals, broken pipes, unexpected EOFs and timeouts.
 // Every other 4xx is final, and so is a cancelled context or an expired
 // deadline. A Retry-After, retry-after-ms or x-ms-retry-after-ms header is a
 // lower bound for the next wait, capped by MaxRetryAfter; a 429 without one
-// waits at least ThrottleFloor (1 s, under the same cap), since Cosmos DB
-// may send none. No wait is started that would end after the
+// waits at least 1 s (under the same cap), since Cosmos DB may send none. No wait is started that would end after the
 // context's deadline: the caller gets the last real failure at once.
 //
 // # Policies
@@ -82,12 +81,11 @@
 // code and error (with URLs, which may hold SAS tokens, removed from
 // transport errors). Request bodies and keys are never passed to it.
 //
-// Track's Trace counts, per operation, the attempts the pipeline policy
-// sent, its resends (and Policy.Do's), and the throttling answers (429,
-// 503, 500) it met; Traces nest, so an operation made of several requests
-// counts them all. tablekit's packages report these counts as the
-// tablekit.round_trips and tablekit.retries span attributes and the
-// tablekit.retries and tablekit.throttled metrics. Counting costs nothing
-// for a context without a Trace; clients built without ApplyTo count
-// nothing.
+// tablekit's packages count, per operation, the attempts the pipeline
+// policy sent, its resends (and Policy.Do's), and the throttling answers
+// (429, 503, 500) it met, an operation made of several requests counting
+// them all, and report these counts as the tablekit.round_trips and
+// tablekit.retries span attributes and the tablekit.retries and
+// tablekit.throttled metrics. Counting costs nothing for an operation that
+// is not observed; clients built without ApplyTo count nothing.
 package retry

@@ -8,6 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/tablekit/tablekit/internal/redact"
+	"github.com/tablekit/tablekit/internal/retrycore"
 )
 
 // ApplyTo installs p in o in place of azcore's built-in retry: it disables
@@ -28,15 +29,17 @@ import (
 // retries, so the budget of a request is spent once, not once per pass of a
 // loop.
 //
-// The pipeline retries by HTTP status (RetryableStatus) and transport error
-// (IsRetryable); p.Retryable is not consulted. It retries every method,
-// including inserts and batches: when a response is lost after the service
-// applied the request, the retry answers 409 (insert) or 412 (conditional
-// update) although the first attempt succeeded. The policy therefore
-// tracks, for every write (any method but GET, HEAD and OPTIONS), whether an
-// attempt's outcome was ambiguous (see Trace.Ambiguous); when one was and
-// the final attempt did not succeed, the client returns an *OutcomeError
-// (errors.Is(err, ErrOutcomeUnknown)) wrapping the final answer instead of
+// The pipeline retries the transient failures of the package documentation
+// ("What is retried"), by HTTP status and transport error; p.Retryable is
+// not consulted. It retries every method, including inserts and batches:
+// when a response is lost after the service applied the request, the retry
+// answers 409 (insert) or 412 (conditional update) although the first
+// attempt succeeded. The policy therefore tracks, for every write (any
+// method but GET, HEAD and OPTIONS), whether an attempt's outcome was
+// ambiguous (its response was lost, it timed out, it answered 500, 502 or
+// 504, or the context ended while it was in flight); when one was and the
+// final attempt did not succeed, the client returns an error that satisfies
+// errors.Is(err, ErrOutcomeUnknown) and wraps the final answer, instead of
 // the bare 409, 412 or 404, so no caller mistakes it for a rejection.
 // tablekit's packages go further and resolve the question by reading.
 func (p Policy) ApplyTo(o *azcore.ClientOptions) {
@@ -55,7 +58,7 @@ type pipelinePolicy struct{ p Policy }
 
 func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 	ctx := req.Raw().Context()
-	tr := traceOf(ctx)
+	tr := retrycore.Of(ctx)
 	write := isWrite(req.Raw())
 	ambiguous := false
 	for attempt := 1; ; attempt++ {
@@ -68,9 +71,7 @@ func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 		resp, err := req.Clone(ctx).Next()
 		lost := write && attemptAmbiguous(resp, err)
 		ambiguous = ambiguous || lost
-		if tr != nil {
-			tr.attempt(statusOf(resp), lost)
-		}
+		tr.Attempt(statusOf(resp), lost)
 		if ctx.Err() != nil || attempt > pp.p.MaxRetries || !shouldRetry(resp, err) {
 			if err != nil && attempt > 1 && ctx.Err() == nil {
 				err = &Error{Attempts: attempt, Err: err, http: true} // its own count of HTTP attempts
@@ -89,11 +90,11 @@ func (pp *pipelinePolicy) Do(req *policy.Request) (*http.Response, error) {
 		if resp != nil {
 			runtime.Drain(resp)
 		}
-		if cerr := Sleep(ctx, delay); cerr != nil {
+		if cerr := retrycore.Sleep(ctx, delay); cerr != nil {
 			// The last real failure, wrapped with the context's error.
 			return final(ambiguous, nil, &Error{Attempts: attempt, Err: last, ctxErr: cerr, http: true})
 		}
-		tr.retried()
+		tr.Retried()
 	}
 }
 
@@ -108,26 +109,26 @@ func statusOf(resp *http.Response) int {
 // applied: a success is returned as it is (for a conditional or
 // create-only write it proves the earlier attempt had not been applied;
 // for others, such as a queue message, the earlier attempt may have been
-// applied too: that is the caller's at-least-once), anything else is an
-// *OutcomeError around the final answer.
+// applied too: that is the caller's at-least-once), anything else is a
+// retrycore.OutcomeError (ErrOutcomeUnknown) around the final answer.
 func final(ambiguous bool, resp *http.Response, err error) (*http.Response, error) {
 	err = redact.Error(err)
 	switch {
 	case !ambiguous:
 		return resp, err
 	case err != nil:
-		return nil, &OutcomeError{Err: err}
+		return nil, &retrycore.OutcomeError{Err: err}
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return resp, nil
 	}
-	return nil, &OutcomeError{Err: runtime.NewResponseError(resp)}
+	return nil, &retrycore.OutcomeError{Err: runtime.NewResponseError(resp)}
 }
 
 func shouldRetry(resp *http.Response, err error) bool {
 	if err != nil {
-		return IsRetryable(err)
+		return isRetryable(err)
 	}
-	return RetryableStatus(resp.StatusCode)
+	return retryableStatus(resp.StatusCode)
 }
 
 // responseAsError describes a failed response for the OnRetry hook without

@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/internal/faults"
+	"github.com/tablekit/tablekit/internal/retrycore"
 	"github.com/tablekit/tablekit/patterns/tabletest"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -236,7 +237,7 @@ func TestPipelineTracksAmbiguousWrites(t *testing.T) {
 	t.Parallel()
 	c, ft := tableWithFaults(t, fast)
 	ft.Inject(faults.Fault{LoseResponse: true})
-	ctx, tr := retry.Track(context.Background())
+	ctx, tr := retrycore.Track(context.Background())
 	_, err := c.AddEntity(ctx, entity("a"), nil)
 	var re *azcore.ResponseError
 	if !errors.Is(err, retry.ErrOutcomeUnknown) || !errors.As(err, &re) || re.StatusCode != 409 {
@@ -250,20 +251,20 @@ func TestPipelineTracksAmbiguousWrites(t *testing.T) {
 	}
 	// A lost response to a GET: resent, never ambiguous.
 	ft.Inject(faults.Fault{LoseResponse: true})
-	ctx, tr = retry.Track(context.Background())
+	ctx, tr = retrycore.Track(context.Background())
 	if _, err := c.GetEntity(ctx, "p", "a", nil); err != nil || tr.Ambiguous() || tr.Attempts() != 2 {
 		t.Fatalf("GetEntity: %v, ambiguous %v, %d attempts", err, tr.Ambiguous(), tr.Attempts())
 	}
 	// 503 then 409: the 503 proves nothing was applied; the 409 is definite.
 	ft.Inject(faults.Fault{Status: 503, ErrorCode: "ServerBusy"})
-	ctx, tr = retry.Track(context.Background())
+	ctx, tr = retrycore.Track(context.Background())
 	_, err = c.AddEntity(ctx, entity("a"), nil)
 	if errors.Is(err, retry.ErrOutcomeUnknown) || !errors.As(err, &re) || re.StatusCode != 409 || tr.Ambiguous() {
 		t.Fatalf("AddEntity after a 503 = %v (ambiguous %v); want a definite 409", err, tr.Ambiguous())
 	}
 	// A 500 may have been applied: ambiguous, and the resend succeeds.
 	ft.Inject(faults.Fault{Status: 500, ErrorCode: "OperationTimedOut"})
-	ctx, tr = retry.Track(context.Background())
+	ctx, tr = retrycore.Track(context.Background())
 	if _, err := c.AddEntity(ctx, entity("b"), nil); err != nil || !tr.Ambiguous() {
 		t.Fatalf("AddEntity after a 500: %v, ambiguous %v", err, tr.Ambiguous())
 	}
@@ -284,7 +285,7 @@ func TestPipelineRefusedIsNotAmbiguous(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, tr := retry.Track(context.Background())
+	ctx, tr := retrycore.Track(context.Background())
 	_, err = c.AddEntity(ctx, entity("a"), nil)
 	if err == nil || errors.Is(err, retry.ErrOutcomeUnknown) || tr.Ambiguous() || tr.Attempts() != 1+fast.MaxRetries {
 		t.Fatalf("AddEntity to a closed port = %v (ambiguous %v, %d attempts)", err, tr.Ambiguous(), tr.Attempts())
@@ -331,8 +332,8 @@ func TestTraceCountsNestedRetriesAndThrottling(t *testing.T) {
 	t.Parallel()
 	c, ft := tableWithFaults(t, fast)
 	ft.Inject(faults.Fault{Status: 503, ErrorCode: "ServerBusy"}, faults.Fault{Status: 429}, faults.Fault{Status: 500, ErrorCode: "OperationTimedOut"})
-	octx, op := retry.Track(context.Background())
-	wctx, w := retry.Track(octx)
+	octx, op := retrycore.Track(context.Background())
+	wctx, w := retrycore.Track(octx)
 	if _, err := c.AddEntity(wctx, entity("a"), nil); err != nil {
 		t.Fatalf("AddEntity: %v", err)
 	}

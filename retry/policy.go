@@ -2,12 +2,13 @@ package retry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/tablekit/tablekit/internal/retrycore"
 )
 
 // Policy is the partitioning article's jittered exponential backoff as a
@@ -36,7 +37,8 @@ type Policy struct {
 	// (nil): math/rand/v2's Float64. Set it in tests for reproducible delays;
 	// it must be safe for concurrent use if the Policy is.
 	Rand func() float64
-	// Retryable decides which errors Do retries. Default (nil): IsRetryable,
+	// Retryable decides which errors Do retries. Default (nil): the
+	// transient failures of the package documentation ("What is retried"),
 	// for a function whose failures nothing else retries. A loop around a
 	// client's requests (an optimistic-concurrency read-modify-write) uses
 	// RetryOn412 or its own classifier of its conflicts only: the client's
@@ -156,22 +158,6 @@ func (e *Error) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// Stop marks err as final for Do: Do returns err itself, not retried and
-// not wrapped in *Error, whatever Retryable would say of it. Use it for
-// errors of the caller's own making inside a retry loop, such as the
-// error of a read-modify-write's modify function. Stop(nil) is nil.
-func Stop(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &stopError{err}
-}
-
-type stopError struct{ err error }
-
-func (e *stopError) Error() string { return e.err.Error() }
-func (e *stopError) Unwrap() error { return e.err }
-
 // Do calls fn until it succeeds, returns an error that is not retryable (see
 // Retryable), or 1 + MaxRetries attempts have failed, waiting Delay(x) (or
 // longer when the service asked for it with Retry-After) before retry x. It
@@ -180,12 +166,11 @@ func (e *stopError) Unwrap() error { return e.err }
 // context.DeadlineExceeded). A failure after retries, or one the context
 // ended, is returned as *Error, which wraps fn's last error so
 // errors.As(err, **azcore.ResponseError) still works; the error of a first
-// attempt that is not retried, and an error marked with Stop, are returned
-// as they are (the one place where tablekit's retry loops unwrap).
+// attempt that is not retried is returned as it is.
 func (p Policy) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	retryable := p.Retryable
 	if retryable == nil {
-		retryable = IsRetryable
+		retryable = isRetryable
 	}
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -195,9 +180,8 @@ func (p Policy) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 		if err == nil {
 			return nil
 		}
-		var stop *stopError
-		if errors.As(err, &stop) {
-			return stop.err
+		if err, ok := retrycore.Stopped(err); ok {
+			return err // tablekit's own loops: the error of their making, as it is
 		}
 		if ctx.Err() != nil {
 			return &Error{Attempts: attempt, Err: err, ctxErr: ctx.Err()}
@@ -217,9 +201,9 @@ func (p Policy) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 			return &Error{Attempts: attempt, Err: err, ctxErr: context.DeadlineExceeded}
 		}
 		p.notify(attempt, delay, resp, err)
-		if cerr := Sleep(ctx, delay); cerr != nil {
+		if cerr := retrycore.Sleep(ctx, delay); cerr != nil {
 			return &Error{Attempts: attempt, Err: err, ctxErr: cerr}
 		}
-		traceOf(ctx).retried()
+		retrycore.Of(ctx).Retried()
 	}
 }

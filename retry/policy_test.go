@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/tablekit/tablekit/internal/retrycore"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -155,7 +156,7 @@ func TestClassification(t *testing.T) {
 	}{
 		{&azcore.ResponseError{StatusCode: 412}, true},
 		{fmt.Errorf("x: %w", &azcore.ResponseError{StatusCode: 409}), true},
-		{&retry.OutcomeError{Err: &azcore.ResponseError{StatusCode: 412}}, false},
+		{&retrycore.OutcomeError{Err: &azcore.ResponseError{StatusCode: 412}}, false},
 		{&azcore.ResponseError{StatusCode: 503}, false},
 		{&azcore.ResponseError{StatusCode: 429}, false},
 		{&azcore.ResponseError{StatusCode: 404}, false},
@@ -332,29 +333,15 @@ func TestStopEndsDo(t *testing.T) {
 	err := p.Do(context.Background(), func(context.Context) error {
 		calls++
 		if calls == 2 {
-			return fmt.Errorf("wrapped: %w", retry.Stop(mine))
+			return fmt.Errorf("wrapped: %w", retrycore.Stop(mine))
 		}
 		return errors.New("transient")
 	})
 	if calls != 2 || err != mine {
 		t.Fatalf("Do: %d calls, %v; want 2 and the stopped error itself", calls, err)
 	}
-	if retry.Stop(nil) != nil {
+	if retrycore.Stop(nil) != nil {
 		t.Fatal("Stop(nil) is not nil")
-	}
-}
-
-func TestSleepEndsWithItsContext(t *testing.T) {
-	if err := retry.Sleep(context.Background(), time.Millisecond); err != nil {
-		t.Fatalf("Sleep of a live context: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := retry.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Sleep of an ended context: %v", err)
-	}
-	if err := retry.Sleep(ctx, 0); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Sleep(0) of an ended context: %v", err)
 	}
 }
 

@@ -56,7 +56,7 @@ func (t *tour) rotateLogins(ctx context.Context) error {
 	t.say("%d logins of July 31 to August 2 went to a table per day, each created by its day's first insert: %s", n, strings.Join(names, ", "))
 	t.say("(the days are found by listing the tables of the prefix: no registry to drift)")
 	var ips []string
-	q := &table.Query{Filter: table.PartitionKey("jones")}
+	q := &rotation.RangeOptions{Filter: table.PartitionKey("jones")}
 	for l, err := range logins.Range(ctx, time.Date(2024, 8, 1, 0, 0, 0, 0, time.UTC), now, q) {
 		if err != nil {
 			return err
@@ -65,7 +65,7 @@ func (t *tour) rotateLogins(ctx context.Context) error {
 	}
 	t.say("Range(August 1 to now, jones): %s: one list request and a query per day, merged as one table", strings.Join(ips, ", "))
 	now = now.AddDate(0, 0, 4)
-	swept, err := logins.Sweep(ctx, time.Date(2024, 8, 2, 0, 0, 0, 0, time.UTC))
+	swept, err := logins.Sweep(ctx, &rotation.SweepOptions{Before: time.Date(2024, 8, 2, 0, 0, 0, 0, time.UTC)})
 	if err != nil {
 		return err
 	}
@@ -108,9 +108,9 @@ func (t *tour) spreadAccesses(ctx context.Context) error {
 		}
 	}
 	t.say("12 accesses of the hour 18:00 spread by a hash of the RowKey over %d partitions (%s ... %s), not one",
-		len(parts), buckets.Partition(hour, 4, 0), buckets.Partition(hour, 4, 3))
+		len(parts), spread.Partitions(hour)[0], spread.Partitions(hour)[3])
 	var first []string
-	for e, err := range spread.Range(ctx, hour, "", "") {
+	for e, err := range spread.Range(ctx, hour, "", "", nil) {
 		if err != nil {
 			return err
 		}
@@ -124,7 +124,7 @@ func (t *tour) spreadAccesses(ctx context.Context) error {
 		return err
 	}
 	n := 0
-	for _, err := range wider.Range(ctx, hour, "", "") {
+	for _, err := range wider.Range(ctx, hour, "", "", nil) {
 		if err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func (t *tour) spreadAccesses(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.say("grown to 8 buckets with Earlier: [4]: Range still sees all %d; Get(%s) misses in its bucket under 8, %s,", n, moved, buckets.Partition(hour, 8, int(keys.Bucket(moved, 8)[0]-'0')))
+	t.say("grown to 8 buckets with Earlier: [4]: Range still sees all %d; Get(%s) misses in its bucket under 8, %s,", n, moved, wider.Partitions(hour)[keys.Bucket(moved, 8)[0]-'0'])
 	t.say("and finds it in its bucket under 4, %s: 2 point reads, and nothing was moved", got.Partition)
 	return nil
 }

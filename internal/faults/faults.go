@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/tablekit/tablekit/retry"
+	"github.com/tablekit/tablekit/internal/retrycore"
 )
 
 // ErrLost is the transport error returned for a response lost by a
@@ -152,7 +152,7 @@ func (t *Transport) apply(req *http.Request, f Fault, ok bool) (*http.Response, 
 		return t.next().Do(req)
 	}
 	if f.Delay > 0 {
-		if err := retry.Sleep(req.Context(), f.Delay); err != nil {
+		if err := retrycore.Sleep(req.Context(), f.Delay); err != nil {
 			return nil, err
 		}
 	}

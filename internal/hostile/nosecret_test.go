@@ -140,7 +140,7 @@ func (s *leakRig) signature(t *testing.T, sasURL string) {
 // options are the SAS clients' options: transport ft, and azcore's own
 // retry policy (shortened) or tablekit's, whose retry events are captured.
 func (s *leakRig) options() policy.ClientOptions {
-	o := policy.ClientOptions{Transport: s.ft, TracingProvider: table.TracingProvider()}
+	o := policy.ClientOptions{Transport: s.ft, TracingProvider: table.ClientOptions().TracingProvider}
 	if s.tablekit {
 		p := testrig.Fast
 		p.OnRetry = func(e retry.Event) { s.capture("retry event: %+v (%v)", e, e.Err) }
@@ -680,7 +680,7 @@ var leakRows = []leakRow{
 			{name: "Append", run: func(ctx context.Context) error { _, err := l.Append(ctx, "web", rec{N: 1}); return err }},
 			{name: "AppendAt", run: func(ctx context.Context) error { _, err := l.AppendAt(ctx, "web", now, rec{N: 1}); return err }},
 			{name: "Latest", run: func(ctx context.Context) error { _, err := l.Latest(ctx, "web", 10); return err }},
-			{name: "Range", run: func(ctx context.Context) error { return each(l.Range(ctx, "web", now.Add(-time.Hour), now)) }},
+			{name: "Range", run: func(ctx context.Context) error { return each(l.Range(ctx, "web", now.Add(-time.Hour), now, nil)) }},
 			{name: "Trim", run: func(ctx context.Context) error { _, err := l.Trim(ctx, "web", now); return err }},
 		}
 	}},
@@ -804,7 +804,10 @@ var leakRows = []leakRow{
 			}},
 			{name: "Periods", run: func(ctx context.Context) error { _, err := r.Periods(ctx); return err }},
 			{name: "Range", run: func(ctx context.Context) error { return each(r.Range(ctx, now.Add(-time.Hour), now, nil)) }},
-			{name: "Sweep", run: func(ctx context.Context) error { _, err := r.Sweep(ctx, now.Add(-72*time.Hour)); return err }},
+			{name: "Sweep", run: func(ctx context.Context) error {
+				_, err := r.Sweep(ctx, &rotation.SweepOptions{Before: now.Add(-72 * time.Hour)})
+				return err
+			}},
 		}
 	}},
 	{name: "buckets", build: func(t *testing.T, s *leakRig) []leakOp {
@@ -813,7 +816,7 @@ var leakRows = []leakRow{
 			{name: "Insert", run: func(ctx context.Context) error { _, err := b.Insert(ctx, rec{PK: "p", RK: rowKey, N: 1}); return err }},
 			{name: "Upsert", run: func(ctx context.Context) error { _, err := b.Upsert(ctx, rec{PK: "p", RK: rowKey, N: 2}); return err }},
 			{name: "Get", run: func(ctx context.Context) error { _, err := b.Get(ctx, "p", rowKey); return err }},
-			{name: "Range", run: func(ctx context.Context) error { return each(b.Range(ctx, "p", "", "")) }},
+			{name: "Range", run: func(ctx context.Context) error { return each(b.Range(ctx, "p", "", "", nil)) }},
 		}
 	}},
 	{name: "encryption", build: func(t *testing.T, s *leakRig) []leakOp {

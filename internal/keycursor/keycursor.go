@@ -8,6 +8,12 @@
 // (the table or rotation it reads); without one it is plain:
 // "k1.<fingerprint>.<base64url of each key>", which anyone holding it can
 // read and alter.
+//
+// It also holds the one page loop of those listings (Merged.Page: the
+// page size checked, the cursor parsed, the queries resumed after its
+// keys and fanned out for one more entity than the page, the merge cut,
+// the next cursor made), and PageSize, the rule every RangePage and Range
+// applies to its options' PageSize.
 package keycursor
 
 import (

@@ -3,6 +3,7 @@ package keycursor_test
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -85,6 +86,20 @@ func TestSealed(t *testing.T) {
 		}
 		if _, ok := l.Parse(c[:i], 1); ok {
 			t.Fatalf("cursor cut to %d accepted", i)
+		}
+	}
+}
+
+func TestPageSize(t *testing.T) {
+	sentinel := errors.New("pkg: invalid")
+	for _, c := range []struct{ in, want int }{{0, table.MaxPageSize}, {1, 1}, {table.MaxPageSize, table.MaxPageSize}} {
+		if got, err := keycursor.PageSize(sentinel, c.in); got != c.want || err != nil {
+			t.Errorf("PageSize(%d) = %d, %v", c.in, got, err)
+		}
+	}
+	for _, n := range []int{-1, table.MaxPageSize + 1} {
+		if _, err := keycursor.PageSize(sentinel, n); !errors.Is(err, sentinel) {
+			t.Errorf("PageSize(%d): %v, want the package's sentinel", n, err)
 		}
 	}
 }

@@ -14,7 +14,7 @@
 // exported operation and keep no telemetry code of their own.
 //
 // Cost: an operation of a pattern package always starts a span (a no-op
-// span without an SDK) and a retry.Trace for its round trips: a few
+// span without an SDK) and a retrycore.Trace for its round trips: a few
 // allocations beside its round trips. An operation of package table (the
 // hot paths) starts nothing unless its context carries a recording span
 // (Child), and then allocates nothing for telemetry.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/retrycore"
 	"github.com/tablekit/tablekit/retry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -24,7 +25,7 @@ type Operation struct {
 	write     bool
 	writes    [4][]metric.AddOption // by outcome index
 	retries   []metric.AddOption
-	throttled [3][]metric.AddOption // by retry.ThrottleStatuses
+	throttled [3][]metric.AddOption // by retrycore.ThrottleStatuses
 }
 
 // Read describes a read (or any operation without a write outcome).
@@ -41,7 +42,7 @@ func newOperation(name string, write bool) *Operation {
 		op.writes[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(opAttr, KeyOutcome.String(o)))}
 	}
 	op.retries = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(opAttr))}
-	for i, s := range retry.ThrottleStatuses {
+	for i, s := range retrycore.ThrottleStatuses {
 		op.throttled[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(opAttr, KeyStatus.Int(s)))}
 	}
 	return op
@@ -57,8 +58,8 @@ type Span struct {
 	o         *Obs
 	op        *Operation
 	ctx       context.Context
-	span      trace.Span   // nil: not traced
-	tr        *retry.Trace // nil: requests not counted
+	span      trace.Span       // nil: not traced
+	tr        *retrycore.Trace // nil: requests not counted
 	start     time.Time
 	table     string
 	partition string
@@ -81,7 +82,7 @@ func (o *Obs) Start(ctx context.Context, op *Operation, table, partition string)
 	if span.IsRecording() {
 		ctx = withHTTPSpans(ctx)
 	}
-	ctx, tr := retry.Track(ctx)
+	ctx, tr := retrycore.Track(ctx)
 	return ctx, Span{o: o, op: op, ctx: ctx, span: span, tr: tr, start: time.Now(), table: table, partition: partition, log: true}
 }
 
@@ -103,7 +104,7 @@ func Child(ctx context.Context, op *Operation, table, partition string) (context
 	}
 	ctx, span := tracerOf(parent.TracerProvider()).Start(ctx, op.name, trace.WithAttributes(attrs...))
 	ctx = withHTTPSpans(ctx)
-	ctx, tr := retry.Track(ctx)
+	ctx, tr := retrycore.Track(ctx)
 	return ctx, Span{op: op, ctx: ctx, span: span, tr: tr, start: time.Now(), table: table, partition: partition}
 }
 
@@ -179,7 +180,7 @@ func (s *Span) end(err error, outcome int) {
 		if retries > 0 {
 			in.retries.Add(ctx, int64(retries), s.op.retries...)
 		}
-		for i, st := range retry.ThrottleStatuses {
+		for i, st := range retrycore.ThrottleStatuses {
 			if n := s.tr.Throttled(st); n > 0 {
 				in.throttled.Add(ctx, int64(n), s.op.throttled[i]...)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/tablekit/tablekit/internal/redact"
+	"github.com/tablekit/tablekit/internal/retrycore"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -495,7 +496,7 @@ func mayHaveApplied(err error) bool {
 	case errors.Is(err, retry.ErrOutcomeUnknown), bloberror.HasCode(err, bloberror.AppendPositionConditionNotMet):
 		return true
 	case errors.As(err, &re):
-		return retry.MayHaveApplied(re.StatusCode)
+		return retrycore.MayHaveApplied(re.StatusCode)
 	}
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }

@@ -151,7 +151,7 @@ func BenchmarkRangeMerge(b *testing.B) {
 	}
 	readSpread := func(s *buckets.Spread[access]) {
 		k, last := 0, ""
-		for e, err := range s.Range(ctx, "h", "", "") {
+		for e, err := range s.Range(ctx, "h", "", "", nil) {
 			if err != nil || e.RowKey <= last {
 				b.Fatal(err, e.RowKey, last)
 			}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/bucketkey"
 	"github.com/tablekit/tablekit/internal/reserved"
 
 	"github.com/tablekit/tablekit/internal/faults"
@@ -64,7 +65,7 @@ func rk(emp int, at time.Time) string {
 func rangeKeys(t *testing.T, s *buckets.Spread[access], pk, from, to string) []string {
 	t.Helper()
 	var out []string
-	for e, err := range s.Range(context.Background(), pk, from, to) {
+	for e, err := range s.Range(context.Background(), pk, from, to, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,8 +101,8 @@ func TestSpreadAndMerge(t *testing.T) {
 	if n := ft.Count(); n != 200 {
 		t.Fatalf("%d round trips for 200 inserts", n)
 	}
-	if len(parts) != buckets.DefaultBuckets {
-		t.Fatalf("inserts went to %d partitions, want %d: %v", len(parts), buckets.DefaultBuckets, parts)
+	if len(parts) != 8 {
+		t.Fatalf("inserts went to %d partitions, want %d: %v", len(parts), 8, parts)
 	}
 	for p, n := range parts {
 		if n < 10 {
@@ -113,8 +114,8 @@ func TestSpreadAndMerge(t *testing.T) {
 	if got := rangeKeys(t, s, hour, "", ""); !slices.Equal(got, want) {
 		t.Fatalf("Range: %d keys, want the %d sorted", len(got), len(want))
 	}
-	if n := ft.Count(); n != buckets.DefaultBuckets {
-		t.Fatalf("Range: %d round trips, want one per bucket (%d)", n, buckets.DefaultBuckets)
+	if n := ft.Count(); n != 8 {
+		t.Fatalf("Range: %d round trips, want one per bucket (%d)", n, 8)
 	}
 	lo, hi := want[50], want[120]
 	if got := rangeKeys(t, s, hour, lo, hi); !slices.Equal(got, want[50:120]) {
@@ -133,7 +134,7 @@ func TestSpreadAndMerge(t *testing.T) {
 	// Get: one point query in the key's bucket.
 	ft.Reset()
 	e, err := s.Get(ctx, hour, want[7])
-	if err != nil || e.RowKey != want[7] || e.Partition != buckets.Partition(hour, 8, int(keys.Bucket(want[7], 8)[0]-'0')) || ft.Count() != 1 {
+	if err != nil || e.RowKey != want[7] || e.Partition != bucketkey.Partition(hour, 8, int(keys.Bucket(want[7], 8)[0]-'0')) || ft.Count() != 1 {
 		t.Fatalf("Get = %+v, %v in %d round trips", e, err, ft.Count())
 	}
 	if _, err := s.Get(ctx, hour, "nope"); !errors.Is(err, table.ErrNotFound) {
@@ -356,12 +357,12 @@ func TestInvalidSendsNothing(t *testing.T) {
 	if _, err := s.Get(ctx, "", "k"); !errors.Is(err, table.ErrInvalidKey) {
 		t.Errorf("Get with an empty PartitionKey = %v", err)
 	}
-	for _, err := range s.Range(ctx, "p", "b", "a") {
+	for _, err := range s.Range(ctx, "p", "b", "a", nil) {
 		if !errors.Is(err, buckets.ErrInvalid) {
 			t.Errorf("Range backwards = %v", err)
 		}
 	}
-	for _, err := range s.Range(ctx, "", "", "") {
+	for _, err := range s.Range(ctx, "", "", "", nil) {
 		if !errors.Is(err, table.ErrInvalidKey) {
 			t.Errorf("Range of an empty PartitionKey = %v", err)
 		}
@@ -403,7 +404,7 @@ func TestKeyErrors(t *testing.T) {
 		"Get, reserved RowKey":          second(s.Get(ctx, "p", reserved.Prefix+"k")),
 	}
 	for _, pk := range []string{"", long} {
-		for _, err := range s.Range(ctx, pk, "", "") {
+		for _, err := range s.Range(ctx, pk, "", "", nil) {
 			errs["Range, PartitionKey of "+strconv.Itoa(len(pk))] = err
 		}
 	}
@@ -429,19 +430,16 @@ func TestNilOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Buckets() != buckets.DefaultBuckets {
-		t.Fatalf("Buckets() = %d", s.Buckets())
-	}
 	ctx := context.Background()
 	res, err := s.Insert(ctx, access{Hour: "h", Key: "k", Employee: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := buckets.Partition("h", 8, int(keys.Bucket("k", 8)[0]-'0')); res.Partition != want {
+	if want := bucketkey.Partition("h", 8, int(keys.Bucket("k", 8)[0]-'0')); res.Partition != want {
 		t.Fatalf("stored in %s, want %s", res.Partition, want)
 	}
 	ft.Reset()
-	if got := rangeKeys(t, s, "h", "", ""); !slices.Equal(got, []string{"k"}) || ft.Count() != buckets.DefaultBuckets {
+	if got := rangeKeys(t, s, "h", "", ""); !slices.Equal(got, []string{"k"}) || ft.Count() != 8 {
 		t.Fatalf("Range = %v in %d round trips", got, ft.Count())
 	}
 }
@@ -467,7 +465,7 @@ func TestEnvelope(t *testing.T) {
 	if e.PartitionKey != "hot" || e.RowKey != "k1" || e.Partition != res.Partition || e.ETag != res.ETag || e.Value != want {
 		t.Fatalf("Get = %+v, want %+v in %s with ETag %s", e, want, res.Partition, res.ETag)
 	}
-	for r, err := range s.Range(ctx, "hot", "", "") {
+	for r, err := range s.Range(ctx, "hot", "", "", nil) {
 		if err != nil || r != e {
 			t.Fatalf("Range = %+v, %v, want %+v", r, err, e)
 		}
@@ -478,7 +476,7 @@ func TestEnvelope(t *testing.T) {
 	if _, err := other.Insert(ctx, e.Value); err != nil && !errors.Is(err, table.ErrAlreadyExists) {
 		t.Fatal(err)
 	}
-	if _, err := tb.Get(ctx, buckets.Partition("hot", 2, int(keys.Bucket("k1", 2)[0]-'0')), "k1", nil); err != nil {
+	if _, err := tb.Get(ctx, bucketkey.Partition("hot", 2, int(keys.Bucket("k1", 2)[0]-'0')), "k1", nil); err != nil {
 		t.Fatalf("the copy under 2 buckets: %v", err)
 	}
 	// The envelope addresses the stored row: an ETag-checked delete.
@@ -523,7 +521,7 @@ func TestWithKeys(t *testing.T) {
 		}
 	}
 	var got []string
-	for e, err := range s.Range(ctx, "d", "", "") {
+	for e, err := range s.Range(ctx, "d", "", "", nil) {
 		if err != nil {
 			t.Fatal(err)
 		}

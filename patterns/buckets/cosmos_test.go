@@ -47,7 +47,7 @@ func TestCosmosRange(t *testing.T) {
 		var paged []string
 		var cursor table.Cursor
 		for pages := 0; ; pages++ {
-			p, err := s.RangePage(ctx, "h", "", "", 7, cursor)
+			p, err := s.RangePage(ctx, "h", "", "", cursor, &buckets.RangeOptions{PageSize: 7})
 			if err != nil || pages > 6 {
 				t.Fatalf("RangePage %d: %v", pages, err)
 			}
@@ -61,7 +61,7 @@ func TestCosmosRange(t *testing.T) {
 		if !slices.Equal(paged, want) {
 			t.Fatalf("RangePage pages = %v, want %v", paged, want)
 		}
-		r.Claim(t, testrig.Capability{Pattern: "buckets", Operation: "RangePage", How: r.Which("1 range query per bucket per page ($top = the page's size + 1), merged by RowKey; the cursor is the last key returned", "each page reads what is left of each bucket's range whole and sorts it: O(rest of the range) per page")})
+		r.Claim(t, testrig.Capability{Pattern: "buckets", Operation: "RangePage", How: r.Which("1 range query per bucket per page ($top = the page's size + 1, at most 1,000), merged by RowKey; the cursor is the last key returned", "each page reads what is left of each bucket's range whole and sorts it: O(rest of the range) per page")})
 		r.Claim(t, testrig.Capability{Pattern: "buckets", Operation: "Range", How: r.Which("1 range query per bucket, merged lazily by RowKey", "each bucket's range read whole and sorted, then merged: same round trips, memory O(range)")})
 		r.Claim(t, testrig.Capability{Pattern: "buckets", Operation: "Insert, Upsert, Get", How: "point operations in the key's bucket: no order needed"})
 	})

@@ -20,12 +20,12 @@ func TestCursorErrorsBounded(t *testing.T) {
 	s := newSpread(t, tb, &buckets.Options{Buckets: 4})
 	ctx := context.Background()
 	r.CheckCursorsRefused(t, buckets.ErrInvalid, func(c table.Cursor) error {
-		_, err := s.RangePage(ctx, "h", "", "", 3, c)
+		_, err := s.RangePage(ctx, "h", "", "", c, &buckets.RangeOptions{PageSize: 3})
 		return err
 	}, testrig.HugeCursors()...)
 	long := strings.Repeat("x", 1<<20)
 	r.CheckCursorsRefused(t, buckets.ErrInvalid, func(c table.Cursor) error {
-		_, err := s.RangePage(ctx, "h", long, long+"y", 3, c)
+		_, err := s.RangePage(ctx, "h", long, long+"y", c, &buckets.RangeOptions{PageSize: 3})
 		return err
 	}, "k1.x.eA")
 }

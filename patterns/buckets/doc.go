@@ -16,17 +16,18 @@
 // than the RowKey (spread it with a compound PartitionKey instead, the
 // guide's department + employee id). For the recent end of a log,
 // patterns/logtail's Buckets option stores a log in the same bucket
-// partitions (Partition) with the same merge.
+// partitions with the same merge.
 //
 // # Keys
 //
 // New takes the [table.Table] of T whose rows the Spread stores: T's
 // entities, one row each. An entity's keys (pk, rk) are its logical keys,
 // given by the table as for any write ([table.Table.Keys]: T's key fields,
-// or the function of [table.Table.WithKeys]); Insert, Upsert and InsertOp
-// take the value v and read them from it. Entity (pk, rk) is stored under
-// PartitionKey Partition(pk, N, b) = [keys.Join](pk, b) with b in three
-// digits ("hot!003"), and its own RowKey rk. The bucket b is
+// or the function of [table.Options] Keys); Insert, Upsert, Update and
+// their ops take the value v and read them from it. Entity (pk, rk) is
+// stored under PartitionKey [keys.Join](pk, b) with b in three digits
+// ("hot!003"), and its own RowKey rk (Spread.Partitions lists a logical
+// partition's). The bucket b is
 // Options.Bucket(rk, N): by default [keys.Bucket](rk, N), a stable hash
 // (FNV-1a and a finalizer) that spreads any RowKeys evenly and never
 // changes between versions or processes. With N = 1 the partition is
@@ -36,10 +37,8 @@
 // Reads (Get, Range) return an [Entry]: the [table.Entity] with the
 // logical keys (T's PartitionKey field, if any, is set to the logical
 // PartitionKey too, so a value read is written again under the same
-// keys), the ETag read, and Entry.Partition, the stored partition. The
-// partition and ETag address the row in the table package
-// ([table.Table.Delete], [table.Table.Update]) for changes the Spread does
-// not make.
+// keys), the ETag read, and Entry.Partition, the stored partition. Pass
+// the ETag to Update or Delete, which find the entity where Get found it.
 //
 // # Consistency
 //
@@ -49,24 +48,31 @@
 // read concurrently, not as one snapshot, so an insert that lands while a
 // Range runs may or may not be seen, whatever its RowKey. Entities of one
 // logical partition are no longer in one partition, so they cannot share
-// an entity group transaction (InsertOp's ops go to [table.Submit] one
-// transaction per bucket). Upsert replaces an entity whole in its bucket
-// under N; it is refused while Options.Earlier lists other counts, since
-// the entity may then be stored in another bucket, which it would not
-// replace.
+// an entity group transaction (the ops of InsertOp, UpdateOp and
+// DeleteOp go to [table.Table.Submit] one transaction per bucket). Update
+// and Delete are conditional on the ETag read (or azcore.ETagAny), as the
+// table package's are; Update replaces the entity whole in the bucket
+// that holds it. Upsert replaces an entity whole in its bucket under N;
+// it, UpdateOp and DeleteOp are refused while Options.Earlier lists other
+// counts, since the entity may then be stored in another bucket, which
+// they would not reach (Update and Delete look there).
 //
 // # Cost in round trips
 //
 //	Insert            1 (+1 read to settle a lost response)
 //	Upsert            1
-//	Submit of n       1 per bucket per 100 entities (InsertOp)
+//	Update, Delete    1; +1 per earlier count that puts the RowKey
+//	                  elsewhere, only while it is not found (+1 read to
+//	                  settle a lost response, as the table's)
+//	Submit of n       1 per bucket per 100 ops (InsertOp, UpdateOp,
+//	                  DeleteOp)
 //	Get               1; +1 per earlier count that puts the RowKey
 //	                  elsewhere, only while it is not found
 //	Range             1 per page per partition read, Concurrency at a
 //	                  time, merged lazily: N queries where one partition
 //	                  needs one
-//	RangePage(n)      1 per partition read (n+1 entities each), resumable
-//	                  from its cursor in any process
+//	RangePage         1 per partition read (PageSize+1 entities each, up
+//	                  to 1,000), resumable from its cursor in any process
 //
 // # Changing N
 //
@@ -83,6 +89,8 @@
 //     are no longer read.
 //   - Get tries the bucket under N, then under each earlier count that
 //     puts the RowKey in another partition.
+//   - Update and Delete look where Get looks, and change the entity in
+//     the bucket that holds it (nothing moves).
 //   - Insert checks only the bucket under N: an entity with the same keys
 //     written under an earlier count is not detected, and both are then
 //     stored (Range yields both). Appended entities with unique RowKeys
@@ -111,7 +119,7 @@
 // is "k1.", a fingerprint of the range, and the base64 of the RowKey of
 // the page's last entity. Altered, it resumes the same range elsewhere
 // (within the range, else ErrInvalid). With a CursorKey on the Spread's
-// table ([table.Table.WithCursorKey]) a cursor is sealed: it shows
+// table ([table.Options] CursorKey) a cursor is sealed: it shows
 // nothing, and any altered character, or a cursor of another range or
 // table, is ErrInvalid before the network. An error quotes at most a
 // cursor's first 16 bytes.

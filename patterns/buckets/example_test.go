@@ -47,7 +47,7 @@ func Example() {
 		partitions[res.Partition] = true
 	}
 	fmt.Printf("6 accesses in %d of the 4 bucket partitions\n", len(partitions))
-	for e, err := range accesses.Range(ctx, hour, "", "") {
+	for e, err := range accesses.Range(ctx, hour, "", "", nil) {
 		if err != nil {
 			log.Fatal(err)
 		}

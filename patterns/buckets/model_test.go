@@ -62,7 +62,7 @@ func TestModelBuckets(t *testing.T) {
 			ft.Inject(faults.Fault{Match: func(r *http.Request) bool { return r.Method == http.MethodPost }, LoseResponse: true})
 		}
 		if _, err := s.Insert(ctx, access{Hour: pk, Key: k, Employee: k}); err != nil {
-			t.Fatalf("step %d: Insert(%q, %q) under %d buckets: %v", step, pk, k, s.Buckets(), err)
+			t.Fatalf("step %d: Insert(%q, %q) under %d buckets: %v", step, pk, k, counts[len(counts)-1], err)
 		}
 		model[pk] = append(model[pk], k)
 		want := sorted(model[pk])
@@ -83,7 +83,7 @@ func TestModelBuckets(t *testing.T) {
 			}
 		}
 		var got []string
-		for e, err := range s.Range(ctx, pk, from, to) {
+		for e, err := range s.Range(ctx, pk, from, to, nil) {
 			if err != nil {
 				t.Fatalf("step %d: Range: %v", step, err)
 			}

@@ -36,12 +36,12 @@ func TestSealedCursors(t *testing.T) {
 		}
 		page := func(s *buckets.Spread[access], pk, from string) func(table.Cursor) error {
 			return func(c table.Cursor) error {
-				_, err := s.RangePage(ctx, pk, from, "", 5, c)
+				_, err := s.RangePage(ctx, pk, from, "", c, &buckets.RangeOptions{PageSize: 5})
 				return err
 			}
 		}
 		got, first := testrig.WalkPages(t, func(c table.Cursor) (table.Page[buckets.Entry[access]], error) {
-			return process().RangePage(ctx, "h", "", "", 5, c)
+			return process().RangePage(ctx, "h", "", "", c, &buckets.RangeOptions{PageSize: 5})
 		}, func(e buckets.Entry[access]) string { return e.RowKey }, "contoso", "person")
 		if !slices.Equal(got, want) {
 			t.Fatalf("pages = %v, want each of %v once", got, want)
@@ -52,7 +52,7 @@ func TestSealedCursors(t *testing.T) {
 			r.CheckCursorsRefused(t, buckets.ErrInvalid, refuse, first)
 		}
 		// What sealing hides: a plain cursor shows the page's last RowKey.
-		p, err := plain.RangePage(ctx, "h", "", "", 5, "")
+		p, err := plain.RangePage(ctx, "h", "", "", "", &buckets.RangeOptions{PageSize: 5})
 		if err != nil || p.Next == "" {
 			t.Fatal(p, err)
 		}

@@ -50,7 +50,7 @@ func TestTelemetryCarriesNoPlaintext(t *testing.T) {
 
 	r := testrig.New(t)
 	o := r.TableOptions()
-	o.TracingProvider = table.TracingProvider()
+	o.TracingProvider = table.ClientOptions().TracingProvider
 	tbl := testrig.NewTable[table.Dynamic](t, r.Env.Table(o))
 	eo := &encryption.Options{Indexes: []encryption.Index{{Field: "Email", Normalize: encryption.TrimLower}, {Field: "SSN", Property: "SSNIndex"}}, IndexKey: key("index"), Telemetry: tel}
 	p, err := encryption.New[Person](tbl, keysOf(t, "k1", "k1"), secret, eo)

@@ -32,7 +32,7 @@ import (
 // Drafts.
 func (q *Queue) Apply(ctx context.Context, c *aztables.Client, changes ...table.Change) (res CommitResult, err error) {
 	ctx, sp := q.obs.Start(ctx, opApply, commitTable(q, c), firstPartition(changes))
-	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
+	defer func() { sp.EndWrite(err, res.Batch.Verified) }()
 	if c == nil {
 		return CommitResult{}, fmt.Errorf("%w: Apply needs a table client", ErrInvalid)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/tablekit/tablekit/internal/batchplan"
 
 	"github.com/tablekit/tablekit/internal/invalid"
+	"github.com/tablekit/tablekit/internal/retrycore"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -23,7 +24,6 @@ import (
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
-	"github.com/tablekit/tablekit/retry"
 )
 
 // ErrInvalid is the sentinel for a request rejected before anything is
@@ -310,7 +310,7 @@ type CommitResult struct {
 // Cosmos DB), one PartitionKey; else ErrInvalid and nothing is sent.
 func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, intents ...Draft) (res CommitResult, err error) {
 	ctx, sp := q.obs.Start(ctx, opCommit, commitTable(q, c), commitPartition(ops))
-	defer func() { sp.EndWrite(err, res.Batch.Verified()) }()
+	defer func() { sp.EndWrite(err, res.Batch.Verified) }()
 	if c == nil || len(intents) == 0 {
 		return res, fmt.Errorf("%w: Commit needs a table and at least one intent", ErrInvalid)
 	}
@@ -489,7 +489,7 @@ func (q *Queue) commit(ctx context.Context, tx transaction) (res CommitResult, e
 // ErrOutcomeUnknown verdict.
 func reserveFailed(id, kind string, err error) error {
 	maybe := ""
-	var unknown *retry.OutcomeError
+	var unknown *retrycore.OutcomeError
 	if errors.As(err, &unknown) {
 		err = unknown.Err
 		maybe = " (a response was lost, so the reserved message may be on the queue: never released, it is ruled out by a worker when the commit window ends)"

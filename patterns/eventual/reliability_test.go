@@ -396,7 +396,7 @@ func TestPoisonAfterMaxDeliveries(t *testing.T) {
 		}
 		return errors.New("disk on fire")
 	})
-	opts := workerOptions()
+	opts := longLease() // deliveries end by failing, never by a lost lease
 	opts.MaxDeliveries = 3
 	var logged bytes.Buffer // written under the handler's lock, read after Run
 	opts.Telemetry = &table.Telemetry{Logger: slog.New(slog.NewTextHandler(&logged, nil))}

@@ -200,6 +200,16 @@ func workerOptions() *eventual.WorkerOptions {
 	return &eventual.WorkerOptions{VisibilityTimeout: 2 * time.Second, Idle: &retry.Policy{Default: 20 * time.Millisecond, Max: 200 * time.Millisecond}, Backoff: &retry.Policy{}, Grace: 5 * time.Second}
 }
 
+// longLease is workerOptions with a 30 s lease, for tests that count a
+// delivery's requests or spans exactly: a 2 s lease can end before its
+// first renewal on a loaded machine, and the message is then delivered
+// again (rightly).
+func longLease() *eventual.WorkerOptions {
+	o := workerOptions()
+	o.VisibilityTimeout = 30 * time.Second
+	return o
+}
+
 func (r *rig) worker(t *testing.T, opts *eventual.WorkerOptions) *eventual.Worker {
 	t.Helper()
 	if opts == nil {

@@ -119,7 +119,7 @@ func TestTelemetryCommitToWorker(t *testing.T) {
 	r.Faults.Inject(faults.Fault{LoseResponse: true, Match: r.onTable(func(q *http.Request) bool { return strings.HasSuffix(q.URL.Path, "$batch") })})
 	intents := []eventual.Draft{indexKind.New(indexOrder{"c1", "o1", "a@x"}), indexKind.New(indexOrder{"c1", "o1", "a@x"})}
 	res, err := r.q.Commit(ctx, r.orders.Client(), []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1", Email: "a@x", Total: 5})}, intents...)
-	if err != nil || !res.Batch.Verified() {
+	if err != nil || !res.Batch.Verified {
 		t.Fatalf("Commit: %+v, %v", res, err)
 	}
 	root.End()
@@ -398,7 +398,7 @@ func TestTelemetryForgedKindsAreBounded(t *testing.T) {
 	if _, err := r.q.Enqueue(ctx, indexKind.New(indexOrder{"c1", "o1", "a@x"})); err != nil {
 		t.Fatal(err)
 	}
-	opts := workerOptions()
+	opts := longLease() // one delivery each: spans counted exactly
 	opts.MaxDeliveries = 1
 	w := r.worker(t, opts)
 	stop := start(t, w)

@@ -19,6 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/redact"
+	"github.com/tablekit/tablekit/internal/retrycore"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -247,7 +248,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			if err != nil {
 				w.obs.Log(ctx, slog.LevelWarn, "eventual: dequeue failed", slog.String(string(obs.KeyError), obs.Sanitize(err.Error())))
 			}
-			retry.Sleep(ctx, w.idle.Delay(empty))
+			retrycore.Sleep(ctx, w.idle.Delay(empty))
 			empty++
 			continue
 		}
@@ -313,7 +314,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 		if !running {
 			wait = min(wait, runStartGrace/4)
 		}
-		if err := retry.Sleep(ctx, wait); err != nil {
+		if err := retrycore.Sleep(ctx, wait); err != nil {
 			return err
 		}
 	}

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/internal/entitysize"
 	"github.com/tablekit/tablekit/internal/reserved"
-
-	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -40,8 +39,8 @@ var stampReserve = 8 + 2*len(reserved.WriteProperty) + 4 + 2*reserved.HistoryLen
 // counts entities, Cosmos DB's 2 MB of JSON) with room left for the write
 // history. what names the list for the error.
 func listProperties(p *table.Profile, pk, rk string, ids []string, what string) (map[string]any, error) {
-	size := 4 + 2*keys.UTF16Len(pk) + 2*keys.UTF16Len(rk) + stampReserve // as Table Storage counts
-	js := 64 + jsonLen(pk) + jsonLen(rk) + stampReserve                  // JSON bytes, an upper bound
+	size := 4 + 2*entitysize.UTF16Len(pk) + 2*entitysize.UTF16Len(rk) + stampReserve // as Table Storage counts
+	js := 64 + jsonLen(pk) + jsonLen(rk) + stampReserve                              // JSON bytes, an upper bound
 	props := map[string]any{}
 	var b strings.Builder
 	n := 0 // UTF-16 code units in b
@@ -54,7 +53,7 @@ func listProperties(p *table.Profile, pk, rk string, ids []string, what string) 
 		n = 0
 	}
 	for _, id := range ids {
-		u := keys.UTF16Len(id) + 1
+		u := entitysize.UTF16Len(id) + 1
 		if n+u > p.MaxValueSize/2 {
 			flush()
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit/internal/fieldmodel"
+	"github.com/tablekit/tablekit/internal/retrycore"
 
 	"github.com/tablekit/tablekit/internal/invalid"
 
@@ -346,7 +347,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 			return err
 		}
 		if err := fn(&e.Value); err != nil {
-			return retry.Stop(err)
+			return retrycore.Stop(err)
 		}
 		pl, err := s.plan("modify", e.Value)
 		if err != nil {

@@ -125,7 +125,7 @@ func TestRangePage(t *testing.T) {
 				t.Fatal(err)
 			}
 			ft.Reset()
-			p, err := fresh.RangePage(ctx, "u", from, to, 3, cursor)
+			p, err := fresh.RangePage(ctx, "u", from, to, cursor, &logtail.RangeOptions{PageSize: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,15 +145,32 @@ func TestRangePage(t *testing.T) {
 		if want := []string{"8", "7", "6", "5", "4", "3", "2", "1"}; !slices.Equal(got, want) {
 			t.Fatalf("buckets %d: pages = %v, want %v", b, got, want)
 		}
-		p, err := l.RangePage(ctx, "u", from, to, 3, "")
+		p, err := l.RangePage(ctx, "u", from, to, "", &logtail.RangeOptions{PageSize: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.RangePage(ctx, "u", from, to.Add(time.Second), 3, p.Next); !errors.Is(err, logtail.ErrInvalid) {
+		if _, err := l.RangePage(ctx, "u", from, to.Add(time.Second), p.Next, &logtail.RangeOptions{PageSize: 3}); !errors.Is(err, logtail.ErrInvalid) {
 			t.Fatalf("another range's cursor: %v", err)
 		}
-		if _, err := l.RangePage(ctx, "u", from, to, 0, ""); !errors.Is(err, logtail.ErrInvalid) {
-			t.Fatalf("n = 0: %v", err)
+		// PageSize: 0 is the default (1,000: the whole range in one
+		// page, no Next); negative or over table.MaxPageSize is refused,
+		// nothing sent.
+		if p, err := l.RangePage(ctx, "u", from, to, "", nil); err != nil || len(p.Items) != 8 || p.Next != "" {
+			t.Fatalf("default page: %d items, Next %q, %v", len(p.Items), p.Next, err)
+		}
+		ft.Reset()
+		for _, size := range []int{-1, table.MaxPageSize + 1} {
+			if _, err := l.RangePage(ctx, "u", from, to, "", &logtail.RangeOptions{PageSize: size}); !errors.Is(err, logtail.ErrInvalid) {
+				t.Fatalf("PageSize %d: %v", size, err)
+			}
+			for _, err := range l.Range(ctx, "u", from, to, &logtail.RangeOptions{PageSize: size}) {
+				if !errors.Is(err, logtail.ErrInvalid) {
+					t.Fatalf("Range with PageSize %d: %v", size, err)
+				}
+			}
+		}
+		if n := ft.Count(); n != 0 {
+			t.Fatalf("%d requests for refused page sizes", n)
 		}
 	}
 }

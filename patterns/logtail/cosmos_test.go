@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/bucketkey"
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
-	"github.com/tablekit/tablekit/patterns/buckets"
 	"github.com/tablekit/tablekit/patterns/logtail"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -43,7 +43,7 @@ func TestCosmosLatest(t *testing.T) {
 			// A row a year old whose IP is a number: reading it fails, so
 			// a Latest that read the whole log would fail.
 			dyn := testrig.NewTable[table.Dynamic](t, tb.Client())
-			old := table.Dynamic{PartitionKey: buckets.Partition("u", nb, 0), RowKey: keys.InvertedTicks(now.AddDate(-1, 0, 0)) + "-x", Properties: map[string]any{"IP": int32(7)}}
+			old := table.Dynamic{PartitionKey: bucketkey.Partition("u", nb, 0), RowKey: keys.InvertedTicks(now.AddDate(-1, 0, 0)) + "-x", Properties: map[string]any{"IP": int32(7)}}
 			if _, err := dyn.Insert(ctx, old); err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func TestCosmosLatest(t *testing.T) {
 				t.Fatalf("Latest(5) with %d buckets took %d requests", nb, r.Faults.Count())
 			}
 			var rng []string
-			for e, err := range l.Range(ctx, "u", now.Add(-10*time.Second), now.Add(-5*time.Second)) {
+			for e, err := range l.Range(ctx, "u", now.Add(-10*time.Second), now.Add(-5*time.Second), nil) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -77,7 +77,7 @@ func TestCosmosLatest(t *testing.T) {
 			var paged []string
 			var cursor table.Cursor
 			for pages := 0; ; pages++ {
-				p, err := l.RangePage(ctx, "u", now.Add(-10*time.Second), now.Add(-5*time.Second), 2, cursor)
+				p, err := l.RangePage(ctx, "u", now.Add(-10*time.Second), now.Add(-5*time.Second), cursor, &logtail.RangeOptions{PageSize: 2})
 				if err != nil || pages > 3 {
 					t.Fatalf("RangePage %d with %d buckets: %v", pages, nb, err)
 				}
@@ -94,14 +94,14 @@ func TestCosmosLatest(t *testing.T) {
 			if n, err := l.Trim(ctx, "u", now.Add(-19500*time.Millisecond)); err != nil || n != 21 {
 				t.Fatalf("Trim with %d buckets = %d, %v; want the 20 oldest entries and the old row", nb, n, err)
 			}
-			all, err := l.Latest(ctx, "u", logtail.MaxLatest)
+			all, err := l.Latest(ctx, "u", table.MaxPageSize)
 			if err != nil || len(all) != 21 || all[20].Value.IP != "19" {
 				t.Fatalf("after Trim, Latest = %d entries, %v", len(all), err)
 			}
 		}
 		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "Latest", How: r.Which("$top=n per bucket (the first n keys), merged: 1 query per bucket", "a growing time window, sorted client-side: O(entries of the window holding the n-th newest), 1 query per bucket per step")})
 		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "Range", How: r.Which("1 range query per bucket, merged lazily by RowKey", "each bucket's range read whole and sorted: O(range) before the first entry")})
-		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "RangePage", How: r.Which("1 range query per bucket per page ($top = the page's size), merged by RowKey; the cursor is the last key returned", "each page reads what is left of each bucket's range whole and sorts it: O(rest of the range) per page")})
+		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "RangePage", How: r.Which("1 range query per bucket per page ($top = the page's size + 1, at most 1,000), merged by RowKey; the cursor is the last key returned", "each page reads what is left of each bucket's range whole and sorts it: O(rest of the range) per page")})
 		r.Claim(t, testrig.Capability{Pattern: "logtail", Operation: "Trim", How: "any 1,000 old entries per round, batched deletes: no order needed"})
 	})
 }

@@ -21,7 +21,7 @@ func TestCursorErrorsBounded(t *testing.T) {
 	}
 	from := time.Date(2024, 7, 31, 18, 0, 0, 0, time.UTC)
 	r.CheckCursorsRefused(t, logtail.ErrInvalid, func(c table.Cursor) error {
-		_, err := l.RangePage(context.Background(), "u", from, from.Add(time.Hour), 3, c)
+		_, err := l.RangePage(context.Background(), "u", from, from.Add(time.Hour), c, &logtail.RangeOptions{PageSize: 3})
 		return err
 	}, testrig.HugeCursors()...)
 }

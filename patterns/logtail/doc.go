@@ -17,11 +17,11 @@
 // row each; the Log computes every entry's keys (T's key fields, if any,
 // are ignored on writes and receive the stored keys on reads). The
 // PartitionKey is the log's name, escaped ([keys.Join]: any name that fits
-// is a log); with Buckets, the name joined with a bucket number. Both are
-// [buckets.Partition](name, Buckets, b): tablekit's one bucket scheme, so
-// a [buckets.Spread] of Buckets buckets over the same table reads a log as
-// the logical partition of its name (its Range yields the entries newest
-// first). The RowKey is the guide's inverted ticks,
+// is a log); with Buckets, the name joined with a bucket number in three
+// digits ("web!003"). That is tablekit's one bucket scheme, so a
+// [buckets.Spread] of Buckets buckets over the same table reads a log as
+// the logical partition of its name (its Partitions are the log's, and
+// its Range yields the entries newest first). The RowKey is the guide's inverted ticks,
 // DateTime.MaxValue.Ticks - t.Ticks in 19 digits ([keys.InvertedTicks]),
 // then the appending Log's sequence number inverted (so later appends of
 // one 100 ns tick sort first) and a random writer id (so appends of
@@ -60,9 +60,10 @@
 //	Latest(n), n <= 1000  1 per bucket, in parallel (more only if the
 //	                      service returns a short page); on Cosmos DB 1
 //	                      per bucket per window step (see below)
-//	Range                 1 per page per bucket, merged lazily
-//	RangePage(n)          1 per bucket, in parallel (as Latest), resumable
-//	                      from its cursor in any process
+//	Range                 1 per page (PageSize) per bucket, merged lazily
+//	RangePage             1 per bucket, in parallel (as Latest), for a
+//	                      page of PageSize (default 1,000), resumable from
+//	                      its cursor in any process
 //	Trim                  per bucket: 1 query per 1,000 entries + 1
 //	                      transaction per 100; idempotent (entries already
 //	                      gone are skipped)
@@ -103,8 +104,8 @@
 // is "k1.", a fingerprint of the log and range, and the base64 of the
 // RowKey of the page's last entry, whose inverted ticks are its time.
 // Altered, it resumes the same range elsewhere (within the range, else
-// ErrInvalid). With a CursorKey on the log's table
-// ([table.Table.WithCursorKey]) a cursor is sealed: it shows nothing, and
+// ErrInvalid). With a CursorKey on the log's table ([table.Options]
+// CursorKey) a cursor is sealed: it shows nothing, and
 // any altered character, or a cursor of another log, range or table, is
 // ErrInvalid before the network. An error quotes at most a cursor's first
 // 16 bytes.

@@ -20,7 +20,7 @@ import (
 	"github.com/tablekit/tablekit/internal/invalid"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/tablekit/tablekit/internal/cursorseal"
+	"github.com/tablekit/tablekit/internal/bucketkey"
 	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/keys"
@@ -28,15 +28,12 @@ import (
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
-// MaxLatest is the most entries Latest returns: one page of the service.
-const MaxLatest = table.MaxPageSize
-
 // ErrInvalid is the sentinel for a request Log rejects before the network:
-// a nil table, a bucket count out of range, an n out of range, a time
-// window the wrong way round, a time outside the .NET DateTime range, a
-// value the table package refuses to write, a log name that makes no valid
-// PartitionKey or one under [reserved.Prefix] (which also match
-// [table.ErrInvalidKey]). It matches [table.ErrInvalid].
+// a nil table, a bucket count out of range, an n or a PageSize out of
+// range, a time window the wrong way round, a time outside the .NET
+// DateTime range, a value the table package refuses to write, a log name
+// that makes no valid PartitionKey or one under [reserved.Prefix] (which
+// also match [table.ErrInvalidKey]). It matches [table.ErrInvalid].
 var ErrInvalid = invalid.New("logtail: invalid request")
 
 // Options configures a Log. A nil *Options means defaults.
@@ -152,7 +149,7 @@ func (l *Log[T]) partition(log string, b int) string {
 	if l.pre != "" {
 		return log // shared with the entities it records (Options.Prefix)
 	}
-	return buckets.Partition(log, l.buckets, b)
+	return bucketkey.Partition(log, l.buckets, b)
 }
 
 // checkLog checks that log's partitions are valid PartitionKeys, outside
@@ -238,8 +235,8 @@ func (l *Log[T]) next(log string, at time.Time) (pk, rk string) {
 }
 
 // AppendOp is Append as an op: the insert of v into log at the current
-// time, for a Table's Submit or a [table.Change]. With Options.Prefix the log
-// shares the partition of the entities it records, so the entry can join
+// time, for [table.Table.Submit] or a [table.Change]. With Options.Prefix
+// the log shares the partition of the entities it records, so the entry can join
 // their write in one transaction: a log of every change to a department's
 // employees, written atomically with each change, is
 //
@@ -289,8 +286,8 @@ func (l *Log[T]) bound(t time.Time) string {
 
 // Latest returns the n newest entries of log, newest first. On Table
 // Storage: one range query per bucket (in parallel), one round trip each
-// when n <= 1,000 (MaxLatest) and the service returns full pages, the
-// service's $top picking the first n keys. On a service whose queries
+// (n is 1 to [table.MaxPageSize], 1,000) when the service returns full
+// pages, the service's $top picking the first n keys. On a service whose queries
 // return entries in no key order (a [table.Profile] that is not Sorted:
 // Cosmos DB), where $top picks any n, it reads a time window instead: the
 // entries appended in the last second (and any with later times), then
@@ -303,8 +300,8 @@ func (l *Log[T]) bound(t time.Time) string {
 func (l *Log[T]) Latest(ctx context.Context, log string, n int) (_ []Entry[T], err error) {
 	ctx, sp := l.obs.Start(ctx, opLatest, l.tbl.Name(), log)
 	defer func() { sp.End(err) }()
-	if n < 1 || n > MaxLatest {
-		return nil, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, MaxLatest)
+	if n < 1 || n > table.MaxPageSize {
+		return nil, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, table.MaxPageSize)
 	}
 	if err := l.checkLog(log); err != nil {
 		return nil, err
@@ -313,7 +310,7 @@ func (l *Log[T]) Latest(ctx context.Context, log string, n int) (_ []Entry[T], e
 		return l.latestByWindow(ctx, log, n, time.Now())
 	}
 	var out []Entry[T]
-	for e, err := range l.merged(ctx, log, l.span(), n) {
+	for e, err := range l.merged(ctx, l.sources(log, l.span(), n)) {
 		if err != nil {
 			return nil, err
 		}
@@ -348,11 +345,7 @@ func (l *Log[T]) latestByWindow(ctx context.Context, log string, n int, now time
 		if !last {
 			next = l.bound(now.Add(-w))
 		}
-		srcs := make([]table.Source[T], l.buckets)
-		for b := range l.buckets {
-			srcs[b] = table.Source[T]{Table: l.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(l.partition(log, b)), table.RowKeyRange(read, next))}}
-		}
-		for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{Concurrency: l.buckets}) {
+		for e, err := range table.FanOutEntities(ctx, l.sources(log, table.RowKeyRange(read, next), 0), &table.FanOutOptions{Concurrency: l.buckets}) {
 			if err != nil {
 				return nil, err
 			}
@@ -389,52 +382,54 @@ func (l *Log[T]) latestByWindow(ctx context.Context, log string, n int, now time
 	return out, nil
 }
 
-// merged yields the entries of log that match filter (besides the
-// partition), newest first: a query per bucket (at most limit entries
-// each, 0 for all), all in parallel, merged by RowKey
-// (table.FanOutEntities with ByRowKey) and lazily, fetching each bucket's
-// pages as the merge needs them.
-func (l *Log[T]) merged(ctx context.Context, log string, filter table.Filter, limit int) iter.Seq2[Entry[T], error] {
+// sources are the queries of log's buckets, each for the entries that
+// match filter (besides the partition), at most limit (0 for all).
+func (l *Log[T]) sources(log string, filter table.Filter, limit int) []table.Source[T] {
 	srcs := make([]table.Source[T], l.buckets)
 	for b := range l.buckets {
 		srcs[b] = table.Source[T]{Table: l.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(l.partition(log, b)), filter), Limit: limit}}
 	}
+	return srcs
+}
+
+// merged yields the entries of srcs (sources' queries), newest first: all
+// in parallel, merged by RowKey (table.FanOutEntities with ByRowKey) and
+// lazily, fetching each bucket's pages as the merge needs them.
+func (l *Log[T]) merged(ctx context.Context, srcs []table.Source[T]) iter.Seq2[Entry[T], error] {
 	return l.entries(table.FanOutEntities(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: l.buckets}))
 }
 
 // Range yields the entries of log appended in [from, to), newest first,
-// lazily: one range query per bucket, one round trip per page of each,
-// merged in time order. On a service without key order (Cosmos DB) each
-// bucket's entries of the range are read whole and sorted before the
-// first is yielded ([table.FanOutOptions] Ordered).
-func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time) iter.Seq2[Entry[T], error] {
+// lazily: one range query per bucket, one round trip per page of each
+// (opts.PageSize entries, 1,000 by default), merged in time order. On a
+// service without key order (Cosmos DB) each bucket's entries of the
+// range are read whole and sorted before the first is yielded
+// ([table.FanOutOptions] Ordered). A nil opts means defaults.
+func (l *Log[T]) Range(ctx context.Context, log string, from, to time.Time, opts *RangeOptions) iter.Seq2[Entry[T], error] {
 	return obs.Seq2(l.obs, ctx, opRange, l.tbl.Name(), log, func(ctx context.Context) iter.Seq2[Entry[T], error] {
-		return l.rangeOf(ctx, log, from, to)
+		return l.rangeOf(ctx, log, from, to, opts)
 	})
 }
 
 // rangeOf is Range, without its span.
-func (l *Log[T]) rangeOf(ctx context.Context, log string, from, to time.Time) iter.Seq2[Entry[T], error] {
+func (l *Log[T]) rangeOf(ctx context.Context, log string, from, to time.Time, opts *RangeOptions) iter.Seq2[Entry[T], error] {
 	return func(yield func(Entry[T], error) bool) {
-		if err := checkTime(from); err != nil {
+		if err := l.checkRange(log, from, to); err != nil {
 			yield(Entry[T]{}, err)
 			return
 		}
-		if err := checkTime(to); err != nil {
-			yield(Entry[T]{}, err)
-			return
-		}
-		if !from.Before(to) {
-			yield(Entry[T]{}, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to))
-			return
-		}
-		if err := l.checkLog(log); err != nil {
+		n, err := keycursor.PageSize(ErrInvalid, pageSize(opts))
+		if err != nil {
 			yield(Entry[T]{}, err)
 			return
 		}
 		// Newest first: entries of [from, to) have keys in [bound(to),
 		// bound(from)).
-		for e, err := range l.merged(ctx, log, table.RowKeyRange(l.bound(to), l.bound(from)), 0) {
+		srcs := l.sources(log, table.RowKeyRange(l.bound(to), l.bound(from)), 0)
+		for _, s := range srcs {
+			s.Query.PageSize = n
+		}
+		for e, err := range l.merged(ctx, srcs) {
 			if !yield(e, err) || err != nil {
 				return
 			}
@@ -442,8 +437,22 @@ func (l *Log[T]) rangeOf(ctx context.Context, log string, from, to time.Time) it
 	}
 }
 
+// checkRange checks the arguments of Range and RangePage.
+func (l *Log[T]) checkRange(log string, from, to time.Time) error {
+	if err := checkTime(from); err != nil {
+		return err
+	}
+	if err := checkTime(to); err != nil {
+		return err
+	}
+	if !from.Before(to) {
+		return fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to)
+	}
+	return l.checkLog(log)
+}
+
 // Trim deletes the entries of log appended before before, with
-// table.Submit: page by page, one query per page and one transaction per
+// [table.Table.Submit]: page by page, one query per page and one transaction per
 // 100 entries per bucket. It returns how many it deleted. Trim is
 // idempotent: entries already gone (another Trim ran concurrently, or a
 // response was lost) are not errors; their page is queried again. For high
@@ -530,67 +539,77 @@ func (l *Log[T]) entries(seq iter.Seq2[table.Entity[T], error]) iter.Seq2[Entry[
 
 func (l *Log[T]) entry(k table.Entity[T]) (Entry[T], error) {
 	rest, ok := strings.CutPrefix(k.RowKey, l.pre)
-	if !ok || len(rest) < keys.InvertedTicksWidth {
+	stamp, _, cut := strings.Cut(rest, "-") // InvertedTicks, then "-" (see rowKey)
+	if !ok || !cut {
 		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q is not a log entry's", k.RowKey, k.PartitionKey)
 	}
-	t, err := keys.ParseInvertedTicks(rest[:keys.InvertedTicksWidth])
+	t, err := keys.ParseInvertedTicks(stamp)
 	if err != nil {
 		return Entry[T]{}, fmt.Errorf("logtail: RowKey %q in partition %q: %w", k.RowKey, k.PartitionKey, err)
 	}
 	return Entry[T]{Entity: k, Time: t}, nil
 }
 
-// RangePage returns one page of Range: the next n (1 to MaxLatest) entries
-// of log appended in [from, to), newest first, after cursor ("" for the
+// RangeOptions configures Range and RangePage. A nil *RangeOptions
+// means defaults.
+type RangeOptions struct {
+	// PageSize is the most entries RangePage returns, and the most Range
+	// reads from each bucket per round trip: 1 to table.MaxPageSize
+	// (1,000). Default (0): 1,000. Negative or larger is ErrInvalid,
+	// nothing sent.
+	PageSize int
+}
+
+// RangePage returns one page of Range: the next opts.PageSize entries of
+// log appended in [from, to), newest first, after cursor ("" for the
 // first page), and the cursor of the page after it (Next, empty when the
 // range is done). The cursor is a [table.Cursor]: a string to keep
-// anywhere and resume from in another process, with the same log, from and
-// to (another range's cursor is ErrInvalid); plain, it shows the last
+// anywhere and resume from in another process, with the same log, from
+// and to (another range's cursor is ErrInvalid); plain, it shows the last
 // entry's RowKey (its time), sealed with the table's CursorKey nothing
 // (see the package documentation, "Trust"). Entries appended meanwhile to
 // the part already read are not returned. 1 round trip per bucket (in
-// parallel) when the service returns full pages; a page may be short, or
-// empty, with a Next.
-func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, n int, cursor table.Cursor) (page table.Page[Entry[T]], err error) {
+// parallel) when the service returns full pages; a page of 1,000 may be
+// followed by an empty one.
+func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, cursor table.Cursor, opts *RangeOptions) (page table.Page[Entry[T]], err error) {
 	ctx, sp := l.obs.Start(ctx, opRangePage, l.tbl.Name(), log)
 	defer func() { sp.End(err) }()
-	if n < 1 || n > MaxLatest {
-		return page, fmt.Errorf("%w: n = %d, want 1..%d", ErrInvalid, n, MaxLatest)
-	}
-	if err := checkTime(from); err != nil {
-		return page, err
-	}
-	if err := checkTime(to); err != nil {
-		return page, err
-	}
-	if !from.Before(to) {
-		return page, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to)
-	}
-	if err := l.checkLog(log); err != nil {
+	if err := l.checkRange(log, from, to); err != nil {
 		return page, err
 	}
 	lo, hi := l.bound(to), l.bound(from)
-	low := table.Ge("RowKey", lo)
-	lc := keycursor.New(l.tbl.CursorKey(), l.tbl.Name(), "logtail", l.pre, log, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano))
-	if cursor != "" {
-		k, ok := lc.Parse(cursor, 1)
-		if !ok || k[0] < lo || k[0] >= hi {
-			return page, fmt.Errorf("%w: cursor %s is not one of this range's (log %.40q)", ErrInvalid, cursorseal.Quote(string(cursor)), log)
-		}
-		low = table.Gt("RowKey", k[0])
+	m := keycursor.Merged[T]{
+		Listing:     keycursor.New(l.tbl.CursorKey(), l.tbl.Name(), "logtail", l.pre, log, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano)),
+		ByRowKey:    true,
+		Concurrency: l.buckets,
+		In:          func(k []string) bool { return k[0] >= lo && k[0] < hi },
+		Invalid:     ErrInvalid,
+		What:        fmt.Sprintf(" (log %.40q)", log),
+		Sources: func(context.Context) ([]table.Source[T], error) {
+			return l.sources(log, table.RowKeyRange(lo, hi), 0), nil
+		},
 	}
-	for e, err := range l.merged(ctx, log, table.And(low, table.Lt("RowKey", hi)), n) {
+	p, err := m.Page(ctx, cursor, pageSize(opts))
+	if err != nil {
+		return page, err
+	}
+	for _, k := range p.Items {
+		e, err := l.entry(k)
 		if err != nil {
 			return table.Page[Entry[T]]{}, err
 		}
-		if page.Items = append(page.Items, e); len(page.Items) == n {
-			break
-		}
+		page.Items = append(page.Items, e)
 	}
-	if len(page.Items) == n {
-		page.Next = lc.Make(page.Items[n-1].RowKey)
-	}
+	page.Next = p.Next
 	return page, nil
+}
+
+// pageSize is opts' PageSize (0 for a nil opts).
+func pageSize(opts *RangeOptions) int {
+	if opts == nil {
+		return 0
+	}
+	return opts.PageSize
 }
 
 // The operations of this package, for telemetry.

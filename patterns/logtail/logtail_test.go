@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/bucketkey"
 	"github.com/tablekit/tablekit/internal/reserved"
 
 	"github.com/tablekit/tablekit/internal/faults"
@@ -72,7 +73,7 @@ func TestAppendAndLatest(t *testing.T) {
 	}
 	// Range: [18:03, 18:06) newest first.
 	var times []int
-	for e, err := range l.Range(ctx, "user42", base.Add(3*time.Minute), base.Add(6*time.Minute)) {
+	for e, err := range l.Range(ctx, "user42", base.Add(3*time.Minute), base.Add(6*time.Minute), nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func TestSameTickAndConcurrentWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	var all []logtail.Entry[login]
-	for e, err := range l.Range(ctx, "busy", at, time.Now().Add(time.Hour)) {
+	for e, err := range l.Range(ctx, "busy", at, time.Now().Add(time.Hour), nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +200,7 @@ func TestBuckets(t *testing.T) {
 		}
 	}
 	var ips []string
-	for e, err := range l.Range(ctx, "hot", base.Add(2*time.Second), base.Add(6*time.Second)) {
+	for e, err := range l.Range(ctx, "hot", base.Add(2*time.Second), base.Add(6*time.Second), nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,11 +222,11 @@ func TestInvalidRequestsSendNothing(t *testing.T) {
 	ctx := context.Background()
 	errs := map[string]error{}
 	_, errs["Latest(0)"] = l.Latest(ctx, "x", 0)
-	_, errs["Latest(1001)"] = l.Latest(ctx, "x", logtail.MaxLatest+1)
+	_, errs["Latest(1001)"] = l.Latest(ctx, "x", table.MaxPageSize+1)
 	_, errs["Append to an empty log name"] = l.Append(ctx, "", login{})
 	_, errs["AppendAt year 0"] = l.AppendAt(ctx, "x", time.Time{}.Add(-time.Hour), login{})
 	now := time.Now()
-	for _, err := range l.Range(ctx, "x", now, now.Add(-time.Hour)) {
+	for _, err := range l.Range(ctx, "x", now, now.Add(-time.Hour), nil) {
 		errs["Range backwards"] = err
 	}
 	_, errs["New with Buckets -1"] = logtail.New(tb, &logtail.Options{Buckets: -1})
@@ -266,7 +267,7 @@ func TestBoundsAndConcurrentTrim(t *testing.T) {
 	}
 	count := func(from, to time.Time) int {
 		n := 0
-		for _, err := range l.Range(ctx, "sub", from, to) {
+		for _, err := range l.Range(ctx, "sub", from, to, nil) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +330,7 @@ func TestKeyErrors(t *testing.T) {
 			what := name + ", " + bad[:min(len(bad), 8)]
 			_, errs[what+", Append"] = log.Append(ctx, bad, login{})
 			_, errs[what+", Latest"] = log.Latest(ctx, bad, 10)
-			for _, err := range log.Range(ctx, bad, now.Add(-time.Hour), now) {
+			for _, err := range log.Range(ctx, bad, now.Add(-time.Hour), now, nil) {
 				errs[what+", Range"] = err
 			}
 			_, errs[what+", Trim"] = log.Trim(ctx, bad, now)
@@ -424,11 +425,11 @@ func TestSameBucketsAsSpread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Partitions("dept/hot"); !slices.Equal(got, []string{buckets.Partition("dept/hot", 3, 0), buckets.Partition("dept/hot", 3, 1), buckets.Partition("dept/hot", 3, 2)}) {
+	if got := s.Partitions("dept/hot"); !slices.Equal(got, []string{bucketkey.Partition("dept/hot", 3, 0), bucketkey.Partition("dept/hot", 3, 1), bucketkey.Partition("dept/hot", 3, 2)}) {
 		t.Fatalf("Partitions = %v", got)
 	}
 	i := 0
-	for e, err := range s.Range(ctx, "dept/hot", "", "") {
+	for e, err := range s.Range(ctx, "dept/hot", "", "", nil) {
 		if err != nil {
 			t.Fatal(err)
 		}

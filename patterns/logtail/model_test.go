@@ -12,6 +12,7 @@ import (
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/modelcheck"
 	"github.com/tablekit/tablekit/patterns/logtail"
+	"github.com/tablekit/tablekit/patterns/table"
 )
 
 // TestModelLogTail appends at random times (often the same tick) to a plain
@@ -57,7 +58,7 @@ func TestModelLogTail(t *testing.T) {
 		}
 		model[which] = append(model[which], entry{at, step, ip})
 		want := newestFirst(model[which])
-		n := 1 + r.IntN(min(len(want), logtail.MaxLatest))
+		n := 1 + r.IntN(min(len(want), table.MaxPageSize))
 		got, err := logs[which].Latest(ctx, name, n)
 		if err != nil || len(got) != n {
 			t.Fatalf("step %d: Latest(%d) = %d entries, %v", step, n, len(got), err)
@@ -76,7 +77,7 @@ func TestModelLogTail(t *testing.T) {
 			}
 		}
 		var ranged []string
-		for e, err := range logs[which].Range(ctx, name, from, to) {
+		for e, err := range logs[which].Range(ctx, name, from, to, nil) {
 			if err != nil {
 				t.Fatalf("step %d: Range: %v", step, err)
 			}

@@ -48,12 +48,12 @@ func TestSealedCursors(t *testing.T) {
 		from, to := base, base.Add(time.Minute)
 		page := func(l *logtail.Log[login], log string, to time.Time) func(table.Cursor) error {
 			return func(c table.Cursor) error {
-				_, err := l.RangePage(ctx, log, from, to, 3, c)
+				_, err := l.RangePage(ctx, log, from, to, c, &logtail.RangeOptions{PageSize: 3})
 				return err
 			}
 		}
 		got, first := testrig.WalkPages(t, func(c table.Cursor) (table.Page[logtail.Entry[login]], error) {
-			return process().RangePage(ctx, log, from, to, 3, c)
+			return process().RangePage(ctx, log, from, to, c, &logtail.RangeOptions{PageSize: 3})
 		}, func(e logtail.Entry[login]) string { return e.Value.IP }, times, "contoso")
 		if !slices.Equal(got, want) {
 			t.Fatalf("pages = %v, want each of %v once", got, want)
@@ -64,7 +64,7 @@ func TestSealedCursors(t *testing.T) {
 			r.CheckCursorsRefused(t, logtail.ErrInvalid, refuse, first)
 		}
 		// What sealing hides: a plain cursor shows the last entry's time.
-		p, err := plain.RangePage(ctx, log, from, to, 3, "")
+		p, err := plain.RangePage(ctx, log, from, to, "", &logtail.RangeOptions{PageSize: 3})
 		if err != nil || p.Next == "" {
 			t.Fatal(p, err)
 		}

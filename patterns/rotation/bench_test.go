@@ -99,7 +99,7 @@ func BenchmarkDropVsDelete(b *testing.B) {
 				// Drop: Sweep the first day's period.
 				rig.ft.Reset()
 				t0 = time.Now()
-				s, err := rig.r.Sweep(ctx, days[1])
+				s, err := rig.r.Sweep(ctx, &rotation.SweepOptions{Before: days[1]})
 				dropT += time.Since(t0)
 				dropReq += rig.ft.Count()
 				if err != nil || len(s.Deleted) != 1 {

@@ -171,7 +171,7 @@ func TestSweepRacingWriters(t *testing.T) {
 		<-progress
 	}
 	f.clock.Set(aug1.Add(2 * time.Hour))
-	s, err := r.Sweep(ctx, aug1)
+	s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: aug1})
 	if err != nil || len(s.Deleted) != 1 || s.Deleted[0].Name != r.Name(yesterday) {
 		t.Fatalf("Sweep = %+v, %v", s, err)
 	}
@@ -219,7 +219,7 @@ func TestWriteMeetsItsSweptTable(t *testing.T) {
 			return false
 		}
 		f.clock.Set(aug1.Add(2 * time.Hour))
-		swept, sweepErr = sweeper.Sweep(context.Background(), aug1)
+		swept, sweepErr = sweeper.Sweep(context.Background(), &rotation.SweepOptions{Before: aug1})
 		return true // then forwarded: the table is gone
 	}})
 	if _, err := r.Insert(ctx, at, loginAt("u", at, "late")); !errors.Is(err, rotation.ErrExpired) {
@@ -236,7 +236,7 @@ func TestWriteMeetsItsSweptTable(t *testing.T) {
 	}
 	// The same with the clock not yet past Grace for the writer would be
 	// a clock skew beyond MaxClockSkew: Sweep refuses such cutoffs.
-	if _, err := sweeper.Sweep(ctx, aug1.Add(2*time.Hour)); !errors.Is(err, rotation.ErrInvalid) {
+	if _, err := sweeper.Sweep(ctx, &rotation.SweepOptions{Before: aug1.Add(2 * time.Hour)}); !errors.Is(err, rotation.ErrInvalid) {
 		t.Fatalf("Sweep of an open period = %v", err)
 	}
 }
@@ -329,7 +329,7 @@ func TestCrashPoints(t *testing.T) {
 	var deletes atomic.Int32
 	isDelete := func(req *http.Request) bool { return req.Method == http.MethodDelete }
 	cctx, cancel = crashAt(func(req *http.Request) bool { return isDelete(req) && deletes.Add(1) == 2 }, false)
-	s, err := r.Sweep(cctx, aug1.AddDate(0, 0, 9))
+	s, err := r.Sweep(cctx, &rotation.SweepOptions{Before: aug1.AddDate(0, 0, 9)})
 	cancel()
 	if err == nil || len(s.Deleted) != 1 {
 		t.Fatalf("Sweep stopped at its second delete = %+v, %v", s, err)
@@ -338,7 +338,7 @@ func TestCrashPoints(t *testing.T) {
 		t.Fatalf("after a Sweep stopped between deletes: %v", got)
 	}
 	cctx, cancel = crashAt(isDelete, true)
-	s, err = r.Sweep(cctx, aug1.AddDate(0, 0, 9))
+	s, err = r.Sweep(cctx, &rotation.SweepOptions{Before: aug1.AddDate(0, 0, 9)})
 	cancel()
 	if err == nil || len(s.Deleted) != 0 {
 		t.Fatalf("Sweep stopped with a delete in flight = %+v, %v", s, err)
@@ -346,7 +346,7 @@ func TestCrashPoints(t *testing.T) {
 	if got := periodNames(t, r); len(got) != 3 {
 		t.Fatalf("after a Sweep stopped in flight: %v (the delete reached the service)", got)
 	}
-	s, err = r.Sweep(ctx, aug1.AddDate(0, 0, 9))
+	s, err = r.Sweep(ctx, &rotation.SweepOptions{Before: aug1.AddDate(0, 0, 9)})
 	if err != nil || len(s.Deleted) != 3 {
 		t.Fatalf("rerun Sweep = %+v, %v", s, err)
 	}

@@ -16,7 +16,7 @@ func TestCursorErrorsBounded(t *testing.T) {
 	f := newFixture(t, jul30)
 	r := f.tables(t, nil)
 	f.env.CheckCursorsRefused(t, rotation.ErrInvalid, func(c table.Cursor) error {
-		_, err := r.RangePage(context.Background(), jul30, aug1, nil, c)
+		_, err := r.RangePage(context.Background(), jul30, aug1, c, nil)
 		return err
 	}, testrig.HugeCursors()...)
 }

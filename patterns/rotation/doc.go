@@ -9,7 +9,7 @@
 // For data kept for a fixed time and then dropped in bulk: logs, login
 // attempts, telemetry, events, each entity belonging to the period of its
 // time. Not when entities are deleted one by one or by other criteria
-// (table.Submit's deletes, or patterns/logtail's Trim, fit that), not when
+// (a table's Submit of deletes, or patterns/logtail's Trim, fit that), not when
 // most reads need one entity without knowing its time (every period would
 // have to be searched), and not for a handful of entities per period (a
 // table each is then more to manage than the deletes it saves). Reads that
@@ -46,7 +46,9 @@
 //     ErrExpired before the network, and the table of a closed period is
 //     never created.
 //   - Sweep deletes only periods closed for MaxClockSkew (5 minutes) more:
-//     its cutoff must be at least Grace + MaxClockSkew in the past.
+//     its SweepOptions.Before (required: a rotation keeps no retention of
+//     its own, so Sweep has no default that deletes data) must be at
+//     least Grace + MaxClockSkew in the past.
 //   - A write whose table is missing checks the clock again before it
 //     creates the table, so a period swept while the write was on its way
 //     is not created again. A table being deleted (409 TableBeingDeleted,
@@ -81,15 +83,16 @@
 //	                    answers TableNotFound, create, insert again);
 //	                    +1 read to settle a lost response
 //	Submit              1 create (TableAlreadyExists when the table exists)
-//	                    + 1 per transaction (table.Submit)
+//	                    + 1 per transaction ([table.Table.Submit])
 //	Prepare             1
 //	Name, Table         0
 //	Periods             1 per 1,000 tables of the prefix (a list request)
 //	Range               Periods + 1 per page per period overlapping the
 //	                    range, Concurrency at a time
-//	RangePage           Periods + 1 per period overlapping the range,
-//	                    resumable from its cursor in any process
-//	Sweep               Periods + 1 delete per period swept, whatever its
+//	RangePage           Periods + 1 per period overlapping the range, for
+//	                    a page of PageSize (default 1,000), resumable
+//	                    from its cursor in any process
+//	Sweep(Before)       Periods + 1 delete per period swept, whatever its
 //	                    size: 100,000 entities go in 1 request instead of
 //	                    100 queries and 1,000 transactions (BENCHMARKS.md);
 //	                    +1 query for a delete whose responses were all lost
@@ -109,7 +112,7 @@
 //	  after the create                             an empty period table
 //	  between transactions                         the transactions sent are
 //	                                               applied, the rest are not
-//	                                               (table.Submit's results)
+//	                                               (Submit's results)
 //	Sweep:
 //	  after the list                               nothing deleted
 //	  between deletes                              the older periods deleted;
@@ -145,9 +148,9 @@
 // ErrInvalid and [table.ErrInvalid].
 //
 // RangePage's cursors may reach end users. Plain (the default), a cursor
-// is "k1.", a fingerprint of the range and query, and the base64 of the
-// PartitionKey and RowKey of the page's last entity. Altered, it resumes
-// the same range and query elsewhere. With Options.CursorKey a cursor is
+// is "k1.", a fingerprint of the range, Filter and Select, and the base64
+// of the PartitionKey and RowKey of the page's last entity. Altered, it
+// resumes the same range and query elsewhere. With Options.CursorKey a cursor is
 // sealed: it shows nothing, and any altered character, or a cursor of
 // another range, query or rotation, is ErrInvalid before the network; the
 // periods' tables (Table) seal their query cursors with it too. An error
@@ -155,14 +158,14 @@
 //
 // # Reading across periods
 //
-// Range(from, to, q) queries every period that overlaps [from, to) with
-// q, concurrently ([table.FanOutEntities]), and merges the results in the
+// Range(from, to, opts) queries every period that overlaps [from, to)
+// with opts' Filter and Select, concurrently ([table.FanOutEntities]), and merges the results in the
 // service's key order, so that the rotation reads like one table. It
 // yields each entity as a [table.Entity]: its keys and the ETag read,
 // which address it in its period's table (Table(at): Update, Delete). Periods
 // are selected whole: to narrow within them, put the time in the keys (as
-// the guide's logins do, RowKey = inverted ticks or ticks) and in q's
-// filter. To read one period, use Table(at).
+// the guide's logins do, RowKey = inverted ticks or ticks) and in the
+// Filter. To read one period, use Table(at).
 //
 // # Cosmos DB
 //

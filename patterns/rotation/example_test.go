@@ -46,7 +46,7 @@ func Example() {
 	periods, _ := logins.Periods(ctx)
 	fmt.Println(len(periods), "daily tables, the first", periods[0].Name[len(prefix):])
 
-	jones := &table.Query{Filter: table.PartitionKey("jones")}
+	jones := &rotation.RangeOptions{Filter: table.PartitionKey("jones")}
 	for l, err := range logins.Range(ctx, time.Date(2024, 7, 31, 0, 0, 0, 0, time.UTC), now, jones) {
 		if err != nil {
 			log.Fatal(err)
@@ -55,7 +55,7 @@ func Example() {
 	}
 
 	now = now.AddDate(0, 0, 4) // four days later, July 31 is past its Grace
-	swept, err := logins.Sweep(ctx, time.Date(2024, 8, 1, 0, 0, 0, 0, time.UTC))
+	swept, err := logins.Sweep(ctx, &rotation.SweepOptions{Before: time.Date(2024, 8, 1, 0, 0, 0, 0, time.UTC)})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestModelRotation(t *testing.T) {
 			f.clock.Set(now.Add(time.Duration(rnd.IntN(40)) * time.Minute))
 		default:
 			before := now.Add(-30*time.Minute - rotation.MaxClockSkew - time.Duration(rnd.IntN(120))*time.Minute)
-			s, err := r.Sweep(ctx, before)
+			s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: before})
 			if err != nil {
 				t.Fatalf("step %d: Sweep(%v): %v", step, before, err)
 			}

@@ -43,7 +43,7 @@ func TestRangePage(t *testing.T) {
 	for pages := 0; ; pages++ {
 		fresh := f.tables(t, &rotation.Options{Grace: 30 * 24 * time.Hour})
 		f.ft.Reset()
-		p, err := fresh.RangePage(ctx, jul30, aug1, &table.Query{PageSize: 3}, cursor)
+		p, err := fresh.RangePage(ctx, jul30, aug1, cursor, &rotation.RangeOptions{PageSize: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,16 +65,16 @@ func TestRangePage(t *testing.T) {
 	}
 	// Seven: the page would end between the two periods' "same" rows; it
 	// takes both.
-	p, err := r.RangePage(ctx, jul30, aug1, &table.Query{PageSize: 7}, "")
+	p, err := r.RangePage(ctx, jul30, aug1, "", &rotation.RangeOptions{PageSize: 7})
 	if err != nil || len(p.Items) != 8 || p.Items[7].RowKey != "same" || p.Items[6].RowKey != "same" {
 		t.Fatalf("a page of 7 ending at a key two periods have: %d items, %v", len(p.Items), err)
 	}
-	p, err = r.RangePage(ctx, jul30, aug1, &table.Query{PageSize: 2}, "")
+	p, err = r.RangePage(ctx, jul30, aug1, "", &rotation.RangeOptions{PageSize: 2})
 	if err != nil || p.Next == "" {
 		t.Fatal(p, err)
 	}
-	for name, q := range map[string]*table.Query{"another filter": {Filter: table.PartitionKey("u1")}, "a limit": {Limit: 3}, "a query cursor": {Cursor: p.Next}} {
-		if _, err := r.RangePage(ctx, jul30, aug1, q, p.Next); !errors.Is(err, rotation.ErrInvalid) {
+	for name, o := range map[string]*rotation.RangeOptions{"another filter": {Filter: table.PartitionKey("u1"), PageSize: 2}, "another selection": {Select: []string{"IP"}, PageSize: 2}} {
+		if _, err := r.RangePage(ctx, jul30, aug1, p.Next, o); !errors.Is(err, rotation.ErrInvalid) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
-	"github.com/tablekit/tablekit/internal/cursorseal"
 	"github.com/tablekit/tablekit/internal/keycursor"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/redact"
@@ -44,8 +43,8 @@ var ErrExpired = errors.New("rotation: period expired")
 // documentation, "Unique names").
 const MaxClockSkew = 5 * time.Minute
 
-// DefaultGrace is Options.Grace when it is not set.
-const DefaultGrace = time.Hour
+// defaultGrace is Options.Grace when it is not set.
+const defaultGrace = time.Hour
 
 // Period cuts time into consecutive periods, each stored in a table of its
 // own. Hour, Day and Month are the usual ones; a Period of your own needs
@@ -82,7 +81,7 @@ type Options struct {
 	// Grace is how long after its end a period still takes writes, for
 	// late arrivals: later writes fail with ErrExpired before the network,
 	// and Sweep deletes only periods past it (and MaxClockSkew). Default
-	// (0): DefaultGrace, one hour. Backfilling old periods needs a Grace
+	// (0): one hour. Backfilling old periods needs a Grace
 	// that reaches back to them.
 	Grace time.Duration
 	// Concurrency is the most queries Range runs at once. Default (0): 8.
@@ -95,7 +94,7 @@ type Options struct {
 	// providers and slog.Default().
 	Telemetry *table.Telemetry
 	// CursorKey seals the cursors of RangePage and of the periods' tables
-	// (Table), as [table.Table.WithCursorKey] does for a table: give the
+	// (Table), as [table.Options] CursorKey does for a table: give the
 	// application's key when cursors reach end users. Default (nil):
 	// plain cursors, which show the keys of the last entity of a page.
 	CursorKey *table.CursorKey
@@ -145,7 +144,7 @@ func New[T any](svc *aztables.ServiceClient, prefix string, opts *Options) (*Tab
 		r.period = Day
 	}
 	if r.grace == 0 {
-		r.grace = DefaultGrace
+		r.grace = defaultGrace
 	}
 	if r.conc == 0 {
 		r.conc = 8
@@ -234,11 +233,7 @@ func (r *Tables[T]) Table(at time.Time) *table.Table[T] {
 }
 
 func (r *Tables[T]) named(name string) *table.Table[T] {
-	t, _ := table.New[T](table.NewClient(r.svc, name), nil) // T was checked by New
-	t = t.WithCursorKey(r.cursorKey)
-	if r.keyFn != nil {
-		t = t.WithKeys(r.keyFn)
-	}
+	t, _ := table.New(table.NewClient(r.svc, name), &table.Options[T]{Keys: r.keyFn, CursorKey: r.cursorKey}) // T was checked by New
 	return t
 }
 
@@ -414,10 +409,10 @@ func (r *Tables[T]) missing(ctx context.Context, tb *table.Table[T], v T) bool {
 }
 
 // Submit sends ops (built with any table.Table[T]'s InsertOp, UpsertOp,
-// ...) to the table of the period containing at, as table.Submit does,
-// after creating the table if it does not exist: 1 round trip for the
-// create (which answers TableAlreadyExists when the table exists), then
-// table.Submit's, one per transaction. ErrInvalid, with nothing sent, when
+// ...) to the table of the period containing at, as [table.Table.Submit]
+// does, after creating the table if it does not exist: 1 round trip for
+// the create (which answers TableAlreadyExists when the table exists),
+// then Submit's, one per transaction. ErrInvalid, with nothing sent, when
 // an op carries an error ([table.Op.Err]: its keys are invalid, also
 // [table.ErrInvalidKey], or its value could not be encoded); ErrExpired,
 // with nothing sent, when the period closed; ErrExpired, with no op sent,
@@ -425,7 +420,7 @@ func (r *Tables[T]) missing(ctx context.Context, tb *table.Table[T], v T) bool {
 // otherwise no op is sent either, and the result has no op results.
 func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, opts *table.BatchOptions) (res table.BatchResult, err error) {
 	ctx, sp := r.obs.Start(ctx, opSubmit, r.Name(at), "")
-	defer func() { sp.EndWrite(err, res.Verified()) }()
+	defer func() { sp.EndWrite(err, res.Verified) }()
 	for i, op := range ops {
 		if err := op.Err(); err != nil {
 			return table.BatchResult{}, fmt.Errorf("rotation: submit: op %d: %w", i, invalid.Mark(ErrInvalid, err))
@@ -442,131 +437,124 @@ func (r *Tables[T]) Submit(ctx context.Context, at time.Time, ops []table.Op, op
 	return res, err
 }
 
-// Range yields the entities that q selects from the tables of every period
-// that overlaps [from, to), as one table holding them all would return
-// them: in PartitionKey, RowKey order, entities with the same keys in
-// period order, each as a [table.Entity] (its keys and the ETag read, for
-// changes through Table(at)). Periods are selected whole (q's filter
-// selects inside them); a period's table is found by listing (Periods: one
-// request per 1,000 tables), then each is queried, Concurrency at a time,
-// one round trip per page, merged lazily by [table.FanOutEntities]. A
-// filter the table package refuses is ErrInvalid. q.Limit, if set,
-// bounds the whole result; q.Cursor must be empty (a cursor belongs to one
-// table's query; resume a period with Table(at).Pages). Each period's
-// query holds a page or two in memory until the merge passes it.
+// RangeOptions configures Range and RangePage. A nil *RangeOptions
+// means defaults.
+type RangeOptions struct {
+	// Filter selects entities inside each period (periods are selected
+	// whole by the time range), as [table.Query] Filter does. A filter the
+	// table package refuses is ErrInvalid. Default (empty): every entity.
+	Filter table.Filter
+	// Select limits the properties read (server-side projection), as
+	// [table.Query] Select does. Default (nil): every property.
+	Select []string
+	// PageSize is the most entities RangePage returns (but for entities
+	// of the same keys in several periods, which a page never splits), and
+	// the most Range reads from each period per round trip: 1 to
+	// table.MaxPageSize (1,000). Default (0): 1,000. Negative or larger is
+	// ErrInvalid, nothing sent.
+	PageSize int
+}
+
+// Range yields the entities that opts select from the tables of every
+// period that overlaps [from, to), as one table holding them all would
+// return them: in PartitionKey, RowKey order, entities with the same keys
+// in period order, each as a [table.Entity] (its keys and the ETag read,
+// for changes through Table(at)). Periods are selected whole (opts.Filter
+// selects inside them); a period's table is found by listing (Periods:
+// one request per 1,000 tables), then each is queried, Concurrency at a
+// time, one round trip per page (opts.PageSize entities, 1,000 by
+// default), merged lazily by [table.FanOutEntities]. Each period's query
+// holds a page or two in memory until the merge passes it; breaking out
+// of the loop stops every query. A nil opts means defaults.
 //
 // A period deleted while Range reads it ends the sequence with
 // table.ErrTableNotFound.
-func (r *Tables[T]) Range(ctx context.Context, from, to time.Time, q *table.Query) iter.Seq2[table.Entity[T], error] {
+func (r *Tables[T]) Range(ctx context.Context, from, to time.Time, opts *RangeOptions) iter.Seq2[table.Entity[T], error] {
 	return obs.Seq2(r.obs, ctx, opRange, "", "", func(ctx context.Context) iter.Seq2[table.Entity[T], error] {
-		return r.rangeOf(ctx, from, to, q)
+		return r.rangeOf(ctx, from, to, opts)
 	})
 }
 
 // rangeOf is Range, without its span.
-func (r *Tables[T]) rangeOf(ctx context.Context, from, to time.Time, q *table.Query) iter.Seq2[table.Entity[T], error] {
+func (r *Tables[T]) rangeOf(ctx context.Context, from, to time.Time, opts *RangeOptions) iter.Seq2[table.Entity[T], error] {
 	return func(yield func(table.Entity[T], error) bool) {
+		if opts == nil {
+			opts = &RangeOptions{}
+		}
 		if !from.Before(to) {
 			yield(table.Entity[T]{}, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to))
 			return
 		}
-		if q == nil {
-			q = &table.Query{}
-		}
-		if q.Cursor != "" {
-			yield(table.Entity[T]{}, fmt.Errorf("%w: Range takes no Cursor (a cursor belongs to one period's query)", ErrInvalid))
-			return
-		}
-		periods, err := r.Periods(ctx)
+		n, err := keycursor.PageSize(ErrInvalid, opts.PageSize)
 		if err != nil {
 			yield(table.Entity[T]{}, err)
 			return
 		}
-		first := r.period.Start(from)
-		var srcs []table.Source[T]
-		for _, p := range periods {
-			if !p.Start.Before(first) && p.Start.Before(to) {
-				srcs = append(srcs, table.Source[T]{Table: r.named(p.Name), Query: q})
-			}
+		srcs, err := r.sources(ctx, from, to, opts)
+		if err != nil {
+			yield(table.Entity[T]{}, err)
+			return
 		}
-		n := 0
+		for _, s := range srcs {
+			s.Query.PageSize = n
+		}
 		for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{Ordered: true, Concurrency: r.conc}) {
 			if !yield(e, invalid.Mark(ErrInvalid, err)) || err != nil {
-				return
-			}
-			if n++; q.Limit > 0 && n == q.Limit {
 				return
 			}
 		}
 	}
 }
 
-// RangePage returns one page of Range: the next entities that q selects
-// from the periods overlapping [from, to), in PartitionKey, RowKey order
-// (entities with the same keys in period order, never split between pages,
-// so a page may hold a few more than q.PageSize), after cursor ("" for the
-// first page), and the cursor of the page after it (Next, empty at the
-// end). The cursor is a [table.Cursor]: a string to keep anywhere and
-// resume from in another process, with the same from, to, filter and
-// selection (another range's is ErrInvalid); plain, it shows the last
-// entity's keys, sealed with Options.CursorKey nothing (see the package
-// documentation, "Trust"); periods created or swept between pages are read
-// as they are then. q.PageSize is the page's size (default 1,000);
-// q.Cursor and q.Limit must be zero (page with the cursor; Range takes a
-// Limit). 1 listing of the periods + 1 round trip per period (Concurrency
-// at a time) when the service returns full pages.
-func (r *Tables[T]) RangePage(ctx context.Context, from, to time.Time, q *table.Query, cursor table.Cursor) (_ table.Page[table.Entity[T]], err error) {
-	ctx, sp := r.obs.Start(ctx, opRangePage, "", "")
-	defer func() { sp.End(err) }()
-	var page table.Page[table.Entity[T]]
-	if !from.Before(to) {
-		return page, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to)
-	}
-	if q == nil {
-		q = &table.Query{}
-	}
-	if q.Cursor != "" || q.Limit != 0 {
-		return page, fmt.Errorf("%w: RangePage takes no Query.Cursor or Limit (page with its cursor and PageSize)", ErrInvalid)
-	}
-	n := q.PageSize
-	if n <= 0 || n > table.MaxPageSize {
-		n = table.MaxPageSize
-	}
-	lc := keycursor.New(r.cursorKey, r.prefix, "rotation", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), q.Filter.String(), strings.Join(q.Select, ","))
-	resume := table.Filter{}
-	if cursor != "" {
-		k, ok := lc.Parse(cursor, 2)
-		if !ok {
-			return page, fmt.Errorf("%w: cursor %s is not one of this range's", ErrInvalid, cursorseal.Quote(string(cursor)))
-		}
-		resume = table.Or(table.Gt("PartitionKey", k[0]), table.And(table.PartitionKey(k[0]), table.Gt("RowKey", k[1])))
-	}
+// sources lists the periods and returns the query opts makes of each
+// period that overlaps [from, to).
+func (r *Tables[T]) sources(ctx context.Context, from, to time.Time, opts *RangeOptions) ([]table.Source[T], error) {
 	periods, err := r.Periods(ctx)
 	if err != nil {
-		return page, err
+		return nil, err
 	}
 	first := r.period.Start(from)
 	var srcs []table.Source[T]
 	for _, p := range periods {
 		if !p.Start.Before(first) && p.Start.Before(to) {
-			pq := *q
-			// n+1 of each: a page takes at most n of one period, so the
-			// (n+1)-th, when there is one, tells that more follow.
-			pq.Filter, pq.Limit, pq.PageSize = table.And(q.Filter, resume), n+1, 0
-			srcs = append(srcs, table.Source[T]{Table: r.named(p.Name), Query: &pq})
+			srcs = append(srcs, table.Source[T]{Table: r.named(p.Name), Query: &table.Query{Filter: opts.Filter, Select: opts.Select}})
 		}
 	}
-	for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{Ordered: true, Concurrency: r.conc}) {
-		if err != nil {
-			return table.Page[table.Entity[T]]{}, invalid.Mark(ErrInvalid, err)
-		}
-		if l := len(page.Items); l >= n && (e.PartitionKey != page.Items[l-1].PartitionKey || e.RowKey != page.Items[l-1].RowKey) {
-			page.Next = lc.Make(page.Items[l-1].PartitionKey, page.Items[l-1].RowKey)
-			break
-		}
-		page.Items = append(page.Items, e)
+	return srcs, nil
+}
+
+// RangePage returns one page of Range: the next opts.PageSize entities
+// that opts select from the periods overlapping [from, to), in
+// PartitionKey, RowKey order (entities with the same keys in period
+// order, never split between pages, so a page may hold a few more), after
+// cursor ("" for the first page), and the cursor of the page after it
+// (Next, empty at the end). The cursor is a [table.Cursor]: a string to
+// keep anywhere and resume from in another process, with the same from,
+// to, Filter and Select (another range's is ErrInvalid); plain, it shows
+// the last entity's keys, sealed with Options.CursorKey nothing (see the
+// package documentation, "Trust"); periods created or swept between pages
+// are read as they are then. 1 listing of the periods + 1 round trip per
+// period (Concurrency at a time) when the service returns full pages; a
+// page of 1,000 may be followed by an empty one. A nil opts means
+// defaults.
+func (r *Tables[T]) RangePage(ctx context.Context, from, to time.Time, cursor table.Cursor, opts *RangeOptions) (_ table.Page[table.Entity[T]], err error) {
+	ctx, sp := r.obs.Start(ctx, opRangePage, "", "")
+	defer func() { sp.End(err) }()
+	if opts == nil {
+		opts = &RangeOptions{}
 	}
-	return page, nil
+	if !from.Before(to) {
+		return table.Page[table.Entity[T]]{}, fmt.Errorf("%w: from %v is not before to %v", ErrInvalid, from, to)
+	}
+	m := keycursor.Merged[T]{
+		Listing:     keycursor.New(r.cursorKey, r.prefix, "rotation", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), opts.Filter.String(), strings.Join(opts.Select, ",")),
+		Concurrency: r.conc,
+		Invalid:     ErrInvalid,
+		Sources: func(ctx context.Context) ([]table.Source[T], error) {
+			return r.sources(ctx, from, to, opts)
+		},
+	}
+	return m.Page(ctx, cursor, opts.PageSize)
 }
 
 // Swept is the result of Sweep: the periods whose tables are gone.
@@ -581,22 +569,37 @@ type Swept struct {
 	Gone []PeriodTable
 }
 
-// Sweep deletes the tables of every period that ended at or before before
-// (each period entirely older than it): one request per table, after one
-// list request per 1,000 tables (Periods). It is the guide's high-volume
-// delete: a period of any size goes in one request, and nothing is read.
+// SweepOptions configures Sweep.
+type SweepOptions struct {
+	// Before is how far back Sweep deletes: the tables of every period
+	// that ended at or before it. It must be at least Grace and
+	// MaxClockSkew in the past. Required: a rotation has no retention of
+	// its own, so a zero Before (or a nil *SweepOptions) is ErrInvalid,
+	// nothing sent, rather than a default that deletes data.
+	Before time.Time
+}
+
+// Sweep deletes the tables of every period that ended at or before
+// opts.Before (each period entirely older than it): one request per
+// table, after one list request per 1,000 tables (Periods). It is the
+// guide's high-volume delete: a period of any size goes in one request,
+// and nothing is read.
 //
-// before must be at least Grace and MaxClockSkew in the past (ErrInvalid
-// otherwise, with nothing sent), so that only closed periods are deleted
-// and no writer creates their tables again. A table already being deleted
-// (409 TableBeingDeleted) or gone (404) is reported in Swept.Gone, not as
-// an error; so is one whose responses were all lost and that a query then
-// finds gone (table.DeleteTable settles it). On any other failure Sweep
-// stops and returns what it did with the error; running it again
-// continues.
-func (r *Tables[T]) Sweep(ctx context.Context, before time.Time) (out Swept, err error) {
+// opts.Before is required and must be at least Grace and MaxClockSkew in
+// the past (ErrInvalid otherwise, with nothing sent), so that only closed
+// periods are deleted and no writer creates their tables again. A table
+// already being deleted (409 TableBeingDeleted) or gone (404) is reported
+// in Swept.Gone, not as an error; so is one whose responses were all lost
+// and that a query then finds gone (table.DeleteTable settles it). On any
+// other failure Sweep stops and returns what it did with the error;
+// running it again continues.
+func (r *Tables[T]) Sweep(ctx context.Context, opts *SweepOptions) (out Swept, err error) {
 	ctx, sp := r.obs.Start(ctx, opSweep, "", "")
 	defer func() { sp.EndWrite(err, false) }()
+	if opts == nil || opts.Before.IsZero() {
+		return out, fmt.Errorf("%w: Sweep needs SweepOptions.Before (how far back to delete)", ErrInvalid)
+	}
+	before := opts.Before
 	if latest := r.now().Add(-r.grace - MaxClockSkew); before.After(latest) {
 		return out, fmt.Errorf("%w: Sweep before %v: periods ending after %v (now less Grace %v and MaxClockSkew %v) may still be written", ErrInvalid, before, latest, r.grace, MaxClockSkew)
 	}

@@ -265,7 +265,7 @@ func TestCosmosRange(t *testing.T) {
 		var paged []row
 		var cursor table.Cursor
 		for pages := 0; ; pages++ {
-			p, err := r.RangePage(ctx, jul30.Add(12*time.Hour), aug1, &table.Query{PageSize: 4}, cursor)
+			p, err := r.RangePage(ctx, jul30.Add(12*time.Hour), aug1, cursor, &rotation.RangeOptions{PageSize: 4})
 			if err != nil || pages > len(want) {
 				t.Fatalf("RangePage %d: %v", pages, err)
 			}
@@ -279,17 +279,19 @@ func TestCosmosRange(t *testing.T) {
 		if !slices.Equal(paged, want) {
 			t.Fatalf("RangePage pages = %v\nwant %v", paged, want)
 		}
-		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "RangePage", How: rig.Which("1 listing + 1 query per period per page ($top = the page's size + 1), merged in key order; the cursor is the last keys returned", "each page reads what is left of each period's range whole and sorts it: O(rest of the range) per page")})
-		// A filter inside the periods, and a Limit over the whole.
+		rig.Claim(t, testrig.Capability{Pattern: "rotation", Operation: "RangePage", How: rig.Which("1 listing + 1 query per period per page ($top = the page's size + 1, at most 1,000), merged in key order; the cursor is the last keys returned", "each page reads what is left of each period's range whole and sorts it: O(rest of the range) per page")})
+		// A filter inside the periods; the first three.
 		var u1 []string
-		for k, err := range r.Range(ctx, jul30, aug1.Add(time.Hour), &table.Query{Filter: table.PartitionKey("u1"), Limit: 3}) {
+		for k, err := range r.Range(ctx, jul30, aug1.Add(time.Hour), &rotation.RangeOptions{Filter: table.PartitionKey("u1")}) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			u1 = append(u1, k.Value.IP)
+			if u1 = append(u1, k.Value.IP); len(u1) == 3 {
+				break
+			}
 		}
 		if !slices.Equal(u1, []string{"1-1", "1-4", "2-1"}) {
-			t.Fatalf("u1, limit 3 = %v", u1)
+			t.Fatalf("u1, first 3 = %v", u1)
 		}
 		f.ft.Reset()
 		for _, err := range r.Range(ctx, aug1, jul30, nil) {
@@ -297,13 +299,18 @@ func TestCosmosRange(t *testing.T) {
 				t.Fatalf("Range backwards = %v", err)
 			}
 		}
-		for _, err := range r.Range(ctx, jul30, aug1, &table.Query{Cursor: "c2.x.y.1.z"}) {
-			if !errors.Is(err, rotation.ErrInvalid) {
-				t.Fatalf("Range with a cursor = %v", err)
+		for _, size := range []int{-1, table.MaxPageSize + 1} {
+			for _, err := range r.Range(ctx, jul30, aug1, &rotation.RangeOptions{PageSize: size}) {
+				if !errors.Is(err, rotation.ErrInvalid) {
+					t.Fatalf("Range with PageSize %d = %v", size, err)
+				}
+			}
+			if _, err := r.RangePage(ctx, jul30, aug1, "", &rotation.RangeOptions{PageSize: size}); !errors.Is(err, rotation.ErrInvalid) {
+				t.Fatalf("RangePage with PageSize %d = %v", size, err)
 			}
 		}
 		if n := f.ft.Count(); n != 0 {
-			t.Fatalf("%d requests for invalid Ranges", n)
+			t.Fatalf("%d requests for invalid Ranges and pages", n)
 		}
 		// No period in range: nothing, after the list.
 		for _, err := range r.Range(ctx, aug1.AddDate(1, 0, 0), aug1.AddDate(1, 0, 1), nil) {
@@ -343,14 +350,14 @@ func TestCosmosSweep(t *testing.T) {
 		}
 		f.clock.Set(days[6].Add(12 * time.Hour))
 		f.ft.Reset()
-		if _, err := r.Sweep(ctx, f.clock.Now().Add(-rotation.DefaultGrace)); !errors.Is(err, rotation.ErrInvalid) {
+		if _, err := r.Sweep(ctx, &rotation.SweepOptions{Before: f.clock.Now().Add(-time.Hour)}); !errors.Is(err, rotation.ErrInvalid) {
 			t.Fatalf("Sweep within Grace + MaxClockSkew = %v", err)
 		}
 		if n := f.ft.Count(); n != 0 {
 			t.Fatalf("%d requests for a refused Sweep", n)
 		}
 		// Before the middle of days[2]: days 0 and 1 go.
-		s, err := r.Sweep(ctx, days[2].Add(12*time.Hour))
+		s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: days[2].Add(12 * time.Hour)})
 		if err != nil || len(s.Deleted) != 2 || len(s.Gone) != 0 || !s.Deleted[0].Start.Equal(days[0]) || !s.Deleted[1].Start.Equal(days[1]) {
 			t.Fatalf("Sweep = %+v, %v", s, err)
 		}
@@ -362,7 +369,7 @@ func TestCosmosSweep(t *testing.T) {
 		}
 		// Again: nothing to do, one list.
 		f.ft.Reset()
-		if s, err := r.Sweep(ctx, days[2].Add(12*time.Hour)); err != nil || len(s.Deleted)+len(s.Gone) != 0 || f.ft.Count() != 1 {
+		if s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: days[2].Add(12 * time.Hour)}); err != nil || len(s.Deleted)+len(s.Gone) != 0 || f.ft.Count() != 1 {
 			t.Fatalf("repeated Sweep = %+v, %v in %d round trips", s, err, f.ft.Count())
 		}
 		// days[2] answers 409 TableBeingDeleted (another Sweep's delete in
@@ -383,7 +390,7 @@ func TestCosmosSweep(t *testing.T) {
 			faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
 			faults.Fault{Match: isDelete(days[4]), Status: http.StatusServiceUnavailable, ErrorCode: "ServerBusy"},
 		)
-		s, err = r.Sweep(ctx, days[5])
+		s, err = r.Sweep(ctx, &rotation.SweepOptions{Before: days[5]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -401,7 +408,7 @@ func TestCosmosSweep(t *testing.T) {
 			t.Fatalf("Sweep with faults: deleted %v, gone %v", deleted, gone)
 		}
 		// days[2] was only "being deleted" (injected): the next Sweep deletes it.
-		if s, err := r.Sweep(ctx, days[5]); err != nil || len(s.Deleted) != 1 || !s.Deleted[0].Start.Equal(days[2]) {
+		if s, err := r.Sweep(ctx, &rotation.SweepOptions{Before: days[5]}); err != nil || len(s.Deleted) != 1 || !s.Deleted[0].Start.Equal(days[2]) {
 			t.Fatalf("Sweep after TableBeingDeleted = %+v, %v", s, err)
 		}
 		if got := periodNames(t, r); !slices.Equal(got, []string{"2024-07-30T00", "2024-07-31T00"}) {
@@ -526,7 +533,12 @@ func TestInvalidSendsNothing(t *testing.T) {
 	}
 	tb := r.Table(jul31)
 	_, errs["Submit of an op that cannot be encoded"] = r.Submit(ctx, jul31, []table.Op{tb.UpsertOp(login{User: "u", At: "1"}, table.Fields("Nope"))}, nil)
-	_, errs["Sweep within the write window"] = r.Sweep(ctx, jul31)
+	_, errs["Sweep within the write window"] = r.Sweep(ctx, &rotation.SweepOptions{Before: jul31})
+	_, errs["Sweep without options"] = r.Sweep(ctx, nil)
+	_, errs["Sweep without Before"] = r.Sweep(ctx, &rotation.SweepOptions{})
+	for _, size := range []int{-1, table.MaxPageSize + 1} {
+		_, errs[fmt.Sprint("RangePage of PageSize ", size)] = r.RangePage(ctx, jul30, aug1, "", &rotation.RangeOptions{PageSize: size})
+	}
 	for _, err := range r.Range(ctx, aug1, jul30, nil) {
 		errs["Range backwards"] = err
 	}

@@ -38,16 +38,16 @@ func TestSealedCursors(t *testing.T) {
 			}
 		}
 		slices.Sort(want)
-		q := &table.Query{PageSize: 5}
+		q := &rotation.RangeOptions{PageSize: 5}
 		got, first := testrig.WalkPages(t, func(c table.Cursor) (table.Page[table.Entity[login]], error) {
-			return f.tables(t, sealedOpts()).RangePage(ctx, jul30, aug1, q, c)
+			return f.tables(t, sealedOpts()).RangePage(ctx, jul30, aug1, c, q)
 		}, func(e table.Entity[login]) string { return e.Value.IP }, "contoso", "person")
 		if !slices.Equal(got, want) {
 			t.Fatalf("pages = %v, want each of %v once", got, want)
 		}
-		page := func(r *rotation.Tables[login], to time.Time, q *table.Query) func(table.Cursor) error {
+		page := func(r *rotation.Tables[login], to time.Time, q *rotation.RangeOptions) func(table.Cursor) error {
 			return func(c table.Cursor) error {
-				_, err := r.RangePage(ctx, jul30, to, q, c)
+				_, err := r.RangePage(ctx, jul30, to, c, q)
 				return err
 			}
 		}
@@ -58,14 +58,14 @@ func TestSealedCursors(t *testing.T) {
 		}
 		for _, refuse := range []func(table.Cursor) error{
 			page(sealed, aug1.Add(time.Hour), q),
-			page(sealed, aug1, &table.Query{PageSize: 5, Filter: table.PartitionKey("person00@contoso.com")}),
+			page(sealed, aug1, &rotation.RangeOptions{PageSize: 5, Filter: table.PartitionKey("person00@contoso.com")}),
 			page(other, aug1, q),
 			page(plain, aug1, q),
 		} {
 			rig.CheckCursorsRefused(t, rotation.ErrInvalid, refuse, first)
 		}
 		// What sealing hides: a plain cursor shows the last entity's keys.
-		p, err := plain.RangePage(ctx, jul30, aug1, q, "")
+		p, err := plain.RangePage(ctx, jul30, aug1, "", q)
 		if err != nil || p.Next == "" {
 			t.Fatal(p, err)
 		}

@@ -108,7 +108,10 @@ func TestSASSignatureNeverInErrors(t *testing.T) {
 				}
 				return nil
 			},
-			"Sweep": func() error { _, err := r.Sweep(ctx, jul30.Add(-48*time.Hour)); return err },
+			"Sweep": func() error {
+				_, err := r.Sweep(ctx, &rotation.SweepOptions{Before: jul30.Add(-48 * time.Hour)})
+				return err
+			},
 		}
 		for op, fn := range ops {
 			err := fn()

@@ -9,6 +9,7 @@ import (
 	"github.com/tablekit/tablekit/internal/batchplan"
 
 	"github.com/tablekit/tablekit/internal/fieldmodel"
+	"github.com/tablekit/tablekit/internal/retrycore"
 
 	"github.com/tablekit/tablekit/internal/invalid"
 
@@ -426,7 +427,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(v *T) erro
 	}
 	e, res, err := s.write(ctx, pk, rk, azcore.ETagAny, true, func(v *T) (*T, error) {
 		if err := fn(v); err != nil {
-			return nil, retry.Stop(err)
+			return nil, retrycore.Stop(err)
 		}
 		return v, nil
 	})
@@ -532,7 +533,7 @@ func (s *Store[T]) write(ctx context.Context, pk, id string, etag azcore.ETag, k
 // conditioned on the ETag read, with the copies; next nil deletes the
 // entity. With keep, large values left empty keep their blobs. It returns
 // the batch and the value it writes. Errors that retrying cannot cure are
-// retry.Stop's.
+// retrycore.Stop's.
 func (s *Store[T]) build(ctx context.Context, pk, id string, etag azcore.ETag, keep bool, next func(*T) (*T, error)) (batch, *T, error) {
 	cur, blobs, err := s.read(ctx, pk, id)
 	if err != nil {
@@ -560,18 +561,18 @@ func (s *Store[T]) build(ctx context.Context, pk, id string, etag azcore.ETag, k
 		err = s.seal(ctx, &ne)
 	}
 	if err != nil {
-		return batch{}, nil, retry.Stop(err)
+		return batch{}, nil, retrycore.Stop(err)
 	}
 	if ne.pk != pk || ne.id != id {
-		return batch{}, nil, retry.Stop(fmt.Errorf("%w: the keys of (%q, %q) cannot change (to %q, %q): insert the new entity and delete the old", ErrInvalid, pk, id, ne.pk, ne.id))
+		return batch{}, nil, retrycore.Stop(fmt.Errorf("%w: the keys of (%q, %q) cannot change (to %q, %q): insert the new entity and delete the old", ErrInvalid, pk, id, ne.pk, ne.id))
 	}
 	b := s.plan(s.tbl.UpdateOp(ne.primary, cur.ETag, table.Replace), &pe, &ne, &prev, v)
 	b.pk, b.id = pk, id
 	if err := s.check(b); err != nil {
-		return batch{}, nil, retry.Stop(err)
+		return batch{}, nil, retrycore.Stop(err)
 	}
 	if err := s.prepare(ctx, &b, *v, blobs, keep, func(d table.Dynamic) table.Op { return s.tbl.UpdateOp(d, cur.ETag, table.Replace) }); err != nil {
-		return batch{}, nil, retry.Stop(err)
+		return batch{}, nil, retrycore.Stop(err)
 	}
 	return b, v, nil
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/obs"
-	"github.com/tablekit/tablekit/retry"
+	"github.com/tablekit/tablekit/internal/retrycore"
 )
 
 // Size accounting for the SDK's $batch body (see SubmitTransaction): each
@@ -209,17 +209,9 @@ type BatchResult struct {
 	Ops []OpResult
 	// Transactions is the number of transactions sent: the round trips.
 	Transactions int
-}
-
-// Verified reports whether some op's success was verified by a read after
-// its transaction's response was lost.
-func (r BatchResult) Verified() bool {
-	for _, o := range r.Ops {
-		if o.Verified {
-			return true
-		}
-	}
-	return false
+	// Verified reports whether some op's success was verified by a read
+	// after its transaction's response was lost (as Result.Verified).
+	Verified bool
 }
 
 // BatchError is returned by Submit when some ops were not applied, or their
@@ -267,7 +259,10 @@ func (e *OpError) Unwrap() error { return e.Err }
 
 func submit(ctx context.Context, o *obs.Obs, c *aztables.Client, name string, d *direct, p *Profile, ops []Op, opts *BatchOptions) (res BatchResult, err error) {
 	ctx, sp := startSpan(ctx, o, opSubmit, name, "")
-	defer func() { sp.EndWrite(err, res.Verified()) }()
+	defer func() {
+		res.Verified = slices.ContainsFunc(res.Ops, func(o OpResult) bool { return o.Verified })
+		sp.EndWrite(err, res.Verified)
+	}()
 	if sp.Traced() {
 		sp.SetPartition(onePartition(ops))
 	}
@@ -535,7 +530,7 @@ func send(ctx context.Context, c *aztables.Client, d *direct, ops []Op, tx txn, 
 	}
 	var raw *http.Response
 	var err error
-	tctx, tr := retry.Track(ctx)
+	tctx, tr := retrycore.Track(ctx)
 	if d != nil {
 		if raw, err = d.batch(tctx, ops, tx, bodies); err == nil && innerFailure(raw, len(tx)) {
 			err = &azcore.ResponseError{StatusCode: raw.StatusCode, RawResponse: raw}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tablekit/tablekit/internal/invalid"
+	"github.com/tablekit/tablekit/internal/obs"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -18,14 +19,26 @@ import (
 )
 
 // ClientOptions returns aztables client options that use retry.Default in
-// place of azcore's built-in retry, and TracingProvider for spans of the
-// requests made under a recording span: what tablekit's constructors use
-// when given nil options. Adjust the result, or install another policy
-// with retry.Policy.ApplyTo.
+// place of azcore's built-in retry, and tablekit's tracing provider for
+// spans of the requests made under a recording span: what tablekit's
+// constructors use when given nil options. Adjust the result, or install
+// another policy with retry.Policy.ApplyTo. Its azcore.ClientOptions
+// (retry policy and TracingProvider) suit queue and blob clients too:
+//
+//	qopts := &azqueue.ClientOptions{ClientOptions: table.ClientOptions().ClientOptions}
+//
+// The tracing provider is OpenTelemetry through azotel: every SDK call made
+// under a recording span (your own) is recorded as child spans (the SDK
+// method's, then "HTTP GET" with the SDK's attributes), in that span's
+// tracer provider, their texts cut as the package documentation's
+// Observability section says (a URL names the table, queue or container,
+// without the entity's keys, a blob's name or the query string). Calls
+// made without a recording span record nothing; tablekit's own operations
+// trace their requests whatever the client's options.
 func ClientOptions() *aztables.ClientOptions {
 	o := &aztables.ClientOptions{}
 	retry.Default.ApplyTo(&o.ClientOptions)
-	o.TracingProvider = TracingProvider()
+	o.TracingProvider = obs.TracingProvider()
 	return o
 }
 

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tablekit/tablekit/internal/entitysize"
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 	"github.com/tablekit/tablekit/internal/reserved"
 
@@ -218,7 +219,7 @@ func (c *codec) addFields(t reflect.Type, parent []int) error {
 			f.annot = append([]byte{','}, f.prefix[:len(f.prefix)-2]...)
 			f.annot = append(f.annot, `@odata.type":"`+edm+`"`...)
 		}
-		f.nameSize = 8 + 2*keys.UTF16Len(name)
+		f.nameSize = 8 + 2*entitysize.UTF16Len(name)
 		c.byName[name] = len(c.fields)
 		c.fields = append(c.fields, f)
 	}
@@ -646,7 +647,7 @@ func (c *codec) appendExtra(b []byte, m reflect.Value, e *encoded, only *fieldMa
 			b, _ = appendString(b, name+"@odata.type")
 			b = append(b, `:"`+edm+`"`...)
 		}
-		e.size += 8 + 2*keys.UTF16Len(name) + size
+		e.size += 8 + 2*entitysize.UTF16Len(name) + size
 		e.props++
 	}
 	return b, nil

@@ -115,12 +115,12 @@
 //	                                                              rotation (ctx, at, v), secondaryindex,
 //	                                                              wideentity
 //	Upsert    Upsert(ctx, v[, mode]) (R, error)                   table, buckets, encryption
-//	Update    Update(ctx, v, etag[, mode]) (R, error)             table, encryption, indexentity,
-//	                                                              largeentity, secondaryindex,
-//	                                                              wideentity
-//	Delete    Delete(ctx, pk, rk, etag) error                     table, encryption, indexentity,
-//	                                                              largeentity, secondaryindex,
-//	                                                              wideentity
+//	Update    Update(ctx, v, etag[, mode]) (R, error)             table, buckets, encryption,
+//	                                                              indexentity, largeentity,
+//	                                                              secondaryindex, wideentity
+//	Delete    Delete(ctx, pk, rk, etag) error                     table, buckets, encryption,
+//	                                                              indexentity, largeentity,
+//	                                                              secondaryindex, wideentity
 //	Modify    Modify(ctx, pk, rk, fn[, opts]) (E, error)          table, encryption, largeentity,
 //	                                                              secondaryindex, wideentity
 //	...Op     InsertOp(v), UpsertOp(v[, mode]),                   table, buckets, encryption, logtail
@@ -552,7 +552,7 @@
 // which ClientOptions, NewServiceClient* and tabletest's Scratch* install;
 // add it to a client of your own with
 //
-//	opts.TracingProvider = table.TracingProvider()
+//	opts.TracingProvider = table.ClientOptions().TracingProvider
 //
 // Metrics (the meter provider's; the global one for this package's own
 // operations): tablekit.writes (by tablekit.operation and

@@ -8,8 +8,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/tablekit/tablekit/internal/invalid"
 	"github.com/tablekit/tablekit/internal/redact"
+	"github.com/tablekit/tablekit/internal/retrycore"
 	"github.com/tablekit/tablekit/keys"
-	"github.com/tablekit/tablekit/retry"
 )
 
 // ErrInvalid is the root of tablekit's validation errors: input refused
@@ -189,7 +189,7 @@ func wrap(op, table, pk, rk string, err error) error {
 // signatures are removed from transport errors.
 func newError(op, table, pk, rk string, err error) *Error {
 	e := &Error{Op: op, Table: table, PartitionKey: pk, RowKey: rk}
-	var oe *retry.OutcomeError
+	var oe *retrycore.OutcomeError
 	if errors.As(err, &oe) {
 		err, e.Unknown = oe.Err, true
 	}

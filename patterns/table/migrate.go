@@ -8,6 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/retrycore"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -165,7 +166,7 @@ func (ts *Types) upgradeOne(ctx context.Context, rows *Table[migrant], pk, rk st
 		case errors.Is(err, ErrNotFound):
 			return nil // deleted meanwhile: gone stays gone
 		case err != nil:
-			return retry.Stop(err)
+			return retrycore.Stop(err)
 		case !m.stale():
 			return nil
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/retrycore"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -202,7 +203,7 @@ func storedHistory(body []byte) ([]string, bool) {
 // error and a 500, 502 or 504 may have been applied, and so may a 412 or
 // 404 answering a conditional write, which one read settles; a 409 to an
 // insert is taken at face value (see the package documentation).
-func ambiguous(tr *retry.Trace, w write, err error) bool {
+func ambiguous(tr *retrycore.Trace, w write, err error) bool {
 	if tr.Tracked() {
 		return tr.Ambiguous()
 	}
@@ -211,7 +212,7 @@ func ambiguous(tr *retry.Trace, w write, err error) bool {
 		return true
 	}
 	switch {
-	case retry.MayHaveApplied(re.StatusCode):
+	case retrycore.MayHaveApplied(re.StatusCode):
 		return true
 	case re.StatusCode == http.StatusPreconditionFailed, re.StatusCode == http.StatusNotFound:
 		return w.kind != aztables.TransactionTypeAdd && w.verifiable()
@@ -222,7 +223,7 @@ func ambiguous(tr *retry.Trace, w write, err error) bool {
 // settle turns a failed single write into its reported outcome: a
 // definite failure, a verified success, or ErrOutcomeUnknown. werr is the
 // failure as an *Error.
-func settle(ctx context.Context, c *aztables.Client, tr *retry.Trace, w write, werr *Error) (Result, error) {
+func settle(ctx context.Context, c *aztables.Client, tr *retrycore.Trace, w write, werr *Error) (Result, error) {
 	if !ambiguous(tr, w, werr.Err) {
 		return Result{}, werr
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/internal/retrycore"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -460,7 +461,7 @@ func (t *Table[T]) write(ctx context.Context, op string, w write, e encoded, eta
 	if err := ctx.Err(); err != nil {
 		return Result{}, &Error{Op: op, Table: t.name, PartitionKey: w.pk, RowKey: w.rk, Err: err}
 	}
-	tctx, tr := retry.Track(ctx)
+	tctx, tr := retrycore.Track(ctx)
 	newETag, err := t.send(tctx, w.kind, e, etag)
 	if err != nil {
 		return settle(ctx, t.client, tr, w, newError(op, t.name, w.pk, w.rk, err))
@@ -651,7 +652,7 @@ func (t *Table[T]) Modify(ctx context.Context, partitionKey, rowKey string, fn f
 			mode = Replace
 		}
 		if err := fn(&cur); err != nil {
-			return retry.Stop(&Error{Op: "modify", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: err})
+			return retrycore.Stop(&Error{Op: "modify", Table: t.name, PartitionKey: partitionKey, RowKey: rowKey, Err: err})
 		}
 		if pk, rk, err := t.keysOf("modify", &cur); err != nil {
 			return err

@@ -3,7 +3,6 @@ package table
 import (
 	"log/slog"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/tablekit/tablekit/internal/obs"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -31,23 +30,6 @@ type Telemetry struct {
 
 // A *Telemetry converts to internal/obs's Config: the same fields.
 var _ = (*obs.Config)((*Telemetry)(nil))
-
-// TracingProvider returns the azcore tracing provider tablekit's clients
-// use (ClientOptions): OpenTelemetry through azotel, with every SDK call
-// made under a recording span (your own) recorded as child spans (the SDK
-// method's, then "HTTP GET" with the SDK's attributes), in that span's
-// tracer provider, their texts cut as the package documentation's
-// Observability section says (a URL names the table, queue or container,
-// without the entity's keys, a blob's name or the query string). Calls
-// made without a recording span record nothing. (tablekit's own operations trace their
-// requests whatever the client's options.) Add it to clients you build
-// yourself with
-//
-//	opts.TracingProvider = table.TracingProvider()
-//
-// or use azotel.NewTracingProvider(otel.GetTracerProvider(), nil), which
-// also traces SDK calls made outside any span.
-func TracingProvider() tracing.Provider { return obs.TracingProvider() }
 
 // The operations of this package that record telemetry, when traced (see
 // obs.Child).

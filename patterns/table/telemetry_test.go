@@ -59,7 +59,7 @@ func TestCoreOperationsTracedUnderASpan(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	r := testrig.New(t)
 	o := r.TableOptions()
-	o.TracingProvider = table.TracingProvider()
+	o.TracingProvider = table.ClientOptions().TracingProvider
 	c := r.Env.Table(o)
 	tb := testrig.NewTable[traced](t, c)
 
@@ -137,7 +137,7 @@ func TestUntracedCoreAllocatesNothingExtra(t *testing.T) {
 	testrig.Fast.ApplyTo(&plain.ClientOptions)
 	withTracing := &aztables.ClientOptions{}
 	testrig.Fast.ApplyTo(&withTracing.ClientOptions)
-	withTracing.TracingProvider = table.TracingProvider()
+	withTracing.TracingProvider = table.ClientOptions().TracingProvider
 	// The values are made outside the measured calls.
 	values := make([]traced, 2000)
 	for i := range values {

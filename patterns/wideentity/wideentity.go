@@ -14,6 +14,7 @@ import (
 	"github.com/tablekit/tablekit/internal/batchplan"
 
 	"github.com/tablekit/tablekit/internal/fieldmodel"
+	"github.com/tablekit/tablekit/internal/retrycore"
 
 	"github.com/tablekit/tablekit/internal/invalid"
 
@@ -153,7 +154,7 @@ type Entity[T any] struct {
 }
 
 // The row keys of logical entity rk: the header, then the parts, all
-// starting with rk escaped and joined by keys.Delimiter, so that no other
+// starting with rk escaped and joined by keys.Join's delimiter, so that no other
 // logical RowKey's rows share the range (see the package documentation).
 func headerKey(rk string) string { return keys.Join(rk, "h") }
 
@@ -654,7 +655,7 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 			return err
 		}
 		if err := fn(&e.Value); err != nil {
-			return retry.Stop(err)
+			return retrycore.Stop(err)
 		}
 		if k1, k2 := s.keys(&e.Value); k1 != pk || k2 != rk {
 			return fmt.Errorf("%w: modify (%q, %q): %w: fn changed the keys to (%q, %q)", ErrInvalid, pk, rk, table.ErrInvalidKey, k1, k2)

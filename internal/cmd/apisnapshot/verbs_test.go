@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -541,37 +542,52 @@ func wrap(entries []string, width int) []string {
 	return append(lines, line)
 }
 
-// docBlock returns the verb table of doc.go's text: from its header line
-// to the first line that is not a table line.
-func docBlock(text string) []string {
-	var block []string
-	for _, line := range strings.Split(text, "\n") {
-		if len(block) == 0 && !strings.HasPrefix(line, docHeader) {
-			continue
-		}
-		if !strings.HasPrefix(line, "//\t") {
-			break
-		}
-		block = append(block, line)
+// docBlock returns the lines of doc.go's text and where its verb table
+// is in them: from its header line to the first line that is not a table
+// line (start == end when there is none).
+func docBlock(text string) (lines []string, start, end int) {
+	lines = strings.Split(text, "\n")
+	start = slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, docHeader) })
+	if start < 0 {
+		return lines, 0, 0
 	}
-	return block
+	end = start
+	for end < len(lines) && strings.HasPrefix(lines[end], "//\t") {
+		end++
+	}
+	return lines, start, end
 }
 
+// update makes TestVerbTable write the table it wants into doc.go (make
+// api runs it so).
+var update = flag.Bool("update", false, "write the verb table into "+docFile)
+
 // TestVerbTable fails when the verb table in patterns/table's doc is not
-// the one the rows and the code give, and prints the one wanted.
+// the one the rows and the code give, and prints the one wanted; with
+// -update it writes that one into the doc instead.
 func TestVerbTable(t *testing.T) {
 	mod := api(t)
-	data, err := os.ReadFile(filepath.Join(mod.Dir, docFile))
+	path := filepath.Join(mod.Dir, docFile)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, wanted := docBlock(string(data)), verbTable(mod)
-	if len(got) == 0 {
+	lines, start, end := docBlock(string(data))
+	if start == end {
 		t.Fatalf("%s has no verb table (a line starting %q)", docFile, docHeader)
 	}
-	if !slices.Equal(got, wanted) {
-		t.Errorf("the verb table in %s differs from the rows and the code; want:\n%s", docFile, strings.Join(wanted, "\n"))
+	wanted := verbTable(mod)
+	if slices.Equal(lines[start:end], wanted) {
+		return
 	}
+	if *update {
+		lines = slices.Concat(lines[:start], wanted, lines[end:])
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("the verb table in %s differs from the rows and the code (make api writes it); want:\n%s", docFile, strings.Join(wanted, "\n"))
 }
 
 // The kinds' tests.
