@@ -110,7 +110,7 @@ func statusOf(resp *http.Response) int {
 // create-only write it proves the earlier attempt had not been applied;
 // for others, such as a queue message, the earlier attempt may have been
 // applied too: that is the caller's at-least-once), anything else is a
-// retrycore.OutcomeError (ErrOutcomeUnknown) around the final answer.
+// an error matching ErrOutcomeUnknown around the final answer.
 func final(ambiguous bool, resp *http.Response, err error) (*http.Response, error) {
 	err = redact.Error(err)
 	switch {

@@ -80,8 +80,8 @@ func run(ctx context.Context, out io.Writer) error {
 	defer cancel()
 	say := func(format string, args ...any) { fmt.Fprintf(out, "   "+format+"\n", args...) }
 	step := func(title string) { fmt.Fprintf(out, "\n%s\n", title) }
-	where := "the account in " + tabletest.ConnectionStringEnv
-	if os.Getenv(tabletest.ConnectionStringEnv) == "" {
+	where := "the account in AZURE_STORAGE_CONNECTION_STRING"
+	if os.Getenv("AZURE_STORAGE_CONNECTION_STRING") == "" {
 		where = "a local Azurite emulator (in memory, free loopback ports)"
 	}
 	fmt.Fprintln(out, "directory: the design guide's employee directory, its patterns combined in one program")

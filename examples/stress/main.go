@@ -204,8 +204,8 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	where := "the account in " + tabletest.ConnectionStringEnv
-	emulator := os.Getenv(tabletest.ConnectionStringEnv) == ""
+	where := "the account in AZURE_STORAGE_CONNECTION_STRING"
+	emulator := os.Getenv("AZURE_STORAGE_CONNECTION_STRING") == ""
 	if emulator {
 		where = "a local Azurite emulator (its numbers measure this machine, not a partition server)"
 	}

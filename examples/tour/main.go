@@ -71,6 +71,7 @@ var steps = []step{
 	{"Client-side encryption: an encrypted Email, found by its blind index", (*tour).encryptedEmail},
 	{"Shared access signature: read-only, one partition", (*tour).sas},
 	{"Cosmos DB Table API: the same code under its service profile", (*tour).cosmos},
+	{"Back up, restore and move: export to blobs, import, verify, copy into Cosmos DB's limits", (*tour).backup},
 	{"Bad input is stopped before the network", (*tour).validation},
 }
 
@@ -78,8 +79,8 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	where := "the account in " + tabletest.ConnectionStringEnv
-	if os.Getenv(tabletest.ConnectionStringEnv) == "" {
+	where := "the account in AZURE_STORAGE_CONNECTION_STRING"
+	if os.Getenv("AZURE_STORAGE_CONNECTION_STRING") == "" {
 		where = "a local Azurite emulator (in memory, free loopback ports)"
 	}
 	fmt.Println("tablekit tour: the Azure Table design guide, pattern by pattern")

@@ -24,6 +24,7 @@ import (
 	blobsas "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	queuesas "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/hostile"
 	"github.com/tablekit/tablekit/internal/testrig"
@@ -38,7 +39,6 @@ import (
 	"github.com/tablekit/tablekit/patterns/rotation"
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
 	"github.com/tablekit/tablekit/patterns/table"
-	"github.com/tablekit/tablekit/patterns/tabletest"
 	"github.com/tablekit/tablekit/patterns/wideentity"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -199,7 +199,7 @@ func (s *leakRig) serviceSAS(t *testing.T) *aztables.ServiceClient {
 // queueSAS returns a client of q's queue authorised by a queue SAS.
 func (s *leakRig) queueSAS(t *testing.T, q *azqueue.QueueClient) *azqueue.QueueClient {
 	t.Helper()
-	cred, err := azqueue.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := azqueue.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func (s *leakRig) queueSAS(t *testing.T, q *azqueue.QueueClient) *azqueue.QueueC
 // container SAS.
 func (s *leakRig) containerSAS(t *testing.T, c *container.Client) *container.Client {
 	t.Helper()
-	cred, err := azblob.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := azblob.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/tablekit/tablekit/internal/cosmosim"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
@@ -63,7 +64,7 @@ func Cosmos() bool { return os.Getenv(ProfileEnv) == "cosmos" || accountIsCosmos
 // accountIsCosmos reports whether AZURE_STORAGE_CONNECTION_STRING names a
 // Cosmos DB Table API account.
 func accountIsCosmos() bool {
-	cs := os.Getenv(tabletest.ConnectionStringEnv)
+	cs := os.Getenv(emulator.ConnectionStringEnv)
 	if cs == "" {
 		return false
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/patterns/bloblog"
-	"github.com/tablekit/tablekit/patterns/tabletest"
 )
 
 // lines returns n bytes of log lines at t (whole lines, each of width w).
@@ -139,7 +139,7 @@ func containerName(c *container.Client) string {
 // with the SAS's signature and the transport the client sends through.
 func sasContainer(t *testing.T, serviceURL, name string) (*container.Client, string, *faults.Transport) {
 	t.Helper()
-	cred, err := azblob.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := azblob.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestSASSignatureNeverInErrors(t *testing.T) {
 	for _, mode := range []string{"refused connection", "error status", "transport errors after a create"} {
 		serviceURL := strings.TrimSuffix(f.c.URL(), "/"+name)
 		if mode == "refused connection" {
-			serviceURL = "http://127.0.0.1:1/" + tabletest.DevAccount // nothing listens on port 1
+			serviceURL = "http://127.0.0.1:1/" + emulator.DevAccount // nothing listens on port 1
 		}
 		c, sig, ft := sasContainer(t, serviceURL, name)
 		leaks := func(s string) bool { return strings.Contains(s, sig) || strings.Contains(s, url.QueryEscape(sig)) }

@@ -37,7 +37,7 @@ const defaultBuckets = 8
 // round, an Upsert with earlier counts, a value the table package refuses
 // to write, invalid keys (which also match [table.ErrInvalidKey]): an
 // empty logical PartitionKey, one whose bucket partitions would be too
-// long, a RowKey the service refuses, keys under [reserved.Prefix].
+// long, a RowKey the service refuses, keys under "~tk~".
 // It matches [table.ErrInvalid].
 var ErrInvalid = invalid.New("buckets: invalid request")
 
@@ -188,7 +188,7 @@ func (s *Spread[T]) checkPK(pk string) error {
 	return notReserved("PartitionKey", pk)
 }
 
-// notReserved refuses a key under reserved.Prefix, as the table
+// notReserved refuses a key under "~tk~", as the table
 // package refuses it for application entities.
 func notReserved(what, k string) error {
 	if strings.HasPrefix(k, reserved.Prefix) {

@@ -107,10 +107,10 @@
 // Range and Get read only the bucket partitions of the logical partition
 // asked for (keys.Join escapes it, so no other logical partition's buckets
 // are among them) and yield what they hold as T, through the table
-// package (rows under [reserved.Prefix] skipped). A writer with a SAS
+// package (rows under "~tk~" skipped). A writer with a SAS
 // scoped to some bucket partitions can add, change or delete entities in
 // those, which Range then yields; it cannot reach other partitions. Invalid
-// keys, keys under reserved.Prefix, and logical PartitionKeys whose
+// keys, keys under "~tk~", and logical PartitionKeys whose
 // bucket partitions would be too long, are ErrInvalid and
 // [table.ErrInvalidKey], before the network. Every error found before the
 // network matches ErrInvalid and [table.ErrInvalid].

@@ -103,7 +103,7 @@ func (s *Series[V]) Get(ctx context.Context, partitionKey, rowKey string) (_ tab
 		return out, nil
 	}
 	if err != nil {
-		return table.Entity[map[string]V]{}, invalid.Mark(ErrInvalid, err)
+		return table.Entity[map[string]V]{}, refusal(err)
 	}
 	out.ETag = d.ETag
 	for _, name := range s.slots {
@@ -157,12 +157,33 @@ func isFloat[V Value]() bool {
 func (s *Series[V]) Set(ctx context.Context, partitionKey, rowKey, slot string, v V) (res table.Result, err error) {
 	ctx, sp := s.obs.Start(ctx, opSet, s.tbl.Name(), partitionKey)
 	defer func() { sp.EndWrite(err, res.Verified) }()
-	if !s.has[slot] {
-		return table.Result{}, fmt.Errorf("%w: no slot %q", ErrInvalid, slot)
+	d, err := s.setRow(partitionKey, rowKey, slot, v)
+	if err != nil {
+		return table.Result{}, err
 	}
-	d := table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: map[string]any{slot: store(v)}}
 	res, err = s.tbl.Upsert(ctx, d, table.Fields(slot))
-	return res, invalid.Mark(ErrInvalid, err)
+	return res, refusal(err)
+}
+
+// SetOps is Set as a [table.Change], to join a composed write (see
+// "Composing patterns" in package table): the merge of one slot, which
+// creates the series if needed. Nothing is sent (ctx is for the shape
+// every ...Ops shares). A slot the series does not have, or invalid keys,
+// are ErrInvalid.
+func (s *Series[V]) SetOps(ctx context.Context, partitionKey, rowKey, slot string, v V) (table.Change, error) {
+	d, err := s.setRow(partitionKey, rowKey, slot, v)
+	if err != nil {
+		return table.Change{}, err
+	}
+	return s.change(s.tbl.UpsertOp(d, table.Fields(slot)))
+}
+
+// setRow is the row of a Set: slot alone.
+func (s *Series[V]) setRow(pk, rk, slot string, v V) (table.Dynamic, error) {
+	if !s.has[slot] {
+		return table.Dynamic{}, fmt.Errorf("%w: no slot %q", ErrInvalid, slot)
+	}
+	return table.Dynamic{PartitionKey: pk, RowKey: rk, Properties: map[string]any{slot: store(v)}}, nil
 }
 
 // SetAll replaces every slot at once (slots missing from values become
@@ -178,25 +199,87 @@ func (s *Series[V]) Set(ctx context.Context, partitionKey, rowKey, slot string, 
 func (s *Series[V]) SetAll(ctx context.Context, partitionKey, rowKey string, values map[string]V, etag azcore.ETag) (res table.Result, err error) {
 	ctx, sp := s.obs.Start(ctx, opSetAll, s.tbl.Name(), partitionKey)
 	defer func() { sp.EndWrite(err, res.Verified) }()
-	for name := range values {
-		if !s.has[name] {
-			return table.Result{}, fmt.Errorf("%w: no slot %q", ErrInvalid, name)
-		}
+	d, err := s.setAllRow(partitionKey, rowKey, values, etag)
+	if err != nil {
+		return table.Result{}, err
 	}
-	if etag == "" {
-		return table.Result{}, fmt.Errorf("%w: SetAll: %w", ErrInvalid, table.ErrNoETag)
-	}
-	props := map[string]any{}
-	for _, name := range s.slots {
-		props[name] = store(values[name])
-	}
-	d := table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: props}
 	if etag == azcore.ETagAny {
 		res, err = s.tbl.Upsert(ctx, d, table.Replace)
 	} else {
 		res, err = s.tbl.Update(ctx, d, etag, table.Replace)
 	}
-	return res, invalid.Mark(ErrInvalid, err)
+	return res, refusal(err)
+}
+
+// SetAllOps is SetAll as a [table.Change] (see SetOps): the replace of
+// the whole series conditioned on etag, or its upsert with
+// azcore.ETagAny. Nothing is sent. An empty etag is ErrInvalid and
+// [table.ErrNoETag].
+func (s *Series[V]) SetAllOps(ctx context.Context, partitionKey, rowKey string, values map[string]V, etag azcore.ETag) (table.Change, error) {
+	d, err := s.setAllRow(partitionKey, rowKey, values, etag)
+	if err != nil {
+		return table.Change{}, err
+	}
+	if etag == azcore.ETagAny {
+		return s.change(s.tbl.UpsertOp(d, table.Replace))
+	}
+	return s.change(s.tbl.UpdateOp(d, etag, table.Replace))
+}
+
+// setAllRow is the row of a SetAll: every slot.
+func (s *Series[V]) setAllRow(pk, rk string, values map[string]V, etag azcore.ETag) (table.Dynamic, error) {
+	for name := range values {
+		if !s.has[name] {
+			return table.Dynamic{}, fmt.Errorf("%w: no slot %q", ErrInvalid, name)
+		}
+	}
+	if etag == "" {
+		return table.Dynamic{}, fmt.Errorf("%w: SetAll: %w", ErrInvalid, table.ErrNoETag)
+	}
+	props := map[string]any{}
+	for _, name := range s.slots {
+		props[name] = store(values[name])
+	}
+	return table.Dynamic{PartitionKey: pk, RowKey: rk, Properties: props}, nil
+}
+
+// Delete removes the whole series (its one entity) if its ETag is etag
+// (that of a Get; ErrPreconditionFailed otherwise), or whatever version is
+// stored with azcore.ETagAny: one round trip. [table.ErrNotFound] when it
+// was never written or is already deleted (a Get then reads all zeros).
+// An empty etag is ErrInvalid and [table.ErrNoETag], nothing sent. As with
+// table.Delete, a delete whose response was lost leaves nothing to read:
+// its error is then [table.ErrOutcomeUnknown], which also matches
+// ErrNotFound.
+func (s *Series[V]) Delete(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) (err error) {
+	ctx, sp := s.obs.Start(ctx, opDelete, s.tbl.Name(), partitionKey)
+	defer func() { sp.EndWrite(err, false) }()
+	if etag == "" {
+		return fmt.Errorf("%w: Delete: %w", ErrInvalid, table.ErrNoETag)
+	}
+	return refusal(s.tbl.Delete(ctx, partitionKey, rowKey, etag))
+}
+
+// DeleteOps is Delete as a [table.Change] (see SetOps): the delete of the
+// series conditioned on etag (azcore.ETagAny: any version). Nothing is
+// sent. An empty etag is ErrInvalid and [table.ErrNoETag].
+func (s *Series[V]) DeleteOps(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) (table.Change, error) {
+	if etag == "" {
+		return table.Change{}, fmt.Errorf("%w: DeleteOps: %w", ErrInvalid, table.ErrNoETag)
+	}
+	return s.change(s.tbl.DeleteOp(partitionKey, rowKey, etag))
+}
+
+// change is a Change of ops, the series' writes (one entity), or the
+// error of the first that has one (keys, limits: found before the
+// network) as ErrInvalid.
+func (s *Series[V]) change(ops ...table.Op) (table.Change, error) {
+	for _, op := range ops {
+		if err := op.Err(); err != nil {
+			return table.Change{}, refusal(err)
+		}
+	}
+	return table.Change{By: "dataseries " + s.tbl.Name(), Ops: ops}, nil
 }
 
 // Add adds delta to one slot and returns the slot's new value in the
@@ -220,14 +303,8 @@ func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, 
 		var newV V
 		var refused error // fn's own error, which ends Modify
 		e, err := s.tbl.Modify(ctx, partitionKey, rowKey, func(d *table.Dynamic) error {
-			cur, err := valueOf[V](d.Properties[slot])
-			if err != nil {
-				refused = fmt.Errorf("dataseries: slot %s of (%q, %q): %w", slot, partitionKey, rowKey, err)
-				return refused
-			}
-			newV = cur + delta
-			if !isFloat[V]() && (delta > 0 && newV < cur || delta < 0 && newV > cur) {
-				refused = fmt.Errorf("%w: adding %v to %v overflows int64", ErrInvalid, delta, cur)
+			newV, refused = added(d, slot, delta)
+			if refused != nil {
 				return refused
 			}
 			d.Properties = map[string]any{slot: store(newV)}
@@ -240,7 +317,7 @@ func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, 
 			return table.Entity[V]{}, refused
 		}
 		if !errors.Is(err, table.ErrNotFound) || created {
-			return table.Entity[V]{}, invalid.Mark(ErrInvalid, err)
+			return table.Entity[V]{}, refusal(err)
 		}
 		// The first write of the series: create it empty, then add. The
 		// insert starts the entity's write history, which settles later
@@ -253,6 +330,63 @@ func (s *Series[V]) Add(ctx context.Context, partitionKey, rowKey, slot string, 
 			return table.Entity[V]{}, err
 		}
 	}
+}
+
+// AddOps is Add as a [table.Change] (see SetOps): it reads the series (1
+// round trip) and returns the merge of the slot's new value (the value
+// read plus delta) conditioned on the ETag read, or, for a series never
+// written, its insert holding delta in that slot. Applied later, a write
+// of the series in between fails the transaction
+// ([table.ErrPreconditionFailed], or [table.ErrAlreadyExists] when another
+// writer created it): make the change again. A lost response is settled
+// as for any conditional write (never applied twice). A slot the series
+// does not have is ErrInvalid, nothing sent; a stored value the series
+// cannot hold, or a sum that overflows int64 (also ErrInvalid), is an
+// error after the read.
+func (s *Series[V]) AddOps(ctx context.Context, partitionKey, rowKey, slot string, delta V) (_ table.Change, err error) {
+	ctx, sp := s.obs.Start(ctx, opAddOps, s.tbl.Name(), partitionKey)
+	defer func() { sp.End(err) }()
+	if !s.has[slot] {
+		return table.Change{}, fmt.Errorf("%w: no slot %q", ErrInvalid, slot)
+	}
+	got, err := s.tbl.Get(ctx, partitionKey, rowKey, nil)
+	if errors.Is(err, table.ErrNotFound) {
+		return s.change(s.tbl.InsertOp(table.Dynamic{PartitionKey: partitionKey, RowKey: rowKey, Properties: map[string]any{slot: store(delta)}}))
+	}
+	if err != nil {
+		return table.Change{}, refusal(err)
+	}
+	d := got.Value // with its Meta: the version read, whose write history settles a lost response
+	v, err := added(&d, slot, delta)
+	if err != nil {
+		return table.Change{}, err
+	}
+	d.Properties = map[string]any{slot: store(v)}
+	return s.change(s.tbl.UpdateOp(d, d.ETag, table.Fields(slot)))
+}
+
+// added returns the value of slot in d plus delta, or why it cannot be
+// added: a stored value the series cannot hold, an int64 overflow.
+func added[V Value](d *table.Dynamic, slot string, delta V) (V, error) {
+	cur, err := valueOf[V](d.Properties[slot])
+	if err != nil {
+		return 0, fmt.Errorf("dataseries: slot %s of (%q, %q): %w", slot, d.PartitionKey, d.RowKey, err)
+	}
+	v := cur + delta
+	if !isFloat[V]() && (delta > 0 && v < cur || delta < 0 && v > cur) {
+		return 0, fmt.Errorf("%w: adding %v to %v overflows int64", ErrInvalid, delta, cur)
+	}
+	return v, nil
+}
+
+// refusal is err, the core's error of a request to the series, as this
+// package's: a validation error (found before the network: keys, limits)
+// also matches ErrInvalid and names this package; others are as they are.
+func refusal(err error) error {
+	if err == nil || !errors.Is(err, table.ErrInvalid) || errors.Is(err, ErrInvalid) {
+		return err
+	}
+	return fmt.Errorf("dataseries: %w", invalid.Mark(ErrInvalid, err))
 }
 
 // store is the property value of v: int64 for whole-number series,
@@ -269,5 +403,7 @@ var (
 	opSet    = obs.Write("dataseries.Set")
 	opSetAll = obs.Write("dataseries.SetAll")
 	opAdd    = obs.Write("dataseries.Add")
+	opDelete = obs.Write("dataseries.Delete")
 	opGet    = obs.Read("dataseries.Get")
+	opAddOps = obs.Read("dataseries.AddOps") // a read; the change is sent by Apply
 )

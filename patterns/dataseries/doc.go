@@ -23,7 +23,28 @@
 // [Series.Get] returns the series as a [table.Entity] whose Value maps
 // every slot to its value: the keys, the ETag and the slots, the core's
 // read envelope. [Series.Set] and [Series.SetAll] return the core's
-// [table.Result].
+// [table.Result]; [Series.Delete] removes the whole series (its one
+// entity), conditioned on the ETag of a Get.
+//
+// # Composing writes
+//
+// A series is one entity, so each of its writes can join a transaction of
+// other patterns' writes in its partition (see "Composing patterns" in
+// package table): SetOps, SetAllOps, AddOps and DeleteOps return the write
+// as a [table.Change] for a Table's Apply (or eventual's Queue.Apply),
+// which sends it with the others all or none. The guide's message counts,
+// say: a message's insert and its hour's Add in one transaction, so the
+// count never misses or doubles a message:
+//
+//	add, err := counts.AddOps(ctx, "user42", "2024-07-31", "H18", 1) // reads the series
+//	msg := table.Change{By: "messages", Ops: []table.Op{messages.InsertOp(m)}}
+//	_, err = messages.Apply(ctx, msg, add)
+//
+// SetOps, SetAllOps and DeleteOps send nothing; AddOps reads the series
+// and conditions its merge on the ETag read (its insert, for a series
+// never written), so a write of the series before the Apply fails the
+// transaction with ErrPreconditionFailed (ErrAlreadyExists when another
+// writer created it) and nothing of it applies: make the change again.
 //
 // # Consistency
 //
@@ -34,7 +55,9 @@
 // (table.Modify): concurrent Adds to the same or different slots lose no
 // update, and a lost response is settled by reading the entity's write
 // history, so an Add is never applied twice (ErrOutcomeUnknown when it
-// cannot be settled). SetAll replaces the whole series, conditioned on
+// cannot be settled). Delete removes the series if its ETag still
+// matches (or whatever is stored, with azcore.ETagAny); a Get then reads
+// it as never written. SetAll replaces the whole series, conditioned on
 // the ETag of a Get, or unconditionally with azcore.ETagAny (the only way
 // to write a series that has no ETag yet); an empty ETag is refused
 // ([table.ErrNoETag]).
@@ -46,6 +69,9 @@
 //	SetAll    1
 //	Add       2 (read + conditional merge), +2 per conflict; +2 the
 //	          first time (the series is created empty)
+//	Delete    1
+//	AddOps    1 (a read); SetOps, SetAllOps, DeleteOps 0: the change
+//	          travels in its Apply's one transaction
 //
 // # Cosmos DB
 //

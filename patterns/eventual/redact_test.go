@@ -23,18 +23,18 @@ import (
 	blobsas "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	queuesas "github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
-	"github.com/tablekit/tablekit/patterns/tabletest"
 )
 
 // sasQueue returns a SAS URL for queue q (http allowed, for the emulator)
 // and its signature.
 func sasQueue(t *testing.T, q *azqueue.QueueClient) (string, string) {
 	t.Helper()
-	cred, err := azqueue.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := azqueue.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func sasQueue(t *testing.T, q *azqueue.QueueClient) (string, string) {
 // sasContainer returns a SAS URL for container c and its signature.
 func sasContainer(t *testing.T, c *container.Client) (string, string) {
 	t.Helper()
-	cred, err := azblob.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := azblob.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,17 +13,34 @@
 //
 // An Index is declared over the [table.Table] that stores the entities as
 // they are (a *table.Table[T]: their keys are T's, or the table's
-// WithKeys), with a name and the indexed value as a function of T, both
-// required and so parameters of New; nil Options is the same-partition
-// store. Its writes, Insert, Update and Delete, change an entity and keep
-// the lists; FindIDs returns the ids of a value, Find the entities (each a
-// [table.Entity], with its ETag), read in parallel in the list's order.
+// Options.Keys), with a name and the indexed value as a function of T (a
+// string, a whole number or a bool, as T holds it), both required and so
+// parameters of New; nil Options is the same-partition store. Its writes,
+// Insert, Update and Delete, change an entity and keep the lists; FindIDs
+// returns the ids of a value, Find the entities (each a [table.Entity],
+// with its ETag), read in parallel in the list's order. A lookup's value
+// has the value function's type (an int32 field's index is looked up with
+// an int32): another type is ErrInvalid, naming the index and the type
+// wanted, with nothing sent.
 //
 //	byName, err := indexentity.New(employees, "LastName", func(e *Employee) string { return e.LastName }, nil)
 //	_, err = byName.Insert(ctx, Employee{Department: "Sales", ID: "000223", LastName: "Jones"})
 //	for e, err := range byName.Find(ctx, "Sales", "Jones") {
 //		...
 //	}
+//
+// # Composing writes
+//
+// InsertOps, UpdateOps and DeleteOps return a write as a [table.Change],
+// to join other patterns' writes of the entity's partition in one
+// transaction (see "Composing patterns" in package table). They read what
+// the write reads (the same-partition store: the lists; Update and Delete:
+// the entity) and condition each op on the version read; the change is
+// sent by a Table's Apply, all or none, and a write in between fails the
+// transaction with nothing applied (its error says a list changed): make
+// the change again, as the writes' ETag loops do. An eventual store's
+// change carries its intent: apply it with eventual's Queue.Apply on the
+// Index's Options.Queue, whose worker runs Handler.
 //
 // # When each store fits
 //
@@ -193,11 +210,16 @@
 //	  Delete                          3 (entity read, index read, transaction)
 //	  FindIDs                         1 (a point read of the index entity)
 //	  Find                            1 + 1 per id (point reads, Concurrency at a time)
+//	  InsertOps, UpdateOps,           the reads of the write (1; 1, or 2 renamed;
+//	    DeleteOps                     2); the change travels in its Apply's
+//	                                  transaction
 //	another partition or a blob
 //	  Insert                          3 (eventual.Queue.Commit: reserve, transaction, release)
 //	  Update, renamed                 4 (entity read + Commit)
 //	  Update, value unchanged         2 (entity read + replace; no intent)
 //	  Delete                          4 (entity read + Commit)
+//	  InsertOps                       0; UpdateOps, DeleteOps 1 (the entity's read):
+//	                                  Queue.Apply commits the change
 //	  FindIDs                         1 (index entity read or blob download)
 //	  Find                            1 + 1 per id
 //	  worker, per intent              2 entity reads + 1 list read per value named

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
+	"strconv"
 
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
@@ -127,7 +129,8 @@ type Index[T any] struct {
 	kind  eventual.Kind[change]
 	store store
 	name  string
-	value func(*T) string
+	value func(*T) string           // the indexed value, as its lists key it (keyOf)
+	key   func(any) (string, error) // a lookup's value, checked and keyed
 	retry retry.Policy
 	conc  int
 	obs   *obs.Obs
@@ -158,16 +161,24 @@ type Result struct {
 // New returns an Index over the entities of tbl, which stores them as they
 // are (the Index keeps its lists beside them): name names the index, for
 // its keys, blobs and intents ("LastName"), and value returns the indexed
-// value of an entity (e.LastName). Both are required, so they are
-// parameters. A nil opts means defaults: the same-partition store. It
-// sends nothing.
+// value of an entity (e.LastName), a string, a whole number or a bool as T
+// holds it (V: a string field's type, or int32 for an int32 field). Both
+// are required, so they are parameters. A nil opts means defaults: the
+// same-partition store. It sends nothing.
+//
+// A value is keyed as its text: a string as it is, a number in decimal, a
+// bool as "true" or "false" (so an index of strings and one of the same
+// values as numbers keep the same lists). Find and FindIDs take a value of
+// type V.
 //
 // name is 1 to 48 ASCII letters, digits, '_' or '-' (so that the intents'
 // kind name, "indexentity:" + table name + ":" + name, fits eventual's 128
 // characters); keep it fixed: another name is another index. value must
 // depend only on the entity's stored properties, be deterministic, and be
 // safe for concurrent use.
-func New[T any](tbl *table.Table[T], name string, value func(*T) string, opts *Options) (*Index[T], error) {
+func New[T any, V interface {
+	~string | ~bool | ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64
+}](tbl *table.Table[T], name string, value func(*T) V, opts *Options) (*Index[T], error) {
 	if tbl == nil || value == nil {
 		return nil, fmt.Errorf("%w: a table and a value function are required", ErrInvalid)
 	}
@@ -177,7 +188,15 @@ func New[T any](tbl *table.Table[T], name string, value func(*T) string, opts *O
 	if opts == nil {
 		opts = &Options{}
 	}
-	x := &Index[T]{tbl: tbl, blobs: opts.Blobs, q: opts.Queue, name: name, value: value, retry: DefaultRetry, conc: opts.Concurrency, maxBlob: MaxBlobSize, obs: obs.New((*obs.Config)(opts.Telemetry))}
+	x := &Index[T]{tbl: tbl, blobs: opts.Blobs, q: opts.Queue, name: name, retry: DefaultRetry, conc: opts.Concurrency, maxBlob: MaxBlobSize, obs: obs.New((*obs.Config)(opts.Telemetry))}
+	x.value = func(v *T) string { return keyOf(value(v)) }
+	x.key = func(v any) (string, error) {
+		w, ok := v.(V)
+		if !ok {
+			return "", fmt.Errorf("%w: index %s: a lookup's value is %T (%.40v), want %v, the type of the indexed value", ErrInvalid, name, v, v, reflect.TypeFor[V]())
+		}
+		return keyOf(w), nil
+	}
 	if opts.Retry != nil {
 		x.retry = *opts.Retry
 	}
@@ -215,6 +234,20 @@ func New[T any](tbl *table.Table[T], name string, value func(*T) string, opts *O
 		x.kind = eventual.NewKind[change]("indexentity:" + tbl.Name() + ":" + name)
 	}
 	return x, nil
+}
+
+// keyOf is v as the lists key it: its text (a number in decimal).
+func keyOf[V any](v V) string {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.String:
+		return rv.String()
+	case reflect.Bool:
+		return strconv.FormatBool(rv.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(rv.Int(), 10)
+	}
+	return strconv.FormatUint(rv.Uint(), 10) // New's constraint leaves the unsigned kinds
 }
 
 // validName checks an index name: it goes into keys, blob names and kind
@@ -384,8 +417,9 @@ func (x *Index[T]) listOp(l list, value string) (op table.Op, ok bool, err error
 	return op, true, op.Err()
 }
 
-// FindIDs returns the ids of the entities whose value is value, in a
-// stable order (sorted by their keys as the list stores them): 1 round
+// FindIDs returns the ids of the entities whose value is value (of the
+// type the value function returns: ErrInvalid, naming the type wanted,
+// for another, nothing sent), in a stable order (sorted by their keys as the list stores them): 1 round
 // trip (a point read of the index entity, or a blob download). The
 // same-partition store keeps one list per partition, so partitionKey is
 // required there; the eventual stores keep one list per value across the
@@ -398,9 +432,18 @@ func (x *Index[T]) listOp(l list, value string) (op table.Op, ok bool, err error
 // miss recent ones. Find checks each entity it reads. A list holding
 // anything but ids this Index writes is ErrCorrupt (see the package
 // documentation's Trust).
-func (x *Index[T]) FindIDs(ctx context.Context, partitionKey, value string) (_ []ID, err error) {
+func (x *Index[T]) FindIDs(ctx context.Context, partitionKey string, value any) (_ []ID, err error) {
 	ctx, sp := x.obs.Start(ctx, opFindIDs, x.tbl.Name(), partitionKey)
 	defer func() { sp.End(err) }()
+	key, err := x.key(value)
+	if err != nil {
+		return nil, err
+	}
+	return x.findIDs(ctx, partitionKey, key)
+}
+
+// findIDs is FindIDs of a value as the lists key it, without its span.
+func (x *Index[T]) findIDs(ctx context.Context, partitionKey, value string) (_ []ID, err error) {
 	var ids []string
 	if partitionKey != "" {
 		if err := checkKeys(partitionKey, ""); err != nil {
@@ -442,23 +485,28 @@ func (x *Index[T]) FindIDs(ctx context.Context, partitionKey, value string) (_ [
 	return out, nil
 }
 
-// Find returns the entities whose value is value: FindIDs, then a point
+// Find returns the entities whose value is value (of the type the value
+// function returns, as for FindIDs): FindIDs, then a point
 // read of each id, at most Options.Concurrency at a time, yielded in
 // FindIDs's order, each with the ETag read. Each entity yielded had the
 // value when it was read: ids whose entity is gone, or has another value
 // now (an eventual store's lag, or a write between the lookup and the
 // read), are left out. A failed read ends the sequence with its error. 1
 // round trip plus 1 per id.
-func (x *Index[T]) Find(ctx context.Context, partitionKey, value string) iter.Seq2[table.Entity[T], error] {
+func (x *Index[T]) Find(ctx context.Context, partitionKey string, value any) iter.Seq2[table.Entity[T], error] {
 	return obs.Seq2(x.obs, ctx, opFind, x.tbl.Name(), partitionKey, func(ctx context.Context) iter.Seq2[table.Entity[T], error] {
 		return x.find(ctx, partitionKey, value)
 	})
 }
 
 // find is Find, without its span.
-func (x *Index[T]) find(ctx context.Context, partitionKey, value string) iter.Seq2[table.Entity[T], error] {
+func (x *Index[T]) find(ctx context.Context, partitionKey string, v any) iter.Seq2[table.Entity[T], error] {
 	return func(yield func(table.Entity[T], error) bool) {
-		ids, err := x.FindIDs(ctx, partitionKey, value)
+		value, err := x.key(v)
+		var ids []ID
+		if err == nil {
+			ids, err = x.findIDs(ctx, partitionKey, value)
+		}
 		if err != nil {
 			yield(table.Entity[T]{}, err)
 			return
@@ -493,11 +541,16 @@ func (x *Index[T]) find(ctx context.Context, partitionKey, value string) iter.Se
 
 // The operations of this package, for telemetry.
 var (
-	opInsert  = obs.Write("indexentity.Insert")
-	opUpdate  = obs.Write("indexentity.Update")
-	opDelete  = obs.Write("indexentity.Delete")
-	opFindIDs = obs.Read("indexentity.FindIDs")
-	opFind    = obs.Read("indexentity.Find")
+	opInsert = obs.Write("indexentity.Insert")
+	opUpdate = obs.Write("indexentity.Update")
+	opDelete = obs.Write("indexentity.Delete")
+
+	// The ops forms read; the change is sent by Apply.
+	opInsertOps = obs.Read("indexentity.InsertOps")
+	opUpdateOps = obs.Read("indexentity.UpdateOps")
+	opDeleteOps = obs.Read("indexentity.DeleteOps")
+	opFindIDs   = obs.Read("indexentity.FindIDs")
+	opFind      = obs.Read("indexentity.Find")
 )
 
 // partitionOf is v's PartitionKey in tbl, for a span ("" when tbl cannot

@@ -116,7 +116,7 @@ func TestValidation(t *testing.T) {
 	q := &eventual.Queue{}
 	news := map[string]error{
 		"no table":      second(indexentity.New[Employee](nil, "LastName", lastName, nil)),
-		"no value":      second(indexentity.New(f.employees, "LastName", nil, nil)),
+		"no value":      second(indexentity.New[Employee, string](f.employees, "LastName", nil, nil)),
 		"no name":       second(indexentity.New(f.employees, "", lastName, nil)),
 		"name with !":   second(indexentity.New(f.employees, "Last!Name", lastName, nil)),
 		"name too long": second(indexentity.New(f.employees, strings.Repeat("n", 49), lastName, nil)),
@@ -381,4 +381,67 @@ func TestFindDropsWhatChanged(t *testing.T) {
 	if got, err := find(ctx, f.idx, "Sales", "Jones"); err == nil {
 		t.Fatalf("Find with a read failing: %+v, want its error", got)
 	}
+}
+
+// Find and FindIDs take the indexed value as T holds it (rule 2 of the
+// verb table): an int32 field's index is looked up with an int32, a
+// string field's with a string; a value of another type is ErrInvalid
+// naming the index and the type wanted, nothing sent. Numbers are keyed
+// in decimal: an index of strings holding the same text keeps the same
+// lists.
+func TestFindTakesTheValueAsTHoldsIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	byAge, err := indexentity.New(f.employees, "Age", func(e *Employee) int32 { return e.Age }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := emp("Sales", 1, "Jones") // Age 21
+	if _, err := byAge.Insert(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	f.Faults.Reset()
+	ids, err := byAge.FindIDs(ctx, "Sales", int32(21))
+	if err != nil || len(ids) != 1 || ids[0].RowKey != e.ID {
+		t.Fatalf("FindIDs(int32(21)) = %v, %v", ids, err)
+	}
+	f.trips(t, "FindIDs", 1)
+	var got []Employee
+	for v, err := range byAge.Find(ctx, "Sales", int32(21)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v.Value)
+	}
+	if len(got) != 1 || got[0].ID != e.ID {
+		t.Fatalf("Find(int32(21)) = %v", got)
+	}
+	byText, err := indexentity.New(f.employees, "Age", func(e *Employee) string { return fmt.Sprint(e.Age) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := byText.FindIDs(ctx, "Sales", "21"); err != nil || len(ids) != 1 {
+		t.Fatalf("the same index keyed by text: %v, %v", ids, err)
+	}
+	f.Faults.Reset()
+	for what, err := range map[string]error{
+		"FindIDs of an int in an int32 index":   second(byAge.FindIDs(ctx, "Sales", 21)),
+		"FindIDs of a string in an int32 index": second(byAge.FindIDs(ctx, "Sales", "21")),
+		"Find of an int in a string index": func() error {
+			for _, err := range f.idx.Find(ctx, "Sales", 21) {
+				return err
+			}
+			return nil
+		}(),
+	} {
+		if !errors.Is(err, indexentity.ErrInvalid) || !errors.Is(err, table.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", what, err)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "want int32") && !strings.Contains(msg, "want string") || !strings.Contains(msg, "index ") {
+			t.Errorf("%s: %q names neither the index nor the type wanted", what, msg)
+		}
+	}
+	f.trips(t, "lookups of the wrong type", 0)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/internal/reserved"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -22,7 +23,6 @@ import (
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/indexentity"
 	"github.com/tablekit/tablekit/patterns/table"
-	"github.com/tablekit/tablekit/patterns/tabletest"
 )
 
 // TestKeyErrors: every invalid key matches both ErrInvalid and
@@ -225,7 +225,7 @@ func TestBlobSizeCapped(t *testing.T) {
 // sends through.
 func sasContainer(t *testing.T, serviceURL, name string) (*container.Client, string, *faults.Transport) {
 	t.Helper()
-	cred, err := azblob.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := azblob.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestSASSignatureNeverInErrors(t *testing.T) {
 	}
 	name := containerName(r.blobs.URL())
 	for _, mode := range []string{"refused connection", "error status", "writes fail", "writes refused"} {
-		serviceURL := "http://127.0.0.1:1/" + tabletest.DevAccount // nothing listens on port 1
+		serviceURL := "http://127.0.0.1:1/" + emulator.DevAccount // nothing listens on port 1
 		if mode != "refused connection" {
 			serviceURL = strings.TrimSuffix(r.blobs.URL(), "/"+name)
 		}

@@ -157,7 +157,7 @@ func (x *Index[T]) submit(ctx context.Context, ops []table.Op, etag azcore.ETag)
 }
 
 // Insert adds v (its keys are the table's for it: T's key fields, or the
-// table's WithKeys) and puts its id in the list of its value;
+// table's Options.Keys) and puts its id in the list of its value;
 // [table.ErrAlreadyExists] when an entity with its keys exists.
 //
 // Same-partition store: the guide's procedure. (1) Read the index entity of
@@ -178,22 +178,56 @@ func (x *Index[T]) Insert(ctx context.Context, v T) (res Result, err error) {
 	if err != nil {
 		return Result{}, err
 	}
+	return x.loop(ctx, "insert", func(ctx context.Context) (Result, error) {
+		p, err := x.insertPlan(ctx, e)
+		if err != nil {
+			return Result{}, err
+		}
+		return x.send(ctx, p, "")
+	})
+}
+
+// InsertOps is Insert as a [table.Change], to join a composed write (see
+// "Composing patterns" in package table): Ops[0] is v's insert. In the
+// same-partition store it reads the index entity of v's value (1 round
+// trip) and the change also writes it, conditioned on the ETag read; in
+// the eventual stores nothing is read and the change carries the intent
+// that puts v's id in its list: apply it with the Index's Options.Queue
+// (eventual's Queue.Apply), whose worker runs Handler. Applied later, a
+// write of the list in between fails the transaction (the change's error
+// says so; nothing applied): make the change again.
+func (x *Index[T]) InsertOps(ctx context.Context, v T) (_ table.Change, err error) {
+	ctx, sp := x.obs.Start(ctx, opInsertOps, x.tbl.Name(), partitionOf(x.tbl, &v))
+	defer func() { sp.End(err) }()
+	e, err := x.prepare(v)
+	if err != nil {
+		return table.Change{}, err
+	}
+	p, err := x.insertPlan(ctx, e)
+	if err != nil {
+		return table.Change{}, err
+	}
+	return x.change(p), nil
+}
+
+// insertPlan is an Insert of e: in the same-partition store, it reads
+// the index entity of e's value.
+func (x *Index[T]) insertPlan(ctx context.Context, e entry) (plan, error) {
+	eop := x.ent.InsertOp(e.d)
 	if x.store != samePartition {
-		return x.commit(ctx, x.ent.InsertOp(e.d), change{e.pk, e.rk, []string{e.value}})
+		return plan{ops: []table.Op{eop}, intent: &change{e.pk, e.rk, []string{e.value}}}, nil
 	}
 	lpk, lrk, _ := x.listKey(e.pk, e.value)
-	return x.loop(ctx, "insert", func(ctx context.Context) (Result, error) {
-		l, err := x.readList(ctx, lpk, lrk)
-		if err != nil {
-			return Result{}, err
-		}
-		l.ids, _ = set(l.ids, e.rk, true)
-		lop, _, err := x.listOp(l, e.value)
-		if err != nil {
-			return Result{}, err
-		}
-		return x.submit(ctx, []table.Op{x.ent.InsertOp(e.d), lop}, "")
-	})
+	l, err := x.readList(ctx, lpk, lrk)
+	if err != nil {
+		return plan{}, err
+	}
+	l.ids, _ = set(l.ids, e.rk, true)
+	lop, _, err := x.listOp(l, e.value)
+	if err != nil {
+		return plan{}, err
+	}
+	return plan{ops: []table.Op{eop, lop}}, nil
 }
 
 // Update replaces the entity with v (whole, as table.Replace does, so that
@@ -223,33 +257,71 @@ func (x *Index[T]) Insert(ctx context.Context, v T) (res Result, err error) {
 func (x *Index[T]) Update(ctx context.Context, v T, etag azcore.ETag) (res Result, err error) {
 	ctx, sp := x.obs.Start(ctx, opUpdate, x.tbl.Name(), partitionOf(x.tbl, &v))
 	defer func() { sp.EndWrite(err, res.Verified) }()
-	if etag == "" {
-		return Result{}, fmt.Errorf("%w: update: %w", ErrInvalid, table.ErrNoETag)
-	}
-	e, err := x.prepare(v)
+	e, err := x.updatable(v, etag)
 	if err != nil {
 		return Result{}, err
 	}
 	return x.loop(ctx, "update", func(ctx context.Context) (Result, error) {
-		cur, old, err := x.current(ctx, "update", e.pk, e.rk, etag)
+		p, err := x.updatePlan(ctx, e, etag)
 		if err != nil {
 			return Result{}, err
 		}
-		d := e.d
-		d.Meta = cur.Meta // the version read, with its write history: exact verification
-		eop := x.ent.UpdateOp(d, cur.ETag, table.Replace)
-		switch {
-		case old == e.value:
-			return x.submit(ctx, []table.Op{eop}, etag)
-		case x.store != samePartition:
-			return x.commitOnce(ctx, eop, etag, change{e.pk, e.rk, []string{old, e.value}})
-		}
-		ops, err := x.moveOps(ctx, e.pk, e.rk, old, e.value)
-		if err != nil {
-			return Result{}, err
-		}
-		return x.submit(ctx, append([]table.Op{eop}, ops...), etag)
+		return x.send(ctx, p, etag)
 	})
+}
+
+// UpdateOps is Update as a [table.Change] (see InsertOps): it reads the
+// entity (1 round trip; [table.ErrNotFound], or
+// [table.ErrPreconditionFailed] when its ETag is not etag) and returns its
+// replacement conditioned on the ETag read; when the value changed, the
+// same-partition store also reads the two index entities (1 round trip,
+// in parallel) and the change moves the id between them, each conditioned
+// on the ETag read, and an eventual store's change carries the intent
+// naming both values. A write of the entity or of a list in between fails
+// the transaction, nothing applied: make the change again.
+func (x *Index[T]) UpdateOps(ctx context.Context, v T, etag azcore.ETag) (_ table.Change, err error) {
+	ctx, sp := x.obs.Start(ctx, opUpdateOps, x.tbl.Name(), partitionOf(x.tbl, &v))
+	defer func() { sp.End(err) }()
+	e, err := x.updatable(v, etag)
+	if err != nil {
+		return table.Change{}, err
+	}
+	p, err := x.updatePlan(ctx, e, etag)
+	if err != nil {
+		return table.Change{}, err
+	}
+	return x.change(p), nil
+}
+
+// updatable checks an Update's arguments before the network.
+func (x *Index[T]) updatable(v T, etag azcore.ETag) (entry, error) {
+	if etag == "" {
+		return entry{}, fmt.Errorf("%w: update: %w", ErrInvalid, table.ErrNoETag)
+	}
+	return x.prepare(v)
+}
+
+// updatePlan is an Update to e: it reads the entity and, in the
+// same-partition store when the value changes, the two lists.
+func (x *Index[T]) updatePlan(ctx context.Context, e entry, etag azcore.ETag) (plan, error) {
+	cur, old, err := x.current(ctx, "update", e.pk, e.rk, etag)
+	if err != nil {
+		return plan{}, err
+	}
+	d := e.d
+	d.Meta = cur.Meta // the version read, with its write history: exact verification
+	eop := x.ent.UpdateOp(d, cur.ETag, table.Replace)
+	switch {
+	case old == e.value:
+		return plan{ops: []table.Op{eop}}, nil
+	case x.store != samePartition:
+		return plan{ops: []table.Op{eop}, intent: &change{e.pk, e.rk, []string{old, e.value}}}, nil
+	}
+	ops, err := x.moveOps(ctx, e.pk, e.rk, old, e.value)
+	if err != nil {
+		return plan{}, err
+	}
+	return plan{ops: append([]table.Op{eop}, ops...)}, nil
 }
 
 // Delete removes the entity (partitionKey, rowKey) if its ETag matches
@@ -274,44 +346,118 @@ func (x *Index[T]) Delete(ctx context.Context, partitionKey, rowKey string, etag
 	ctx, sp := x.obs.Start(ctx, opDelete, x.tbl.Name(), partitionKey)
 	var res Result
 	defer func() { sp.EndWrite(err, res.Verified) }()
+	if err := x.deletable(partitionKey, rowKey, etag); err != nil {
+		return err
+	}
+	res, err = x.loop(ctx, "delete", func(ctx context.Context) (Result, error) {
+		p, err := x.deletePlan(ctx, partitionKey, rowKey, etag)
+		if err != nil {
+			return Result{}, err
+		}
+		return x.send(ctx, p, etag)
+	})
+	return err
+}
+
+// DeleteOps is Delete as a [table.Change] (see InsertOps): it reads the
+// entity (1 round trip; [table.ErrNotFound], or
+// [table.ErrPreconditionFailed] when its ETag is not etag) and returns its
+// delete conditioned on the ETag read; the same-partition store also
+// reads the index entity of its value (1 round trip) and the change takes
+// the id out of it, and an eventual store's change carries the intent. A
+// write in between fails the transaction, nothing applied: make the
+// change again.
+func (x *Index[T]) DeleteOps(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) (_ table.Change, err error) {
+	ctx, sp := x.obs.Start(ctx, opDeleteOps, x.tbl.Name(), partitionKey)
+	defer func() { sp.End(err) }()
+	if err := x.deletable(partitionKey, rowKey, etag); err != nil {
+		return table.Change{}, err
+	}
+	p, err := x.deletePlan(ctx, partitionKey, rowKey, etag)
+	if err != nil {
+		return table.Change{}, err
+	}
+	return x.change(p), nil
+}
+
+// deletable checks a Delete's arguments before the network.
+func (x *Index[T]) deletable(pk, rk string, etag azcore.ETag) error {
 	if etag == "" {
 		return fmt.Errorf("%w: delete: %w", ErrInvalid, table.ErrNoETag)
 	}
-	if err := x.tbl.DeleteOp(partitionKey, rowKey, etag).Err(); err != nil {
+	if err := x.ent.DeleteOp(pk, rk, etag).Err(); err != nil {
 		return keyErr(err) // the keys, checked before the network
 	}
-	if err := checkKeys(partitionKey, rowKey); err != nil {
+	if err := checkKeys(pk, rk); err != nil {
 		return fmt.Errorf("indexentity: delete: %w", err)
 	}
-	res, err = x.loop(ctx, "delete", func(ctx context.Context) (Result, error) {
-		cur, old, err := x.current(ctx, "delete", partitionKey, rowKey, etag)
+	return nil
+}
+
+// deletePlan is a Delete of (pk, rk): it reads the entity and, in the
+// same-partition store, the list of its value.
+func (x *Index[T]) deletePlan(ctx context.Context, pk, rk string, etag azcore.ETag) (plan, error) {
+	cur, old, err := x.current(ctx, "delete", pk, rk, etag)
+	if err != nil {
+		return plan{}, err
+	}
+	eop := x.ent.DeleteOp(pk, rk, cur.ETag)
+	if x.store != samePartition {
+		return plan{ops: []table.Op{eop}, intent: &change{pk, rk, []string{old}}}, nil
+	}
+	lpk, lrk, err := x.listKey(pk, old)
+	if err != nil {
+		return plan{}, err
+	}
+	l, err := x.readList(ctx, lpk, lrk)
+	if err != nil {
+		return plan{}, err
+	}
+	ops := []table.Op{eop}
+	if ids, changed := set(l.ids, rk, false); changed {
+		l.ids = ids
+		lop, _, err := x.listOp(l, old)
 		if err != nil {
-			return Result{}, err
+			return plan{}, err
 		}
-		eop := x.tbl.DeleteOp(partitionKey, rowKey, cur.ETag)
-		if x.store != samePartition {
-			return x.commitOnce(ctx, eop, etag, change{partitionKey, rowKey, []string{old}})
+		ops = append(ops, lop)
+	}
+	return plan{ops: ops}, nil
+}
+
+// plan is a write as built from what it read: its ops (the entity's
+// first) and, in an eventual store, the intent that brings the lists in
+// line with it (nil when no indexed value changes).
+type plan struct {
+	ops    []table.Op
+	intent *change
+}
+
+// send writes p: one transaction, or, with an intent, one
+// eventual.Queue.Commit.
+func (x *Index[T]) send(ctx context.Context, p plan, etag azcore.ETag) (Result, error) {
+	if p.intent != nil {
+		return x.commitOnce(ctx, p.ops[entityOp], etag, *p.intent)
+	}
+	return x.submit(ctx, p.ops, etag)
+}
+
+// change is p as a table.Change: a failure of a list's op (another
+// writer changed, created or removed the list since it was read) is
+// explained as such.
+func (x *Index[T]) change(p plan) table.Change {
+	c := table.Change{By: fmt.Sprintf("indexentity %q", x.name), Ops: p.ops}
+	if p.intent != nil {
+		c.Intents = []table.Intent{x.kind.New(*p.intent)}
+	}
+	c.Explain = func(i int, err error) error {
+		raced := errors.Is(err, table.ErrPreconditionFailed) || errors.Is(err, table.ErrAlreadyExists) || errors.Is(err, table.ErrNotFound)
+		if i == entityOp || !raced {
+			return nil
 		}
-		lpk, lrk, err := x.listKey(partitionKey, old)
-		if err != nil {
-			return Result{}, err
-		}
-		l, err := x.readList(ctx, lpk, lrk)
-		if err != nil {
-			return Result{}, err
-		}
-		ops := []table.Op{eop}
-		if ids, changed := set(l.ids, rowKey, false); changed {
-			l.ids = ids
-			lop, _, err := x.listOp(l, old)
-			if err != nil {
-				return Result{}, err
-			}
-			ops = append(ops, lop)
-		}
-		return x.submit(ctx, ops, etag)
-	})
-	return err
+		return fmt.Errorf("indexentity: index %s: another writer changed a list since it was read (make the change again): %w", x.name, err)
+	}
+	return c
 }
 
 // current reads the entity (pk, rk) as a property bag, checks it against
@@ -369,16 +515,6 @@ func (x *Index[T]) moveOps(ctx context.Context, pk, rk, old, new string) ([]tabl
 		ops = append(ops, op)
 	}
 	return ops, nil
-}
-
-// commit writes op (the entity's insert) and starts an intent for c with
-// it, in one eventual.Queue.Commit: 3 round trips. When a worker ruled a
-// reserved intent out (its commit window passed: eventual.ErrCommitWindow,
-// nothing applied), it commits again with a new intent.
-func (x *Index[T]) commit(ctx context.Context, op table.Op, c change) (Result, error) {
-	return x.loop(ctx, "insert", func(ctx context.Context) (Result, error) {
-		return x.commitOnce(ctx, op, "", c)
-	})
 }
 
 // commitOnce is one eventual.Queue.Commit of op, the entity's write

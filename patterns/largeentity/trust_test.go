@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/internal/reserved"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -24,7 +25,6 @@ import (
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
-	"github.com/tablekit/tablekit/patterns/tabletest"
 )
 
 // TestForeignPointers plants rows as a tenant that can write one entity
@@ -218,7 +218,7 @@ func TestKeyErrorsMatchErrInvalid(t *testing.T) {
 // transport the client sends through.
 func sasContainer(t *testing.T, serviceURL, name string) (*container.Client, string, *faults.Transport) {
 	t.Helper()
-	cred, err := azblob.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := azblob.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestSASSignatureNeverInErrors(t *testing.T) {
 	f.clock.Advance(2 * largeentity.DefaultGrace)
 	name := containerName(f.blobs)
 	for _, mode := range []string{"refused connection", "error status"} {
-		serviceURL := "http://127.0.0.1:1/" + tabletest.DevAccount // nothing listens on port 1
+		serviceURL := "http://127.0.0.1:1/" + emulator.DevAccount // nothing listens on port 1
 		if mode == "error status" {
 			serviceURL = strings.TrimSuffix(f.blobs.URL(), "/"+name)
 		}

@@ -96,7 +96,7 @@
 // partitions cannot read, add to or trim the log; one scoped to its
 // partitions can add, change or delete entries, or make its reads fail. A
 // log name that makes no valid PartitionKey (empty, or too long once
-// escaped) or starts with [reserved.Prefix] is ErrInvalid and
+// escaped) or starts with "~tk~" is ErrInvalid and
 // [table.ErrInvalidKey], before the network, also for reads. Every error
 // found before the network matches ErrInvalid and [table.ErrInvalid].
 //

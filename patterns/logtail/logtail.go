@@ -32,7 +32,7 @@ import (
 // a nil table, a bucket count out of range, an n or a PageSize out of
 // range, a time window the wrong way round, a time outside the .NET
 // DateTime range, a value the table package refuses to write, a log name
-// that makes no valid PartitionKey or one under [reserved.Prefix] (which
+// that makes no valid PartitionKey or one under "~tk~" (which
 // also match [table.ErrInvalidKey]). It matches [table.ErrInvalid].
 var ErrInvalid = invalid.New("logtail: invalid request")
 
@@ -153,7 +153,7 @@ func (l *Log[T]) partition(log string, b int) string {
 }
 
 // checkLog checks that log's partitions are valid PartitionKeys, outside
-// reserved.Prefix, so that reads of a log that cannot exist (their
+// "~tk~", so that reads of a log that cannot exist (their
 // filters would match nothing) and writes to it fail before the network.
 func (l *Log[T]) checkLog(log string) error {
 	if log == "" {

@@ -16,7 +16,11 @@ import (
 // across days as one table, then the oldest day deleted with one request.
 func Example() {
 	ctx := context.Background()
-	svc, err := tabletest.ScratchService()
+	cs, err := tabletest.ConnectionString() // the emulator's, or AZURE_STORAGE_CONNECTION_STRING's
+	if err != nil {
+		log.Fatal(err)
+	}
+	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/patterns/rotation"
 	"github.com/tablekit/tablekit/patterns/table"
-	"github.com/tablekit/tablekit/patterns/tabletest"
 )
 
 // TestKeyErrors: an entity or op with invalid keys fails Insert and
@@ -53,7 +53,7 @@ func TestKeyErrors(t *testing.T) {
 func TestSASSignatureNeverInErrors(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, jul31)
-	cred, err := aztables.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := aztables.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestSASSignatureNeverInErrors(t *testing.T) {
 		o := &aztables.ClientOptions{}
 		o.Transport = ft
 		o.Retry.MaxRetries = -1 // the SDK's own policy, as a plain client has it, without its waits
-		svc, err := aztables.NewServiceClientWithNoCredential("http://127.0.0.1:1/"+tabletest.DevAccount+"/?"+qp.Encode(), o)
+		svc, err := aztables.NewServiceClientWithNoCredential("http://127.0.0.1:1/"+emulator.DevAccount+"/?"+qp.Encode(), o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,7 @@ type Op struct {
 	size   int    // bytes in the batch request, an upper bound
 	group  uint64 // atomic group, 0 for none
 	err    error
-	// stamped ops get reserved.WriteProperty when sent: the transaction's identity,
+	// stamped ops get TkWrites when sent: the transaction's identity,
 	// then prev (the history read with etag, for updates).
 	stamped bool
 	prev    string

@@ -331,7 +331,7 @@ type encoded struct {
 	pk, rk string
 	props  int
 	size   int // as the service counts it
-	// tk allows property names under reserved.PropertyPrefix in a
+	// tk allows property names under "Tk" in a
 	// Dynamic's bag: a pattern's reserved view, or a conversion.
 	tk bool
 	// p is the profile whose limits apply; nil for Storage's.
@@ -377,7 +377,7 @@ func (e *encoded) checkValue(name string, size int) error {
 	return nil
 }
 
-// stampable reports whether reserved.WriteProperty fits the entity's limits.
+// stampable reports whether TkWrites fits the entity's limits.
 func (e encoded) stampable() bool {
 	p := e.profile()
 	return e.props < p.MaxProperties && (p.MaxEntitySize == 0 || e.size+stampSize <= p.MaxEntitySize) &&
@@ -463,7 +463,7 @@ func (c *codec) appendProperties(b []byte, v reflect.Value, e *encoded, only *fi
 	return b, nil
 }
 
-// notReserved refuses keys under reserved.Prefix: those rows belong to
+// notReserved refuses keys under "~tk~": those rows belong to
 // tablekit's patterns (internal/reserved gives them their views).
 func notReserved(pk, rk string) error {
 	for _, k := range [2]struct{ name, v string }{{"PartitionKey", pk}, {"RowKey", rk}} {

@@ -387,11 +387,11 @@ func dynamicValue(p *property) (any, error) {
 }
 
 // errReservedRow is what decode returns, when asked to skip reserved rows,
-// for a row whose RowKey starts with reserved.Prefix; v is left unchanged.
+// for a row whose RowKey starts with "~tk~"; v is left unchanged.
 var errReservedRow = errors.New("reserved row")
 
 // reservedRow reports whether the scanned entity's RowKey starts with
-// reserved.Prefix.
+// "~tk~".
 func reservedRow(props []property) bool {
 	for i := range props {
 		if p := &props[i]; string(p.name) == "RowKey" {

@@ -65,21 +65,22 @@
 //
 // This package owns the entity contract the pattern packages share:
 //
-//   - One field model: FieldsOf describes a struct type as the codec maps it
-//     (tag grammar, key roles, property names); ValidPropertyName checks a
-//     name a package lets its users choose; reserved.Prefix and
-//     reserved.PropertyPrefix reserve keys and properties for the patterns.
-//     No package parses `table` tags itself.
+//   - One field model: the struct mapping of Table (tag grammar, key
+//     roles, property names) is the one every package reads; no package
+//     parses `table` tags itself, and a name a package lets its users
+//     choose (an index's property, a field to encrypt) is checked by the
+//     same rules. Keys under "~tk~" and properties under "Tk" are reserved
+//     for the patterns.
 //   - One envelope: every read returns an [Entity] (keys, ETag, value) or a
 //     struct that embeds one and adds only its package's own fields; every
 //     write returns a [Result] or a struct that embeds one.
 //   - One key rule: a value carries its keys (T's key fields, or a key
-//     function: WithKeys here, KeyFunc for packages with an Options.Keys);
+//     function: Options.Keys, here and in the packages that take one);
 //     an operation addressed by key takes pk, rk.
 //   - One error family: every validation error, in every package, matches
-//     [ErrInvalid] (each package's ErrInvalid is made by NewErrInvalid, and
-//     MarkInvalid marks the core's errors it passes on); key errors also
-//     match ErrInvalidKey. Texts are one line; secrets are redacted.
+//     [ErrInvalid] (each package's own ErrInvalid matches it too, and the
+//     core's errors a package passes on match the package's); key errors
+//     also match ErrInvalidKey. Texts are one line; secrets are redacted.
 //   - One rule for the table a package takes: a *Table[T] when its rows are
 //     exactly T's entities (logtail, buckets, indexentity, and this
 //     package), a *Table[Dynamic] when it writes rows of its own making
@@ -118,8 +119,9 @@
 //	Update    Update(ctx, v, etag[, mode]) (R, error)             table, buckets, encryption,
 //	                                                              indexentity, largeentity,
 //	                                                              secondaryindex, wideentity
-//	Delete    Delete(ctx, pk, rk, etag) error                     table, buckets, encryption,
-//	                                                              indexentity, largeentity,
+//	Delete    Delete(ctx, pk, rk, etag) error                     table, buckets,
+//	                                                              dataseries (the whole series),
+//	                                                              encryption, indexentity, largeentity,
 //	                                                              secondaryindex, wideentity
 //	Modify    Modify(ctx, pk, rk, fn[, opts]) (E, error)          table, encryption, largeentity,
 //	                                                              secondaryindex, wideentity
@@ -127,8 +129,8 @@
 //	          UpdateOp(v, etag[, mode]),
 //	          DeleteOp(pk, rk, etag), AppendOp(scope..., v):
 //	          the verb's arguments without ctx; Op
-//	...Ops    InsertOps(ctx, v), UpdateOps(ctx, v, etag),         largeentity, secondaryindex
-//	          DeleteOps(ctx, pk, rk, etag), ModifyOps(...):
+//	...Ops    InsertOps(ctx, v), UpdateOps(ctx, v, etag),         dataseries, indexentity, largeentity,
+//	          DeleteOps(ctx, pk, rk, etag), ModifyOps(...):       secondaryindex, wideentity
 //	          the verb's arguments; (Change, error)
 //	Lookup    Lookup(ctx, scope..., value[, opts]) (E, error)     secondaryindex
 //	Find      Find(ctx, scope..., value[, opts])                  encryption, indexentity,
@@ -240,7 +242,7 @@
 //	transaction response lost                settled by Submit's read         none (reported applied or not)
 //	after the writes, before Progress        page upgraded, cursor not saved  rerun reads it, writes nothing
 //
-// Package patterns reserve rows under reserved.Prefix (commit records,
+// Package patterns reserve rows under "~tk~" (commit records,
 // index entities); Types' queries skip them as typed queries do.
 //
 // # Trust
@@ -248,7 +250,7 @@
 // The core checks what it reads and sends: keys and property names are
 // validated before the network, every value is decoded by its declared EDM
 // type (a row of another type is ErrEntityType, never misread), a write's
-// history (reserved.WriteProperty) keeps only identities of the shape tablekit
+// history (TkWrites) keeps only identities of the shape tablekit
 // writes, and shared access signatures are removed from every error that
 // carries a URL. A writer holding a SAS scoped to some partitions (SASURL's
 // key ranges) can write rows only there; it can plant rows that other
@@ -258,7 +260,7 @@
 //
 // # Reserved keys
 //
-// Keys (PartitionKey or RowKey) that start with reserved.Prefix belong to
+// Keys (PartitionKey or RowKey) that start with "~tk~" belong to
 // tablekit's patterns. Every write, point read and op of an application's
 // Table refuses them with ErrInvalidKey before the network, so an id taken
 // from user input ("~tk~ix!Last!Jones") can neither take over nor read a
@@ -313,9 +315,11 @@
 // when it is one entity group transaction, and the patterns make that
 // possible by producing operations instead of sending them. Each write
 // that can join a composed write has a form that returns a [Change]:
-// secondaryindex's InsertOps, UpdateOps, ModifyOps and DeleteOps,
-// largeentity's InsertOps, UpdateOps and DeleteOps, logtail's AppendOp
-// (an op: put it in a Change literal, as any Table's ops). A Change holds
+// secondaryindex's and wideentity's InsertOps, UpdateOps, ModifyOps and
+// DeleteOps, largeentity's and indexentity's InsertOps, UpdateOps and
+// DeleteOps, dataseries' SetOps, SetAllOps, AddOps and DeleteOps,
+// logtail's AppendOp (an op: put it in a Change literal, as any Table's
+// ops). A Change holds
 // the pattern's ops in one partition, the intents it needs for what lies
 // elsewhere (the [Intent] interface, which eventual's Draft implements, so
 // this package does not depend on eventual), the NotAfter of what it
@@ -373,7 +377,7 @@
 // answers 409, 412 or 404 although the first attempt succeeded. The policy
 // marks such a request as ambiguous, and tablekit settles it with one read
 // of the entity: inserts and conditional updates record their identity in
-// the entity's write history (reserved.WriteProperty, one reserved property), so the
+// the entity's write history (TkWrites, one reserved property), so the
 // read tells "this write was applied" from "another write won". A
 // read-modify-write loop (retry.Do with retry.RetryOn412 over Get and
 // Update) therefore never applies a change twice.
@@ -387,7 +391,7 @@
 //	response lost: Update with an ETag       applied (Verified) or
 //	                                         ErrPreconditionFailed, after
 //	                                         1 extra read; unknown if more
-//	                                         than reserved.HistoryLength writes
+//	                                         than 8 writes
 //	                                         intervened, or v did not carry
 //	                                         the Meta read with the ETag
 //	every attempt of a conditional write    not applied after 1 read and a
@@ -457,7 +461,7 @@
 // UTF-16 code units, a non-empty PartitionKey, which the SDK cannot
 // address, and on Cosmos DB a RowKey of at most 255 bytes), at most 252
 // properties, property names (C# identifiers, at most 255 characters, not
-// PartitionKey, RowKey, Timestamp, a name under reserved.PropertyPrefix,
+// PartitionKey, RowKey, Timestamp, a name under "Tk",
 // an OData keyword, or a name the service reserves), string and binary
 // values up to 64 KiB (strings counted as UTF-16), times within
 // Edm.DateTime's 1601-9999 (the zero time.Time is stored as no property),

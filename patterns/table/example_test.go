@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
@@ -261,7 +262,7 @@ func ExampleTable_WithKeys() {
 // A shared access signature limited to one partition, read-only, for an
 // hour. On Azurite, the HTTP endpoint needs AllowHTTP.
 func ExampleSASURL() {
-	cred, err := aztables.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := aztables.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -490,7 +490,7 @@ func (ts *Types) kindOf(name string) (kind, bool) {
 // Query returns the query's entities, each as a value of its registered Go
 // type (T, not *T), for a type switch; rows of no registered type are a
 // Dynamic (UnknownAsDynamic) or an ErrEntityType error that ends the
-// sequence. Rows under reserved.Prefix are skipped unless IncludeReserved.
+// sequence. Rows under "~tk~" are skipped unless IncludeReserved.
 // Fetching is as Table.Query's (one page ahead); the default projection is
 // every property, and filters type their literals by the registered types'
 // fields.
@@ -549,7 +549,7 @@ func validTypeName(name string) error {
 }
 
 // validTypePrefix checks a key prefix: printable ASCII valid in a key,
-// without '~' (so it never overlaps reserved.Prefix, and its range's end is
+// without '~' (so it never overlaps "~tk~", and its range's end is
 // the prefix with its last byte plus one).
 func validTypePrefix(p string) error {
 	for i := 0; i < len(p); i++ {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -374,7 +375,7 @@ func TestSAS(t *testing.T) {
 	load(t, tb, "Sales", 3)
 	load(t, tb, "Zeta", 2)
 	ctx := context.Background()
-	cred, err := aztables.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := aztables.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		t.Fatal(err)
 	}

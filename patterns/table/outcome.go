@@ -31,7 +31,7 @@ var ErrOutcomeUnknown = retry.ErrOutcomeUnknown
 // unpadded base64url.
 const writeIDLen = 11
 
-// stampSize bounds the size of reserved.WriteProperty as Table Storage counts it,
+// stampSize bounds the size of TkWrites as Table Storage counts it,
 // stampJSON its JSON (for Cosmos DB's measure).
 var (
 	stampSize = 8 + 2*len(reserved.WriteProperty) + 4 + 2*(reserved.HistoryLength*(writeIDLen+1))
@@ -44,7 +44,7 @@ func newWriteID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// history returns the write identities of a reserved.WriteProperty value, newest
+// history returns the write identities of a TkWrites value, newest
 // first. Anything that is not an identity tablekit writes (11 base64url
 // characters) is dropped, so a stored value written by other code can never
 // reach a request body unescaped.
@@ -61,7 +61,7 @@ func history(v string) []string {
 	return h
 }
 
-// cleanHistory is history as a reserved.WriteProperty value.
+// cleanHistory is history as a TkWrites value.
 func cleanHistory(v string) string { return strings.Join(history(v), ",") }
 
 func validWriteID(id string) bool {
@@ -76,7 +76,7 @@ func validWriteID(id string) bool {
 	return true
 }
 
-// stampValue is the reserved.WriteProperty value of a write with identity id whose
+// stampValue is the TkWrites value of a write with identity id whose
 // condition is the version that had history prev (empty when unknown).
 // Only valid identities are kept, so the value never needs escaping.
 func stampValue(id, prev string) string {
@@ -84,7 +84,7 @@ func stampValue(id, prev string) string {
 	return strings.Join(h[:min(len(h), reserved.HistoryLength)], ",")
 }
 
-// appendStamp appends reserved.WriteProperty to the entity JSON body (which ends
+// appendStamp appends TkWrites to the entity JSON body (which ends
 // with '}').
 func appendStamp(body []byte, value string) []byte {
 	body = append(body[:len(body)-1], `,"`+reserved.WriteProperty+`":"`...)
@@ -134,7 +134,7 @@ func (w write) verifiable() bool {
 //     empty merge conditioned on the same ETag. When the fence applies, the
 //     version is gone and w can never apply: not applied;
 //   - anything else (the entity is gone, its history was replaced or is
-//     longer than reserved.HistoryLength since, the fence failed): unknown.
+//     longer than 8 since, the fence failed): unknown.
 func verify(ctx context.Context, c *aztables.Client, w write) (outcome, azcore.ETag) {
 	if !w.verifiable() {
 		return unknown, ""
@@ -183,7 +183,7 @@ func fence(ctx context.Context, c *aztables.Client, w write, hist string) bool {
 	return err == nil
 }
 
-// storedHistory returns the reserved.WriteProperty history of an entity body.
+// storedHistory returns the TkWrites history of an entity body.
 func storedHistory(body []byte) ([]string, bool) {
 	props, _, err := scanObject(body, nil)
 	if err != nil {

@@ -25,7 +25,7 @@ type Query struct {
 	// table scan: give at least a PartitionKey whenever you can).
 	Filter Filter
 	// Select lists the properties to transfer (server-side projection);
-	// the keys, and the Timestamp and write history (reserved.WriteProperty) when T
+	// the keys, and the Timestamp and write history (TkWrites) when T
 	// has a Meta field, are always added. Default (nil): the properties T
 	// has fields for; every property when T has an extra field.
 	// []string{"*"} transfers every property.
@@ -46,7 +46,7 @@ type Query struct {
 	// otherwise). See Cursor for what a cursor shows.
 	Cursor Cursor
 	// IncludeReserved returns the rows whose RowKey starts with
-	// reserved.Prefix, which queries skip by default. It is for the
+	// "~tk~", which queries skip by default. It is for the
 	// packages that keep such rows (and their operators' tools).
 	IncludeReserved bool
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/patterns/table"
-	"github.com/tablekit/tablekit/patterns/tabletest"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -21,7 +21,7 @@ import (
 // text or in the *url.Error they wrap; nor may retry's hook events.
 func TestSASSignatureNeverInErrors(t *testing.T) {
 	t.Parallel()
-	cred, err := aztables.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := aztables.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
@@ -20,7 +21,7 @@ import (
 // devCred is the emulator account's shared key credential.
 func devCred(t *testing.T) *aztables.SharedKeyCredential {
 	t.Helper()
-	cred, err := aztables.NewSharedKeyCredential(tabletest.DevAccount, tabletest.DevKey)
+	cred, err := aztables.NewSharedKeyCredential(emulator.DevAccount, emulator.DevKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func checkSASError(t *testing.T, err error, name string) {
 	if !errors.Is(err, table.ErrInvalid) {
 		t.Errorf("error %v: errors.Is(err, ErrInvalidSAS) is false", err)
 	}
-	if msg := err.Error(); strings.Contains(msg, "sig=") || strings.Contains(msg, tabletest.DevKey) || strings.Contains(msg, "SECRET") {
+	if msg := err.Error(); strings.Contains(msg, "sig=") || strings.Contains(msg, emulator.DevKey) || strings.Contains(msg, "SECRET") {
 		t.Errorf("error shows a secret: %s", msg)
 	}
 }

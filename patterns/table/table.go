@@ -52,8 +52,8 @@ type Table[T any] struct {
 	typ     *entityType // the registered type, nil for Types' reads
 	profile *Profile    // the limits and behaviours of the table's service
 	// Views made by internal/reserved: reserved may use keys under
-	// reserved.Prefix, reservedProps Dynamic properties under
-	// reserved.PropertyPrefix; every other view refuses them.
+	// "~tk~", reservedProps Dynamic properties under
+	// "Tk"; every other view refuses them.
 	reserved, reservedProps bool
 	// cursorKey seals the cursors, nil for plain ones (WithCursorKey).
 	cursorKey *CursorKey
@@ -101,7 +101,7 @@ func (t *Table[T]) reservedView(keys bool) any {
 }
 
 // checkKeys validates keys as the service would and, unless t is a
-// reserved view, refuses keys under reserved.Prefix.
+// reserved view, refuses keys under "~tk~".
 func (t *Table[T]) checkKeys(op, pk, rk string) error {
 	if err := validKeys(pk, rk); err != nil {
 		return relabel(err, op, t.name)
@@ -335,7 +335,7 @@ func release(bp *[]byte) {
 // Insert adds v; it fails with ErrAlreadyExists when an entity with the same
 // keys exists. One round trip.
 //
-// Insert records its identity in reserved.WriteProperty, so when its response is
+// Insert records its identity in TkWrites, so when its response is
 // lost and the retry policy's resend answers 409, one read tells whether the
 // entity is the one this Insert wrote (success, Result.Verified) or another
 // writer's; see the package documentation's outcome table.
@@ -382,7 +382,7 @@ func (t *Table[T]) Upsert(ctx context.Context, v T, mode Mode) (res Result, err 
 // is an error (ErrNoETag): the choice must be explicit. ErrNotFound when the
 // entity does not exist. One round trip.
 //
-// A conditional Update extends the entity's reserved.WriteProperty history, so a
+// A conditional Update extends the entity's TkWrites history, so a
 // lost response is settled by one read: ErrPreconditionFailed is returned
 // only when the update was certainly not applied, and a retry.Do loop with
 // retry.RetryOn412 never applies a change twice. Pass v with the Meta read
@@ -611,7 +611,7 @@ type ModifyOptions struct {
 // with that error and writes nothing; fn must not change the keys.
 //
 // Two round trips without contention, two more per conflict. A lost
-// response is settled by reading the write history (see reserved.WriteProperty), so
+// response is settled by reading the write history (see TkWrites), so
 // a change is never applied twice; when that cannot be settled Modify
 // returns ErrOutcomeUnknown and does not call fn again. ErrNotFound when
 // the entity does not exist.

@@ -17,7 +17,7 @@ type Meta struct {
 	// Timestamp is the service's last-modified time, in UTC.
 	Timestamp time.Time
 
-	// writes is the version's write history (reserved.WriteProperty), read with
+	// writes is the version's write history (TkWrites), read with
 	// ETag from the entity (pk, rk): an Update or UpdateOp of that entity
 	// conditioned on ETag extends it, which lets a lost response be
 	// verified exactly.
@@ -164,7 +164,7 @@ type Result struct {
 	// Verified and the entity has been written again since.
 	ETag azcore.ETag
 	// Verified reports that the write's response was lost and a read of the
-	// entity proved it applied (see reserved.WriteProperty).
+	// entity proved it applied (see TkWrites).
 	Verified bool
 
 	stamp string // the reserved.WriteProperty value written, for Modify

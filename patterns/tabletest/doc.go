@@ -12,21 +12,21 @@
 //
 // # The emulator
 //
-// StartEmulator runs Azurite with Node.js. It finds Azurite (FindAzurite) at
-// the path in TABLEKIT_AZURITE (its dist/src/azurite.js or the azurite
+// New and ConnectionString start Azurite with Node.js on first use. They
+// find Azurite at the path in TABLEKIT_AZURITE (its dist/src/azurite.js or the azurite
 // command), else in node_modules/azurite from the working directory upwards,
 // else as the azurite command on PATH, else in a per-user cache. tablekit's
 // own tests use the version pinned by its package-lock.json, which make test
 // and make demo install into node_modules.
 //
-// StartEmulator starts Azurite in memory on loopback ports the operating
+// Azurite runs in memory on loopback ports the operating
 // system picks (so test binaries running in parallel never collide), and
 // waits until the blob, queue and table services answer. The process is tied
 // to its parent: it exits when Stop is called and, as a backstop, when the
 // parent process exits for any reason (a watchdog in the emulator process
 // watches the pipe to its parent). Should the emulator die while tests run,
-// ConnectionString, New and the clients of every Env fail at once with
-// ErrEmulatorExited and the emulator's last lines of output, instead of
+// ConnectionString, New and the clients of every Env fail at once with an
+// error saying that it exited, with its last lines of output, instead of
 // retrying against a closed port.
 //
 // One emulator is shared by all tests of a test binary. It is started on first
@@ -38,13 +38,13 @@
 //
 // Tests of a module that depends on tablekit run in that module's folders,
 // which hold no Azurite. When it is found nowhere and npm is on PATH,
-// StartEmulator installs the pinned version (AzuriteVersion, with
-// InstallAzurite) into the per-user cache: tablekit in os.UserCacheDir, or
-// the folder in TABLEKIT_CACHE (CacheEnv). That happens once per machine,
+// the emulator's start installs the version tablekit pins (the one its
+// package-lock.json names) into the per-user cache: tablekit in
+// os.UserCacheDir, or the folder in TABLEKIT_CACHE. That happens once per machine,
 // puts about 360 MB there and takes minutes (2 min 23 s measured with an
 // empty npm cache), the last minute or more of which npm spends unpacking
-// without a word. Later runs find it there at once. TABLEKIT_NO_INSTALL=1 (NoInstallEnv) refuses the
-// install; Azurite on PATH (`npm install -g azurite`, InstallCommand), in
+// without a word. Later runs find it there at once. TABLEKIT_NO_INSTALL=1 refuses the
+// install; Azurite on PATH (`npm install -g azurite`), in
 // the module's own node_modules or named by TABLEKIT_AZURITE serves as
 // well.
 //
@@ -66,7 +66,7 @@
 // (its TableEndpoint is <account>.table.cosmos.azure.com): the tests'
 // tables are then on Cosmos DB, and tablekit takes its Cosmos profile. Such
 // an account has no queues or blobs: tests that need them use the Storage
-// account of TABLEKIT_STORAGE_CONNECTION_STRING (StorageConnectionStringEnv)
+// account of TABLEKIT_STORAGE_CONNECTION_STRING
 // and skip when it is not set.
 //
 // # Isolation
@@ -83,7 +83,7 @@
 // When Azurite is found nowhere and cannot be installed (npm is missing or
 // fails, or TABLEKIT_NO_INSTALL=1), New fails the test with an error that
 // lists where it looked, why it was not installed and the fixes
-// (ErrEmulatorNotInstalled, InstallCommand). Users without Node.js may set TABLEKIT_NO_EMULATOR=1 to
+// (`npm install -g azurite` among them). Users without Node.js may set TABLEKIT_NO_EMULATOR=1 to
 // skip such tests instead (and the examples of binaries whose TestMain calls
 // Main, which cannot skip themselves); the variable is ignored when CI is
 // set, so CI never silently skips.

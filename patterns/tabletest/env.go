@@ -20,27 +20,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
-
-// ConnectionStringEnv names the environment variable that points tests at an
-// existing account (Azure Storage, or a Cosmos DB Table API account for the
-// table-only tests) instead of a local emulator.
-const ConnectionStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
-
-// StorageConnectionStringEnv names the Storage account whose queues and
-// blob containers tests use when AZURE_STORAGE_CONNECTION_STRING names a
-// Cosmos DB Table API account, which has neither (the conformance suite on
-// Cosmos DB: see docs/cosmos.md). Without it there, QueueService, BlobService,
-// Queue and Container skip the test.
-const StorageConnectionStringEnv = "TABLEKIT_STORAGE_CONNECTION_STRING"
-
-// NoEmulatorEnv names the opt-out for machines without Node.js: when it is set
-// to 1 and no connection string is given, New skips the test instead of
-// failing, and Main skips the binary's examples. It is ignored when the CI
-// environment variable is set, so a missing emulator always fails in CI.
-const NoEmulatorEnv = "TABLEKIT_NO_EMULATOR"
 
 // shared is the emulator ConnectionString and New start on first use.
 var shared sharedEmulator
@@ -49,21 +32,21 @@ var shared sharedEmulator
 // users. Its methods are safe for concurrent use.
 type sharedEmulator struct {
 	mu  sync.Mutex
-	emu *Emulator
+	emu *emulator.Emulator
 	err error
 }
 
 // connect returns the connection string of the account to use and, when that
 // is the emulator, the emulator. Once the emulator has exited it returns the
-// emulator's ErrEmulatorExited error at once.
-func (s *sharedEmulator) connect() (string, *Emulator, error) {
-	if cs := os.Getenv(ConnectionStringEnv); cs != "" {
+// emulator's emulator.ErrExited error at once.
+func (s *sharedEmulator) connect() (string, *emulator.Emulator, error) {
+	if cs := os.Getenv(emulator.ConnectionStringEnv); cs != "" {
 		return cs, nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.emu == nil && s.err == nil {
-		s.emu, s.err = StartEmulator(context.Background(), nil)
+		s.emu, s.err = emulator.Start(context.Background(), nil)
 	}
 	if s.err != nil {
 		return "", nil, s.err
@@ -110,7 +93,7 @@ func (s *sharedEmulator) stop() error {
 // examples should use: the value of AZURE_STORAGE_CONNECTION_STRING when set,
 // else that of an Azurite emulator shared by the whole process, started on
 // first use. Once that emulator has exited, it fails at once with an error
-// that wraps ErrEmulatorExited and shows the emulator's last output. Safe for
+// that wraps emulator.ErrExited and shows the emulator's last output. Safe for
 // concurrent use.
 func ConnectionString() (string, error) {
 	return shared.connectionString()
@@ -127,7 +110,7 @@ func StopShared() error {
 //
 //	func TestMain(m *testing.M) { tabletest.Main(m) }
 //
-// When TABLEKIT_NO_EMULATOR=1 applies (see NoEmulatorEnv), Main also skips
+// When TABLEKIT_NO_EMULATOR=1 applies (see emulator.NoEmulatorEnv), Main also skips
 // the binary's examples, as if -test.skip named them: an example cannot skip
 // itself, and one that needs storage would fail. Tests that need storage
 // skip themselves in New.
@@ -159,25 +142,25 @@ func skipExamples() {
 		skip = cur + "|" + skip // a top-level | separates whole patterns
 	}
 	if err := f.Value.Set(skip); err != nil {
-		fmt.Fprintf(os.Stderr, "tabletest: %s=1: cannot skip the examples: %v\n", NoEmulatorEnv, err)
+		fmt.Fprintf(os.Stderr, "tabletest: %s=1: cannot skip the examples: %v\n", emulator.NoEmulatorEnv, err)
 		return
 	}
 	if testing.Verbose() {
-		fmt.Fprintf(os.Stderr, "tabletest: %s=1: skipping the examples\n", NoEmulatorEnv)
+		fmt.Fprintf(os.Stderr, "tabletest: %s=1: skipping the examples\n", emulator.NoEmulatorEnv)
 	}
 }
 
 // optedOut reports whether TABLEKIT_NO_EMULATOR=1 applies: it is set, no
 // connection string is given and CI is not set.
 func optedOut() bool {
-	return os.Getenv(ConnectionStringEnv) == "" && os.Getenv(NoEmulatorEnv) == "1" && os.Getenv("CI") == ""
+	return os.Getenv(emulator.ConnectionStringEnv) == "" && os.Getenv(emulator.NoEmulatorEnv) == "1" && os.Getenv("CI") == ""
 }
 
 // Env is a live storage account for one test: the shared emulator or the
 // account named by AZURE_STORAGE_CONNECTION_STRING. Names and resources it
 // hands out are unique to the test and deleted when the test ends. When the
 // account is the emulator, every client an Env builds fails requests at once
-// with ErrEmulatorExited once the emulator has exited, instead of retrying.
+// with emulator.ErrExited once the emulator has exited, instead of retrying.
 // An Env is safe for concurrent use by the test's goroutines.
 type Env struct {
 	// ConnectionString is the account's connection string.
@@ -187,7 +170,7 @@ type Env struct {
 	Tables *aztables.ServiceClient
 
 	t   testing.TB
-	emu *Emulator // nil for a real account
+	emu *emulator.Emulator // nil for a real account
 }
 
 // New returns an Env for t, starting the shared emulator on first use. It
@@ -196,7 +179,7 @@ type Env struct {
 func New(t testing.TB) *Env {
 	t.Helper()
 	if optedOut() {
-		t.Skipf("%s=1: skipping a test that needs a storage emulator", NoEmulatorEnv)
+		t.Skipf("%s=1: skipping a test that needs a storage emulator", emulator.NoEmulatorEnv)
 	}
 	env, err := shared.env(t)
 	if err != nil {
@@ -217,7 +200,7 @@ func (e *Env) withExitCheck(o azcore.ClientOptions) azcore.ClientOptions {
 // exitCheck is the policy withExitCheck adds. Its error is final for
 // retry.Default (not a transport error) and for azcore's retry policy
 // (NonRetriable).
-type exitCheck struct{ emu *Emulator }
+type exitCheck struct{ emu *emulator.Emulator }
 
 func (c exitCheck) Do(req *policy.Request) (*http.Response, error) {
 	if err := c.emu.Err(); err != nil {
@@ -356,16 +339,16 @@ func (e *Env) TableClient(name string, opts *aztables.ClientOptions) *aztables.C
 
 // storage returns the connection string of the account whose queues and
 // blobs e's tests use: e's own, or for a Cosmos DB Table API account the
-// value of StorageConnectionStringEnv; it skips the test when there is
+// value of emulator.StorageConnectionStringEnv; it skips the test when there is
 // none.
 func (e *Env) storage(what string) string {
 	e.t.Helper()
 	if !cosmosTables(e.ConnectionString) {
 		return e.ConnectionString
 	}
-	cs := os.Getenv(StorageConnectionStringEnv)
+	cs := os.Getenv(emulator.StorageConnectionStringEnv)
 	if cs == "" {
-		e.t.Skipf("tabletest: %s names a Cosmos DB Table API account, which has no %s: set %s to a Storage account's connection string to run this test", ConnectionStringEnv, what, StorageConnectionStringEnv)
+		e.t.Skipf("tabletest: %s names a Cosmos DB Table API account, which has no %s: set %s to a Storage account's connection string to run this test", emulator.ConnectionStringEnv, what, emulator.StorageConnectionStringEnv)
 	}
 	return cs
 }
@@ -385,7 +368,7 @@ func cosmosTables(cs string) bool {
 
 // QueueService returns a queue service client for the account, built with
 // opts (nil means defaults): for a Cosmos DB Table API account, which has
-// no queues, the account of StorageConnectionStringEnv (the test is
+// no queues, the account of emulator.StorageConnectionStringEnv (the test is
 // skipped without one). It fails the test when the account has no queue
 // endpoint.
 func (e *Env) QueueService(opts *azqueue.ClientOptions) *azqueue.ServiceClient {
@@ -405,7 +388,7 @@ func (e *Env) QueueService(opts *azqueue.ClientOptions) *azqueue.ServiceClient {
 
 // BlobService returns a blob service client for the account, built with
 // opts (nil means defaults): for a Cosmos DB Table API account, which has
-// no blobs, the account of StorageConnectionStringEnv (the test is skipped
+// no blobs, the account of emulator.StorageConnectionStringEnv (the test is skipped
 // without one). It fails the test when the account has no blob endpoint.
 func (e *Env) BlobService(opts *azblob.ClientOptions) *azblob.Client {
 	e.t.Helper()

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/retry"
 )
 
@@ -24,12 +25,12 @@ func (c *countAttempts) Do(req *policy.Request) (*http.Response, error) {
 }
 
 // When the emulator dies mid-run, the shared emulator's users fail at once
-// with ErrEmulatorExited and its last output: ConnectionString, New, and
+// with emulator.ErrExited and its last output: ConnectionString, New, and
 // every request of an Env's clients (no retries, whatever the retry policy).
 // A private sharedEmulator stands in for the process-wide one, so the
 // other tests keep theirs.
 func TestExitedEmulatorFailsFast(t *testing.T) {
-	if os.Getenv(ConnectionStringEnv) != "" || optedOut() {
+	if os.Getenv(emulator.ConnectionStringEnv) != "" || optedOut() {
 		t.Skip("needs an emulator of its own")
 	}
 	t.Parallel()
@@ -60,8 +61,8 @@ func TestExitedEmulatorFailsFast(t *testing.T) {
 
 	check := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, ErrEmulatorExited) {
-			t.Errorf("%s: err = %v, want ErrEmulatorExited", what, err)
+		if !errors.Is(err, emulator.ErrExited) {
+			t.Errorf("%s: err = %v, want emulator.ErrExited", what, err)
 		}
 	}
 	_, err = s.connectionString()

@@ -1,12 +1,12 @@
 package tabletest_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/patterns/tabletest"
 )
 
@@ -15,43 +15,25 @@ import (
 func skipWithoutEmulator(t *testing.T) {
 	t.Helper()
 	if tabletest.OptedOut() {
-		t.Skipf("%s=1: skipping a test that needs a storage emulator", tabletest.NoEmulatorEnv)
+		t.Skipf("%s=1: skipping a test that needs a storage emulator", emulator.NoEmulatorEnv)
 	}
 }
 
-// realAzurite returns the installed Azurite's entry script for tests that
-// start emulators themselves. Without one it fails the test, unless
-// TABLEKIT_NO_EMULATOR=1 applies or a real account is configured (then the
-// other tests need no emulator, so it skips).
-func realAzurite(t *testing.T) string {
+// writeFile creates path (and its folders) with the given content.
+func writeFile(t *testing.T, path, content string) string {
 	t.Helper()
-	skipWithoutEmulator(t)
-	script, err := tabletest.FindAzurite("")
-	if err != nil {
-		if os.Getenv(tabletest.ConnectionStringEnv) != "" {
-			t.Skipf("a real account is configured and %v", err)
-		}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return script
-}
-
-// wrapAzurite writes a Node.js script that runs js, in which azurite() runs
-// the real Azurite at script, and returns its path for TABLEKIT_AZURITE.
-func wrapAzurite(t *testing.T, script, js string) string {
-	t.Helper()
-	return writeFile(t, filepath.Join(t.TempDir(), "wrapper.js"), "const azurite = () => require("+jsString(script)+");\n"+js+"\n")
-}
-
-// jsString quotes s as a JavaScript string literal.
-func jsString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // isRealAccount reports whether the tests run against the account in
 // AZURE_STORAGE_CONNECTION_STRING rather than an emulator.
-func isRealAccount() bool { return os.Getenv(tabletest.ConnectionStringEnv) != "" }
+func isRealAccount() bool { return os.Getenv(emulator.ConnectionStringEnv) != "" }
 
 // repoRoot returns tablekit's module root. It goes by this file's path, not
 // the working directory, which a child test binary may have elsewhere.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/internal/emulator"
 )
 
 // makeDir copies the Makefile and the emulator's npm manifest to a fresh
@@ -36,7 +36,7 @@ func makeDir(t *testing.T) string {
 
 // makeEnv is the environment without the variables the Makefile reads.
 func makeEnv() []string {
-	return without(os.Environ(), tabletest.ConnectionStringEnv, tabletest.AzuriteEnv, tabletest.NoEmulatorEnv, "CI", "MAKEFLAGS", "MFLAGS")
+	return without(os.Environ(), emulator.ConnectionStringEnv, emulator.AzuriteEnv, emulator.NoEmulatorEnv, "CI", "MAKEFLAGS", "MFLAGS")
 }
 
 // make installs the pinned emulator only when something will start it.
@@ -49,14 +49,14 @@ func TestMakeInstallsEmulatorOnlyWhenNeeded(t *testing.T) {
 		npm    bool
 	}{
 		{"test", nil, true},
-		{"test", []string{tabletest.ConnectionStringEnv + "=DefaultEndpointsProtocol=https;AccountName=x"}, false},
-		{"test", []string{tabletest.AzuriteEnv + "=/opt/azurite/dist/src/azurite.js"}, false},
-		{"test", []string{tabletest.NoEmulatorEnv + "=1"}, false},
-		{"test", []string{tabletest.NoEmulatorEnv + "=1", "CI=true"}, true},
+		{"test", []string{emulator.ConnectionStringEnv + "=DefaultEndpointsProtocol=https;AccountName=x"}, false},
+		{"test", []string{emulator.AzuriteEnv + "=/opt/azurite/dist/src/azurite.js"}, false},
+		{"test", []string{emulator.NoEmulatorEnv + "=1"}, false},
+		{"test", []string{emulator.NoEmulatorEnv + "=1", "CI=true"}, true},
 		{"demo", nil, true},
-		{"demo", []string{tabletest.ConnectionStringEnv + "=DefaultEndpointsProtocol=https;AccountName=x"}, false},
+		{"demo", []string{emulator.ConnectionStringEnv + "=DefaultEndpointsProtocol=https;AccountName=x"}, false},
 		{"bench", nil, true},
-		{"bench", []string{tabletest.ConnectionStringEnv + "=DefaultEndpointsProtocol=https;AccountName=x"}, false},
+		{"bench", []string{emulator.ConnectionStringEnv + "=DefaultEndpointsProtocol=https;AccountName=x"}, false},
 	} {
 		// -n prints the commands instead of running them, -B as if
 		// node_modules were out of date.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/internal/emulator"
 )
 
 // userTest is the test of a module that depends on tablekit: it writes and
@@ -50,12 +50,12 @@ func TestUseFromAnotherModule(t *testing.T) {
 	skipWithoutEmulator(t)
 	t.Parallel()
 	var env []string
-	if os.Getenv(tabletest.ConnectionStringEnv) == "" {
-		script, err := tabletest.FindAzurite("")
+	if os.Getenv(emulator.ConnectionStringEnv) == "" {
+		script, err := emulator.FindAzurite("")
 		if err != nil {
 			t.Fatal(err)
 		}
-		env = append(env, tabletest.AzuriteEnv+"="+script)
+		env = append(env, emulator.AzuriteEnv+"="+script)
 	}
 	runUserModule(t, env...)
 }
@@ -65,32 +65,32 @@ func TestUseFromAnotherModule(t *testing.T) {
 // the pinned Azurite into the per-user cache itself and runs.
 func TestInstallFromAnotherModule(t *testing.T) {
 	skipWithoutEmulator(t)
-	if os.Getenv(tabletest.ConnectionStringEnv) != "" {
+	if os.Getenv(emulator.ConnectionStringEnv) != "" {
 		t.Skip("an account is configured: no emulator to install")
 	}
 	t.Parallel()
 	cache := t.TempDir()
-	out := runUserModule(t, tabletest.CacheEnv+"="+cache)
-	if !strings.Contains(out, "installing Azurite "+tabletest.AzuriteVersion) {
+	out := runUserModule(t, emulator.CacheEnv+"="+cache)
+	if !strings.Contains(out, "installing Azurite "+emulator.AzuriteVersion) {
 		t.Fatalf("no install progress in the output:\n%s", out)
 	}
-	if _, err := os.Stat(filepath.Join(cache, "azurite-"+tabletest.AzuriteVersion, "node_modules", "azurite", "dist", "src", "azurite.js")); err != nil {
+	if _, err := os.Stat(filepath.Join(cache, "azurite-"+emulator.AzuriteVersion, "node_modules", "azurite", "dist", "src", "azurite.js")); err != nil {
 		t.Fatalf("the pinned Azurite is not in the cache: %v", err)
 	}
 	// The next run finds it there: no second install.
-	if out := runUserModule(t, tabletest.CacheEnv+"="+cache); strings.Contains(out, "installing Azurite") {
+	if out := runUserModule(t, emulator.CacheEnv+"="+cache); strings.Contains(out, "installing Azurite") {
 		t.Fatalf("Azurite installed twice:\n%s", out)
 	}
 }
 
-// The version InstallAzurite installs is the one package-lock.json pins.
+// The version the emulator's start installs (emulator.InstallAzurite) is the one package-lock.json pins.
 func TestAzuriteVersionIsPinned(t *testing.T) {
 	lock, err := os.ReadFile(filepath.Join(repoRoot(t), "package-lock.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "\"node_modules/azurite\": {\n      \"version\": \"" + tabletest.AzuriteVersion + "\""; !strings.Contains(string(lock), want) {
-		t.Fatalf("package-lock.json does not pin azurite %s", tabletest.AzuriteVersion)
+	if want := "\"node_modules/azurite\": {\n      \"version\": \"" + emulator.AzuriteVersion + "\""; !strings.Contains(string(lock), want) {
+		t.Fatalf("package-lock.json does not pin azurite %s", emulator.AzuriteVersion)
 	}
 }
 
@@ -146,7 +146,7 @@ func withoutAzuriteOnPath(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		switch {
-		case strings.HasPrefix(kv, tabletest.AzuriteEnv+"="), strings.HasPrefix(kv, tabletest.CacheEnv+"="):
+		case strings.HasPrefix(kv, emulator.AzuriteEnv+"="), strings.HasPrefix(kv, emulator.CacheEnv+"="):
 			continue
 		case strings.HasPrefix(kv, "PATH="):
 			var keep []string

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/internal/emulator"
 )
 
 // optOutChildEnv marks this test binary run as the child of
@@ -26,15 +26,15 @@ func TestNoEmulatorOptOut(t *testing.T) {
 		cmd := exec.Command(os.Args[0], append([]string{"-test.v", "-test.count=1", "-test.skip=^TestNoEmulatorOptOut$"}, args...)...)
 		cmd.Dir = t.TempDir() // no node_modules here or above
 		// No Azurite anywhere, and none to be installed either.
-		cmd.Env = append(withoutAzuriteOnPath(without(os.Environ(), tabletest.ConnectionStringEnv, tabletest.NoEmulatorEnv, "CI")),
-			append([]string{optOutChildEnv + "=1", tabletest.NoInstallEnv + "=1", tabletest.CacheEnv + "=" + t.TempDir()}, env...)...)
+		cmd.Env = append(withoutAzuriteOnPath(without(os.Environ(), emulator.ConnectionStringEnv, emulator.NoEmulatorEnv, "CI")),
+			append([]string{optOutChildEnv + "=1", emulator.NoInstallEnv + "=1", emulator.CacheEnv + "=" + t.TempDir()}, env...)...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 
-	out, err := run(nil, tabletest.NoEmulatorEnv+"=1")
+	out, err := run(nil, emulator.NoEmulatorEnv+"=1")
 	if err != nil {
-		t.Fatalf("with %s=1 and no Azurite, the tests fail: %v\n%s", tabletest.NoEmulatorEnv, err, out)
+		t.Fatalf("with %s=1 and no Azurite, the tests fail: %v\n%s", emulator.NoEmulatorEnv, err, out)
 	}
 	for _, want := range []string{"--- SKIP: TestTableRoundTrip", "--- SKIP: TestParallelEmulatorsAndStop"} {
 		if !strings.Contains(out, want) {
@@ -45,9 +45,9 @@ func TestNoEmulatorOptOut(t *testing.T) {
 		t.Errorf("examples ran:\n%s", out)
 	}
 
-	out, err = run([]string{"-test.run=^(TestTableRoundTrip|ExampleConnectionString)$"}, tabletest.NoEmulatorEnv+"=1", "CI=true")
-	if err == nil || !strings.Contains(out, tabletest.ErrEmulatorNotInstalled.Error()) {
-		t.Fatalf("with CI set, %s=1 must not skip; got %v:\n%s", tabletest.NoEmulatorEnv, err, out)
+	out, err = run([]string{"-test.run=^(TestTableRoundTrip|ExampleConnectionString)$"}, emulator.NoEmulatorEnv+"=1", "CI=true")
+	if err == nil || !strings.Contains(out, emulator.ErrNotInstalled.Error()) {
+		t.Fatalf("with CI set, %s=1 must not skip; got %v:\n%s", emulator.NoEmulatorEnv, err, out)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/redact"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -24,8 +25,9 @@ var scratchSeq atomic.Uint64
 
 // ScratchTable creates a table with a fresh name that starts with prefix
 // (a letter, then up to 40 letters and digits) in the account
-// ConnectionString names, and returns a client of it (ScratchService's
-// options) and a function that deletes it. It is the set-up of a runnable
+// ConnectionString names, and returns a client of it
+// (table.ClientOptions: retry.Default, spans of the requests made under a
+// recording span) and a function that deletes it. It is the set-up of a runnable
 // example, and of a test outside testing.T's reach:
 //
 //	logins, cleanup, err := tabletest.ScratchTable(ctx, "logins")
@@ -34,7 +36,7 @@ var scratchSeq atomic.Uint64
 //	}
 //	defer cleanup()
 func ScratchTable(ctx context.Context, prefix string) (c *aztables.Client, cleanup func(), err error) {
-	svc, err := ScratchService()
+	svc, err := scratchService()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,7 +56,7 @@ func scratchName(prefix string) string {
 }
 
 // storageConnectionString is ConnectionString for queues and blobs
-// (what): a Storage account's, from StorageConnectionStringEnv when
+// (what): a Storage account's, from emulator.StorageConnectionStringEnv when
 // ConnectionString names a Cosmos DB Table API account, which has
 // neither.
 func storageConnectionString(what string) (string, error) {
@@ -62,17 +64,17 @@ func storageConnectionString(what string) (string, error) {
 	if err != nil || !cosmosTables(cs) {
 		return cs, err
 	}
-	if s := os.Getenv(StorageConnectionStringEnv); s != "" {
+	if s := os.Getenv(emulator.StorageConnectionStringEnv); s != "" {
 		return s, nil
 	}
-	return "", fmt.Errorf("tabletest: %s names a Cosmos DB Table API account, which has no %s: set %s to a Storage account's connection string", ConnectionStringEnv, what, StorageConnectionStringEnv)
+	return "", fmt.Errorf("tabletest: %s names a Cosmos DB Table API account, which has no %s: set %s to a Storage account's connection string", emulator.ConnectionStringEnv, what, emulator.StorageConnectionStringEnv)
 }
 
-// ScratchService returns a table service client of the account
+// scratchService returns a table service client of the account
 // ConnectionString names, built by table.NewServiceClientFromConnectionString
 // with table.ClientOptions (retry.Default in place of azcore's retry, and
 // spans of the requests made under a recording span).
-func ScratchService() (*aztables.ServiceClient, error) {
+func scratchService() (*aztables.ServiceClient, error) {
 	cs, err := ConnectionString()
 	if err != nil {
 		return nil, err
@@ -83,7 +85,7 @@ func ScratchService() (*aztables.ServiceClient, error) {
 // ScratchQueue creates a queue with a fresh name that starts with prefix
 // (lower-case letters and digits) in the account ConnectionString names
 // (TABLEKIT_STORAGE_CONNECTION_STRING's when that is a Cosmos DB
-// account), and returns a client of it (retry.Default, spans as ScratchService's)
+// account), and returns a client of it (retry.Default, spans as ScratchTable's)
 // and a function that deletes it: the set-up of a runnable example that
 // needs a queue.
 func ScratchQueue(ctx context.Context, prefix string) (q *azqueue.QueueClient, cleanup func(), err error) {
@@ -109,7 +111,7 @@ func ScratchQueue(ctx context.Context, prefix string) (q *azqueue.QueueClient, c
 // with prefix (lower-case letters and digits) in the account
 // ConnectionString names (TABLEKIT_STORAGE_CONNECTION_STRING's when that is
 // a Cosmos DB account), and returns a client of it (retry.Default, spans
-// as ScratchService's) and a function that deletes it: the set-up of a
+// as ScratchTable's) and a function that deletes it: the set-up of a
 // runnable example that needs blobs.
 func ScratchContainer(ctx context.Context, prefix string) (c *container.Client, cleanup func(), err error) {
 	cs, err := storageConnectionString("blobs")

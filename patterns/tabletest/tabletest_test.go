@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/emulator"
 	"github.com/tablekit/tablekit/patterns/rotation"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
@@ -185,24 +186,24 @@ func ptr[T any](v T) *T { return &v }
 // Two emulators started side by side (as two test binaries would) get
 // different ports, both work, and Stop ends the process.
 func TestParallelEmulatorsAndStop(t *testing.T) {
-	if os.Getenv(tabletest.ConnectionStringEnv) != "" {
+	if os.Getenv(emulator.ConnectionStringEnv) != "" {
 		t.Skip("uses the emulator directly; not meaningful against a real account")
 	}
 	skipWithoutEmulator(t)
 	t.Parallel()
 	ctx := context.Background()
-	a, err := tabletest.StartEmulator(ctx, nil)
+	a, err := emulator.Start(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := tabletest.StartEmulator(ctx, nil)
+	b, err := emulator.Start(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.TableURL == b.TableURL || a.BlobURL == b.BlobURL || a.QueueURL == b.QueueURL {
 		t.Fatalf("two emulators share an endpoint: %+v %+v", a, b)
 	}
-	for _, e := range []*tabletest.Emulator{a, b} {
+	for _, e := range []*emulator.Emulator{a, b} {
 		svc, err := aztables.NewServiceClientFromConnectionString(e.ConnectionString(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -211,7 +212,7 @@ func TestParallelEmulatorsAndStop(t *testing.T) {
 			t.Fatalf("CreateTable on %s: %v", e.TableURL, err) // would 409 if both were one emulator
 		}
 	}
-	for _, e := range []*tabletest.Emulator{a, b} {
+	for _, e := range []*emulator.Emulator{a, b} {
 		if err := e.Stop(); err != nil {
 			t.Fatal(err)
 		}

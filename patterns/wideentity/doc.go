@@ -34,6 +34,24 @@
 // does not know whether the entity exists cannot know its layout, whose
 // rows a whole-entity write replaces in the same transaction.
 //
+// # Composing writes
+//
+// Every write is one transaction in the entity's partition, so it can be
+// one part of a larger transaction (see "Composing patterns" in package
+// table): InsertOps, UpdateOps, ModifyOps and DeleteOps return the write
+// as a [table.Change] for a Table's Apply (or eventual's Queue.Apply),
+// which sends it with the other changes of the partition all or none. The
+// change holds Parts+1 operations (more for a replace that changes the
+// layout), so the others must fit the rest of the transaction's 100 and
+// its bytes; Join's error names each change's share. InsertOps,
+// UpdateOps and DeleteOps send nothing: they are built for the Store's
+// layout without a read, so an entity stored with another Parts fails the
+// transaction with table.ErrNotFound, nothing applied (the change's error
+// says so; Update and Delete, which read the header then, write it).
+// ModifyOps reads the entity and conditions its replace on the header's
+// ETag read: a write in between fails the transaction with
+// table.ErrPreconditionFailed, and the caller makes the change again.
+//
 // # Rows
 //
 // Entity (pk, rk) is a header row and Options.Parts part rows in partition
@@ -120,6 +138,9 @@
 //	Update, Fields or Merge   1 (a merge per part touched + the header's)
 //	Delete                    1 (Parts+1 deletes)
 //	Modify                    2 (Get + Update), +2 per conflict
+//	InsertOps, UpdateOps,     0 (the change travels in its Apply's one
+//	  DeleteOps                  transaction)
+//	ModifyOps                 1 (a Get)
 //	ErrNotFound of Update     2 (the transaction, then a header read
 //	  or Delete                  telling "missing" from "another layout")
 //	an entity of another      3 (transaction, header read, transaction
@@ -181,7 +202,7 @@
 // share the transaction's 4 MiB with the parts. Keep such a value in a
 // largeentity Store under the entity's keys, read when it is needed:
 // largeentity's InsertOps and UpdateOps upload it first and give its
-// pointer's write as a table.Change, which table.Apply can send in one
+// pointer's write as a table.Change, which a Table's Apply can send in one
 // transaction with other changes of the partition.
 //
 // # Write outcomes

@@ -70,7 +70,7 @@ type Options[T any] struct {
 	// package documentation for what a change costs.
 	Parts int
 	// Keys returns the logical keys an entity is stored under, as
-	// table.WithKeys does for a table: for a T without key fields, or
+	// table.Options.Keys does for a table: for a T without key fields, or
 	// keys computed from other fields. Default: T's key fields
 	// ([fieldmodel.KeysOf]; table.Dynamic's PartitionKey and RowKey). A Store
 	// whose T has neither can Get and Delete, but its writes fail with
@@ -294,19 +294,8 @@ func (s *Store[T]) replaceOps(pk, rk string, parts []map[string]any, cur stored)
 // submit sends ops as one transaction after checking them and the limits,
 // and returns the header's (the first op's) result.
 func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op) (table.Result, error) {
-	for _, o := range ops {
-		if err := o.Err(); err != nil {
-			return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, batchplan.RowKey(o), ErrInvalid, err)
-		}
-	}
-	p := s.tbl.Profile()
-	if len(ops) > p.MaxBatchOps {
-		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %w: %d operations, more than one transaction holds (%d): a change of Parts needs the old and the new part rows in one transaction",
-			op, pk, rk, ErrInvalid, table.ErrTooLarge, len(ops), p.MaxBatchOps)
-	}
-	if size := batchplan.Size(ops); size > p.MaxBatchSize {
-		return table.Result{}, fmt.Errorf("wideentity: %s (%q, %q): %w: %w: the transaction would be up to %d bytes, more than %s's %d",
-			op, pk, rk, ErrInvalid, table.ErrTooLarge, size, p.Name, p.MaxBatchSize)
+	if err := s.check(op, pk, rk, ops); err != nil {
+		return table.Result{}, err
 	}
 	res, err := s.tbl.Submit(ctx, table.Atomic(ops...), nil)
 	if err != nil {
@@ -314,6 +303,46 @@ func (s *Store[T]) submit(ctx context.Context, op, pk, rk string, ops []table.Op
 	}
 	h := res.Ops[0]
 	return table.Result{ETag: h.ETag, Verified: h.Verified}, nil
+}
+
+// check checks ops, the transaction of a write, and the limits of one
+// transaction, before the network.
+func (s *Store[T]) check(op, pk, rk string, ops []table.Op) error {
+	for _, o := range ops {
+		if err := o.Err(); err != nil {
+			return fmt.Errorf("wideentity: %s (%q, %q): row %q: %w: %w", op, pk, rk, batchplan.RowKey(o), ErrInvalid, err)
+		}
+	}
+	p := s.tbl.Profile()
+	if len(ops) > p.MaxBatchOps {
+		return fmt.Errorf("wideentity: %s (%q, %q): %w: %w: %d operations, more than one transaction holds (%d): a change of Parts needs the old and the new part rows in one transaction",
+			op, pk, rk, ErrInvalid, table.ErrTooLarge, len(ops), p.MaxBatchOps)
+	}
+	if size := batchplan.Size(ops); size > p.MaxBatchSize {
+		return fmt.Errorf("wideentity: %s (%q, %q): %w: %w: the transaction would be up to %d bytes, more than %s's %d",
+			op, pk, rk, ErrInvalid, table.ErrTooLarge, size, p.Name, p.MaxBatchSize)
+	}
+	return nil
+}
+
+// change returns ops, the transaction of a write, as a table.Change,
+// checked as submit checks it. A change built for the configured layout
+// without a read (blind) explains the ErrNotFound of an entity that is
+// missing or stored with another Parts.
+func (s *Store[T]) change(op, pk, rk string, ops []table.Op, blind bool) (table.Change, error) {
+	if err := s.check(op, pk, rk, ops); err != nil {
+		return table.Change{}, err
+	}
+	c := table.Change{By: fmt.Sprintf("wideentity %s (%q, %q)", op, pk, rk), Ops: ops}
+	if blind {
+		c.Explain = func(_ int, err error) error {
+			if !errors.Is(err, table.ErrNotFound) {
+				return nil
+			}
+			return fmt.Errorf("wideentity: %s (%q, %q): the entity does not exist, or is stored with another Parts than this Store's %d (Update and Delete write the stored layout): %w", op, pk, rk, s.parts, err)
+		}
+	}
+	return c, nil
 }
 
 // write sends the transaction build makes for the configured layout,
@@ -379,15 +408,39 @@ func (s *Store[T]) partsOf(h table.Dynamic) (int, error) {
 func (s *Store[T]) Insert(ctx context.Context, v T) (res table.Result, err error) {
 	ctx, sp := s.obs.Start(ctx, opInsert, s.tbl.Name(), s.partitionOf(&v))
 	defer func() { sp.EndWrite(err, res.Verified) }()
-	pk, rk, err := s.keysOf("insert", &v)
+	pk, rk, ops, err := s.insertOps(v)
 	if err != nil {
 		return table.Result{}, err
+	}
+	return s.submit(ctx, "insert", pk, rk, ops)
+}
+
+// InsertOps is Insert as a [table.Change], to join a composed write (see
+// "Composing patterns" in package table): the inserts of the header and
+// the part rows, checked against the limits of one transaction (the
+// change's share: the other changes of the transaction must fit beside
+// it). Nothing is sent (ctx is for the shape every ...Ops shares).
+// Applied, it fails with ErrAlreadyExists when the entity exists, in any
+// layout.
+func (s *Store[T]) InsertOps(ctx context.Context, v T) (table.Change, error) {
+	pk, rk, ops, err := s.insertOps(v)
+	if err != nil {
+		return table.Change{}, err
+	}
+	return s.change("insert", pk, rk, ops, false)
+}
+
+// insertOps is the transaction of an Insert of v.
+func (s *Store[T]) insertOps(v T) (pk, rk string, ops []table.Op, err error) {
+	pk, rk, err = s.keysOf("insert", &v)
+	if err != nil {
+		return "", "", nil, err
 	}
 	parts, err := s.split(fmt.Sprintf("insert (%q, %q)", pk, rk), v, s.parts)
 	if err != nil {
-		return table.Result{}, err
+		return "", "", nil, err
 	}
-	return s.submit(ctx, "insert", pk, rk, s.replaceOps(pk, rk, parts, stored{}))
+	return pk, rk, s.replaceOps(pk, rk, parts, stored{}), nil
 }
 
 // Update writes v into the stored entity with v's logical keys, in one
@@ -426,35 +479,66 @@ func (s *Store[T]) Insert(ctx context.Context, v T) (res table.Result, err error
 func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (res table.Result, err error) {
 	ctx, sp := s.obs.Start(ctx, opUpdate, s.tbl.Name(), s.partitionOf(&v))
 	defer func() { sp.EndWrite(err, res.Verified) }()
-	pk, rk, err := s.keysOf("update", &v)
+	pk, rk, build, err := s.update(v, etag, mode)
 	if err != nil {
 		return table.Result{}, err
 	}
+	return s.write(ctx, "update", pk, rk, etag, build)
+}
+
+// UpdateOps is Update as a [table.Change] (see InsertOps): the
+// transaction Update sends first, for the Store's layout (Parts), without
+// a read; nothing is sent. Applied, it fails with
+// table.ErrPreconditionFailed when the header's ETag is not etag, and with
+// table.ErrNotFound when the entity does not exist or is stored with
+// another Parts (the change's error says so; Update writes such an entity
+// in its stored layout). With table.Fields or table.Merge and
+// azcore.ETagAny it is the guide's single merge, in a transaction with
+// other writes of the partition.
+func (s *Store[T]) UpdateOps(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Change, error) {
+	pk, rk, build, err := s.update(v, etag, mode)
+	if err != nil {
+		return table.Change{}, err
+	}
+	ops, err := build(stored{parts: s.parts, etag: etag})
+	if err != nil {
+		return table.Change{}, err
+	}
+	return s.change("update", pk, rk, ops, true)
+}
+
+// update checks an Update's arguments and returns v's logical keys and
+// what builds its transaction for a stored layout.
+func (s *Store[T]) update(v T, etag azcore.ETag, mode table.Mode) (pk, rk string, build func(stored) ([]table.Op, error), err error) {
+	pk, rk, err = s.keysOf("update", &v)
+	if err != nil {
+		return "", "", nil, err
+	}
 	where := fmt.Sprintf("update (%q, %q)", pk, rk)
 	if etag == "" {
-		return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, table.ErrNoETag)
+		return "", "", nil, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, table.ErrNoETag)
 	}
 	names := fieldmodel.ModeFields(mode)
 	switch {
 	case names != nil:
 		if len(names) == 0 {
-			return table.Result{}, fmt.Errorf("%w: %s: table.Fields names no property", ErrInvalid, where)
+			return "", "", nil, fmt.Errorf("%w: %s: table.Fields names no property", ErrInvalid, where)
 		}
 	case reflect.DeepEqual(mode, table.Merge):
 	case reflect.DeepEqual(mode, table.Replace):
 		parts, err := s.split(where, v, s.parts)
 		if err != nil {
-			return table.Result{}, err
+			return "", "", nil, err
 		}
-		return s.write(ctx, "update", pk, rk, etag, func(cur stored) ([]table.Op, error) {
+		return pk, rk, func(cur stored) ([]table.Op, error) {
 			return s.replaceOps(pk, rk, parts, cur), nil
-		})
+		}, nil
 	default:
-		return table.Result{}, fmt.Errorf("%w: %s: mode %v: want table.Replace, table.Merge or table.Fields", ErrInvalid, where, mode)
+		return "", "", nil, fmt.Errorf("%w: %s: mode %v: want table.Replace, table.Merge or table.Fields", ErrInvalid, where, mode)
 	}
 	props, err := s.properties(v)
 	if err != nil {
-		return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
+		return "", "", nil, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
 	}
 	if names == nil { // Merge: every property v holds
 		for name, val := range props {
@@ -467,14 +551,14 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 	for _, name := range names {
 		val := props[name]
 		if err := fieldmodel.ValidName(name); err != nil {
-			return table.Result{}, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
+			return "", "", nil, fmt.Errorf("wideentity: %s: %w: %w", where, ErrInvalid, err)
 		}
 		if val == nil {
-			return table.Result{}, fmt.Errorf("%w: %s: v holds no property %q", ErrInvalid, where, name)
+			return "", "", nil, fmt.Errorf("%w: %s: v holds no property %q", ErrInvalid, where, name)
 		}
 		merge[name] = val
 	}
-	return s.write(ctx, "update", pk, rk, etag, func(cur stored) ([]table.Op, error) {
+	return pk, rk, func(cur stored) ([]table.Op, error) {
 		byPart := map[int]map[string]any{}
 		for name, val := range merge {
 			k := partOf(name, cur.parts)
@@ -492,7 +576,7 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag, mode table
 			}
 		}
 		return ops, nil
-	})
+	}, nil
 }
 
 // Delete removes the whole entity, in one transaction of Parts+1 deletes,
@@ -506,20 +590,50 @@ func (s *Store[T]) Delete(ctx context.Context, pk, rk string, etag azcore.ETag) 
 	ctx, sp := s.obs.Start(ctx, opDelete, s.tbl.Name(), pk)
 	var res table.Result
 	defer func() { sp.EndWrite(err, res.Verified) }()
+	if err := s.deletable(pk, rk, etag); err != nil {
+		return err
+	}
+	res, err = s.write(ctx, "delete", pk, rk, etag, s.deleteOps(pk, rk))
+	return err
+}
+
+// DeleteOps is Delete as a [table.Change] (see InsertOps and UpdateOps):
+// the deletes of the header, conditioned on etag, and of the part rows of
+// the Store's layout, without a read; nothing is sent. Applied, it fails
+// with table.ErrNotFound when the entity does not exist or is stored with
+// another Parts (Delete removes such an entity).
+func (s *Store[T]) DeleteOps(ctx context.Context, pk, rk string, etag azcore.ETag) (table.Change, error) {
+	if err := s.deletable(pk, rk, etag); err != nil {
+		return table.Change{}, err
+	}
+	ops, err := s.deleteOps(pk, rk)(stored{parts: s.parts, etag: etag})
+	if err != nil {
+		return table.Change{}, err
+	}
+	return s.change("delete", pk, rk, ops, true)
+}
+
+// deletable checks a Delete's arguments before the network.
+func (s *Store[T]) deletable(pk, rk string, etag azcore.ETag) error {
 	if err := s.checkKeys("delete", pk, rk); err != nil {
 		return err
 	}
 	if etag == "" {
 		return fmt.Errorf("wideentity: delete (%q, %q): %w: %w", pk, rk, ErrInvalid, table.ErrNoETag)
 	}
-	res, err = s.write(ctx, "delete", pk, rk, etag, func(cur stored) ([]table.Op, error) {
+	return nil
+}
+
+// deleteOps builds the transaction that deletes entity (pk, rk) of a
+// stored layout.
+func (s *Store[T]) deleteOps(pk, rk string) func(stored) ([]table.Op, error) {
+	return func(cur stored) ([]table.Op, error) {
 		ops := []table.Op{s.tbl.DeleteOp(pk, headerKey(rk), cur.etag)}
 		for k := range cur.parts {
 			ops = append(ops, s.tbl.DeleteOp(pk, partKey(rk, cur.parts, k), azcore.ETagAny))
 		}
 		return ops, nil
-	})
-	return err
+	}
 }
 
 // Get reads the whole entity with one range query: one round trip (when
@@ -534,15 +648,21 @@ func (s *Store[T]) Get(ctx context.Context, pk, rk string) (_ Entity[T], err err
 	if err := s.checkKeys("get", pk, rk); err != nil {
 		return Entity[T]{}, err
 	}
-	var e Entity[T]
+	e, _, err := s.readOne(ctx, pk, rk)
+	return e, err
+}
+
+// readOne reads the entity, again (per Options.Retry) while its rows do
+// not form one version.
+func (s *Store[T]) readOne(ctx context.Context, pk, rk string) (e Entity[T], cur stored, err error) {
 	p := s.retry
 	p.Retryable = func(err error) bool { return errors.Is(err, ErrInconsistent) }
 	err = p.Do(ctx, func(ctx context.Context) error {
 		var err error
-		e, _, err = s.read(ctx, pk, rk)
+		e, cur, err = s.read(ctx, pk, rk)
 		return err
 	})
-	return e, err
+	return e, cur, err
 }
 
 // read reads the entity's rows with one range query (one round trip a
@@ -657,14 +777,11 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		if err := fn(&e.Value); err != nil {
 			return retrycore.Stop(err)
 		}
-		if k1, k2 := s.keys(&e.Value); k1 != pk || k2 != rk {
-			return fmt.Errorf("%w: modify (%q, %q): %w: fn changed the keys to (%q, %q)", ErrInvalid, pk, rk, table.ErrInvalidKey, k1, k2)
-		}
-		parts, err := s.split(fmt.Sprintf("modify (%q, %q)", pk, rk), e.Value, s.parts)
+		ops, err := s.modified(pk, rk, e.Value, cur)
 		if err != nil {
 			return err
 		}
-		res, err := s.submit(ctx, "modify", pk, rk, s.replaceOps(pk, rk, parts, cur))
+		res, err := s.submit(ctx, "modify", pk, rk, ops)
 		if err != nil {
 			return err
 		}
@@ -677,6 +794,47 @@ func (s *Store[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error)
 		return Entity[T]{}, err
 	}
 	return out, nil
+}
+
+// ModifyOps is Modify as a [table.Change] (see InsertOps): it reads the
+// entity (one range query, again while its rows do not form one version),
+// calls fn once with its value, and returns the replacement of the whole
+// entity conditioned on the header's ETag read, in the Store's layout. A
+// write in between fails the transaction with
+// table.ErrPreconditionFailed: make the change again. An error from fn is
+// returned as it is; fn may not change the keys (ErrInvalid and
+// table.ErrInvalidKey).
+func (s *Store[T]) ModifyOps(ctx context.Context, pk, rk string, fn func(*T) error) (_ table.Change, err error) {
+	ctx, sp := s.obs.Start(ctx, opModifyOps, s.tbl.Name(), pk)
+	defer func() { sp.End(err) }()
+	if err := s.modifiable(pk, rk); err != nil {
+		return table.Change{}, err
+	}
+	e, cur, err := s.readOne(ctx, pk, rk)
+	if err != nil {
+		return table.Change{}, err
+	}
+	if err := fn(&e.Value); err != nil {
+		return table.Change{}, err
+	}
+	ops, err := s.modified(pk, rk, e.Value, cur)
+	if err != nil {
+		return table.Change{}, err
+	}
+	return s.change("modify", pk, rk, ops, false)
+}
+
+// modified is the transaction that writes v, entity (pk, rk) as fn left
+// it, over cur, the version read.
+func (s *Store[T]) modified(pk, rk string, v T, cur stored) ([]table.Op, error) {
+	if k1, k2 := s.keys(&v); k1 != pk || k2 != rk {
+		return nil, fmt.Errorf("%w: modify (%q, %q): %w: fn changed the keys to (%q, %q)", ErrInvalid, pk, rk, table.ErrInvalidKey, k1, k2)
+	}
+	parts, err := s.split(fmt.Sprintf("modify (%q, %q)", pk, rk), v, s.parts)
+	if err != nil {
+		return nil, err
+	}
+	return s.replaceOps(pk, rk, parts, cur), nil
 }
 
 // modifiable checks, before the network, that Modify can write back what
@@ -697,7 +855,9 @@ var (
 	opUpdate = obs.Write("wideentity.Update")
 	opDelete = obs.Write("wideentity.Delete")
 	opModify = obs.Write("wideentity.Modify")
-	opGet    = obs.Read("wideentity.Get")
+
+	opModifyOps = obs.Read("wideentity.ModifyOps") // a read; the change is sent by Apply
+	opGet       = obs.Read("wideentity.Get")
 )
 
 // partitionOf is v's logical PartitionKey, for a span ("" when the Store

@@ -168,7 +168,8 @@ var exceptions = []exception{
 
 // notes are the doc's remarks beside a package that has a verb's shape.
 var notes = map[[2]string]string{
-	{"Get", "dataseries"}: "(zeros, not ErrNotFound)",
+	{"Get", "dataseries"}:    "(zeros, not ErrNotFound)",
+	{"Delete", "dataseries"}: "(the whole series)",
 }
 
 // verbMethod is one exported method of a pattern package that a row covers.
@@ -234,13 +235,13 @@ func verbMethods(modPath string, pkgs []*types.Package) (found, unknown []verbMe
 				vm := verbMethod{pkg: pkg, recv: named, fn: fn, row: byName[fn.Name()]}
 				if base, ok := strings.CutSuffix(fn.Name(), "Ops"); ok {
 					vm.row = opsRow
-					if byName[base] == nil {
+					if byName[base] == nil && sibling(named, base) == nil {
 						unknown = append(unknown, vm)
 						continue
 					}
 				} else if base, ok := strings.CutSuffix(fn.Name(), "Op"); ok {
 					vm.row = opRow
-					if byName[base] == nil {
+					if byName[base] == nil && sibling(named, base) == nil {
 						unknown = append(unknown, vm)
 						continue
 					}
@@ -256,24 +257,44 @@ func verbMethods(modPath string, pkgs []*types.Package) (found, unknown []verbMe
 
 // rowKinds returns the parameters and results m's row gives it: for
 // XOp, X's parameters without ctx and the result Op; for XOps, X's
-// parameters and (Change, error).
+// parameters and (Change, error). X's parameters are its row's, or, for a
+// verb of the package's own (dataseries' Set), those of the method X
+// beside XOp, as written.
 func rowKinds(m verbMethod) (params, results []kind) {
 	r := m.row
 	if r.ops != "" {
 		base := strings.TrimSuffix(m.fn.Name(), r.ops)
+		params = nil
 		for i := range rows {
 			if slices.Contains(rows[i].names, base) {
-				r = &rows[i]
+				params = rows[i].params
+			}
+		}
+		if params == nil {
+			qf := qualifier(m.pkg)
+			for _, t := range tupleTypesOf(sibling(m.recv, base).Type().(*types.Signature).Params()) {
+				written := typeString(t, qf)
+				params = append(params, kind{name: written, match: func(_ *matcher, t types.Type) bool { return typeString(t, qf) == written }})
 			}
 		}
 	}
-	switch m.row.ops {
+	switch r.ops {
 	case "Op":
-		return r.params[1:], []kind{op}
+		return params[1:], []kind{op}
 	case "Ops":
-		return r.params, []kind{change, errKind}
+		return params, []kind{change, errKind}
 	}
 	return r.params, r.results
+}
+
+// sibling returns the exported method named name of recv, or nil.
+func sibling(recv *types.Named, name string) *types.Func {
+	for i := range recv.NumMethods() {
+		if m := recv.Method(i); m.Name() == name && m.Exported() {
+			return m
+		}
+	}
+	return nil
 }
 
 // exceptionFor returns m's exception, or nil.
@@ -386,7 +407,7 @@ func deviations(modPath string, pkgs []*types.Package) (out []string, used map[*
 	methods, unknown := verbMethods(modPath, pkgs)
 	for _, u := range unknown {
 		verb := strings.TrimSuffix(strings.TrimSuffix(u.fn.Name(), "s"), "Op")
-		out = append(out, fmt.Sprintf("%s: no verb row for %s (add one, or rename the method)", u, verb))
+		out = append(out, fmt.Sprintf("%s: no verb row for %s and no method %s beside it (add one, or rename the method)", u, verb, verb))
 	}
 	table := modPath + "/patterns/table"
 	values := map[string]map[string][]string{} // same group -> value type -> methods
@@ -689,8 +710,10 @@ func embeds(t types.Type, path, name string) bool {
 // TestVerbRules: the check finds each kind of departure in packages made
 // for the test (a missing ETag, a ctx in an Op, from and to of two types,
 // a result that is no envelope, arguments out of order, an Op of no verb,
-// values of two types), passes the shapes that follow the rows, honours an
-// exception and reports one that its method no longer needs.
+// an Op of a package's own verb with that verb's ctx, values of two
+// types), passes the shapes that follow the rows (and an Ops of a
+// package's own verb), honours an exception and reports one that its
+// method no longer needs.
 func TestVerbRules(t *testing.T) {
 	mod := api(t)
 	const imports = `import (
@@ -725,6 +748,8 @@ func (s *S[T]) DeleteOps(ctx context.Context, pk, rk string, etag azcore.ETag) (
 func (s *S[T]) RangePage(ctx context.Context, pk string, from, to time.Time, c table.Cursor, o *Options) (table.Page[table.Entity[T]], error) { panic(0) }
 func (s *S[T]) Sweep(ctx context.Context, c *aztables.Client, o *Options) (Swept, error) { panic(0) }
 func (s *S[T]) Run(ctx context.Context) error { panic(0) }
+func (s *S[T]) Tally(ctx context.Context, pk string, n int) (table.Result, error) { panic(0) }
+func (s *S[T]) TallyOps(ctx context.Context, pk string, n int) (table.Change, error) { panic(0) }
 
 func (s *S[T]) Delete(ctx context.Context, pk, rk string) error { panic(0) }
 func (s *S[T]) UpsertOp(ctx context.Context, v T) table.Op { panic(0) }
@@ -732,6 +757,7 @@ func (s *S[T]) Range(ctx context.Context, pk string, from time.Time, to string) 
 func (s *S[T]) Modify(ctx context.Context, pk, rk string, fn func(*T) error, o *Options) (T, error) { panic(0) }
 func (s *S[T]) Latest(ctx context.Context, n int, log string) ([]table.Entity[T], error) { panic(0) }
 func (s *S[T]) FrobOp(v T) table.Op { panic(0) }
+func (s *S[T]) TallyOp(ctx context.Context, pk string, n int) table.Op { panic(0) }
 func (s *S[T]) Find(ctx context.Context, pk string, value int) iter.Seq2[table.Entity[T], error] { panic(0) }
 func (s *S[T]) Lookup(ctx context.Context, pk, value string) (table.Entity[T], error) { panic(0) }
 `)
@@ -745,10 +771,11 @@ func (s *S[T]) Append(ctx context.Context, v T) (table.Result, error) { panic(0)
 	wanted := []string{
 		"bloblog.(*S[T]).Append(context.Context, T) (table.Result, error): has the table's shape; remove its exception",
 		"fake.(*S[T]).Delete(context.Context, string, string) error: want Delete(ctx, pk, rk, etag) error",
-		"fake.(*S[T]).FrobOp(T) table.Op: no verb row for Frob (add one, or rename the method)",
+		"fake.(*S[T]).FrobOp(T) table.Op: no verb row for Frob and no method Frob beside it (add one, or rename the method)",
 		"fake.(*S[T]).Latest(context.Context, int, string) ([]table.Entity[T], error): want Latest(ctx, scope..., n) ([]E, error)",
 		"fake.(*S[T]).Modify(context.Context, string, string, func(*T) error, *Options) (T, error): want Modify(ctx, pk, rk, fn[, opts]) (E, error)",
 		"fake.(*S[T]).Range(context.Context, string, time.Time, string) iter.Seq2[table.Entity[T], error]: want Range(ctx, scope..., from, to[, opts]) iter.Seq2[E, error]",
+		"fake.(*S[T]).TallyOp(context.Context, string, int) table.Op: want TallyOp(string, int) Op",
 		"fake.(*S[T]).UpsertOp(context.Context, T) table.Op: want UpsertOp(v[, mode]) Op",
 		"the value of Lookup and Find has 2 types, want one: int in fake.Find; string in fake.Lookup",
 	}

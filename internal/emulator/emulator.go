@@ -1,4 +1,4 @@
-package tabletest
+package emulator
 
 import (
 	"bufio"
@@ -17,6 +17,24 @@ import (
 	"sync/atomic"
 	"time"
 )
+
+// ConnectionStringEnv names the environment variable that points tests at an
+// existing account (Azure Storage, or a Cosmos DB Table API account for the
+// table-only tests) instead of a local
+const ConnectionStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
+
+// StorageConnectionStringEnv names the Storage account whose queues and
+// blob containers tests use when AZURE_STORAGE_CONNECTION_STRING names a
+// Cosmos DB Table API account, which has neither (the conformance suite on
+// Cosmos DB: see docs/cosmos.md). Without it there, QueueService, BlobService,
+// Queue and Container skip the test (the tests of tabletest.Env).
+const StorageConnectionStringEnv = "TABLEKIT_STORAGE_CONNECTION_STRING"
+
+// NoEmulatorEnv names the opt-out for machines without Node.js: when it is set
+// to 1 and no connection string is given, tabletest.New skips the test instead of
+// failing, and tabletest.Main skips the binary's examples. It is ignored when the CI
+// environment variable is set, so a missing emulator always fails in CI.
+const NoEmulatorEnv = "TABLEKIT_NO_EMULATOR"
 
 // Well-known Azurite development account. The key is public and documented by
 // Microsoft; it is not a secret.
@@ -37,13 +55,13 @@ const InstallCommand = "npm install -g azurite"
 // script). When it is set, it is the only place looked at.
 const AzuriteEnv = "TABLEKIT_AZURITE"
 
-// ErrEmulatorNotInstalled is returned when no Azurite installation can be found.
-var ErrEmulatorNotInstalled = errors.New("tabletest: Azurite emulator not installed")
+// ErrNotInstalled is returned when no Azurite installation can be found.
+var ErrNotInstalled = errors.New("tabletest: Azurite emulator not installed")
 
-// ErrEmulatorExited is wrapped by the errors of an emulator whose process
+// ErrExited is wrapped by the errors of an emulator whose process
 // has exited (Emulator.Err), and so by those of ConnectionString, New and an
 // Env's clients once the shared emulator has died.
-var ErrEmulatorExited = errors.New("tabletest: Azurite emulator exited")
+var ErrExited = errors.New("tabletest: Azurite emulator exited")
 
 // azuriteScript is the path of Azurite's entry point inside an npm install.
 var azuriteScript = filepath.Join("node_modules", "azurite", "dist", "src", "azurite.js")
@@ -55,8 +73,8 @@ const watchdog = `process.stdin.on('end',()=>process.exit(0));process.stdin.on('
 
 var listening = regexp.MustCompile(`Azurite (Blob|Queue|Table) service is successfully listening at (http://\S+)`)
 
-// EmulatorOptions configures StartEmulator. A nil *EmulatorOptions means defaults.
-type EmulatorOptions struct {
+// Options configures Start. A nil *Options means defaults.
+type Options struct {
 	// Dir is where FindAzurite's search for node_modules/azurite starts;
 	// the search walks up to the file system root. Default: the working
 	// directory.
@@ -67,7 +85,7 @@ type EmulatorOptions struct {
 	StartTimeout time.Duration
 }
 
-// Emulator is a running Azurite process started by StartEmulator: in-memory,
+// Emulator is a running Azurite process started by Start: in-memory,
 // listening on loopback ports chosen by the operating system. Its methods are
 // safe for concurrent use.
 type Emulator struct {
@@ -93,17 +111,17 @@ type Emulator struct {
 //     working directory): a project's own `npm ci` or `npm install azurite`;
 //  3. the azurite command on PATH, as `npm install -g azurite` installs it;
 //  4. the per-user cache (see CacheEnv), where InstallAzurite installs the
-//     pinned version (AzuriteVersion) and StartEmulator has it installed on
+//     pinned version (AzuriteVersion) and Start has it installed on
 //     the first run on a machine.
 //
-// It installs nothing. The error wraps ErrEmulatorNotInstalled, lists what
+// It installs nothing. The error wraps ErrNotInstalled, lists what
 // was tried and names the fixes, InstallCommand among them.
 func FindAzurite(dir string) (string, error) {
 	if p := os.Getenv(AzuriteEnv); p != "" {
 		script, err := nodeScript(p)
 		if err != nil {
 			return "", fmt.Errorf("%w: %s=%s: %v; point it at azurite's dist/src/azurite.js or the azurite command, "+
-				"or unset it to search node_modules and PATH", ErrEmulatorNotInstalled, AzuriteEnv, p, err)
+				"or unset it to search node_modules and PATH", ErrNotInstalled, AzuriteEnv, p, err)
 		}
 		return script, nil
 	}
@@ -148,7 +166,7 @@ func FindAzurite(dir string) (string, error) {
 		"Azurite %s in the per-user cache (%s). "+
 		"Fix: run the tests with npm on PATH and without %s=1 (they install it into that cache), run `%s`, or set %s to the path of an installed azurite "+
 		"(or set %s to use an existing account)",
-		ErrEmulatorNotInstalled, AzuriteEnv, azuriteScript, dir, onPath, AzuriteVersion, cache, NoInstallEnv, InstallCommand, AzuriteEnv, ConnectionStringEnv)
+		ErrNotInstalled, AzuriteEnv, azuriteScript, dir, onPath, AzuriteVersion, cache, NoInstallEnv, InstallCommand, AzuriteEnv, ConnectionStringEnv)
 }
 
 // nodeScript resolves p, Azurite's entry script or a command that stands for
@@ -203,12 +221,12 @@ func isNodeScript(p string) bool {
 	return strings.HasPrefix(line, "#!") && strings.Contains(line, "node")
 }
 
-// StartEmulator starts an in-memory Azurite on free loopback ports and waits
+// Start starts an in-memory Azurite on free loopback ports and waits
 // until its blob, queue and table services answer. The process exits when
 // Stop is called or, at the latest, when the calling process exits.
-func StartEmulator(ctx context.Context, opts *EmulatorOptions) (*Emulator, error) {
+func Start(ctx context.Context, opts *Options) (*Emulator, error) {
 	if opts == nil {
-		opts = &EmulatorOptions{}
+		opts = &Options{}
 	}
 	timeout := opts.StartTimeout
 	if timeout <= 0 {
@@ -220,7 +238,7 @@ func StartEmulator(ctx context.Context, opts *EmulatorOptions) (*Emulator, error
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		return nil, fmt.Errorf("%w: Node.js is not on PATH (tablekit runs Azurite on Node.js >= 20): %v", ErrEmulatorNotInstalled, err)
+		return nil, fmt.Errorf("%w: Node.js is not on PATH (tablekit runs Azurite on Node.js >= 20): %v", ErrNotInstalled, err)
 	}
 	cmd := exec.Command(node, "-e", watchdog, "--",
 		"--inMemoryPersistence", "--disableTelemetry", "--skipApiVersionCheck", "--silent",
@@ -353,7 +371,7 @@ func (e *Emulator) Exited() <-chan struct{} { return e.exited }
 
 // Err returns nil while the emulator process runs. Once it has exited, for
 // whatever reason (Stop included), Err returns an error that wraps
-// ErrEmulatorExited and ends with the emulator's last lines of output.
+// ErrExited and ends with the emulator's last lines of output.
 func (e *Emulator) Err() error {
 	select {
 	case <-e.exited:
@@ -376,10 +394,10 @@ func (e *exitError) Error() string {
 	if e.stopped {
 		how += ", by Stop"
 	}
-	return fmt.Sprintf("%v (pid %d, %s); its last output:\n%s", ErrEmulatorExited, e.pid, how, e.output)
+	return fmt.Sprintf("%v (pid %d, %s); its last output:\n%s", ErrExited, e.pid, how, e.output)
 }
 
-func (e *exitError) Unwrap() error { return ErrEmulatorExited }
+func (e *exitError) Unwrap() error { return ErrExited }
 
 // NonRetriable marks the error as final for azcore's retry policy: the
 // emulator does not come back.

@@ -1,4 +1,4 @@
-package tabletest_test
+package emulator_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/internal/emulator"
 )
 
 // These tests resolve paths only: the "installations" are empty files laid
@@ -75,46 +75,46 @@ func TestFindAzuriteOrder(t *testing.T) {
 	}
 	explicit := writeFile(t, filepath.Join(root, "elsewhere", "azurite.js"), "")
 	cache := filepath.Join(root, "cache")
-	cached := localInstall(t, filepath.Join(cache, "azurite-"+tabletest.AzuriteVersion))
-	t.Setenv(tabletest.CacheEnv, cache)
+	cached := localInstall(t, filepath.Join(cache, "azurite-"+emulator.AzuriteVersion))
+	t.Setenv(emulator.CacheEnv, cache)
 	t.Setenv("PATH", bin)
 
 	t.Run("env var first", func(t *testing.T) {
-		t.Setenv(tabletest.AzuriteEnv, explicit)
-		got, err := tabletest.FindAzurite(sub)
+		t.Setenv(emulator.AzuriteEnv, explicit)
+		got, err := emulator.FindAzurite(sub)
 		if err != nil {
 			t.Fatal(err)
 		}
 		samePath(t, got, explicit)
 	})
 	t.Run("env var may name the azurite command", func(t *testing.T) {
-		t.Setenv(tabletest.AzuriteEnv, filepath.Join(bin, "azurite"))
-		got, err := tabletest.FindAzurite(sub)
+		t.Setenv(emulator.AzuriteEnv, filepath.Join(bin, "azurite"))
+		got, err := emulator.FindAzurite(sub)
 		if err != nil {
 			t.Fatal(err)
 		}
 		samePath(t, got, global)
 	})
 	t.Run("node_modules upwards second", func(t *testing.T) {
-		t.Setenv(tabletest.AzuriteEnv, "")
-		got, err := tabletest.FindAzurite(sub)
+		t.Setenv(emulator.AzuriteEnv, "")
+		got, err := emulator.FindAzurite(sub)
 		if err != nil {
 			t.Fatal(err)
 		}
 		samePath(t, got, local)
 	})
 	t.Run("PATH third", func(t *testing.T) {
-		t.Setenv(tabletest.AzuriteEnv, "")
-		got, err := tabletest.FindAzurite(filepath.Join(root, "elsewhere"))
+		t.Setenv(emulator.AzuriteEnv, "")
+		got, err := emulator.FindAzurite(filepath.Join(root, "elsewhere"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		samePath(t, got, global)
 	})
 	t.Run("the per-user cache last", func(t *testing.T) {
-		t.Setenv(tabletest.AzuriteEnv, "")
+		t.Setenv(emulator.AzuriteEnv, "")
 		t.Setenv("PATH", t.TempDir())
-		got, err := tabletest.FindAzurite(filepath.Join(root, "elsewhere"))
+		got, err := emulator.FindAzurite(filepath.Join(root, "elsewhere"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,13 +133,13 @@ func TestFindAzuriteBadEnv(t *testing.T) {
 		"shell script": writeFile(t, filepath.Join(dir, "bin", "azurite"), "#!/bin/sh\nexec true\n"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			t.Setenv(tabletest.AzuriteEnv, value)
-			_, err := tabletest.FindAzurite(dir)
-			if !errors.Is(err, tabletest.ErrEmulatorNotInstalled) {
+			t.Setenv(emulator.AzuriteEnv, value)
+			_, err := emulator.FindAzurite(dir)
+			if !errors.Is(err, emulator.ErrNotInstalled) {
 				t.Fatalf("err = %v, want ErrEmulatorNotInstalled", err)
 			}
-			if !strings.Contains(err.Error(), tabletest.AzuriteEnv) || !strings.Contains(err.Error(), value) {
-				t.Fatalf("error %q names neither %s nor its value %s", err, tabletest.AzuriteEnv, value)
+			if !strings.Contains(err.Error(), emulator.AzuriteEnv) || !strings.Contains(err.Error(), value) {
+				t.Fatalf("error %q names neither %s nor its value %s", err, emulator.AzuriteEnv, value)
 			}
 		})
 	}
@@ -148,21 +148,21 @@ func TestFindAzuriteBadEnv(t *testing.T) {
 // With nothing installed anywhere, the error lists every place it looked and
 // the one command that fixes it.
 func TestMissingEmulatorNamesInstallCommand(t *testing.T) {
-	t.Setenv(tabletest.AzuriteEnv, "")
+	t.Setenv(emulator.AzuriteEnv, "")
 	cache := t.TempDir() // no Azurite installed there either
-	t.Setenv(tabletest.CacheEnv, cache)
+	t.Setenv(emulator.CacheEnv, cache)
 	t.Setenv("PATH", t.TempDir())
 	dir := t.TempDir()
-	_, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{Dir: dir})
-	if !errors.Is(err, tabletest.ErrEmulatorNotInstalled) {
+	_, err := emulator.Start(context.Background(), &emulator.Options{Dir: dir})
+	if !errors.Is(err, emulator.ErrNotInstalled) {
 		t.Fatalf("err = %v, want ErrEmulatorNotInstalled", err)
 	}
 	for _, want := range []string{
-		tabletest.AzuriteEnv,
+		emulator.AzuriteEnv,
 		filepath.Join("node_modules", "azurite"), dir,
 		"PATH",
-		"per-user cache", filepath.Join(cache, "azurite-"+tabletest.AzuriteVersion),
-		tabletest.InstallCommand, "npm install -g azurite",
+		"per-user cache", filepath.Join(cache, "azurite-"+emulator.AzuriteVersion),
+		emulator.InstallCommand, "npm install -g azurite",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
@@ -173,17 +173,17 @@ func TestMissingEmulatorNamesInstallCommand(t *testing.T) {
 // Without npm, the install that StartEmulator tries says so, beside where
 // it looked; with TABLEKIT_NO_INSTALL=1 it does not try.
 func TestInstallNeedsNpm(t *testing.T) {
-	t.Setenv(tabletest.AzuriteEnv, "")
-	t.Setenv(tabletest.NoInstallEnv, "")
-	t.Setenv(tabletest.CacheEnv, t.TempDir())
+	t.Setenv(emulator.AzuriteEnv, "")
+	t.Setenv(emulator.NoInstallEnv, "")
+	t.Setenv(emulator.CacheEnv, t.TempDir())
 	t.Setenv("PATH", t.TempDir())
-	_, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{Dir: t.TempDir()})
-	if !errors.Is(err, tabletest.ErrEmulatorNotInstalled) || !strings.Contains(err.Error(), "npm is not on PATH") || !strings.Contains(err.Error(), "node_modules") {
+	_, err := emulator.Start(context.Background(), &emulator.Options{Dir: t.TempDir()})
+	if !errors.Is(err, emulator.ErrNotInstalled) || !strings.Contains(err.Error(), "npm is not on PATH") || !strings.Contains(err.Error(), "node_modules") {
 		t.Fatalf("StartEmulator without Azurite and npm = %v", err)
 	}
-	t.Setenv(tabletest.NoInstallEnv, "1")
-	_, err = tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{Dir: t.TempDir()})
-	if !errors.Is(err, tabletest.ErrEmulatorNotInstalled) || strings.Contains(err.Error(), "npm is not on PATH") || !strings.Contains(err.Error(), tabletest.NoInstallEnv) {
-		t.Fatalf("StartEmulator with %s=1 = %v", tabletest.NoInstallEnv, err)
+	t.Setenv(emulator.NoInstallEnv, "1")
+	_, err = emulator.Start(context.Background(), &emulator.Options{Dir: t.TempDir()})
+	if !errors.Is(err, emulator.ErrNotInstalled) || strings.Contains(err.Error(), "npm is not on PATH") || !strings.Contains(err.Error(), emulator.NoInstallEnv) {
+		t.Fatalf("StartEmulator with %s=1 = %v", emulator.NoInstallEnv, err)
 	}
 }

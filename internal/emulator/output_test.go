@@ -1,4 +1,4 @@
-package tabletest_test
+package emulator_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/internal/emulator"
 )
 
 // A line longer than any buffer (1 MiB, no newline for a long while) does
@@ -15,9 +15,9 @@ import (
 // announce the services, are still seen.
 func TestEmulatorLongOutputLine(t *testing.T) {
 	script := realAzurite(t)
-	t.Setenv(tabletest.AzuriteEnv, wrapAzurite(t, script,
+	t.Setenv(emulator.AzuriteEnv, wrapAzurite(t, script,
 		`process.stdout.write("x".repeat(1<<20) + "\nafter the long line\n", azurite);`))
-	e, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{StartTimeout: 2 * time.Minute})
+	e, err := emulator.Start(context.Background(), &emulator.Options{StartTimeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestEmulatorLongOutputLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = e.Err()
-	if !errors.Is(err, tabletest.ErrEmulatorExited) {
+	if !errors.Is(err, emulator.ErrExited) {
 		t.Fatalf("Err() after Stop = %v, want ErrEmulatorExited", err)
 	}
 	for _, want := range []string{"xxxx... [1047552 more bytes]\nafter the long line\n", "Table service is successfully listening"} {
@@ -42,10 +42,10 @@ func TestEmulatorLongOutputLine(t *testing.T) {
 // exits.)
 func TestEmulatorLastWordsKept(t *testing.T) {
 	script := realAzurite(t)
-	t.Setenv(tabletest.AzuriteEnv, wrapAzurite(t, script,
+	t.Setenv(emulator.AzuriteEnv, wrapAzurite(t, script,
 		`process.argv.push("--location", `+jsString(t.TempDir())+`);`+
 			`process.stdout.write("y".repeat(100000) + "\nbefore Azurite\n", azurite);`))
-	_, err := tabletest.StartEmulator(context.Background(), &tabletest.EmulatorOptions{StartTimeout: 2 * time.Minute})
+	_, err := emulator.Start(context.Background(), &emulator.Options{StartTimeout: 2 * time.Minute})
 	if err == nil {
 		t.Fatal("StartEmulator succeeded with --location and --inMemoryPersistence")
 	}

@@ -1,4 +1,4 @@
-package tabletest_test
+package emulator_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/internal/emulator"
 )
 
 // fakeNpm is an npm that "installs" Azurite as the real one does, in
@@ -92,10 +92,10 @@ func TestInstallShowsProgress(t *testing.T) {
 		}
 	}
 	t.Setenv("PATH", bin+string(filepath.ListSeparator)+path)
-	t.Setenv(tabletest.AzuriteEnv, "")
-	t.Setenv(tabletest.NoInstallEnv, "")
-	t.Setenv(tabletest.CacheEnv, cache)
-	dir := filepath.Join(cache, "azurite-"+tabletest.AzuriteVersion)
+	t.Setenv(emulator.AzuriteEnv, "")
+	t.Setenv(emulator.NoInstallEnv, "")
+	t.Setenv(emulator.CacheEnv, cache)
+	dir := filepath.Join(cache, "azurite-"+emulator.AzuriteVersion)
 
 	// A bound for a broken install that never shows npm's first line (npm
 	// then waits for ever), not a measure of time.
@@ -108,7 +108,7 @@ func TestInstallShowsProgress(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		script, err := tabletest.FindOrInstall(ctx, t.TempDir(), progress)
+		script, err := emulator.FindOrInstall(ctx, t.TempDir(), progress)
 		done <- result{script, err}
 	}()
 	select {
@@ -125,24 +125,24 @@ func TestInstallShowsProgress(t *testing.T) {
 	}
 	samePath(t, r.script, filepath.Join(dir, "node_modules", "azurite", "dist", "src", "azurite.js"))
 	want := []string{
-		"tabletest: these tests run against Azurite, and none was found (" + tabletest.AzuriteEnv + " is not set, no " +
+		"tabletest: these tests run against Azurite, and none was found (" + emulator.AzuriteEnv + " is not set, no " +
 			filepath.Join("node_modules", "azurite") + " here or above, no azurite on PATH, none in the cache):",
 		fmt.Sprintf("tabletest: installing Azurite %s, the Azure Storage emulator, with npm into %s: about 360 MB, a few minutes, "+
 			"only this once on this machine (later runs find it there; %s=1 refuses, %s moves it); npm's requests follow, then it is silent while it unpacks",
-			tabletest.AzuriteVersion, dir, tabletest.NoInstallEnv, tabletest.CacheEnv),
+			emulator.AzuriteVersion, dir, emulator.NoInstallEnv, emulator.CacheEnv),
 		"tabletest: npm: request 1: fetch GET 200 https://registry.npmjs.org/azurite 7ms (cache miss)",
 		"tabletest: npm: request 50: cache dep50@https://registry.npmjs.org/dep50/-/dep50-1.0.0.tgz 0ms (cache hit)",
 		"tabletest: npm: request 100: cache dep100@https://registry.npmjs.org/dep100/-/dep100-1.0.0.tgz 0ms (cache hit)",
 		"tabletest: npm: npm warn deprecated dep7@1.0.0: no longer supported",
 		"tabletest: npm: added 120 packages in 1s",
-		fmt.Sprintf("tabletest: Azurite %s installed in %s", tabletest.AzuriteVersion, dir),
+		fmt.Sprintf("tabletest: Azurite %s installed in %s", emulator.AzuriteVersion, dir),
 	}
 	if got := progress.String(); got != strings.Join(want, "\n")+"\n" {
 		t.Fatalf("shown:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
 
 	again := &progressLines{seen: make(chan struct{})}
-	if script, err := tabletest.FindOrInstall(ctx, t.TempDir(), again); err != nil || again.String() != "" {
+	if script, err := emulator.FindOrInstall(ctx, t.TempDir(), again); err != nil || again.String() != "" {
 		t.Fatalf("the second run: %q, %v, and shown %q; want the cached Azurite, silently", script, err, again)
 	}
 }

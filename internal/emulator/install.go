@@ -1,4 +1,4 @@
-package tabletest
+package emulator
 
 import (
 	"context"
@@ -22,8 +22,8 @@ const AzuriteVersion = "3.37.0"
 const CacheEnv = "TABLEKIT_CACHE"
 
 // NoInstallEnv names the environment variable that, set to 1, stops
-// StartEmulator from installing Azurite when none is found (it fails with
-// ErrEmulatorNotInstalled instead).
+// Start from installing Azurite when none is found (it fails with
+// ErrNotInstalled instead).
 const NoInstallEnv = "TABLEKIT_NO_INSTALL"
 
 // cachedAzurite returns the folder of the pinned Azurite in the per-user
@@ -54,7 +54,7 @@ func cachedAzurite() (dir string, script string, ok bool, err error) {
 // more), then a line when it is done. Test binaries that install at the
 // same time each install into a folder of their own and the first to
 // finish keeps its copy, so they never see a half-written one. The error
-// wraps ErrEmulatorNotInstalled when npm is missing or fails, with npm's
+// wraps ErrNotInstalled when npm is missing or fails, with npm's
 // last lines of output.
 func InstallAzurite(ctx context.Context, progress io.Writer) (string, error) {
 	if progress == nil {
@@ -66,7 +66,7 @@ func InstallAzurite(ctx context.Context, progress io.Writer) (string, error) {
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		return "", fmt.Errorf("%w: npm is not on PATH, so Azurite %s cannot be installed: install Node.js >= 20 (with npm), run `%s`, or set %s or %s", ErrEmulatorNotInstalled, AzuriteVersion, InstallCommand, AzuriteEnv, ConnectionStringEnv)
+		return "", fmt.Errorf("%w: npm is not on PATH, so Azurite %s cannot be installed: install Node.js >= 20 (with npm), run `%s`, or set %s or %s", ErrNotInstalled, AzuriteVersion, InstallCommand, AzuriteEnv, ConnectionStringEnv)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", fmt.Errorf("tabletest: installing Azurite: %w", err)
@@ -85,10 +85,10 @@ func InstallAzurite(ctx context.Context, progress io.Writer) (string, error) {
 	cmd.Stdout, cmd.Stderr = out, out // one writer: written by one goroutine at a time
 	cmd.WaitDelay = 5 * time.Second   // should a child of npm keep the pipe open
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%w: npm install azurite@%s failed: %v; its last output:\n%s", ErrEmulatorNotInstalled, AzuriteVersion, err, out.String())
+		return "", fmt.Errorf("%w: npm install azurite@%s failed: %v; its last output:\n%s", ErrNotInstalled, AzuriteVersion, err, out.String())
 	}
 	if _, err := os.Stat(filepath.Join(tmp, azuriteScript)); err != nil {
-		return "", fmt.Errorf("%w: npm installed azurite@%s without %s", ErrEmulatorNotInstalled, AzuriteVersion, azuriteScript)
+		return "", fmt.Errorf("%w: npm installed azurite@%s without %s", ErrNotInstalled, AzuriteVersion, azuriteScript)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, _, ok, _ := cachedAzurite(); !ok {
@@ -132,7 +132,7 @@ func npmProgress(w io.Writer) *outputTail {
 // progress that says why.
 func findOrInstall(ctx context.Context, dir string, progress io.Writer) (string, error) {
 	script, err := FindAzurite(dir)
-	if err == nil || os.Getenv(AzuriteEnv) != "" || !errors.Is(err, ErrEmulatorNotInstalled) {
+	if err == nil || os.Getenv(AzuriteEnv) != "" || !errors.Is(err, ErrNotInstalled) {
 		return script, err
 	}
 	if os.Getenv(NoInstallEnv) == "1" {
@@ -142,7 +142,7 @@ func findOrInstall(ctx context.Context, dir string, progress io.Writer) (string,
 	script, ierr := InstallAzurite(ctx, progress)
 	if ierr != nil {
 		// Both: where it was looked for, and why installing it failed.
-		return "", fmt.Errorf("%w; installing it: %v", err, strings.TrimPrefix(ierr.Error(), ErrEmulatorNotInstalled.Error()+": "))
+		return "", fmt.Errorf("%w; installing it: %v", err, strings.TrimPrefix(ierr.Error(), ErrNotInstalled.Error()+": "))
 	}
 	return script, nil
 }

@@ -1,4 +1,4 @@
-package tabletest
+package emulator
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package tabletest_test
+package emulator_test
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablekit/tablekit/patterns/tabletest"
+	"github.com/tablekit/tablekit/internal/emulator"
 )
 
 // helperEnv makes the test binary act as a process that starts an emulator,
@@ -25,7 +25,7 @@ func TestHelperProcess(t *testing.T) {
 	if os.Getenv(helperEnv) != "1" {
 		return
 	}
-	e, err := tabletest.StartEmulator(context.Background(), nil)
+	e, err := emulator.Start(context.Background(), nil)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(2)
@@ -38,7 +38,7 @@ func TestHelperProcess(t *testing.T) {
 // with SIGKILL (no chance to call Stop), the emulator exits on its own, and
 // leaves nothing behind in the temporary folder.
 func TestEmulatorDiesWithParent(t *testing.T) {
-	if os.Getenv(helperEnv) == "1" || os.Getenv(tabletest.ConnectionStringEnv) != "" {
+	if os.Getenv(helperEnv) == "1" || os.Getenv(emulator.ConnectionStringEnv) != "" {
 		t.Skip("helper process, or a real account is configured")
 	}
 	skipWithoutEmulator(t)

@@ -1,0 +1,395 @@
+// Command transfer exports a table to blobs, imports an export into a
+// table, copies a table to another (across accounts and between Azure
+// Table Storage and the Cosmos DB Table API), and verifies that two tables,
+// or an export and a table, are equal: package patterns/transfer as an
+// operator's program.
+//
+//	go run ./examples/transfer export -src "$CONN" -src-table orders -blob "$CONN" -container backups -prefix orders/2026-11-29
+//	go run ./examples/transfer import -blob "$CONN" -container backups -prefix orders/2026-11-29 -dst "$CONN2" -dst-table orders
+//	go run ./examples/transfer copy   -src "$CONN" -src-table orders -dst "$COSMOS" -dst-table orders -ranges 8
+//	go run ./examples/transfer verify -src "$CONN" -src-table orders -dst "$COSMOS" -dst-table orders
+//	go run ./examples/transfer verify -blob "$CONN" -container backups -prefix orders/2026-11-29 -dst "$CONN2" -dst-table orders
+//
+// An export that several machines share: export with -queue splits the
+// table into -ranges ranges and queues them (an Azure queue, and a poison
+// queue beside it); then each machine runs work with the same flags until
+// the queue is empty. A machine that dies mid-range stops renewing its
+// lease (-lease) and another continues the range.
+//
+//	go run ./examples/transfer export -src "$CONN" -src-table orders -blob "$CONN" -container backups -prefix p -queue "$CONN" -queue-name orders-export -ranges 64
+//	go run ./examples/transfer work   -src "$CONN" -src-table orders -blob "$CONN" -container backups -prefix p -queue "$CONN" -queue-name orders-export
+//
+// -src, -dst and -blob take a connection string, or a service URL
+// (https://account.table.core.windows.net/, https://account.blob.core.windows.net/,
+// https://account.table.cosmos.azure.com/) to reach with Microsoft Entra
+// ID through azidentity's DefaultAzureCredential (environment, workload
+// identity, managed identity, Azure CLI). An interrupted export or import
+// continues with -resume; a copy is run again (it writes upserts).
+//
+// A progress line (entities, MB, rate, ETA) goes to standard error, a
+// summary to standard output. Exit status: 0 done; 1 failed; 2 usage;
+// 3 some entities rejected by the target (listed); 4 verify found
+// differences (listed).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
+
+	"github.com/tablekit/tablekit/internal/redact"
+	"github.com/tablekit/tablekit/patterns/eventual"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/transfer"
+)
+
+// blockAfterEnv is for the program's own tests only: after that many
+// progress reports (each after a chunk or page is durable) the program
+// says "blocked" on standard error and waits to be killed, so a test can
+// kill -9 it at a known point.
+const blockAfterEnv = "TABLEKIT_TRANSFER_TEST_BLOCK_AFTER"
+
+const usage = `usage: transfer export|import|copy|verify|work [flags]
+run "transfer <verb> -h" for a verb's flags`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// config is the command line.
+type config struct {
+	verb                    string
+	src, srcTable           string
+	dst, dstTable           string
+	blob, container, prefix string
+	opts                    transfer.Options
+	since                   string
+	chunkKB                 int
+	queue, queueName        string
+	poisonName              string
+	lease                   time.Duration
+}
+
+func parse(args []string, stderr io.Writer) (*config, error) {
+	if len(args) == 0 {
+		return nil, errors.New(usage)
+	}
+	c := &config{verb: args[0]}
+	fs := flag.NewFlagSet("transfer "+c.verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.src, "src", "", "source table account: connection string or table service URL")
+	fs.StringVar(&c.srcTable, "src-table", "", "source table")
+	fs.StringVar(&c.dst, "dst", "", "target table account: connection string or table service URL")
+	fs.StringVar(&c.dstTable, "dst-table", "", "target table (created if missing)")
+	fs.StringVar(&c.blob, "blob", "", "blob account of the export: connection string or blob service URL")
+	fs.StringVar(&c.container, "container", "", "container of the export (created if missing)")
+	fs.StringVar(&c.prefix, "prefix", "", "blob name prefix of the export")
+	fs.StringVar(&c.opts.From, "from", "", "lowest PartitionKey (inclusive)")
+	fs.StringVar(&c.opts.To, "to", "", "PartitionKey bound (exclusive)")
+	fs.StringVar(&c.since, "since", "", "export only entities with Timestamp at or after this RFC 3339 time (Table Storage)")
+	fs.IntVar(&c.opts.Ranges, "ranges", 1, "PartitionKey ranges read in parallel")
+	fs.IntVar(&c.opts.Concurrency, "concurrency", 4, "ranges read, and transactions sent, at once")
+	fs.IntVar(&c.chunkKB, "chunk-kb", 8<<10, "uncompressed KiB per export chunk")
+	fs.BoolVar(&c.opts.Resume, "resume", false, "continue an interrupted export or import")
+	fs.StringVar(&c.queue, "queue", "", "queue account of a shared export: connection string or queue service URL")
+	fs.StringVar(&c.queueName, "queue-name", "", "queue of a shared export's ranges (created if missing)")
+	fs.StringVar(&c.poisonName, "poison-name", "", "poison queue of a shared export (default: the queue's name + \"-poison\")")
+	fs.DurationVar(&c.lease, "lease", 30*time.Second, "work: lease on a range, renewed while it is exported")
+	if err := fs.Parse(args[1:]); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	c.opts.ChunkBytes = c.chunkKB << 10
+	if c.since != "" {
+		t, err := time.Parse(time.RFC3339Nano, c.since)
+		if err != nil {
+			return nil, fmt.Errorf("-since: %v", err)
+		}
+		c.opts.Since = t
+	}
+	need := map[string][]string{
+		"export": {"src", "src-table", "blob", "container", "prefix"},
+		"import": {"blob", "container", "prefix", "dst", "dst-table"},
+		"copy":   {"src", "src-table", "dst", "dst-table"},
+		"verify": {"dst", "dst-table"},
+		"work":   {"src", "src-table", "blob", "container", "prefix", "queue", "queue-name"},
+	}[c.verb]
+	if need == nil {
+		return nil, errors.New(usage)
+	}
+	for _, name := range need {
+		if fs.Lookup(name).Value.String() == "" {
+			return nil, fmt.Errorf("transfer %s: -%s is required", c.verb, name)
+		}
+	}
+	if (c.queue == "") != (c.queueName == "") {
+		return nil, errors.New("transfer: -queue and -queue-name go together")
+	}
+	if c.poisonName == "" {
+		c.poisonName = c.queueName + "-poison"
+	}
+	if c.verb == "verify" && (c.src == "") == (c.blob == "") {
+		return nil, errors.New("transfer verify: give -src and -src-table, or -blob, -container and -prefix")
+	}
+	return c, nil
+}
+
+// run runs the command line args and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c, err := parse(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, err)
+		}
+		return 2
+	}
+	bar := &progressBar{w: stderr}
+	c.opts.Progress = bar.report
+	if n, err := strconv.Atoi(os.Getenv(blockAfterEnv)); err == nil && n > 0 {
+		reports := 0
+		c.opts.Progress = func(p transfer.Progress) {
+			bar.report(p)
+			if reports++; reports == n {
+				fmt.Fprint(stderr, "\nblocked\n")
+				select {} // until killed
+			}
+		}
+	}
+	sum, err := c.do(ctx)
+	bar.done()
+	printSummary(stdout, c.verb, sum)
+	switch {
+	case errors.Is(err, transfer.ErrRejected):
+		fmt.Fprintln(stderr, redact.Text(err.Error()))
+		return 3
+	case errors.Is(err, transfer.ErrMismatch):
+		fmt.Fprintln(stderr, redact.Text(err.Error()))
+		return 4
+	case err != nil:
+		fmt.Fprintln(stderr, redact.Text(err.Error()))
+		return 1
+	}
+	return 0
+}
+
+func (c *config) do(ctx context.Context) (transfer.Summary, error) {
+	var (
+		src, dst *aztables.Client
+		blobs    *container.Client
+		err      error
+	)
+	if c.src != "" && c.srcTable != "" {
+		if src, err = tableClient(c.src, c.srcTable); err != nil {
+			return transfer.Summary{}, err
+		}
+	}
+	if c.dst != "" {
+		if dst, err = tableClient(c.dst, c.dstTable); err != nil {
+			return transfer.Summary{}, err
+		}
+	}
+	if c.blob != "" {
+		if blobs, err = containerClient(c.blob, c.container); err != nil {
+			return transfer.Summary{}, err
+		}
+	}
+	switch c.verb {
+	case "export":
+		if _, err := blobs.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+			return transfer.Summary{}, fmt.Errorf("creating container %s: %w", c.container, redact.Error(err))
+		}
+		if c.queue != "" {
+			q, err := c.intents(ctx)
+			if err != nil {
+				return transfer.Summary{}, err
+			}
+			return transfer.Distribute(ctx, src, blobs, c.prefix, q, &c.opts)
+		}
+		return transfer.Export(ctx, src, blobs, c.prefix, &c.opts)
+	case "work":
+		q, err := c.intents(ctx)
+		if err != nil {
+			return transfer.Summary{}, err
+		}
+		return work(ctx, q, c.lease, transfer.Handler(src, blobs, c.prefix, &c.opts))
+	case "import":
+		if err := createTable(ctx, c.dst, c.dstTable); err != nil {
+			return transfer.Summary{}, err
+		}
+		return transfer.Import(ctx, blobs, c.prefix, dst, &c.opts)
+	case "copy":
+		if err := createTable(ctx, c.dst, c.dstTable); err != nil {
+			return transfer.Summary{}, err
+		}
+		return transfer.Copy(ctx, src, dst, &c.opts)
+	default: // verify
+		if blobs != nil {
+			return transfer.VerifyExport(ctx, blobs, c.prefix, dst, &c.opts)
+		}
+		return transfer.Verify(ctx, src, dst, &c.opts)
+	}
+}
+
+// intents returns the queue of a shared export's ranges, creating it and
+// its poison queue when missing.
+func (c *config) intents(ctx context.Context) (*eventual.Queue, error) {
+	var qs [2]*azqueue.QueueClient
+	for i, name := range []string{c.queueName, c.poisonName} {
+		var err error
+		if isConnectionString(c.queue) {
+			qs[i], err = azqueue.NewQueueClientFromConnectionString(c.queue, name, nil)
+		} else {
+			var cred *azidentity.DefaultAzureCredential
+			if cred, err = azidentity.NewDefaultAzureCredential(nil); err == nil {
+				qs[i], err = azqueue.NewQueueClient(strings.TrimSuffix(c.queue, "/")+"/"+name, cred, nil)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: %w", name, redact.Error(err))
+		}
+		if _, err := qs[i].Create(ctx, nil); err != nil && !queueerror.HasCode(err, queueerror.QueueAlreadyExists) {
+			return nil, fmt.Errorf("creating queue %s: %w", name, redact.Error(err))
+		}
+	}
+	return eventual.New(qs[0], qs[1], nil)
+}
+
+// work runs a worker of q with h until the queue is empty (every range
+// exported, by this process or others).
+func work(ctx context.Context, q *eventual.Queue, lease time.Duration, h eventual.Handler) (transfer.Summary, error) {
+	sum := transfer.Summary{Started: time.Now().UTC()}
+	w, err := eventual.NewWorker(q, []eventual.Handler{h}, &eventual.WorkerOptions{VisibilityTimeout: lease})
+	if err != nil {
+		return sum, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(runCtx) }()
+	err = w.Drain(ctx)
+	stop()
+	if runErr := <-ran; err == nil && runErr != nil && !errors.Is(runErr, context.Canceled) {
+		err = runErr
+	}
+	sum.Ended = time.Now().UTC()
+	return sum, err
+}
+
+// isConnectionString tells a connection string (key=value;...) from a URL.
+func isConnectionString(s string) bool {
+	return !strings.HasPrefix(s, "https://") && !strings.HasPrefix(s, "http://")
+}
+
+func tableService(account string) (*aztables.ServiceClient, error) {
+	if isConnectionString(account) {
+		return table.NewServiceClientFromConnectionString(account, nil)
+	}
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, fmt.Errorf("credential for %s: %w", redact.URL(account), err)
+	}
+	return table.NewServiceClient(account, cred, nil)
+}
+
+func tableClient(account, name string) (*aztables.Client, error) {
+	svc, err := tableService(account)
+	if err != nil {
+		return nil, err
+	}
+	return table.NewClient(svc, name), nil
+}
+
+func createTable(ctx context.Context, account, name string) error {
+	svc, err := tableService(account)
+	if err != nil {
+		return err
+	}
+	return table.CreateTable(ctx, svc, name)
+}
+
+func containerClient(account, name string) (*container.Client, error) {
+	var (
+		c   *azblob.Client
+		err error
+	)
+	if isConnectionString(account) {
+		c, err = azblob.NewClientFromConnectionString(account, nil)
+	} else {
+		var cred *azidentity.DefaultAzureCredential
+		if cred, err = azidentity.NewDefaultAzureCredential(nil); err == nil {
+			c, err = azblob.NewClient(account, cred, nil)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("blob account: %w", redact.Error(err))
+	}
+	return c.ServiceClient().NewContainerClient(name), nil
+}
+
+// progressBar draws one line, redrawn in place.
+type progressBar struct {
+	w     io.Writer
+	drawn bool
+}
+
+func (b *progressBar) report(p transfer.Progress) {
+	line := fmt.Sprintf("%d entities, %.1f MB, %.0f entities/s", p.Entities, float64(p.Bytes)/1e6, p.Rate)
+	if p.Total > 0 {
+		line = fmt.Sprintf("[%-20s] %3.0f%% %s, ETA %s", strings.Repeat("#", int(20*p.Entities/p.Total)),
+			100*float64(p.Entities)/float64(p.Total), line, p.ETA.Round(time.Second))
+	}
+	fmt.Fprintf(b.w, "\r%-100s", line)
+	b.drawn = true
+}
+
+func (b *progressBar) done() {
+	if b.drawn {
+		fmt.Fprintln(b.w)
+	}
+}
+
+func printSummary(w io.Writer, verb string, s transfer.Summary) {
+	end := s.Ended
+	if end.IsZero() { // failed before the end
+		end = time.Now()
+	}
+	d := end.Sub(s.Started).Round(time.Millisecond)
+	fmt.Fprintf(w, "%s: %d entities, %d bytes, %d chunks, %d transactions in %v\n", verb, s.Entities, s.Bytes, s.Chunks, s.Transactions, d)
+	if s.Rejected > 0 {
+		fmt.Fprintf(w, "rejected: %d (listed: %d)\n", s.Rejected, len(s.Rejects))
+		for _, r := range s.Rejects {
+			fmt.Fprintf(w, "  reject PartitionKey=%q RowKey=%q: %s\n", r.PartitionKey, r.RowKey, r.Reason)
+		}
+	}
+	if s.Differences > 0 {
+		fmt.Fprintf(w, "differences: %d\n", s.Differences)
+		for _, l := range []struct {
+			what string
+			keys []transfer.Key
+		}{{"missing", s.Missing}, {"extra", s.Extra}, {"changed", s.Changed}} {
+			for _, k := range l.keys {
+				fmt.Fprintf(w, "  %s PartitionKey=%q RowKey=%q\n", l.what, k.PartitionKey, k.RowKey)
+			}
+		}
+	}
+}

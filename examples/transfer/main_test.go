@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablekit/tablekit/internal/reserved"
+	"github.com/tablekit/tablekit/patterns/table"
+	"github.com/tablekit/tablekit/patterns/tabletest"
+)
+
+func TestMain(m *testing.M) { tabletest.Main(m) }
+
+// build compiles the program once per test.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "transfer")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runBin runs the program to its end and returns its exit status and
+// output.
+func runBin(t *testing.T, bin string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String()
+}
+
+// killAfter runs the program with the test trigger that blocks it after
+// n durable chunks, waits for it to block, and kills it with SIGKILL.
+func killAfter(t *testing.T, bin string, n int, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", blockAfterEnv, n))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	sc.Split(scanCRLF)
+	blocked := false
+	for sc.Scan() {
+		if sc.Text() == "blocked" {
+			blocked = true
+			break
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no cleanup of any kind
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if !blocked {
+		t.Fatalf("%s %s ended without blocking", bin, strings.Join(args[:1], " "))
+	}
+}
+
+// scanCRLF splits at \r and \n (the progress line is redrawn with \r).
+func scanCRLF(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// TestKillAndResume exports a table with the program, kills it with
+// SIGKILL after two chunks, resumes the export, imports it into a new
+// table, kills the import likewise, resumes it, and verifies the
+// restored table equals the source, then that verify reports a change.
+func TestKillAndResume(t *testing.T) {
+	env := tabletest.New(t)
+	bin := build(t)
+	ctx := context.Background()
+	conn := env.ConnectionString
+	srcName, dstName := env.Name(), env.Name()
+	src := env.CreateTable(srcName, nil)
+	env.CreateTable(dstName, nil) // deleted when the test ends; import creates it when missing
+	srcTbl, err := table.New[table.Dynamic](src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcTbl = reserved.Table(srcTbl)
+	var ops []table.Op
+	for i := range 80 {
+		ops = append(ops, srcTbl.UpsertOp(table.Dynamic{PartitionKey: fmt.Sprintf("p%d", i%4), RowKey: fmt.Sprintf("r%03d", i),
+			Properties: map[string]any{"N": int64(i) << 40, "Body": strings.Repeat("x", 300), "When": time.Unix(int64(i), 0).UTC()}}, table.Replace))
+	}
+	ops = append(ops, srcTbl.UpsertOp(table.Dynamic{PartitionKey: "p0", RowKey: reserved.Prefix + "x", Properties: map[string]any{"TkRef": "r"}}, table.Replace))
+	if _, err := srcTbl.Submit(ctx, ops, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctr := env.Container(nil)
+	ctrName := ctr.URL()[strings.LastIndex(ctr.URL(), "/")+1:]
+
+	export := []string{"export", "-src", conn, "-src-table", srcName, "-blob", conn, "-container", ctrName, "-prefix", "b", "-chunk-kb", "4", "-ranges", "2", "-concurrency", "1"}
+	killAfter(t, bin, 2, export...)
+	if code, out := runBin(t, bin, export...); code != 1 || !strings.Contains(out, "exists") {
+		t.Fatalf("export again without -resume: %d %s", code, out)
+	}
+	if code, out := runBin(t, bin, append(export, "-resume")...); code != 0 || !between(resumed(out, "export"), 1, 80) {
+		t.Fatalf("export -resume: exit %d (it must export what the killed run did not)\n%s", code, out)
+	}
+	imp := []string{"import", "-blob", conn, "-container", ctrName, "-prefix", "b", "-dst", conn, "-dst-table", dstName, "-concurrency", "1"}
+	killAfter(t, bin, 2, imp...)
+	if code, out := runBin(t, bin, append(imp, "-resume")...); code != 0 || !between(resumed(out, "import"), 1, 80) {
+		t.Fatalf("import -resume: exit %d (it must import what the killed run did not)\n%s", code, out)
+	}
+	if code, out := runBin(t, bin, "verify", "-src", conn, "-src-table", srcName, "-dst", conn, "-dst-table", dstName); code != 0 {
+		t.Fatalf("verify tables: exit %d\n%s", code, out)
+	}
+	if code, out := runBin(t, bin, "verify", "-blob", conn, "-container", ctrName, "-prefix", "b", "-dst", conn, "-dst-table", dstName); code != 0 {
+		t.Fatalf("verify export: exit %d\n%s", code, out)
+	}
+	if _, err := srcTbl.Upsert(ctx, table.Dynamic{PartitionKey: "p1", RowKey: "r001", Properties: map[string]any{"N": int64(0)}}, table.Replace); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runBin(t, bin, "verify", "-src", conn, "-src-table", srcName, "-dst", conn, "-dst-table", dstName)
+	if code != 4 || !strings.Contains(out, `changed PartitionKey="p1" RowKey="r001"`) {
+		t.Fatalf("verify after a change: exit %d\n%s", code, out)
+	}
+	if strings.Contains(out, tabletest.DevAccount+";AccountKey") || strings.Contains(out, "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq") {
+		t.Fatalf("output holds the account key:\n%s", out)
+	}
+}
+
+// resumed returns the entity count of the summary line of verb in out,
+// -1 when there is none.
+func resumed(out, verb string) int {
+	i := strings.Index(out, verb+": ")
+	if i < 0 {
+		return -1
+	}
+	var n int
+	if _, err := fmt.Sscanf(out[i+len(verb)+2:], "%d entities", &n); err != nil {
+		return -1
+	}
+	return n
+}
+
+func between(n, lo, hi int) bool { return lo <= n && n <= hi }
+
+func TestUsage(t *testing.T) {
+	var out bytes.Buffer
+	for _, args := range [][]string{nil, {"nope"}, {"export"}, {"verify", "-dst", "x", "-dst-table", "t"}} {
+		out.Reset()
+		if code := run(context.Background(), args, &out, &out); code != 2 {
+			t.Errorf("%q: exit %d, want 2\n%s", args, code, out.String())
+		}
+	}
+}
+
+// TestSharedExport shares one export between three worker processes
+// through a queue of ranges: the first is killed with SIGKILL after its
+// first chunk, in the middle of its range; the two others, started
+// after, finish every range, the dead one's once its lease expires.
+func TestSharedExport(t *testing.T) {
+	env := tabletest.New(t)
+	bin := build(t)
+	ctx := context.Background()
+	conn := env.ConnectionString
+	srcName := env.Name()
+	src := env.CreateTable(srcName, nil)
+	srcTbl, err := table.New[table.Dynamic](src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []table.Op
+	for i := range 90 {
+		ops = append(ops, srcTbl.UpsertOp(table.Dynamic{PartitionKey: fmt.Sprintf("%c%d", 'a'+i%3, i%2), RowKey: fmt.Sprintf("r%03d", i),
+			Properties: map[string]any{"Body": strings.Repeat("x", 300)}}, table.Replace))
+	}
+	if _, err := srcTbl.Submit(ctx, ops, nil); err != nil {
+		t.Fatal(err)
+	}
+	name := func(u string) string { return u[strings.LastIndex(u, "/")+1:] }
+	ctrName := name(env.Container(nil).URL())
+	qName, poisonName := name(env.Queue(nil).URL()), name(env.Queue(nil).URL())
+	common := []string{"-src", conn, "-src-table", srcName, "-blob", conn, "-container", ctrName, "-prefix", "shared",
+		"-queue", conn, "-queue-name", qName, "-poison-name", poisonName, "-chunk-kb", "4"}
+	if code, out := runBin(t, bin, append([]string{"export", "-ranges", "3"}, common...)...); code != 0 {
+		t.Fatalf("export -queue: exit %d\n%s", code, out)
+	}
+	work := append([]string{"work", "-lease", "2s", "-concurrency", "1"}, common...)
+	killAfter(t, bin, 1, work...)
+	done := make(chan string, 2)
+	for range 2 {
+		go func() {
+			cmd := exec.Command(bin, work...)
+			out, err := cmd.CombinedOutput()
+			done <- fmt.Sprintf("%v\n%s", err, out)
+		}()
+	}
+	for range 2 {
+		if out := <-done; !strings.HasPrefix(out, "<nil>") {
+			t.Fatalf("work: %s", out)
+		}
+	}
+	if code, out := runBin(t, bin, "verify", "-blob", conn, "-container", ctrName, "-prefix", "shared", "-dst", conn, "-dst-table", srcName); code != 0 {
+		t.Fatalf("verify the shared export: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,207 @@
+// Package transfer exports tables to blobs, imports (restores) them,
+// copies tables to tables across accounts and services, and verifies that
+// two tables, or a table and an export, hold the same entities: the
+// backup, restore and move that AzCopy v10 does not offer for tables.
+//
+//	sum, err := transfer.Export(ctx, tableClient, containerClient, "backups/orders/2026-11-29", nil)
+//	sum, err = transfer.Import(ctx, containerClient, "backups/orders/2026-11-29", restoredClient, nil)
+//	sum, err = transfer.VerifyExport(ctx, containerClient, "backups/orders/2026-11-29", restoredClient, nil)
+//	sum, err = transfer.Copy(ctx, storageClient, cosmosClient, &transfer.Options{Ranges: 8})
+//
+// examples/transfer is the same as a program an operator runs.
+//
+// # When to use it
+//
+// To back up a table or a PartitionKey range of it into blob storage and
+// restore it, to move a table between accounts or between Azure Table
+// Storage and the Cosmos DB Table API (both ways), and to check that a
+// restore or a move is complete and equal. Every row goes: the
+// application's entities and the rows and properties tablekit's patterns
+// keep beside them (index copies, commit records, blob pointers: rows
+// whose keys start with ~tk~, properties whose names start with Tk), so
+// that a restored table is one the patterns accept as their own.
+//
+// Not for: a point-in-time snapshot (see the guarantee below; Cosmos DB's
+// continuous backup, or an application quiet during the export, gives
+// one), the blobs a table's rows point to (patterns/largeentity's blobs
+// are in their own container: copy it with azcopy, which handles blobs;
+// the restored rows' pointers name blobs by the rows' keys and the Store's
+// Prefix, so they hold in a copy of the container under the same names),
+// the write history tablekit keeps per entity (its TkWrites property: it
+// identifies writes to the source table, settles their lost responses
+// there, and means nothing elsewhere; a restored entity starts a fresh
+// one, as an upsert does), or replicating a table continuously.
+//
+// # Format
+//
+// An export under a prefix is a manifest and chunks. The manifest,
+// <prefix>/manifest.json, is JSON: "format" ("tablekit-transfer/1"),
+// "table", "profile" (the source service's profile name), "from", "to",
+// "since" (the Options it was made with), "started", "ended", "complete"
+// (false until every range is read to its end), "guarantee" (the text of
+// the guarantee below), and "ranges": per PartitionKey range its "from",
+// "to", "next" (the cursor to resume from), "done", and "chunks", each
+// with its "name", "entities", "rawBytes" (uncompressed), "bytes" and
+// "sha256" (hex SHA-256 of the blob). The chunks,
+// <prefix>/r<range>-<n>-<16 hex digits unique to the upload>.jsonl.gz,
+// are gzip-compressed JSON lines, one entity a line, every property with
+// its EDM type (blobs under the prefix that the manifest does not name
+// are uploads of crashed runs, never read: delete them at will):
+//
+//	{"PartitionKey":"Sales","RowKey":"000223","Timestamp":"2026-11-29T03:41:07.1234567Z",
+//	 "Properties":[["Age","Edm.Int32",41],["Id","Edm.Int64","9223372036854775807"],
+//	 ["Photo","Edm.Binary","AAEC/w=="],["Score","Edm.Double",2.5]]}
+//
+// The types are Edm.String, Boolean, Int32, Int64 (as a string), Double
+// (NaN and the infinities as strings), DateTime (UTC, 100 ns), Binary
+// (base64) and Guid: lossless for every type the table codec knows.
+// Properties are sorted by name, so an entity has one encoding. One caveat
+// comes from the service, not the format: Azurite returns a whole-number
+// Edm.Double (2.0) as the JSON number 2 without a type, which reads as
+// Edm.Int32 (see table.Dynamic); Azure returns 2.0.
+//
+// # Guarantee
+//
+// An export, copy or verify of a table that is being written is a scan,
+// not a snapshot (recorded in every manifest):
+// an entity that exists for the whole scan and is not changed is read
+// exactly once, as stored; one written during the scan is read in its
+// state before or after the write; one inserted or deleted during it may
+// be missing. Each entity is consistent; nothing holds across entities.
+// Import and Copy write each entity with an upsert that replaces it
+// whole, so running either again gives the same table (entities of the
+// target that the source does not hold are left alone), and a resume
+// that writes a chunk or page again is harmless. Transactions are
+// atomic; a chunk or a page is several transactions, and a crash between
+// them leaves some written, which the resume writes again.
+//
+// # Incremental exports
+//
+// On Table Storage, Options.Since exports only the entities whose
+// Timestamp is at or after it: pass the previous export's start (its
+// Summary.Started, or "started" in its manifest): every write after that
+// has a later Timestamp, as long as the exporting host's clock and the
+// service's agree (allow for skew by passing an earlier time; an entity
+// exported twice is harmless, as imports are upserts). Deletions are not seen: an incremental export holds
+// changed and new entities only, and restoring is the full export's
+// import followed by each incremental one in order. Cosmos DB's Table API
+// answers a Timestamp filter with no rows, so there Since is refused
+// (table.ErrUnsupported) before any request: use full exports, or Cosmos
+// DB's own continuous backup for point-in-time restore.
+//
+// # Trust
+//
+// An export read back is untrusted input (anyone with write access to
+// the container may have altered it). The manifest is capped at 64 MiB
+// and decoded strictly (unknown fields refused); every chunk name must be
+// the one Export gives its place, and sizes are checked against caps
+// (256 MiB a chunk, compressed and not) before anything is allocated; a
+// chunk is read whole, its length and SHA-256 checked against the
+// manifest, then every line decoded strictly (known members once each, a
+// known EDM type per property with a value of that type, no system or
+// annotation names, no duplicates, lines of at most 16 MiB, the counts
+// and sizes the manifest states) before any entity of it is written.
+// Anything else is ErrCorrupt. The SHA-256 detects corruption and
+// truncation, not a forger who rewrites the manifest too: keep exports
+// where only the exporting identity can write. Errors never carry a
+// shared access signature or account key (internal/redact).
+//
+// # Rejects
+//
+// Import and Copy check every entity against the target's profile
+// (table.Profile: key lengths, RowKey of at most 255 bytes and the
+// property names id, rid, etag and resourceid on Cosmos DB, entity and
+// value sizes, property counts) before it is sent. An entity the target
+// cannot hold is never part of a transaction: it is listed, with its keys
+// and the reason, in Summary.Rejects, and the call returns ErrRejected
+// after writing everything else. A transaction the service itself refuses
+// because of one entity (400, 413) applies nothing; that entity is
+// rejected and the rest sent again. Nothing is dropped silently.
+//
+// # Parallel ranges
+//
+// Options.Ranges splits the PartitionKey range into up to that many
+// ranges read at once (Options.Concurrency at a time), without reading
+// the table twice: single-row queries probe candidate boundaries, which
+// works on Cosmos DB too (a probe asks only whether a range holds a row):
+// 93 probes for the keys' first character (printable ASCII, and one
+// boundary for all else), then, when fewer ranges than wanted hold rows,
+// 93 more per first character found, for the second. The ranges are
+// groups of the non-empty candidates, so they hold about equal numbers of
+// distinct prefixes, not of entities. Each range has its
+// chunks and cursor in the manifest and resumes on its own.
+//
+// # Across machines
+//
+// When a table outgrows one machine, Distribute splits it into ranges,
+// writes the manifest and puts one intent per range on a queue of
+// package eventual; every process runs an eventual.Worker of that queue
+// with Handler, which exports the ranges it is given. The worker renews
+// a range's lease (its message's visibility) while the range is
+// exported; a process that dies stops renewing, and the range is
+// delivered again, to any process, which continues it from the cursor
+// recorded in the manifest. Every manifest write is conditioned on the
+// version read (the blob's ETag) and records a chunk only for its range
+// at the position its writer started from, so the manifest records each
+// chunk, and each range, exactly once: a process whose lease expired
+// while it still ran finds its range moved on, and its delivery fails
+// (to be delivered again, finding the range done or continuing it). The
+// process that finishes the last range marks the export complete; Import
+// and Verify read it as any other. examples/transfer runs it as export
+// -queue on one machine, then work on each.
+//
+// # Cost in round trips
+//
+//	Export         1 per page (ChunkBytes/4096 entities, 1 to 1,000),
+//	               1 per chunk, 1 per manifest write (one per chunk, one
+//	               at the start, one at the end); + probes with Ranges
+//	Import         1 manifest + 1 checkpoint read, then per chunk: 1 read,
+//	               ceil(n/100) transactions per partition of its n
+//	               entities (more past the profile's 4 MiB or 2 MB), 1
+//	               checkpoint write
+//	Copy           1 per page read + its transactions, as Import's
+//	Verify         1 per page of each table
+//	VerifyExport   1 manifest + 1 per chunk + 1 per page of the table
+//	Distribute     the probes, 1 manifest read and 1 write, 1 enqueue per range
+//	Handler        as Export per page and chunk, + the worker's (a dequeue
+//	               per up to 32 ranges, a lease renewal per third of the
+//	               visibility timeout, a delete per range), + 1 read per
+//	               manifest write another process got in first
+//
+// Memory: Export and Import hold one chunk per range at a time (Import
+// one chunk); Copy one page per range; Verify a key and a 32-byte hash
+// per entity of the first side.
+//
+// # Crash points
+//
+// A process may die anywhere; these are the step boundaries, each tested
+// (a crash injected there, then the call run again with Options.Resume,
+// then Verify):
+//
+//	operation  crash after              state left                        resume
+//	Export     manifest written         chunks listed, cursors saved       reads each range from its cursor
+//	Export     chunk uploaded           chunk n not in the manifest        uploads chunk n again (a new
+//	                                                                       name), then records it
+//	Import     chunk read               nothing of chunk n written         reads chunk n again
+//	Import     chunk written            chunk n written, not checkpointed  writes chunk n again (upserts)
+//	Import     checkpoint written       chunk n checkpointed               starts at chunk n+1
+//	Copy       page written             pages so far written               copies again from the start
+//	                                                                       (upserts; or a narrower From/To)
+//	Distribute manifest written         ranges not all enqueued            Distribute with Resume enqueues
+//	                                                                       every range not done again
+//	Handler    mid-range (process dies) range's chunks so far recorded     the lease expires; the next
+//	                                                                       delivery continues the range
+//	Handler    lease lost, still runs   another process continues          its next manifest write is
+//	                                                                       refused; its delivery fails
+//
+// A lost response of a transaction is settled by Table.Submit's read; one
+// it cannot settle is an error, and the resume writes the chunk again.
+//
+// # Cosmos DB
+//
+// All four verbs work on both services and between them: reads take no
+// key order for granted (Verify compares by key, cursors are the
+// service's own), writes are checked against the target's profile (2 MB
+// transactions on Cosmos DB). Since is refused there (see Incremental
+// exports).
+package transfer
