@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/emulator"
+
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
@@ -144,7 +146,7 @@ func TestKillAndResume(t *testing.T) {
 	if code != 4 || !strings.Contains(out, `changed PartitionKey="p1" RowKey="r001"`) {
 		t.Fatalf("verify after a change: exit %d\n%s", code, out)
 	}
-	if strings.Contains(out, tabletest.DevAccount+";AccountKey") || strings.Contains(out, "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq") {
+	if strings.Contains(out, emulator.DevAccount+";AccountKey") || strings.Contains(out, "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq") {
 		t.Fatalf("output holds the account key:\n%s", out)
 	}
 }
