@@ -103,9 +103,9 @@ func open(c Clients, commitWindow time.Duration, withOffices bool) (*Directory, 
 		// Unique within the department, in its partition: strongly
 		// consistent (one transaction with the employee).
 		{Name: "email", Unique: true, Holds: secondaryindex.Listed, Fields: []string{"FirstName", "LastName", "Office"},
-			Key: func(e *Employee) []string { return []string{e.Email} }},
+			On: []string{"Email"}},
 		{Name: "lastname", Holds: secondaryindex.Listed, Fields: []string{"FirstName", "LastName", "Email"},
-			Key: func(e *Employee) []string { return []string{e.LastName, e.FirstName} }},
+			On: []string{"LastName", "FirstName"}},
 	}
 	if withOffices {
 		offices, err := table.New[table.Dynamic](c.Offices, nil)
@@ -116,7 +116,7 @@ func open(c Clients, commitWindow time.Duration, withOffices bool) (*Directory, 
 		// by the worker, eventually consistent.
 		indexes = append(indexes, secondaryindex.Index[Employee]{Name: "office", Where: secondaryindex.OtherPartition, Table: offices,
 			Partition: func(string) string { return "offices" }, Holds: secondaryindex.Listed, Fields: []string{"FirstName", "LastName"},
-			Key: func(e *Employee) []string { return []string{e.Office} }})
+			On: []string{"Office"}})
 	}
 	d.People, err = secondaryindex.New(people, &secondaryindex.Options[Employee]{Primary: "empid", Indexes: indexes, Queue: d.Queue, Large: d.Photos})
 	if err != nil {
@@ -243,5 +243,5 @@ func (d *Directory) Page(ctx context.Context, dept string, size int, cursor tabl
 // InOffice returns the employees of every department who work in office:
 // the organisation-wide index, one range query.
 func (d *Directory) InOffice(ctx context.Context, office string) ([]secondaryindex.Entity[Employee], error) {
-	return table.Collect(d.People.Find(ctx, "", "office", []string{office}, nil))
+	return table.Collect(d.People.Find(ctx, "", "office", office, nil))
 }

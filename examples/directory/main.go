@@ -142,12 +142,12 @@ func run(ctx context.Context, out io.Writer) error {
 	say("neither wrote anything: no employee, no copy, no log entry, no intent (their photos are orphans for Sweep)")
 
 	step("3. Lookups in a department, and across the organisation")
-	jo, err := d.People.Lookup(ctx, "Sales", "email", []string{"jonesj@contoso.com"}, nil)
+	jo, err := d.People.Lookup(ctx, "Sales", "email", "jonesj@contoso.com", nil)
 	if err != nil {
 		return err
 	}
 	say("Sales, email jonesj@contoso.com: %s %s in %s (1 point query of the copy, which holds no photo)", jo.Value.FirstName, jo.Value.LastName, jo.Value.Office)
-	lees, err := table.Collect(d.People.Find(ctx, "HR", "lastname", []string{"Lee"}, nil))
+	lees, err := table.Collect(d.People.Find(ctx, "HR", "lastname", []any{"Lee"}, nil))
 	if err != nil {
 		return err
 	}
@@ -189,11 +189,11 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := d.Rename(ctx, "Sales", "000223", "Jo", "Smith"); err != nil {
 		return err
 	}
-	smiths, err := table.Collect(d.People.Find(ctx, "Sales", "lastname", []string{"Smith"}, nil))
+	smiths, err := table.Collect(d.People.Find(ctx, "Sales", "lastname", []any{"Smith"}, nil))
 	if err != nil {
 		return err
 	}
-	if _, err := table.Collect(d.People.Find(ctx, "Sales", "lastname", []string{"Jones"}, nil)); err != nil {
+	if _, err := table.Collect(d.People.Find(ctx, "Sales", "lastname", []any{"Jones"}, nil)); err != nil {
 		return err
 	}
 	say("1 read, then reserve, transaction, release (the office copy's names change too): the photo neither read nor written")

@@ -108,7 +108,7 @@ func (t *tour) largeEntity(ctx context.Context) error {
 	}
 	t.say("Delete: the entity, then its blob")
 	mu.Lock()
-	now = now.Add(2 * largeentity.DefaultGrace)
+	now = now.Add(2 * time.Hour) // past the default grace (one hour)
 	mu.Unlock()
 	sr, err := profiles.Sweep(ctx)
 	if err != nil {

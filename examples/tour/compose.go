@@ -23,7 +23,7 @@ func (t *tour) compose(ctx context.Context) error {
 	}
 	people, err := secondaryindex.New(tbl, &secondaryindex.Options[staff]{
 		Primary: "person",
-		Indexes: []secondaryindex.Index[staff]{{Name: "mail", Unique: true, Key: func(s *staff) []string { return []string{s.Email} }}},
+		Indexes: []secondaryindex.Index[staff]{{Name: "mail", Unique: true, On: []string{"Email"}}},
 	})
 	if err != nil {
 		return err

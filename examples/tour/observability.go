@@ -62,7 +62,7 @@ func (t *tour) observability(ctx context.Context) error {
 		Primary: "hire",
 		Indexes: []secondaryindex.Index[hire]{{
 			Name: "office", Where: secondaryindex.OtherPartition, Holds: secondaryindex.KeysOnly,
-			Key:       func(h *hire) []string { return []string{h.Office} },
+			On:        []string{"Office"},
 			Partition: func(string) string { return "offices" }, // one partition for the whole organisation
 		}},
 		Queue: q, Telemetry: tel,
@@ -88,7 +88,7 @@ func (t *tour) observability(ctx context.Context) error {
 		return err
 	}
 	var found []string
-	for e, err := range staff.Find(ctx, "", "office", []string{"Lisbon"}, nil) {
+	for e, err := range staff.Find(ctx, "", "office", "Lisbon", nil) {
 		if err != nil {
 			return err
 		}

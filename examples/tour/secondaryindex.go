@@ -28,8 +28,8 @@ func (t *tour) secondaryIndex(ctx context.Context) error {
 	people, err := secondaryindex.New(tbl, &secondaryindex.Options[staff]{
 		Primary: "empid",
 		Indexes: []secondaryindex.Index[staff]{
-			{Name: "email", Unique: true, Key: func(s *staff) []string { return []string{s.Email} }},
-			{Name: "name", Holds: secondaryindex.KeysOnly, Key: func(s *staff) []string { return []string{s.LastName, s.FirstName} }},
+			{Name: "email", Unique: true, On: []string{"Email"}},
+			{Name: "name", Holds: secondaryindex.KeysOnly, On: []string{"LastName", "FirstName"}},
 		},
 	})
 	if err != nil {
@@ -45,13 +45,13 @@ func (t *tour) secondaryIndex(ctx context.Context) error {
 	}
 	t.say("2 inserts, 1 transaction each: the row empid!000301 and its copies email!leek@contoso.2Ecom")
 	t.say("and name!Lee!Kim!000301 (whole copy; keys only), all in partition Support")
-	kim, err := people.Lookup(ctx, "Support", "email", []string{"leek@contoso.com"}, nil)
+	kim, err := people.Lookup(ctx, "Support", "email", "leek@contoso.com", nil)
 	if err != nil {
 		return err
 	}
 	t.say("Lookup by email leek@contoso.com: %s %s (1 point query of the copy)", kim.Value.FirstName, kim.Value.LastName)
 	var lees []string
-	for s, err := range people.Find(ctx, "Support", "name", []string{"Lee"}, nil) {
+	for s, err := range people.Find(ctx, "Support", "name", []any{"Lee"}, nil) {
 		if err != nil {
 			return err
 		}

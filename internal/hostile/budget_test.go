@@ -188,7 +188,7 @@ func loopOps(t *testing.T, b *budgetRig) []loopOp {
 	stbl := testrig.NewTable[table.Dynamic](t, b.table(t))
 	large := must(largeentity.New[note](stbl, b.container(), &largeentity.Options[note]{Retry: fast}))
 	si := must(secondaryindex.New(stbl, &secondaryindex.Options[note]{Primary: "note", Large: large, Retry: fast,
-		Indexes: []secondaryindex.Index[note]{{Name: "text", Unique: true, Holds: secondaryindex.KeysOnly, Key: func(n *note) []string { return []string{n.Text} }}}}))
+		Indexes: []secondaryindex.Index[note]{{Name: "text", Unique: true, Holds: secondaryindex.KeysOnly, On: []string{"Text"}}}}))
 	must(si.Insert(ctx, note{PK: "p", RK: "r", Text: "t", Body: []byte("body")}))
 	ops = append(ops,
 		loopOp{name: "secondaryindex.Modify", run: func(ctx context.Context) error {

@@ -185,7 +185,7 @@ func TestHostileModelEventual(t *testing.T) {
 			for p, err := range q.Pending(ctx, &eventual.PendingOptions{PartitionKey: "HR"}) {
 				tr.fatalf("step %d: after a drain HR has a pending intent %+v, %v", step, p, err)
 			}
-			ps, err := q.Poisoned(ctx, eventual.MaxDequeue)
+			ps, err := q.Poisoned(ctx, 32)
 			tr.outcome("Poisoned", err, nil)
 			for _, p := range ps {
 				if _, mine := honest[p.ID]; mine {
@@ -281,7 +281,7 @@ func TestHostileModelEventual(t *testing.T) {
 				for _, err := range q.Pending(ctx, nil) {
 					tr.outcome("Pending", err, nil)
 				}
-				_, err := q.Poisoned(ctx, eventual.MaxDequeue)
+				_, err := q.Poisoned(ctx, 32)
 				tr.outcome("Poisoned", err, nil)
 			})
 		}

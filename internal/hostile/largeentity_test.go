@@ -284,7 +284,7 @@ func TestHostileModelLargeEntity(t *testing.T) {
 		default: // an operator sweeps, past Grace
 			r.Faults.Reset()
 			tr.do(step, "Sweep", func() {
-				offset.Store(int64(2 * largeentity.DefaultGrace))
+				offset.Store(int64(2 * time.Hour /* largeentity's default grace */))
 				defer offset.Store(0)
 				res, err := s.Sweep(ctx)
 				if err != nil {

@@ -79,11 +79,11 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 	}
 	s, err := secondaryindex.New(tbl, &secondaryindex.Options[emp]{Primary: "emp", Queue: q, Sealer: enc, Retry: &testrig.Fast,
 		Indexes: []secondaryindex.Index[emp]{
-			{Name: "email", Unique: true, Holds: secondaryindex.Listed, Fields: []string{"Name"}, Key: func(e *emp) []string { return []string{e.Email} }},
-			{Name: "last", Holds: secondaryindex.KeysOnly, Key: func(e *emp) []string { return []string{e.Last} }},
-			{Name: "email2", Unique: true, Holds: secondaryindex.KeysOnly, Where: secondaryindex.OtherPartition, Key: func(e *emp) []string { return []string{e.Email} }},
+			{Name: "email", Unique: true, Holds: secondaryindex.Listed, Fields: []string{"Name"}, On: []string{"Email"}},
+			{Name: "last", Holds: secondaryindex.KeysOnly, On: []string{"Last"}},
+			{Name: "email2", Unique: true, Holds: secondaryindex.KeysOnly, Where: secondaryindex.OtherPartition, On: []string{"Email"}},
 			{Name: "org", Holds: secondaryindex.Listed, Fields: []string{"Name"}, Where: secondaryindex.OtherPartition, Table: testrig.NewTable[table.Dynamic](t, oc),
-				Partition: func(string) string { return "everyone" }, Key: func(e *emp) []string { return []string{e.Last} }},
+				Partition: func(string) string { return "everyone" }, On: []string{"Last"}},
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 	}
 	evil := func(rnd *rand.Rand) string { return fmt.Sprintf("evil%d", rnd.IntN(4)) }
 	ids := []string{"000001", "000002", "000003", "000004", "000005"}
-	full := [2][]string{{"A"}, {"z"}} // every value of both tenants
+	full := [2]string{"A", "z"} // every value of both tenants
 
 	// checkSales reads Sales every way there is: errors are allowed (the
 	// attacker may spoil its own partition), HR's data and sealed fields
@@ -125,7 +125,7 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 		for _, v := range values {
 			for _, ix := range []string{"email", "email2"} {
 				for _, fetch := range []bool{false, true} {
-					e, err := s.Lookup(ctx, "Sales", ix, []string{v}, &secondaryindex.LookupOptions{Fetch: fetch})
+					e, err := s.Lookup(ctx, "Sales", ix, v, &secondaryindex.LookupOptions{Fetch: fetch})
 					check(fmt.Sprintf("Lookup(Sales, %s, %s, Fetch %v)", ix, v, fetch), e, err)
 				}
 			}
@@ -191,7 +191,7 @@ func TestHostileModelSecondaryIndex(t *testing.T) {
 			}
 		}
 		for _, e := range model {
-			got, err := s.Lookup(ctx, "HR", "email", []string{e.Email}, &secondaryindex.LookupOptions{Fetch: true})
+			got, err := s.Lookup(ctx, "HR", "email", e.Email, &secondaryindex.LookupOptions{Fetch: true})
 			if err != nil || got.Value != e {
 				tr.fatalf("step %d: Lookup(HR, email, %s) = %+v, %v; want %+v", step, e.Email, got.Value, err, e)
 			}

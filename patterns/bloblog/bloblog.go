@@ -32,8 +32,8 @@ const (
 	// MaxBlobSize is the largest append blob: MaxBlocks blocks of
 	// MaxBlockSize (about 195 GiB).
 	MaxBlobSize = int64(MaxBlocks) * MaxBlockSize
-	// DefaultConcurrency is Options.Concurrency's default.
-	DefaultConcurrency = 8
+	// defaultConcurrency is Options.Concurrency's default.
+	defaultConcurrency = 8
 )
 
 var (
@@ -79,14 +79,14 @@ type Options struct {
 	// number>.log at the container's root (the container is the log's).
 	Prefix string
 	// Concurrency is the most blobs Range reads at once. Default:
-	// DefaultConcurrency.
+	// 8.
 	Concurrency int
 	// MaxBlobSize is the largest blob of the log, 1 KiB to MaxBlobSize:
 	// writers roll to a new blob before it (WriterOptions.MaxBlobSize may
 	// lower it for a writer), and Range, which holds each blob it reads in
 	// memory, refuses a larger one with ErrTooLarge before reading it.
 	// Use the same value wherever the log is written and read. Default:
-	// DefaultMaxBlobSize.
+	// 64 MiB.
 	MaxBlobSize int64
 	// Telemetry receives the spans, metrics and log records of the Log's
 	// operations and its Writers' flushes (Append sends nothing and
@@ -125,14 +125,14 @@ func New[T any](c *container.Client, opts *Options) (*Log[T], error) {
 	conc := opts.Concurrency
 	switch {
 	case conc == 0:
-		conc = DefaultConcurrency
+		conc = defaultConcurrency
 	case conc < 0:
 		return nil, fmt.Errorf("%w: Concurrency %d is negative", ErrInvalid, conc)
 	}
 	maxBlob := opts.MaxBlobSize
 	switch {
 	case maxBlob == 0:
-		maxBlob = DefaultMaxBlobSize
+		maxBlob = defaultMaxBlobSize
 	case maxBlob < 1<<10 || maxBlob > MaxBlobSize:
 		return nil, fmt.Errorf("%w: MaxBlobSize %d outside 1 KiB..%d", ErrInvalid, maxBlob, MaxBlobSize)
 	}

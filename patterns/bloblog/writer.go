@@ -22,13 +22,13 @@ import (
 )
 
 const (
-	// DefaultFlushSize is WriterOptions.FlushSize's default.
-	DefaultFlushSize = 1 << 20
-	// DefaultFlushInterval is WriterOptions.FlushInterval's default.
-	DefaultFlushInterval = time.Second
-	// DefaultMaxBlobSize is Options.MaxBlobSize's default: blobs roll at
+	// defaultFlushSize is WriterOptions.FlushSize's default.
+	defaultFlushSize = 1 << 20
+	// defaultFlushInterval is WriterOptions.FlushInterval's default.
+	defaultFlushInterval = time.Second
+	// defaultMaxBlobSize is Options.MaxBlobSize's default: blobs roll at
 	// 64 MiB, which bounds what a reader holds per blob.
-	DefaultMaxBlobSize = 64 << 20
+	defaultMaxBlobSize = 64 << 20
 )
 
 // WriterOptions configures a Writer. A nil *WriterOptions means defaults.
@@ -41,10 +41,10 @@ type WriterOptions struct {
 	// appends only to blobs it created.
 	ID string
 	// FlushSize starts a flush when this many bytes are buffered, 1 to
-	// MaxBlockSize. Default: DefaultFlushSize.
+	// MaxBlockSize. Default: 1 MiB.
 	FlushSize int
 	// FlushInterval flushes what is buffered at least this often, so an
-	// entry waits at most about this long. Default: DefaultFlushInterval;
+	// entry waits at most about this long. Default: 1 s;
 	// negative: only by size, Flush and Close.
 	FlushInterval time.Duration
 	// MaxBuffered makes Append wait while this many bytes wait to be
@@ -134,7 +134,7 @@ func (l *Log[T]) NewWriter(opts *WriterOptions) (*Writer[T], error) {
 	w.nonce = randomHex(16)
 	switch {
 	case w.flushSize == 0:
-		w.flushSize = DefaultFlushSize
+		w.flushSize = defaultFlushSize
 	case w.flushSize < 0 || w.flushSize > MaxBlockSize:
 		return nil, fmt.Errorf("%w: FlushSize %d outside 1..%d", ErrInvalid, w.flushSize, MaxBlockSize)
 	}
@@ -163,7 +163,7 @@ func (l *Log[T]) NewWriter(opts *WriterOptions) (*Writer[T], error) {
 	tick := o.Tick
 	interval := o.FlushInterval
 	if interval == 0 {
-		interval = DefaultFlushInterval
+		interval = defaultFlushInterval
 	}
 	var ticker *time.Ticker
 	if tick == nil && interval > 0 {

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/tablekit/tablekit/internal/invalid"
+	"github.com/tablekit/tablekit/internal/lookupvalue"
 
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/keys"
@@ -46,24 +47,26 @@ func (t *Table[T]) blind(ix *Index, v any) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:blindSize]), nil
 }
 
-// BlindValue returns the blind index value of value for the indexed field:
+// blindValue returns the blind index value of value for the indexed field:
 // what the field's index property holds for an entity whose field equals
-// value (after Normalize). value may be a value of T's field, or any Go
+// value (after Normalize). value is the field's value as T holds it: of
+// the field's type (a string of any string type for a string field, any
+// integer that fits an integer field, the element for a pointer field),
+// typed as T stores it (a `guid` field's GUID in any case); a `json` field
+// takes a value of its type or its exact JSON text. A value of another
+// type is ErrInvalid, naming the field and the type wanted. A T without
+// that field (a table.Dynamic, a property of an extra map) takes any Go
 // value a table.Dynamic property may hold (int, int64 and int32 compare
-// alike); a string given for a string field of T is typed as the field
-// stores it (a `guid` field's GUID in any case). A `json` field compares by
-// its JSON text: give a value of the field's type (encoded as T encodes
-// it), or its exact JSON text. ErrInvalid when field has no index.
-func (t *Table[T]) BlindValue(field string, value any) (string, error) {
+// alike). ErrInvalid when field has no index.
+func (t *Table[T]) blindValue(field string, value any) (string, error) {
 	ix := t.indexes[field]
 	if ix == nil {
 		return "", fmt.Errorf("%w: field %q has no blind index", ErrInvalid, field)
 	}
-	// The value typed as it would be stored: as T's field stores it when
-	// the value fits the field (a `guid` string as a GUID, a `json` field
-	// as its JSON text), else as a property bag stores it (int as Int64,
-	// times in UTC at 100 ns, [16]byte as GUID).
 	d, err := t.typed(field, value)
+	if errors.Is(err, errType) {
+		return "", &Error{Op: "blind value", Table: t.tbl.Name(), Property: field, Err: err}
+	}
 	if err != nil {
 		e := t.coreErr("blind value", "", "", err, true).(*Error)
 		e.Property = field
@@ -76,32 +79,36 @@ func (t *Table[T]) BlindValue(field string, value any) (string, error) {
 	return t.blind(ix, v)
 }
 
-// typed returns value as a write of T stores it in property field.
+// errType marks typed's error for a value not of the field's type (which
+// quotes no value).
+var errType = errors.New("a lookup value of the wrong type")
+
+// typed returns value as a write of T stores it in property field: as
+// T's field stores it (a `guid` string as a GUID, a `json` field as its
+// JSON text, or the JSON text given), or, when T has no such field, as a
+// property bag stores it (int as Int64, times in UTC at 100 ns, [16]byte
+// as GUID).
 func (t *Table[T]) typed(field string, value any) (table.Dynamic, error) {
-	rv := reflect.ValueOf(value)
-	if fi, ok := t.fieldIndex[field]; ok && rv.IsValid() {
-		var v T
-		fv := reflect.ValueOf(&v).Elem().FieldByIndex(fi)
-		ft := fv.Type()
-		if ft.Kind() == reflect.Pointer && rv.Type().AssignableTo(ft.Elem()) {
-			fv.Set(reflect.New(ft.Elem()))
-			fv = fv.Elem()
-			ft = ft.Elem()
-		}
-		if rv.Type().AssignableTo(ft) || rv.Kind() == reflect.String && ft.Kind() == reflect.String {
-			fv.Set(rv.Convert(ft))
-			return table.ToDynamic(v)
-		}
+	fi, ok := t.fieldIndex[field]
+	if !ok || t.jsonProps[field] && reflect.TypeOf(value) == reflect.TypeFor[string]() {
+		return table.ToDynamic(table.Dynamic{Properties: map[string]any{field: value}})
 	}
-	return table.ToDynamic(table.Dynamic{Properties: map[string]any{field: value}})
+	var v T
+	if err := lookupvalue.Set(reflect.ValueOf(&v).Elem().FieldByIndex(fi), value); err != nil {
+		return table.Dynamic{}, fmt.Errorf("%w: %w: index %q takes %v", ErrInvalid, errType, field, err)
+	}
+	return table.ToDynamic(v)
 }
 
 // Where returns the filter that matches the entities whose field equals
-// value, by its blind index: table.Eq(index property, BlindValue(field,
-// value)). Combine it with a PartitionKey filter whenever you can (without
+// value, by its blind index: table.Eq(index property, the blind value of
+// value). value is the field's value as T holds it (see blindValue: a
+// value of the field's type, any integer for an integer field, a `json`
+// field's value or JSON text; another type is ErrInvalid naming the field
+// and the type wanted). Combine it with a PartitionKey filter whenever you can (without
 // one the query scans the table). ErrInvalid when field has no index.
 func (t *Table[T]) Where(field string, value any) (table.Filter, error) {
-	b, err := t.BlindValue(field, value)
+	b, err := t.blindValue(field, value)
 	if err != nil {
 		return table.Filter{}, err
 	}
@@ -109,7 +116,9 @@ func (t *Table[T]) Where(field string, value any) (table.Filter, error) {
 }
 
 // Find returns the entities of partition pk (every partition when pk is
-// empty: a scan of the table) whose field equals value: one query on the
+// empty: a scan of the table) whose field equals value, the field's value
+// as T holds it (as for Where; another type is ErrInvalid naming the field
+// and the type wanted, nothing sent): one query on the
 // blind index, one round trip per page, each match decrypted and returned
 // in its envelope (keys, ETag, value). It returns exactly the matches,
 // verified by decrypting them, and skips without error every row it cannot
@@ -133,7 +142,7 @@ func (t *Table[T]) Find(ctx context.Context, pk, field string, value any) iter.S
 // find is Find, without its span.
 func (t *Table[T]) find(ctx context.Context, pk, field string, value any) iter.Seq2[table.Entity[T], error] {
 	return func(yield func(table.Entity[T], error) bool) {
-		want, err := t.BlindValue(field, value)
+		want, err := t.blindValue(field, value)
 		if err == nil && pk != "" {
 			if err = keys.Validate(pk); err != nil {
 				err = fmt.Errorf("%w: PartitionKey: %w", ErrInvalid, err)
@@ -176,7 +185,9 @@ func (t *Table[T]) find(ctx context.Context, pk, field string, value any) iter.S
 // IndexKey returns a Key function for a patterns/secondaryindex Index that
 // indexes the blind value of the string get returns for field (an empty
 // string: no copy), so the index rows' keys reveal no more than the blind
-// index does. ErrInvalid when field has no blind index. Use it with the
+// index does. Give the Index On: []string{field}: a Lookup or Find then
+// takes the plaintext value, which Key turns into its blind value.
+// ErrInvalid when field has no blind index. Use it with the
 // Table as the Store's Options.Sealer, which encrypts the primary rows
 // (secondaryindex then refuses copies that would hold an encrypted field:
 // Whole copies, and Listed copies of an encrypted field), and index

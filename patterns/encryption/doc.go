@@ -28,9 +28,9 @@
 // a [table.Result]; Delete, Get and Modify take the keys; Get and Modify
 // return a [table.Entity][T] (keys, ETag, value); Query yields T and
 // QueryEntities yields [table.Entity][T]; QueryPage returns a page;
-// InsertOp, UpsertOp and UpdateOp build a [table.Op] for Submit, with any
-// error inside [table.Op.Err] (they take ctx first, because sealing fetches
-// the current key). [Table.Find] and [Table.Where] find entities by a
+// InsertOps, UpsertOps and UpdateOps give a write as a [table.Change] that
+// joins a composed write (they take ctx, because sealing fetches the
+// current key, and return the error of a value they cannot seal). [Table.Find] and [Table.Where] find entities by a
 // blind index, and [Table.Reencrypt] rewrites rows after a key rotation. A
 // Table is also a patterns/secondaryindex Sealer ([Table.Seal],
 // [Table.Open], [Table.Sealed]): set it as a Store's Options.Sealer to keep
@@ -193,9 +193,9 @@
 //	Insert, Upsert, Update, Delete, Get     1 (+1 read to settle a lost response)
 //	Modify                                  2, +2 per conflict
 //	QueryPage; Query, QueryEntities, Find   1; 1 per page
-//	InsertOp, UpsertOp, UpdateOp            0 (Submit: as the core's)
+//	InsertOps, UpsertOps, UpdateOps         0 (the change's transaction: as the core's)
 //	Reencrypt                               1 per page + 1 per row rewritten (+2 per conflict)
-//	BlindValue, Where, IndexKey             0
+//	Where, IndexKey                         0
 //
 // plus whatever the KeyProvider costs (StaticKeys: nothing; a Key Vault
 // provider should cache unwrapped keys, below). Each value costs one

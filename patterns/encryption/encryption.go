@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablekit/tablekit/internal/batchplan"
-
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
@@ -154,9 +152,12 @@ type Table[T any] struct {
 	props   map[string]bool // T's properties
 	// fieldIndex maps T's properties to their struct fields.
 	fieldIndex map[string][]int
-	anyName    bool // T takes any property name (extra map, Dynamic)
-	ciphers    ciphers
-	obs        *obs.Obs
+	// jsonProps are T's `json` fields' properties (a lookup may give
+	// their JSON text).
+	jsonProps map[string]bool
+	anyName   bool // T takes any property name (extra map, Dynamic)
+	ciphers   ciphers
+	obs       *obs.Obs
 }
 
 // New returns a Table for entities of type T over tbl, encrypting the
@@ -186,7 +187,7 @@ func New[T any](tbl *table.Table[table.Dynamic], keys KeyProvider, fields []stri
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err) // T is not a type table accepts
 	}
 	t := &Table[T]{tbl: tbl, name: o.TableName, keys: keys, indexes: map[string]*Index{}, byProp: map[string]bool{},
-		props: map[string]bool{}, fieldIndex: map[string][]int{}, obs: obs.New((*obs.Config)(o.Telemetry))}
+		props: map[string]bool{}, fieldIndex: map[string][]int{}, jsonProps: map[string]bool{}, obs: obs.New((*obs.Config)(o.Telemetry))}
 	if t.name == "" {
 		t.name = tbl.Name()
 	}
@@ -197,6 +198,9 @@ func New[T any](tbl *table.Table[table.Dynamic], keys KeyProvider, fields []stri
 		case fieldmodel.Property:
 			t.props[f.Property] = true
 			t.fieldIndex[f.Property] = f.Index
+			if f.JSON {
+				t.jsonProps[f.Property] = true
+			}
 		case fieldmodel.PartitionKey, fieldmodel.RowKey:
 			keyFields[f.Name] = true
 		case fieldmodel.Meta:
@@ -250,8 +254,9 @@ func New[T any](tbl *table.Table[table.Dynamic], keys KeyProvider, fields []stri
 	return t, nil
 }
 
-// Table returns the underlying table of encrypted entities: for Submit of
-// this package's ops, and for reading the stored form.
+// Table returns the underlying table of encrypted entities: for Apply of
+// this package's changes (InsertOps, UpsertOps, UpdateOps) with others,
+// for DeleteOp, and for reading the stored form.
 func (t *Table[T]) Table() *table.Table[table.Dynamic] { return t.tbl }
 
 // metaOf returns v's table.Meta, or nil when T has none.
@@ -701,39 +706,41 @@ func (t *Table[T]) QueryPage(ctx context.Context, q *table.Query) (_ table.Page[
 	return out, nil
 }
 
-// InsertOp is an encrypted insert for Submit (Table().Submit, or
-// table.Submit on the same client). It takes ctx because sealing fetches
-// the current key. An op that cannot be built (a value this package or
-// the core refuses, a KeyProvider error) carries its error, op.Err(), and
-// Submit refuses it before sending anything; so do UpsertOp and UpdateOp.
-func (t *Table[T]) InsertOp(ctx context.Context, v T) table.Op {
-	return t.op(ctx, "insert", &v, table.Mode{}, func(d table.Dynamic, _ table.Mode) table.Op { return t.tbl.InsertOp(d) })
+// InsertOps is Insert as a [table.Change], to join a composed write
+// ("Composing patterns" in package table: t.Table().Apply, or
+// eventual's Queue.Apply): the entity encrypted, as one insert. It takes
+// ctx because sealing fetches the current key (the KeyProvider may use
+// the network); nothing is written. A value this package or the core
+// refuses, or a KeyProvider error, is its error, and no change; so for
+// UpsertOps and UpdateOps.
+func (t *Table[T]) InsertOps(ctx context.Context, v T) (table.Change, error) {
+	return t.ops(ctx, "insert", &v, table.Mode{}, func(d table.Dynamic, _ table.Mode) table.Op { return t.tbl.InsertOp(d) })
 }
 
-// UpsertOp is an encrypted upsert for Submit (see InsertOp).
-func (t *Table[T]) UpsertOp(ctx context.Context, v T, mode table.Mode) table.Op {
-	return t.op(ctx, "upsert", &v, mode, t.tbl.UpsertOp)
+// UpsertOps is Upsert as a [table.Change] (see InsertOps).
+func (t *Table[T]) UpsertOps(ctx context.Context, v T, mode table.Mode) (table.Change, error) {
+	return t.ops(ctx, "upsert", &v, mode, t.tbl.UpsertOp)
 }
 
-// UpdateOp is an encrypted conditional update for Submit (see InsertOp):
-// etag is the version read, or azcore.ETagAny; empty is table.ErrNoETag.
-func (t *Table[T]) UpdateOp(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) table.Op {
-	return t.op(ctx, "update", &v, mode, func(d table.Dynamic, m table.Mode) table.Op { return t.tbl.UpdateOp(d, etag, m) })
+// UpdateOps is Update as a [table.Change] (see InsertOps): etag is the
+// version read, or azcore.ETagAny; empty is [table.ErrNoETag].
+func (t *Table[T]) UpdateOps(ctx context.Context, v T, etag azcore.ETag, mode table.Mode) (table.Change, error) {
+	return t.ops(ctx, "update", &v, mode, func(d table.Dynamic, m table.Mode) table.Op { return t.tbl.UpdateOp(d, etag, m) })
 }
 
-// op encrypts v as name does (see encrypt) and builds its op with build;
-// an op the core refuses carries the core's error made to match ErrInvalid
-// too.
-func (t *Table[T]) op(ctx context.Context, name string, v *T, mode table.Mode, build func(table.Dynamic, table.Mode) table.Op) table.Op {
+// ops encrypts v as name does (see encrypt) and builds its change with
+// build; an op the core refuses is the core's error made to match
+// ErrInvalid too.
+func (t *Table[T]) ops(ctx context.Context, name string, v *T, mode table.Mode, build func(table.Dynamic, table.Mode) table.Op) (table.Change, error) {
 	d, m, err := t.encrypt(ctx, name, v, mode)
 	if err != nil {
-		return batchplan.Failed[table.Op](err)
+		return table.Change{}, err
 	}
 	op := build(d, m)
-	if op.Err() != nil {
-		return batchplan.Failed[table.Op](invalid.Mark(ErrInvalid, op.Err()))
+	if err := op.Err(); err != nil {
+		return table.Change{}, invalid.Mark(ErrInvalid, err)
 	}
-	return op
+	return table.Change{By: fmt.Sprintf("encryption %q", t.name), Ops: []table.Op{op}}, nil
 }
 
 // checkFilter refuses a filter that compares an encrypted field: its

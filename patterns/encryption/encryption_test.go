@@ -461,72 +461,86 @@ func TestModifyAndDelete(t *testing.T) {
 	}
 }
 
-func TestSubmit(t *testing.T) {
+// InsertOps, UpsertOps and UpdateOps: encrypted writes as changes that
+// one Apply writes in one transaction (1 round trip), read back
+// decrypted.
+func TestOps(t *testing.T) {
 	r := newRig(t)
 	p := people(t, r, keysOf(t, "k1", "k1"))
 	ctx := context.Background()
-	var ops []table.Op
+	var changes []table.Change
 	for i := range 3 {
 		a := alice()
 		a.RowKey = string(rune('a' + i))
-		op := p.InsertOp(ctx, a)
-		if op.Err() != nil {
-			t.Fatal(op.Err())
+		ch, err := p.InsertOps(ctx, a)
+		if err != nil {
+			t.Fatal(err)
 		}
-		ops = append(ops, op)
+		changes = append(changes, ch)
 	}
+	c := alice()
+	c.RowKey, c.SSN = "c", "123-45-6789"
+	ch, err := p.UpsertOps(ctx, c, table.Replace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes[2] = ch
 	r.Faults.Reset()
-	if _, err := p.Table().Submit(ctx, ops, nil); err != nil || r.Faults.Count() != 1 {
-		t.Fatalf("Submit: %v, %d round trips", err, r.Faults.Count())
+	if _, err := p.Table().Apply(ctx, changes...); err != nil || r.Faults.Count() != 1 {
+		t.Fatalf("Apply: %v, %d round trips", err, r.Faults.Count())
 	}
 	got, err := p.Get(ctx, "Sales", "b", nil)
 	if err != nil || got.Value.SSN != alice().SSN {
 		t.Fatalf("%+v, %v", got, err)
 	}
+	if got, err := p.Get(ctx, "Sales", "c", nil); err != nil || got.Value.SSN != c.SSN {
+		t.Fatalf("the upsert: %+v, %v", got, err)
+	}
 	got.Value.Age = 1
-	up := p.UpdateOp(ctx, got.Value, got.ETag, table.Fields("Age"))
-	if _, err := p.Table().Submit(ctx, []table.Op{up}, nil); err != nil {
+	up, err := p.UpdateOps(ctx, got.Value, got.ETag, table.Fields("Age"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Table().Apply(ctx, up); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := p.Get(ctx, "Sales", "b", nil); err != nil || got.Value.Age != 1 || got.Value.SSN != alice().SSN {
 		t.Fatalf("%+v, %v", got, err)
 	}
+	if _, err := p.Table().Apply(ctx, up); !errors.Is(err, table.ErrPreconditionFailed) {
+		t.Fatalf("the update again, on the ETag it replaced: %v", err)
+	}
 }
 
-// An op that cannot be built carries its error (no second return value):
-// the KeyProvider's, this package's or the core's, each matching its
-// sentinels; Submit refuses a batch holding one before sending anything.
-func TestOpsCarryTheirErrors(t *testing.T) {
+// A change that cannot be built is an error, and no change: the
+// KeyProvider's, this package's or the core's, each matching its
+// sentinels, with nothing sent.
+func TestOpsErrors(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	bad := people(t, r, badProvider{})
 	p := people(t, r, keysOf(t, "k1", "k1"))
-	forged := alice()
-	forged.RowKey = "forged"
+	second := func(_ table.Change, err error) error { return err }
+	r.Faults.Reset()
 	for what, c := range map[string]struct {
-		op   table.Op
+		err  error
 		want []error
 	}{
-		"InsertOp, a 16-byte key": {bad.InsertOp(ctx, alice()), []error{encryption.ErrBadKey, encryption.ErrInvalid, table.ErrInvalid}},
-		"UpsertOp, a 16-byte key": {bad.UpsertOp(ctx, alice(), table.Replace), []error{encryption.ErrBadKey, encryption.ErrInvalid}},
-		"UpdateOp, a 16-byte key": {bad.UpdateOp(ctx, alice(), azcore.ETagAny, table.Merge), []error{encryption.ErrBadKey, encryption.ErrInvalid}},
-		"UpdateOp, no ETag":       {p.UpdateOp(ctx, alice(), "", table.Merge), []error{table.ErrNoETag, encryption.ErrInvalid, table.ErrInvalid}},
-		"UpsertOp, a blind index": {p.UpsertOp(ctx, alice(), table.Fields("Email_bidx")), []error{encryption.ErrInvalid, table.ErrInvalid}},
-		"InsertOp, too large":     {p.InsertOp(ctx, Person{PartitionKey: "p", RowKey: "r", Photo: make([]byte, 65503)}), []error{table.ErrTooLarge, encryption.ErrInvalid}},
+		"InsertOps, a 16-byte key": {second(bad.InsertOps(ctx, alice())), []error{encryption.ErrBadKey, encryption.ErrInvalid, table.ErrInvalid}},
+		"UpsertOps, a 16-byte key": {second(bad.UpsertOps(ctx, alice(), table.Replace)), []error{encryption.ErrBadKey, encryption.ErrInvalid}},
+		"UpdateOps, a 16-byte key": {second(bad.UpdateOps(ctx, alice(), azcore.ETagAny, table.Merge)), []error{encryption.ErrBadKey, encryption.ErrInvalid}},
+		"UpdateOps, no ETag":       {second(p.UpdateOps(ctx, alice(), "", table.Merge)), []error{table.ErrNoETag, encryption.ErrInvalid, table.ErrInvalid}},
+		"UpsertOps, a blind index": {second(p.UpsertOps(ctx, alice(), table.Fields("Email_bidx"))), []error{encryption.ErrInvalid, table.ErrInvalid}},
+		"InsertOps, too large":     {second(p.InsertOps(ctx, Person{PartitionKey: "p", RowKey: "r", Photo: make([]byte, 65503)})), []error{table.ErrTooLarge, encryption.ErrInvalid}},
 	} {
 		for _, want := range c.want {
-			if !errors.Is(c.op.Err(), want) {
-				t.Errorf("%s: %v, want %v", what, c.op.Err(), want)
+			if !errors.Is(c.err, want) {
+				t.Errorf("%s: %v, want %v", what, c.err, want)
 			}
 		}
-		r.Faults.Reset()
-		_, err := p.Table().Submit(ctx, []table.Op{p.InsertOp(ctx, forged), c.op}, nil)
-		if !errors.Is(err, c.want[0]) || r.Faults.Count() != 0 {
-			t.Errorf("%s: Submit: %v after %d requests", what, err, r.Faults.Count())
-		}
 	}
-	if _, err := p.Get(ctx, forged.PartitionKey, forged.RowKey, nil); !errors.Is(err, table.ErrNotFound) {
-		t.Errorf("an op of a refused batch was applied: %v", err)
+	if r.Faults.Count() != 0 {
+		t.Errorf("%d requests sent", r.Faults.Count())
 	}
 }
 

@@ -16,3 +16,8 @@ func (t *Table[T]) Encrypt(ctx context.Context, v T) (table.Dynamic, error) {
 func (t *Table[T]) Decrypt(ctx context.Context, d table.Dynamic) (T, error) {
 	return t.decrypt(ctx, "bench", d)
 }
+
+// BlindValue exposes the blind value of a lookup, for tests of the index.
+func (t *Table[T]) BlindValue(field string, value any) (string, error) {
+	return t.blindValue(field, value)
+}

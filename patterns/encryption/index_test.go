@@ -247,3 +247,50 @@ func TestFindTypedAsTheField(t *testing.T) {
 		t.Errorf("an invalid GUID: %v", err)
 	}
 }
+
+// Find's value is the field's value as T holds it: any integer that fits
+// an integer field finds it; a value of another type is ErrInvalid naming
+// the index and the type wanted, with nothing sent.
+func TestFindValueTypes(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	type badge struct {
+		PartitionKey, RowKey string
+		Level                int64
+		Code                 string
+	}
+	p := tableFor[badge](t, r, []string{"Level", "Code"}, encryption.Index{Field: "Level"}, encryption.Index{Field: "Code"})
+	if _, err := p.Insert(ctx, badge{PartitionKey: "p", RowKey: "1", Level: 3, Code: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []any{3, int64(3), int32(3), uint8(3)} {
+		n := 0
+		for e, err := range p.Find(ctx, "p", "Level", v) {
+			if err != nil || e.RowKey != "1" {
+				t.Fatalf("Find Level %T: %+v, %v", v, e, err)
+			}
+			n++
+		}
+		if n != 1 {
+			t.Errorf("Find Level %T(3): %d found", v, n)
+		}
+	}
+	r.Faults.Reset()
+	for _, c := range []struct {
+		field string
+		value any
+		want  string
+	}{{"Level", "3", "int64"}, {"Level", 1.0, "int64"}, {"Code", 3, "string"}, {"Code", nil, "string"}} {
+		for _, err := range p.Find(ctx, "p", c.field, c.value) {
+			if !errors.Is(err, encryption.ErrInvalid) || !errors.Is(err, table.ErrInvalid) || !strings.Contains(err.Error(), `index "`+c.field+`"`) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Find %s %#v: %v; want ErrInvalid naming the index and %s", c.field, c.value, err, c.want)
+			}
+		}
+		if _, err := p.Where(c.field, c.value); !errors.Is(err, encryption.ErrInvalid) {
+			t.Errorf("Where %s %#v: %v", c.field, c.value, err)
+		}
+	}
+	if r.Faults.Count() != 0 {
+		t.Errorf("%d requests sent for refused values", r.Faults.Count())
+	}
+}

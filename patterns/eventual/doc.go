@@ -212,7 +212,7 @@
 // reserved one's is dropped because
 // the commit record names the other message (or ruled out once the record
 // is gone). A reserve whose last attempt fails too is Commit's error
-// matching table.ErrNotApplied, not ErrOutcomeUnknown: the batch was never
+// matching table.ErrNotApplied, not table.ErrOutcomeUnknown: the batch was never
 // sent, and the messages its attempts may have left are the "reserved,
 // before the batch" row above (never released, so each is ruled out when
 // the window ends: an aborted record, the message dropped, the handler

@@ -99,7 +99,7 @@ func TestModelIntents(t *testing.T) {
 		case 0: // delete the order
 			ops = []table.Op{r.orders.DeleteOp(cust, id, "*")}
 		case 1: // a duplicate, stale delivery
-			if _, err := r.q.Enqueue(ctx, d); err != nil && !errors.Is(err, testrig.ErrCrash) && !errors.Is(err, eventual.ErrOutcomeUnknown) {
+			if _, err := r.q.Enqueue(ctx, d); err != nil && !errors.Is(err, testrig.ErrCrash) && !errors.Is(err, table.ErrOutcomeUnknown) {
 				t.Fatalf("step %d: Enqueue: %v", i, err)
 			}
 			return
@@ -115,7 +115,7 @@ func TestModelIntents(t *testing.T) {
 		case errors.Is(err, table.ErrNotFound) || errors.Is(err, eventual.ErrCommitWindow):
 			uncommitted = append(uncommitted, d.ID()) // deleting a missing order
 			stats[1]++
-		case errors.Is(err, testrig.ErrCrash) || errors.Is(err, eventual.ErrOutcomeUnknown) || errors.Is(err, table.ErrNotApplied):
+		case errors.Is(err, testrig.ErrCrash) || errors.Is(err, table.ErrOutcomeUnknown) || errors.Is(err, table.ErrNotApplied):
 			unsettled = append(unsettled, open{d.ID(), cust, marker})
 			stats[2]++
 		default:

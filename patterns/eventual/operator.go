@@ -274,8 +274,8 @@ type PoisonedIntent struct {
 func (q *Queue) Poisoned(ctx context.Context, max int) (_ []PoisonedIntent, err error) {
 	ctx, sp := q.obs.Start(ctx, opPoisoned, "", "")
 	defer func() { sp.End(err) }()
-	if max < 1 || max > MaxDequeue {
-		return nil, fmt.Errorf("%w: Poisoned reads 1 to %d messages, not %d", ErrInvalid, MaxDequeue, max)
+	if max < 1 || max > maxDequeue {
+		return nil, fmt.Errorf("%w: Poisoned reads 1 to %d messages, not %d", ErrInvalid, maxDequeue, max)
 	}
 	resp, err := q.poison.PeekMessages(ctx, &azqueue.PeekMessagesOptions{NumberOfMessages: ptr(int32(max))})
 	if err != nil {

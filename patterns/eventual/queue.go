@@ -41,13 +41,9 @@ var ErrInvalid = invalid.New("eventual: invalid request")
 // (Kind.New): a ruled-out intent id never commits.
 var ErrCommitWindow = errors.New("eventual: the commit window ended before the primary write")
 
-// ErrOutcomeUnknown is table.ErrOutcomeUnknown: a write whose response was
-// lost and whose effect could not be verified.
-var ErrOutcomeUnknown = table.ErrOutcomeUnknown
-
-// DefaultCommitWindow is how long Commit's reserved message stays
+// defaultCommitWindow is how long Commit's reserved message stays
 // invisible while the primary batch is written.
-const DefaultCommitWindow = 30 * time.Second
+const defaultCommitWindow = 30 * time.Second
 
 // recordPrefix starts the RowKey of a commit record (then the intent id).
 const recordPrefix = reserved.Prefix + "intent~"
@@ -60,7 +56,7 @@ const (
 )
 
 // Options configures a Queue. A nil *Options means defaults: no claim
-// checks, no tables for Commit (Enqueue only), DefaultCommitWindow.
+// checks, no tables for Commit (Enqueue only), defaultCommitWindow.
 type Options struct {
 	// Blobs is the container for payloads too large for a message (claim
 	// checks, up to MaxPayloadSize): such a payload is uploaded as a blob
@@ -85,7 +81,7 @@ type Options struct {
 	// while the primary batch is written; Commit does not send the batch
 	// after three quarters of it. An intent whose release is lost (a crash
 	// right after the batch) runs when the window ends. Default:
-	// DefaultCommitWindow; at least 1 s, whole seconds.
+	// defaultCommitWindow; at least 1 s, whole seconds.
 	CommitWindow time.Duration
 	// Telemetry receives the spans, metrics and log records of the
 	// Queue's operations, and of its Workers unless WorkerOptions says
@@ -134,7 +130,7 @@ func New(q, poison *azqueue.QueueClient, opts *Options) (*Queue, error) {
 	w := o.CommitWindow
 	switch {
 	case w == 0:
-		w = DefaultCommitWindow
+		w = defaultCommitWindow
 	case w < time.Second || w%time.Second != 0 || w > 7*24*time.Hour:
 		return nil, fmt.Errorf("%w: CommitWindow %v must be whole seconds from 1 s to 7 days", ErrInvalid, w)
 	}
@@ -205,7 +201,7 @@ type Enqueued struct {
 
 // Enqueue puts the intent d on the queue, visible at once: 1 round trip
 // (2 when the payload goes to a blob). Use it for flows that start with no
-// primary write. On ErrOutcomeUnknown (the response was lost) the intent
+// primary write. On table.ErrOutcomeUnknown (the response was lost) the intent
 // may be on the queue; enqueueing the same Draft again is harmless, since
 // handlers are idempotent and the worker runs each message, but it may run
 // twice.
@@ -291,7 +287,7 @@ type CommitResult struct {
 // 3 round trips for one intent (2n+1 for n). When a reserve fails, Commit
 // deletes the messages reserved before it and sends nothing more: the
 // error matches [table.ErrNotApplied], also after a lost response (never
-// ErrOutcomeUnknown: the batch was not sent), and a message such a reserve
+// table.ErrOutcomeUnknown: the batch was not sent), and a message such a reserve
 // may have left is never released: when its window ends, a worker writes
 // an aborted record for it and drops it. When the batch fails, Commit
 // reads the first intent's commit record (1 round trip): a batch that
@@ -299,7 +295,7 @@ type CommitResult struct {
 // and took the 409 at face value) is reported applied; otherwise Commit
 // deletes the reserved messages (n round trips) and returns the batch's
 // error; nothing of the flow remains. When its outcome is unknown
-// (ErrOutcomeUnknown) the messages stay: when their window ends, a worker
+// (table.ErrOutcomeUnknown) the messages stay: when their window ends, a worker
 // runs each intent if its commit record exists, and otherwise writes an
 // aborted record in its place, so that the batch, if it ever arrives,
 // fails: the flow happens exactly when the primary write did. The same
@@ -486,7 +482,7 @@ func (q *Queue) commit(ctx context.Context, tx transaction) (res CommitResult, e
 // no commit record, writes an aborted one and drops the message, without
 // running the intent. It wraps the last attempt's error (errors.As still
 // finds an *azcore.ResponseError), but not the pipeline's
-// ErrOutcomeUnknown verdict.
+// table.ErrOutcomeUnknown verdict.
 func reserveFailed(id, kind string, err error) error {
 	maybe := ""
 	var unknown *retrycore.OutcomeError

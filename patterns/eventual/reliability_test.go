@@ -273,7 +273,7 @@ func TestLostReserveIsNotApplied(t *testing.T) {
 	}
 	d := indexKind.New(indexOrder{"c1", "o1", "a@x"})
 	_, err := r.q.Commit(ctx, r.orders.Client(), []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1", Email: "a@x", Total: 10})}, d)
-	if !errors.Is(err, table.ErrNotApplied) || errors.Is(err, table.ErrOutcomeUnknown) || errors.Is(err, eventual.ErrOutcomeUnknown) {
+	if !errors.Is(err, table.ErrNotApplied) || errors.Is(err, table.ErrOutcomeUnknown) || errors.Is(err, table.ErrOutcomeUnknown) {
 		t.Fatalf("Commit after the reserve's responses were lost: %v; want table.ErrNotApplied, not ErrOutcomeUnknown", err)
 	}
 	if !errors.Is(err, faults.ErrLost) || !strings.Contains(err.Error(), d.ID()) || strings.Contains(err.Error(), "\n") {

@@ -24,9 +24,9 @@ import (
 	"github.com/tablekit/tablekit/retry"
 )
 
-// MaxDequeue is the most messages one dequeue returns (the service's
+// maxDequeue is the most messages one dequeue returns (the service's
 // limit).
-const MaxDequeue = 32
+const maxDequeue = 32
 
 // WorkerOptions configures a Worker. A nil *WorkerOptions means defaults.
 type WorkerOptions struct {
@@ -211,7 +211,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Up to a batch of messages waits, leased, beside the running
 	// handlers, so that the next batch is at hand when a handler finishes
 	// and every dequeue asks for a whole batch.
-	batch := min(w.conc, MaxDequeue)
+	batch := min(w.conc, maxDequeue)
 	slots := make(chan struct{}, w.conc+batch) // dequeued, not finished
 	running := make(chan struct{}, w.conc)     // handling
 	var runErr error

@@ -131,7 +131,7 @@ func BenchmarkContention(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				p := indexentity.DefaultRetry
+				p := indexentity.DefaultRetryForTest
 				p.FullJitter = jitter == "full"
 				p.MaxRetries = 1000 // measure the rate; the default gives up after 10
 				idx, err := indexentity.New(employees, "LastName", lastName, &indexentity.Options{Retry: &p})
@@ -192,7 +192,7 @@ func BenchmarkContentionBurst(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				p := indexentity.DefaultRetry
+				p := indexentity.DefaultRetryForTest
 				p.FullJitter = jitter == "full"
 				p.MaxRetries = 1000
 				idx, err := indexentity.New(employees, "LastName", lastName, &indexentity.Options{Retry: &p})

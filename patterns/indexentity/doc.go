@@ -128,7 +128,7 @@
 // entities, each with its ETag. A concurrency failure is a 412 (or a 409
 // when two writers create one index entity) on an index entity, or on the
 // entity when the caller gave azcore.ETagAny; the loop starts again through
-// Options.Retry (default DefaultRetry: full jitter, which drains a burst
+// Options.Retry (default: full jitter, which drains a burst
 // of contending writers fastest), and Result.Conflicts counts the new
 // starts. A 412 on
 // the caller's own ETag is ErrPreconditionFailed, at once. Every

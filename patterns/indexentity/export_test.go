@@ -72,3 +72,6 @@ func Reconcile[T any](ctx context.Context, x *Index[T], pk, rk string, values ..
 // SetMaxBlobSize lowers the size of a list's blob x writes and reads
 // (MaxBlobSize), so that tests can plant blobs larger than it.
 func SetMaxBlobSize[T any](x *Index[T], n int) { x.maxBlob = n }
+
+// Defaults, for tests.
+var DefaultRetryForTest = defaultRetry

@@ -86,7 +86,7 @@ type Options struct {
 	// Retry is the policy of the ETag loops (another writer changed a list
 	// or, for writes with azcore.ETagAny, the entity between the read and
 	// the write) and of the worker's reconciling passes. Its Retryable is
-	// ignored. Default: DefaultRetry.
+	// ignored. Default: full jitter.
 	Retry *retry.Policy
 	// Concurrency is the most point reads Find has in flight. Default: 8.
 	Concurrency int
@@ -96,7 +96,7 @@ type Options struct {
 	Telemetry *table.Telemetry
 }
 
-// DefaultRetry is the default policy of the ETag loops: retry.Default's
+// defaultRetry is the default policy of the ETag loops: retry.Default's
 // delays (100 ms to 5 s) with full jitter, and up to 10 retries. Full
 // jitter drains a burst of writers contending for one index entity fastest
 // (16 at once: all committed in 0.38 s against 0.79 s with the guide's
@@ -106,7 +106,7 @@ type Options struct {
 // with full jitter, over 11 runs each): the waits keep few writers active,
 // and a hot index entity takes about as many adds per second as one writer
 // makes.
-var DefaultRetry = retry.Policy{Default: retry.Default.Default, Min: retry.Default.Min, Max: retry.Default.Max, MaxRetries: 10, FullJitter: true}
+var defaultRetry = retry.Policy{Default: retry.Default.Default, Min: retry.Default.Min, Max: retry.Default.Max, MaxRetries: 10, FullJitter: true}
 
 // store says where an Index keeps its lists.
 type store int
@@ -188,7 +188,7 @@ func New[T any, V interface {
 	if opts == nil {
 		opts = &Options{}
 	}
-	x := &Index[T]{tbl: tbl, blobs: opts.Blobs, q: opts.Queue, name: name, retry: DefaultRetry, conc: opts.Concurrency, maxBlob: MaxBlobSize, obs: obs.New((*obs.Config)(opts.Telemetry))}
+	x := &Index[T]{tbl: tbl, blobs: opts.Blobs, q: opts.Queue, name: name, retry: defaultRetry, conc: opts.Concurrency, maxBlob: MaxBlobSize, obs: obs.New((*obs.Config)(opts.Telemetry))}
 	x.value = func(v *T) string { return keyOf(value(v)) }
 	x.key = func(v any) (string, error) {
 		w, ok := v.(V)

@@ -2,12 +2,11 @@ package largeentity
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
-	"time"
 
 	"github.com/tablekit/tablekit/internal/invalid"
+	"github.com/tablekit/tablekit/internal/largerows"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -15,11 +14,10 @@ import (
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
-// ErrChanged: a blob an entity pointed at when it was read is gone,
-// because the entity changed since (a Delete or Sweep removes only blobs
-// that no current version points at): read the entity again. Get, Range
-// and RangePage read again themselves; Fetch returns it.
-var ErrChanged = errors.New("largeentity: a blob the entity pointed at is gone: the entity changed since it was read")
+// errChanged is internal/largerows.ErrChanged: a blob an entity pointed at
+// when it was read is gone, because the entity changed since. Get, Range
+// and RangePage read again on it.
+var errChanged = largerows.ErrChanged
 
 // InsertOps is Insert as a [table.Change], to join a composed write (see
 // "Composing patterns" in package table): the offloaded values are
@@ -35,7 +33,7 @@ func (s *Store[T]) InsertOps(ctx context.Context, v T) (_ table.Change, err erro
 	if err != nil {
 		return table.Change{}, err
 	}
-	p, err := s.Prepare(ctx, v, pk, rk, nil)
+	p, err := rows[T]{s}.Prepare(ctx, v, pk, rk, nil, false)
 	if err != nil {
 		return table.Change{}, err
 	}
@@ -57,7 +55,7 @@ func (s *Store[T]) UpdateOps(ctx context.Context, v T, etag azcore.ETag) (_ tabl
 	if err != nil {
 		return table.Change{}, err
 	}
-	p, err := s.Prepare(ctx, v, pk, rk, nil)
+	p, err := rows[T]{s}.Prepare(ctx, v, pk, rk, nil, false)
 	if err != nil {
 		return table.Change{}, err
 	}
@@ -81,20 +79,22 @@ func (s *Store[T]) DeleteOps(ctx context.Context, pk, rk string, etag azcore.ETa
 
 func (s *Store[T]) by() string { return fmt.Sprintf("largeentity %q", s.prefix) }
 
-// The methods below let another pattern keep large values in the rows it
-// writes (patterns/secondaryindex's primary rows): it writes the rows, in
-// its own transactions and under its own keys, and this Store offloads,
-// reads and sweeps their values. Such rows must be in the Store's table
-// (Sweep reads them there), written only through Prepare.
+// rows is the Store as internal/largerows gives it to another pattern
+// that keeps T's large values in rows of its own making
+// (patterns/secondaryindex's primary rows): it writes the rows, in its
+// own transactions and under its own keys, and this Store offloads, reads
+// and sweeps their values.
+type rows[T any] struct{ s *Store[T] }
 
-// Client returns the client of the Store's table.
-func (s *Store[T]) Client() *aztables.Client { return s.tbl.Client() }
+// rowsOf is registered with internal/largerows.
+func rowsOf(store any) any { return store.(interface{ rows() any }).rows() }
 
-// Offloads reports whether the Store may offload property name (a field
-// it chooses, by tag or Options.Fields): another pattern must then keep
-// it out of every row but the entity's own (no index copy holds it).
-func (s *Store[T]) Offloads(name string) bool {
-	for _, f := range s.chosen {
+func (s *Store[T]) rows() any { return rows[T]{s} }
+
+func (r rows[T]) Client() *aztables.Client { return r.s.tbl.Client() }
+
+func (r rows[T]) Offloads(name string) bool {
+	for _, f := range r.s.chosen {
 		if f.name == name {
 			return true
 		}
@@ -102,112 +102,67 @@ func (s *Store[T]) Offloads(name string) bool {
 	return false
 }
 
-// Without returns v with every field the Store may offload left zero:
-// the part of v that another pattern may copy into other rows, and that
-// encodes as one entity whatever its large values' sizes.
-func (s *Store[T]) Without(v T) T {
+func (r rows[T]) Without(v T) T {
 	rv := reflect.ValueOf(&v).Elem()
-	for _, f := range s.chosen {
+	for _, f := range r.s.chosen {
 		fv := rv.FieldByIndex(f.index)
 		fv.Set(reflect.Zero(fv.Type()))
 	}
 	return v
 }
 
-// Prepared is a value made ready by Prepare for a write that another
-// pattern sends.
-type Prepared struct {
-	// Row is the entity to write, whole (table.Replace or an insert): v's
-	// properties under the keys given, a pointer property in place of
-	// each offloaded value.
-	Row table.Dynamic
-	// Blobs are the offloaded values Row points at, by property name.
-	Blobs []Blob
-	// NotAfter is the latest time Row's write may be sent: half of Grace
-	// after the uploads began, since Sweep may delete an unreferenced blob
-	// older than Grace. Give it to the write's table.Change.
-	NotAfter time.Time
-
-	uploaded []*offload
-}
-
-// PrepareOptions configures Prepare. A nil *PrepareOptions means an
-// insert's: no current blobs.
-type PrepareOptions struct {
-	// Current are the blobs of the stored version that the write is
-	// conditioned on by its ETag (from Pointers): a value whose content is
-	// unchanged keeps its blob, without an upload (safe because the write
-	// applies only over a version that points at it).
-	Current []Blob
-	// KeepEmpty keeps the Current blob of each field that v leaves empty,
-	// for a write whose value was read without its large values (such as
-	// patterns/secondaryindex's Modify); otherwise an empty field has no
-	// value, and its blob is left to Sweep.
-	KeepEmpty bool
-}
-
-// Prepare readies v for a write that another pattern sends, in its own
-// transaction, of an entity with keys (pk, rk) in the Store's table: it
-// chooses the values to offload as Insert does, uploads each to a new
-// blob (created only if absent, Concurrency at a time: 1 round trip per
-// value, in parallel), and returns the row to write, pointing at them.
-// Send the write before Prepared.NotAfter, conditioned on the version
-// whose blobs are opts.Current; if it does not apply, Discard the blobs
-// (or leave them to Sweep).
-func (s *Store[T]) Prepare(ctx context.Context, v T, pk, rk string, opts *PrepareOptions) (_ Prepared, err error) {
+func (r rows[T]) Prepare(ctx context.Context, v T, pk, rk string, current largerows.Blobs, keepEmpty bool) (_ largerows.Prepared, err error) {
+	s := r.s
 	ctx, sp := s.obs.Start(ctx, opPrepare, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()
 	if err := checkKeys("prepare", pk, rk); err != nil {
-		return Prepared{}, err
+		return largerows.Prepared{}, err
 	}
-	var o PrepareOptions
-	if opts != nil {
-		o = *opts
-	}
-	cur := make(map[string]Blob, len(o.Current))
-	for _, b := range o.Current {
+	blobs, _ := current.([]Blob)
+	cur := make(map[string]Blob, len(blobs))
+	for _, b := range blobs {
 		cur[b.Property] = b
 	}
 	var keep map[string]Blob
-	if o.KeepEmpty {
+	if keepEmpty {
 		keep = cur
 	}
 	p, err := s.planAt("prepare", v, pk, rk, keep)
 	if err != nil {
-		return Prepared{}, err
+		return largerows.Prepared{}, err
 	}
 	start := s.now()
 	up, err := s.uploads(ctx, "prepare", &p, cur)
 	if err != nil {
-		return Prepared{}, err
+		return largerows.Prepared{}, err
 	}
-	return Prepared{Row: p.d, Blobs: p.blobs(), NotAfter: start.Add(s.grace / 2), uploaded: up}, nil
+	return largerows.Prepared{Row: p.d, NotAfter: start.Add(s.grace / 2), Uploaded: up}, nil
 }
 
-// Discard deletes the blobs p uploaded, for a write of p.Row that
-// certainly did not apply (best effort: Sweep deletes what it leaves).
-func (s *Store[T]) Discard(ctx context.Context, p Prepared) { s.deleteBlobs(ctx, p.uploaded) }
-
-// Pointers removes from row, an entity another pattern read from the
-// Store's table, the pointer properties of the values T holds, and
-// returns the blobs they name (by property name), without reading them.
-// A pointer this Store could not have written for row's keys is an error
-// (ErrForeignBlob, ErrCorrupt), as for Get.
-func (s *Store[T]) Pointers(row *table.Dynamic) ([]Blob, error) {
-	return s.pointers(*row)
+func (r rows[T]) Discard(ctx context.Context, p largerows.Prepared) {
+	up, _ := p.Uploaded.([]*offload)
+	r.s.deleteBlobs(ctx, up)
 }
 
-// Fetch reads the values of blobs (from Pointers) into v's fields, in
-// parallel (Concurrency at a time), each checked against its pointer's
-// size and SHA-256 (ErrCorrupt otherwise). A blob gone because the entity
-// changed since it was read is ErrChanged: read the entity again.
-func (s *Store[T]) Fetch(ctx context.Context, v *T, blobs []Blob) (err error) {
+func (r rows[T]) Pointers(row *table.Dynamic) (largerows.Blobs, error) {
+	blobs, err := r.s.pointers(*row)
+	if len(blobs) == 0 {
+		return nil, err
+	}
+	return blobs, err
+}
+
+func (r rows[T]) Fetch(ctx context.Context, v *T, blobs largerows.Blobs) (err error) {
+	s := r.s
 	ctx, sp := s.obs.Start(ctx, opFetch, s.tbl.Name(), "")
 	defer func() { sp.End(err) }()
-	return s.fetchAll(ctx, v, blobs)
+	list, _ := blobs.([]Blob)
+	return s.fetchAll(ctx, v, list)
 }
 
-// fetchAll is Fetch without its span (Get's and Range's reads are theirs).
+// fetchAll reads the values of blobs into v's fields (Get's and Range's
+// reads, and those of the rows another pattern keeps through
+// internal/largerows).
 func (s *Store[T]) fetchAll(ctx context.Context, v *T, blobs []Blob) error {
 	rv := reflect.ValueOf(v).Elem()
 	i := 0

@@ -27,13 +27,16 @@
 //
 // T is a struct stored as by table.Table[T] (its field model is
 // [fieldmodel.Of]). A value's keys are those of T's key fields, or what
-// Options.Keys computes: Insert and Update take the value, and Get,
-// Modify and Delete the keys; reads return a [Entity], the core's
+// Options.Keys computes: Insert, Upsert and Update take the value, and
+// Get, Modify and Delete the keys; reads return a [Entity], the core's
 // [table.Entity] (keys, ETag, value) with the blobs it points at, and
-// writes a [Result], the core's [table.Result] with the blobs. There is
-// no Upsert: Insert, and Update with azcore.ETagAny, are the
-// unconditional writes, and the table's merge modes do not apply to rows
-// whose pointers and values the Store lays out (a merge would keep a
+// writes a [Result], the core's [table.Result] with the blobs. Upsert
+// reads the stored version's pointers, then inserts v or replaces the
+// version read, conditioned on its ETag, again from the read when
+// another writer comes between (so it knows which blobs it replaces, and
+// a refused attempt leaves no blob behind); Update with azcore.ETagAny
+// replaces without that read. The table's merge modes do not apply to
+// rows whose pointers and values the Store lays out (a merge would keep a
 // pointer beside the inline value that replaced it).
 //
 // T's chosen fields, []byte, string or `table:",json"` fields tagged
@@ -148,14 +151,12 @@
 // transaction that does not apply leaves orphans for Sweep, never a
 // dangling pointer.
 //
-// Another pattern can keep large values in rows of its own making
-// (patterns/secondaryindex's primary rows, through its Options.Large):
-// Offloads and Without tell it which fields stay out of its other rows,
-// Prepare uploads a value's large fields and gives the row to write (a
-// value unchanged since the version the write is conditioned on keeps its
-// blob), Pointers and Fetch read them back with the same checks as Get,
-// and the Store's Sweep, reading those rows in its table, removes what no
-// row points at.
+// A Store can also keep the large values of rows another pattern makes:
+// give it as patterns/secondaryindex's Options.Large, and the index Store's
+// primary rows hold pointers written, read and checked exactly as this
+// package's own (blob first, write-unique names, the same Trust checks),
+// while this Store's Sweep, reading those rows in its table, removes what
+// no row points at.
 //
 // # Write outcomes
 //
@@ -173,6 +174,8 @@
 //
 // # Cost in round trips
 //
+//	Upsert                 Insert's or Update's + 1 read (of the pointers);
+//	                       the same again per conflict
 //	Insert, Update         1 + 1 upload per offloaded value, the uploads in
 //	                       parallel: 2 round trips of latency; 1 when every
 //	                       value is inline
@@ -182,8 +185,8 @@
 //	Range, RangePage       1 per page of up to 1,000 entities + 1 read per
 //	                       offloaded value, Concurrency at a time ahead of
 //	                       the loop
-//	InsertOps, UpdateOps,  1 upload per offloaded value, in parallel (the
-//	  Prepare              entity write joins the caller's transaction)
+//	InsertOps, UpdateOps   1 upload per offloaded value, in parallel (the
+//	                       entity write joins the caller's transaction)
 //	DeleteOps              0 (an op; the blobs are left to Sweep)
 //	Modify                 Get's + 1 upload per changed offloaded value + 1;
 //	                       the same again per conflict
@@ -209,7 +212,7 @@
 //
 // # Crash points
 //
-// Insert, Update and Modify (the process stops, or the call returns an
+// Insert, Upsert, Update and Modify (the process stops, or the call returns an
 // error, between steps):
 //
 //	stopped                          stored entity           left behind

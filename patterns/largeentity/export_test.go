@@ -4,3 +4,9 @@ package largeentity
 // multi-step operation ("upload", "entity", "delete blobs"); an error it
 // returns stops the operation there, as a crash would.
 func SetHook[T any](s *Store[T], hook func(step string) error) { s.hook = hook }
+
+// Defaults, for tests.
+const (
+	DefaultGraceForTest     = defaultGrace
+	DefaultThresholdForTest = defaultThreshold
+)

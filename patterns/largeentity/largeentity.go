@@ -25,26 +25,26 @@ import (
 )
 
 const (
-	// DefaultThreshold is Options.Threshold's default: values of more
+	// defaultThreshold is Options.Threshold's default: values of more
 	// than 32 KiB (as the service counts them: strings at 2 bytes per
 	// UTF-16 code unit) go to blobs. Smaller values are cheaper inline
 	// (no second round trip); larger ones crowd the entity's 1 MiB and
 	// slow every query that reads them.
-	DefaultThreshold = 32 << 10
-	// DefaultGrace is Options.Grace's default.
-	DefaultGrace = time.Hour
-	// DefaultConcurrency is Options.Concurrency's default.
-	DefaultConcurrency = 8
+	defaultThreshold = 32 << 10
+	// defaultGrace is Options.Grace's default.
+	defaultGrace = time.Hour
+	// defaultConcurrency is Options.Concurrency's default.
+	defaultConcurrency = 8
 	// PointerPrefix starts the name of the reserved property that holds
 	// the pointer of an offloaded value: property Photo's blob is named in
 	// property TkBlobPhoto, as JSON {"blob":name,"size":n,"sha256":hex}.
 	// It is under reserved.PropertyPrefix, which T's property names
 	// may not use.
 	PointerPrefix = reserved.PropertyPrefix + "Blob"
-	// Tag is the struct tag that chooses a field to offload:
+	// tag is the struct tag that chooses a field to offload:
 	// `largeentity:"offload"` offloads values over Options.Threshold,
 	// `largeentity:"always"` every non-empty value.
-	Tag = "largeentity"
+	tag = "largeentity"
 	// MaxValueSize is the largest value a Store offloads, in bytes of
 	// blob content: 256 MiB, what one request (Put Blob) uploads, so that
 	// every upload is a single create-if-absent. A write of a larger
@@ -109,21 +109,21 @@ type Options[T any] struct {
 	// Threshold is the size above which a chosen value goes to a blob, in
 	// bytes as the service counts them (strings and JSON at 2 bytes per
 	// UTF-16 code unit), 1 to the largest value of the table's
-	// [table.Profile] (MaxValueSize, 64 KiB). Default: DefaultThreshold.
+	// [table.Profile] (MaxValueSize, 64 KiB). Default: 32 KiB.
 	// Whatever the threshold, values are also offloaded, largest first,
 	// while the entity would exceed the profile's entity size (1 MiB on
 	// Table Storage, 2 MB of JSON on Cosmos DB).
 	Threshold int
 	// Concurrency is the most blob reads or writes in flight for one call
 	// (the values of one entity, the entities of a Range, the entities of
-	// a Sweep). Default: DefaultConcurrency.
+	// a Sweep). Default: 8.
 	Concurrency int
 	// Grace is how old an unreferenced blob must be before Sweep deletes
 	// it, and twice the longest a write may take from its first blob
 	// upload to sending its entity (see ErrGraceExceeded): it must exceed
 	// twice the clock skew between the machines that write and the one
 	// that sweeps, plus the longest request. Use the same Grace wherever
-	// the table is written. Default: DefaultGrace.
+	// the table is written. Default: one hour.
 	Grace time.Duration
 	// Retry is the policy for Modify's conflicts and for Delete with
 	// azcore.ETagAny when the entity changes between its read and its
@@ -216,7 +216,8 @@ type GetOptions struct {
 	// blob read. Default (nil): every property, every offloaded value.
 	Select []string
 	// PageSize is the most entities Range and RangePage read per round
-	// trip, 1 to 1,000. Default: 1,000 (the service's page).
+	// trip, 1 to table.MaxPageSize (another is ErrInvalid, nothing sent).
+	// Default (0): 1,000, the service's page.
 	PageSize int
 }
 
@@ -252,17 +253,17 @@ func New[T any](tbl *table.Table[table.Dynamic], blobs *container.Client, opts *
 	}
 	switch {
 	case s.threshold == 0:
-		s.threshold = DefaultThreshold
+		s.threshold = defaultThreshold
 	case s.threshold < 0 || s.threshold > tbl.Profile().MaxValueSize:
 		return nil, fmt.Errorf("%w: Threshold %d outside 1..%d", ErrInvalid, s.threshold, tbl.Profile().MaxValueSize)
 	}
 	if s.conc == 0 {
-		s.conc = DefaultConcurrency
+		s.conc = defaultConcurrency
 	} else if s.conc < 0 {
 		return nil, fmt.Errorf("%w: Concurrency %d is negative", ErrInvalid, s.conc)
 	}
 	if s.grace == 0 {
-		s.grace = DefaultGrace
+		s.grace = defaultGrace
 	} else if s.grace < 0 {
 		return nil, fmt.Errorf("%w: Grace %v is negative", ErrInvalid, s.grace)
 	}
@@ -276,7 +277,7 @@ func New[T any](tbl *table.Table[table.Dynamic], blobs *container.Client, opts *
 		return nil, err
 	}
 	if len(s.chosen) == 0 {
-		return nil, fmt.Errorf("%w: %v has no field to offload: tag one `%s:\"offload\"` or name it in Options.Fields", ErrInvalid, typ, Tag)
+		return nil, fmt.Errorf("%w: %v has no field to offload: tag one `%s:\"offload\"` or name it in Options.Fields", ErrInvalid, typ, tag)
 	}
 	return s, nil
 }
@@ -331,12 +332,12 @@ func (s *Store[T]) addFields(names []string) error {
 				return fmt.Errorf("%w: %v.%s: %w", ErrInvalid, typ, tf.Name, err)
 			}
 		}
-		mode, tagged := sf.Tag.Lookup(Tag)
+		mode, tagged := sf.Tag.Lookup(tag)
 		choose := tagged || named[name]
 		delete(named, name)
 		switch {
 		case tagged && mode != "offload" && mode != "always":
-			return fmt.Errorf("%w: %v.%s: tag %s:%q, want \"offload\" or \"always\"", ErrInvalid, typ, tf.Name, Tag, mode)
+			return fmt.Errorf("%w: %v.%s: tag %s:%q, want \"offload\" or \"always\"", ErrInvalid, typ, tf.Name, tag, mode)
 		case choose && f.kind == 0:
 			return fmt.Errorf("%w: %v.%s: only []byte, string and `table:\",json\"` fields can be offloaded", ErrInvalid, typ, tf.Name)
 		case f.kind == 0:
@@ -486,6 +487,7 @@ var (
 	opModify    = obs.Write("largeentity.Modify")
 	opDelete    = obs.Write("largeentity.Delete")
 	opSweep     = obs.Write("largeentity.Sweep")
+	opUpsert    = obs.Write("largeentity.Upsert")
 	opGet       = obs.Read("largeentity.Get")
 	opRange     = obs.Read("largeentity.Range")
 	opRangePage = obs.Read("largeentity.RangePage")

@@ -219,3 +219,24 @@ func TestReadsWhatOtherConfigurationsWrote(t *testing.T) {
 		}
 	}
 }
+
+// A PageSize the service cannot give is ErrInvalid, with nothing sent.
+func TestPageSizeLimits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	s := newStore[Employee](t, f, nil)
+	ctx := context.Background()
+	f.reset()
+	for _, n := range []int{-1, table.MaxPageSize + 1} {
+		_, err := s.RangePage(ctx, "Sales", "", "", "", &largeentity.GetOptions{PageSize: n})
+		if !errors.Is(err, largeentity.ErrInvalid) || !errors.Is(err, table.ErrInvalid) {
+			t.Errorf("RangePage with PageSize %d: %v", n, err)
+		}
+		for _, err = range s.Range(ctx, "Sales", "", "", &largeentity.GetOptions{PageSize: n}) {
+		}
+		if !errors.Is(err, largeentity.ErrInvalid) {
+			t.Errorf("Range with PageSize %d: %v", n, err)
+		}
+	}
+	f.trips(t, "refused page sizes", 0, 0)
+}

@@ -169,7 +169,7 @@ func TestModelLargeEntity(t *testing.T) {
 			}
 		default:
 			op = "sweep"
-			f.clock.Advance(2 * largeentity.DefaultGrace)
+			f.clock.Advance(2 * largeentity.DefaultGraceForTest)
 			if _, err := s.Sweep(ctx); err != nil {
 				t.Fatalf("step %d: Sweep: %v", step, err)
 			}

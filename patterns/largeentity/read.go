@@ -18,10 +18,10 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/tablekit/tablekit/internal/largerows"
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/prefetch"
 	"github.com/tablekit/tablekit/internal/redact"
-	"github.com/tablekit/tablekit/internal/reread"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -91,23 +91,23 @@ func (s *Store[T]) get(ctx context.Context, op, pk, rk string, sel []string) (En
 	return e, d, nil
 }
 
-func init() { reread.Register(rereadLoop) }
+func init() { largerows.Register(rereadLoop, rowsOf) }
 
 // rereadLoop calls read (a read of entity (pk, rk) and its blobs, returning
-// the ETag read) until it ends otherwise than with ErrChanged, at most
+// the ETag read) until it ends otherwise than with errChanged, at most
 // 1 + maxRereads times: a blob an entity pointed at is deleted only once
 // no current version points at it, so a blob gone means the entity
 // changed, and reading it again finds a new version. The same ETag read
 // again (a blob missing while the entity, unchanged, still points at it) is
 // ErrCorrupt. It is the one reread loop of the package and of the patterns
-// that keep their large values through a Store (internal/reread), op names
+// that keep their large values through a Store (internal/largerows), op names
 // the operation in its errors.
-func rereadLoop(op, pk, rk string, read reread.Func) error {
+func rereadLoop(op, pk, rk string, read largerows.ReadFunc) error {
 	var last azcore.ETag
 	for i := 0; ; i++ {
 		etag, err := read()
 		switch {
-		case !errors.Is(err, ErrChanged):
+		case !errors.Is(err, errChanged):
 			return err
 		case i > 0 && etag == last:
 			return fmt.Errorf("%w: %v, and the entity still points at it", ErrCorrupt, err)
@@ -195,7 +195,7 @@ func (s *Store[T]) resolve(ctx context.Context, d table.Dynamic) (Entity[T], err
 func (s *Store[T]) fetch(ctx context.Context, b Blob) ([]byte, error) {
 	resp, err := s.blobs.NewBlobClient(b.Name).DownloadStream(ctx, nil)
 	if bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return nil, fmt.Errorf("%w: blob %s of property %s", ErrChanged, b.Name, b.Property)
+		return nil, fmt.Errorf("%w: blob %s of property %s", errChanged, b.Name, b.Property)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("largeentity: reading blob %s of property %s: %w", b.Name, b.Property, redact.Error(err))
@@ -313,6 +313,9 @@ func (s *Store[T]) rangeQuery(pk, from, to string, cursor table.Cursor, opts *Ge
 		if opts.Select != nil {
 			q.Select = s.projection(opts.Select)
 		}
+		if opts.PageSize < 0 || opts.PageSize > table.MaxPageSize {
+			return nil, fmt.Errorf("largeentity: range: %w: PageSize %d: 1 to %d, or 0 for the default", ErrInvalid, opts.PageSize, table.MaxPageSize)
+		}
 		q.PageSize = opts.PageSize
 	}
 	return q, nil
@@ -330,7 +333,7 @@ type ranged[T any] struct {
 func (s *Store[T]) rangeOne(pk string, sel []string) func(context.Context, table.Dynamic) (ranged[T], error) {
 	return func(ctx context.Context, d table.Dynamic) (ranged[T], error) {
 		e, err := s.resolve(ctx, d)
-		if errors.Is(err, ErrChanged) {
+		if errors.Is(err, errChanged) {
 			e, _, err = s.get(ctx, "range", pk, d.RowKey, sel)
 			if errors.Is(err, table.ErrNotFound) {
 				return ranged[T]{}, nil

@@ -112,7 +112,7 @@ func TestCrashPoints(t *testing.T) {
 		t.Fatalf("Sweep within Grace = %+v, %v", sr, err)
 	}
 	f.trips(t, "Sweep with nothing old", 0, 1)
-	f.clock.Advance(largeentity.DefaultGrace + time.Minute)
+	f.clock.Advance(largeentity.DefaultGraceForTest + time.Minute)
 	sr, err = s.Sweep(ctx)
 	if err != nil || sr.Listed != 4 || sr.Old != 4 || sr.Entities != 2 || sr.Deleted != 3 {
 		t.Fatalf("Sweep past Grace = %+v, %v", sr, err)
@@ -220,7 +220,7 @@ func TestLostResponses(t *testing.T) {
 	if o := f.orphans(t); len(o) != 2 {
 		t.Fatalf("orphans %v, want the first version's 2: the deleted version's blobs are gone", o)
 	}
-	f.clock.Advance(2 * largeentity.DefaultGrace)
+	f.clock.Advance(2 * largeentity.DefaultGraceForTest)
 	lose(blobDelete)
 	if sr, err := s.Sweep(ctx); err != nil || sr.Deleted != 2 {
 		t.Fatalf("Sweep with a lost response = %+v, %v", sr, err)
@@ -350,7 +350,7 @@ func TestReadRacingDeleteAndSweep(t *testing.T) {
 	if _, err := s.Update(ctx, at("Sales", "1", v2), res.ETag); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.Advance(2 * largeentity.DefaultGrace)
+	f.clock.Advance(2 * largeentity.DefaultGraceForTest)
 	if sr, err := s.Sweep(ctx); err != nil || sr.Deleted != 1 {
 		t.Fatalf("Sweep = %+v, %v", sr, err)
 	}
@@ -463,7 +463,7 @@ func TestConcurrentReplace(t *testing.T) {
 	if len(applied) != writers*rounds {
 		t.Fatalf("%d changes applied, want %d: %v", len(applied), writers*rounds, applied)
 	}
-	f.clock.Advance(2 * largeentity.DefaultGrace)
+	f.clock.Advance(2 * largeentity.DefaultGraceForTest)
 	if _, err := s.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +503,7 @@ func TestRange(t *testing.T) {
 	}
 	offloaded := 0
 	for _, e := range want {
-		if len(e.Photo) > largeentity.DefaultThreshold {
+		if len(e.Photo) > largeentity.DefaultThresholdForTest {
 			offloaded++
 		}
 	}
@@ -524,7 +524,7 @@ func TestRange(t *testing.T) {
 	}
 	inRange := 0
 	for rk, e := range want {
-		if rk >= "001" && rk < "011" && len(e.Photo) > largeentity.DefaultThreshold {
+		if rk >= "001" && rk < "011" && len(e.Photo) > largeentity.DefaultThresholdForTest {
 			inRange++
 		}
 	}

@@ -124,7 +124,7 @@ func TestForeignPointers(t *testing.T) {
 	if _, err := s.Update(ctx, at("Sales", "a", Employee{Name: "A2", Photo: photo(100<<10, 3)}), azcore.ETagAny); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.Advance(2 * largeentity.DefaultGrace)
+	f.clock.Advance(2 * largeentity.DefaultGraceForTest)
 	if _, err := s.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestSASSignatureNeverInErrors(t *testing.T) {
 	if _, err := w.Update(ctx, at("Sales", "2", Employee{Name: "n", Photo: photo(100<<10, 3)}), azcore.ETagAny); err != nil { // an orphan for Sweep
 		t.Fatal(err)
 	}
-	f.clock.Advance(2 * largeentity.DefaultGrace)
+	f.clock.Advance(2 * largeentity.DefaultGraceForTest)
 	name := containerName(f.blobs)
 	for _, mode := range []string{"refused connection", "error status"} {
 		serviceURL := "http://127.0.0.1:1/" + emulator.DevAccount // nothing listens on port 1
@@ -347,7 +347,7 @@ func TestSweepSkipsPlantedMetadata(t *testing.T) {
 		return name
 	}
 	planted := []string{plant(reserved.Prefix+"x", "1", "Photo"), plant("Sales", "2", "not a name")}
-	f.clock.Advance(2 * largeentity.DefaultGrace)
+	f.clock.Advance(2 * largeentity.DefaultGraceForTest)
 	sr, err := s.Sweep(ctx)
 	if err != nil || sr.Deleted != 1 || sr.Skipped < 2 {
 		t.Fatalf("Sweep = %+v, %v; want the orphan deleted and the 2 planted blobs skipped", sr, err)

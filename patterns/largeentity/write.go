@@ -38,7 +38,7 @@ type offload struct {
 type plan struct {
 	d        table.Dynamic
 	offloads []*offload
-	kept     []Blob // blobs of empty fields kept as they are (PrepareOptions.KeepEmpty)
+	kept     []Blob // blobs of empty fields kept as they are (Prepare's keepEmpty, internal/largerows)
 }
 
 // zeroHash stands for a SHA-256 not computed yet; it has the length of
@@ -313,6 +313,70 @@ func (s *Store[T]) Update(ctx context.Context, v T, etag azcore.ETag) (res Resul
 		return Result{}, err
 	}
 	return s.write(ctx, "update", p, etag, nil)
+}
+
+// Upsert stores v under its keys whether or not the entity exists,
+// replacing it whole: it reads the stored version's pointers (a point
+// query projected on them), then inserts v when there is none, or
+// replaces the version read, conditioned on its ETag, as Update does. A
+// value whose content the stored version already has keeps its blob
+// (no upload); the others go to new blobs first. When another writer
+// comes between the read and the write (the insert finds the entity,
+// 409, or the replace finds it changed or gone, 412 or 404), the write
+// certainly did not apply: its new blobs are deleted and Upsert starts
+// again from the read, per Options.Retry. So it never leaves an orphan of
+// its own but on a crash or an unsettled outcome, and never replaces a
+// version it did not read, whose blobs it would not know. Round trips: 1
+// read + 1 upload per new offloaded value (in parallel) + 1 write (2 when
+// every value is inline); the same again per conflict. The blobs of the
+// replaced version are left for Sweep. A lost response is settled as
+// for Insert and Update.
+func (s *Store[T]) Upsert(ctx context.Context, v T) (res Result, err error) {
+	ctx, sp := s.obs.Start(ctx, opUpsert, s.tbl.Name(), s.partitionOf(&v))
+	defer func() { sp.EndWrite(err, res.Verified) }()
+	first, err := s.plan("upsert", v) // every check before the network
+	if err != nil {
+		return Result{}, err
+	}
+	pk, rk := first.d.PartitionKey, first.d.RowKey
+	p := s.retry
+	p.Retryable = func(err error) bool {
+		return !errors.Is(err, table.ErrOutcomeUnknown) && (errors.Is(err, table.ErrAlreadyExists) ||
+			errors.Is(err, table.ErrPreconditionFailed) || errors.Is(err, table.ErrNotFound))
+	}
+	err = p.Do(ctx, func(ctx context.Context) error {
+		got, err := s.tbl.Get(ctx, pk, rk, &table.GetOptions{Select: s.pointerProperties()})
+		var etag azcore.ETag
+		var cur map[string]Blob
+		switch {
+		case errors.Is(err, table.ErrNotFound) && !errors.Is(err, table.ErrOutcomeUnknown):
+			// none: an insert
+		case err != nil:
+			return retrycore.Stop(fmt.Errorf("largeentity: upsert (%q, %q): %w", pk, rk, err))
+		default:
+			etag = got.Value.ETag
+			// Only pointers this Store could have written for (pk, rk)
+			// are kept; a foreign one is replaced.
+			refs, _ := s.pointers(got.Value)
+			cur = make(map[string]Blob, len(refs))
+			for _, b := range refs {
+				cur[b.Property] = b
+			}
+		}
+		pl, err := s.plan("upsert", v) // afresh: uploads fill in a plan
+		if err != nil {
+			return retrycore.Stop(err)
+		}
+		if etag != "" {
+			pl.d.Meta = got.Value.Meta // the version read, with its write history: a lost response is settled exactly
+		}
+		res, err = s.write(ctx, "upsert", pl, etag, cur)
+		return err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
 }
 
 // Modify changes one entity with a read-modify-write: it reads the entity

@@ -21,7 +21,7 @@ func TestCursorErrorsBounded(t *testing.T) {
 		return err
 	}, testrig.HugeCursors()...)
 	r.CheckCursorsRefused(t, secondaryindex.ErrInvalid, func(c table.Cursor) error {
-		_, err := r.store.RangePage(ctx, "Sales", "email", []string{"a"}, []string{"z"}, c, nil)
+		_, err := r.store.RangePage(ctx, "Sales", "email", "a", "z", c, nil)
 		return err
 	}, testrig.HugeCursors()...)
 }

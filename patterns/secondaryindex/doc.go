@@ -20,15 +20,25 @@
 //	employees, err := secondaryindex.New(tbl, &secondaryindex.Options[Employee]{
 //		Primary: "empid",
 //		Indexes: []secondaryindex.Index[Employee]{
-//			{Name: "email", Unique: true, Key: func(e *Employee) []string { return []string{e.Email} }},
+//			{Name: "email", Unique: true, On: []string{"Email"}},
 //		},
 //	})
 //	_, err = employees.Insert(ctx, jo)
-//	e, err := employees.Lookup(ctx, "Sales", "email", []string{"jonesj@contoso.com"}, &secondaryindex.LookupOptions{Fetch: true})
+//	e, err := employees.Lookup(ctx, "Sales", "email", "jonesj@contoso.com", &secondaryindex.LookupOptions{Fetch: true})
 //	e.Value.LastName = "Smith"
 //	_, err = employees.Update(ctx, e.Value, e.ETag) // the primary's ETag (Get, or a lookup with Fetch)
 //
 // # Rows
+//
+// An index is over one or more properties of T (Index.On), and lookups
+// take the value as T holds it: Lookup(ctx, pk, "email", "jo@contoso.com"),
+// Find(ctx, pk, "grade", 7) for an int field, and for an index over
+// several properties a []any with one value per property in order (Find
+// and Range: the first few), Find(ctx, pk, "name", []any{"Jones"}). A value
+// of another type is ErrInvalid naming the index and the type wanted, with
+// nothing sent. Each value becomes a RowKey part that sorts as the values
+// do (strings as they are, integers and times as fixed-width numbers), or
+// what Index.Key computes from it (a normalized email, a blind value).
 //
 // Every row is self-describing, as in the guide's "empid_000223" and
 // "email_jonesj@contoso.com". For an entity with PartitionKey pk and id
@@ -82,6 +92,12 @@
 // writes v's large values whole (an unchanged one keeps its blob); Modify
 // does not read them (fn sees them empty and one left empty keeps its
 // blob), so a rename costs what it costs without a photo.
+//
+// Large combines with a Sealer (patterns/encryption's Table): an employee
+// with an encrypted SSN and a photo in a blob. The primary row is sealed
+// as written, its pointers beside the sealed fields, and opened before
+// its pointers are followed; a field may be sealed or offloaded, not both
+// (its blob would hold it unsealed: New refuses it).
 //
 // # Composing with other patterns
 //

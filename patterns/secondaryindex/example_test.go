@@ -28,8 +28,8 @@ func Example() {
 	employees, err := secondaryindex.New(tbl, &secondaryindex.Options[Employee]{
 		Primary: "empid",
 		Indexes: []secondaryindex.Index[Employee]{
-			{Name: "email", Unique: true, Key: func(e *Employee) []string { return []string{e.Email} }},
-			{Name: "name", Holds: secondaryindex.KeysOnly, Key: func(e *Employee) []string { return []string{e.LastName, e.FirstName} }},
+			{Name: "email", Unique: true, On: []string{"Email"}},
+			{Name: "name", Holds: secondaryindex.KeysOnly, On: []string{"LastName", "FirstName"}},
 		},
 	})
 	if err != nil {
@@ -44,13 +44,13 @@ func Example() {
 			log.Fatal(err)
 		}
 	}
-	jo, err := employees.Lookup(ctx, "Sales", "email", []string{"jonesj@contoso.com"}, nil)
+	jo, err := employees.Lookup(ctx, "Sales", "email", "jonesj@contoso.com", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("by email:", jo.RowKey, jo.Value.FirstName, jo.Value.LastName)
 
-	for e, err := range employees.Find(ctx, "Sales", "name", []string{"Jones"}, nil) {
+	for e, err := range employees.Find(ctx, "Sales", "name", []any{"Jones"}, nil) {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func Example() {
 	}); err != nil {
 		log.Fatal(err)
 	}
-	_, err = employees.Lookup(ctx, "Sales", "email", []string{"jonesj@contoso.com"}, nil)
+	_, err = employees.Lookup(ctx, "Sales", "email", "jonesj@contoso.com", nil)
 	fmt.Println("old email:", err != nil)
 	// Output:
 	// by email: 000223 Jo Jones

@@ -32,7 +32,7 @@ func TestInterPartition(t *testing.T) {
 		t.Fatalf("Insert: %v, %d table round trips (the batch with the commit record), want 1", err, r.Faults.Count())
 	}
 	drain(t, w)
-	e, err := s.Lookup(ctx, "Sales", "email2", []string{"jonesj@contoso.com"}, nil)
+	e, err := s.Lookup(ctx, "Sales", "email2", "jonesj@contoso.com", nil)
 	if err != nil || e.Value != jo() {
 		t.Fatalf("Lookup through the other partition: %+v, %v", e, err)
 	}
@@ -43,7 +43,7 @@ func TestInterPartition(t *testing.T) {
 	// only its own.
 	for pk, want := range map[string]string{"": "[Jones/]", "Sales": "[Jones/]", "Ops": "[]"} {
 		var ages []string
-		for e, err := range s.Range(ctx, pk, "age", []string{"000"}, []string{"999"}, nil) {
+		for e, err := range s.Range(ctx, pk, "age", 0, 999, nil) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,14 +57,14 @@ func TestInterPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Before the worker runs, the copy is stale and Verify says so.
-	if stale, err := s.Lookup(ctx, "Sales", "email2", []string{"jonesj@contoso.com"}, nil); err == nil {
+	if stale, err := s.Lookup(ctx, "Sales", "email2", "jonesj@contoso.com", nil); err == nil {
 		if _, ok, err := s.Verify(ctx, "email2", stale); err != nil || ok {
 			t.Fatalf("Verify of a stale copy: %v, %v", ok, err)
 		}
 	}
 	drain(t, w)
 	r.clean(t, "")
-	if _, err := s.Lookup(ctx, "Sales", "email2", []string{"jonesj@contoso.com"}, nil); !errors.Is(err, secondaryindex.ErrNotFound) {
+	if _, err := s.Lookup(ctx, "Sales", "email2", "jonesj@contoso.com", nil); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("the old email's copy: %v", err)
 	}
 	if err := s.Delete(ctx, "Sales", "000223", azcore.ETagAny); err != nil {
@@ -149,7 +149,7 @@ func TestInterPartitionReordering(t *testing.T) {
 	drain(t, w1)
 	drain(t, w2)
 	r.clean(t, "")
-	if e, err := s.Lookup(ctx, "Sales", "email2", []string{"v9@contoso.com"}, nil); err != nil || e.Value.Age != 29 {
+	if e, err := s.Lookup(ctx, "Sales", "email2", "v9@contoso.com", nil); err != nil || e.Value.Age != 29 {
 		t.Fatalf("the last version's copy: %+v, %v", e, err)
 	}
 	rows, err := table.Collect(r.tbl.Query(ctx, &table.Query{Filter: table.PartitionKey("email2!Sales")}))
@@ -244,7 +244,7 @@ func TestInterPartitionUniqueSwap(t *testing.T) {
 	w := r.worker(t) // now the three intents run, several at once
 	drain(t, w)
 	r.clean(t, "")
-	if e, err := s.Lookup(ctx, "Sales", "email2", []string{"e0@contoso.com"}, nil); err != nil || e.RowKey != "00000C" {
+	if e, err := s.Lookup(ctx, "Sales", "email2", "e0@contoso.com", nil); err != nil || e.RowKey != "00000C" {
 		t.Fatalf("e0 after the swap: %+v, %v", e, err)
 	}
 }
@@ -272,7 +272,7 @@ func TestOrgWideIndexKeepsEveryPartition(t *testing.T) {
 		t.Helper()
 		var got []string
 		r.Faults.Reset()
-		for e, err := range s.Find(ctx, pk, "age", []string{"029"}, nil) {
+		for e, err := range s.Find(ctx, pk, "age", 29, nil) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -319,7 +319,7 @@ func TestOrgWideIndexKeepsEveryPartition(t *testing.T) {
 func TestOrgWideUniqueDuplicateIsSeen(t *testing.T) {
 	t.Parallel()
 	mail := secondaryindex.Index[Employee]{Name: "mail", Unique: true, Holds: secondaryindex.KeysOnly, Where: secondaryindex.OtherPartition,
-		Partition: func(string) string { return "mail" }, Key: func(e *Employee) []string { return []string{e.Email} }}
+		Partition: func(string) string { return "mail" }, On: []string{"Email"}}
 	r := newRig(t, []secondaryindex.Index[Employee]{mail}, true)
 	ctx := context.Background()
 	s := r.store
@@ -346,7 +346,7 @@ func TestOrgWideUniqueDuplicateIsSeen(t *testing.T) {
 	if !errors.Is(err, secondaryindex.ErrDuplicate) || !strings.Contains(err.Error(), `"mail"`) {
 		t.Fatalf("Rebuild: %+v, %v; want ErrDuplicate for the second entity", d, err)
 	}
-	holder, err := s.Lookup(ctx, "", "mail", []string{jo().Email}, nil)
+	holder, err := s.Lookup(ctx, "", "mail", jo().Email, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestOrgWideUniqueDuplicateIsSeen(t *testing.T) {
 		if _, err := s.Rebuild(ctx, ""); !errors.Is(err, secondaryindex.ErrDuplicate) {
 			t.Fatalf("Rebuild again: %v", err)
 		}
-		if e, err := s.Lookup(ctx, "", "mail", []string{jo().Email}, nil); err != nil || e.PartitionKey != holder.PartitionKey {
+		if e, err := s.Lookup(ctx, "", "mail", jo().Email, nil); err != nil || e.PartitionKey != holder.PartitionKey {
 			t.Fatalf("Rebuild moved the value to %+v, %v", e, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
+	"github.com/tablekit/tablekit/internal/largerows"
 
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/prefetch"
@@ -27,7 +28,9 @@ type LookupOptions struct {
 	Fetch bool
 	// Concurrency bounds the parallel fetches. Default: 8.
 	Concurrency int
-	// PageSize is the most copies read per round trip. Default: 1000.
+	// PageSize is the most copies read per round trip, 1 to
+	// table.MaxPageSize (another is ErrInvalid, nothing sent). Default (0):
+	// 1,000.
 	PageSize int
 	// Select projects the copies read by Find and Range to these
 	// properties (server-side, $select): the other fields of each Value
@@ -35,14 +38,16 @@ type LookupOptions struct {
 	Select []string
 }
 
-// Lookup finds the entity of partition pk whose unique index has value
-// (its parts): 1 point query of the copy, +1 to fetch the primary
+// Lookup finds the entity of partition pk whose unique index has value,
+// as T holds it (see Index.On: a value of the property's type, or a []any
+// of one value per property; another type is ErrInvalid naming the index
+// and the type wanted, nothing sent): 1 point query of the copy, +1 to fetch the primary
 // (KeysOnly or Fetch). The copy is read from pk's index partition (pk
 // itself, or Index.Partition(pk)); in a partition shared by several
 // primary partitions (an organisation-wide index), pk "" finds the value
-// in any of them. ErrNotFound when no entity (of pk) has the value;
+// in any of them. table.ErrNotFound when no entity (of pk) has the value;
 // ErrCorrupt when the copy is not one the index could have written.
-func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string, opts *LookupOptions) (_ Entity[T], err error) {
+func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value any, opts *LookupOptions) (_ Entity[T], err error) {
 	ctx, sp := s.obs.Start(ctx, opLookup, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()
 	ix, err := s.indexNamed(index)
@@ -52,7 +57,14 @@ func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string,
 	if !ix.Unique {
 		return Entity[T]{}, fmt.Errorf("%w: index %q is not unique: use Find", ErrInvalid, index)
 	}
-	cpk, lo, _, err := s.bounds(ix, pk, value, value)
+	parts, ok, err := ix.partsOf(value, false)
+	if err != nil {
+		return Entity[T]{}, err
+	}
+	if !ok {
+		return Entity[T]{}, fmt.Errorf("%w: index %q: no entity can have value %v", table.ErrNotFound, index, value)
+	}
+	cpk, lo, _, err := s.bounds(ix, pk, parts, parts)
 	if err != nil {
 		return Entity[T]{}, err
 	}
@@ -65,7 +77,7 @@ func (s *Store[T]) Lookup(ctx context.Context, pk, index string, value []string,
 	case err != nil:
 		return Entity[T]{}, err
 	case !inScope(pk, e):
-		return Entity[T]{}, fmt.Errorf("%w: index %q: no entity of partition %q has value %q", ErrNotFound, index, pk, value)
+		return Entity[T]{}, fmt.Errorf("%w: index %q: no entity of partition %q has value %q", table.ErrNotFound, index, pk, value)
 	case !s.fetches(ix, opts):
 		return e, nil
 	}
@@ -79,38 +91,43 @@ func inScope[T any](pk string, e Entity[T]) bool {
 	return pk == "" || e.PartitionKey == pk
 }
 
-// Find returns the entities of partition pk whose index value starts with
-// value (all its parts, or the first few of a compound value), in index
-// order: 1 range query per page of copies, plus the fetches. The copies
+// Find returns the entities of partition pk whose index value is value,
+// as T holds it (see Index.On: a value of the property's type, or a []any
+// of one value per property, or of the first few, for the entities whose
+// first properties have them; another type is ErrInvalid naming the index
+// and the type wanted, nothing sent), in index order: 1 range query per page of copies, plus the fetches. The copies
 // are read from pk's index partition, as Lookup's; in a partition shared
 // by several primary partitions the copies of the others are read and
 // skipped, and pk "" returns the entities of all of them. A copy the index
 // could not have written ends the sequence with ErrCorrupt.
-func (s *Store[T]) Find(ctx context.Context, pk, index string, value []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
+func (s *Store[T]) Find(ctx context.Context, pk, index string, value any, opts *LookupOptions) iter.Seq2[Entity[T], error] {
 	return obs.Seq2(s.obs, ctx, opFind, s.tbl.Name(), pk, func(ctx context.Context) iter.Seq2[Entity[T], error] {
 		return s.rangeOf(ctx, pk, index, value, value, opts)
 	})
 }
 
 // Range returns the entities of partition pk whose index value is from
-// from to to, both included (as prefixes: to ["Jones"] includes "Jones",
-// "Smith"]), in index order: 1 range query per page of copies, plus the
+// from to to, both included, each given as Find's value (for a compound
+// value, a prefix includes every value that starts with it: to
+// []any{"Jones"} includes ["Jones", "Smith"]), in index order: 1 range query per page of copies, plus the
 // fetches. pk is as for Find. On a service whose queries return rows in
 // no key order (Cosmos DB) the copies of the range are read whole and
 // sorted before the first entity is returned (same round trips; memory
 // for the whole range, not a page); Find likewise.
-func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
+func (s *Store[T]) Range(ctx context.Context, pk, index string, from, to any, opts *LookupOptions) iter.Seq2[Entity[T], error] {
 	return obs.Seq2(s.obs, ctx, opRange, s.tbl.Name(), pk, func(ctx context.Context) iter.Seq2[Entity[T], error] {
 		return s.rangeOf(ctx, pk, index, from, to, opts)
 	})
 }
 
 // rangeOf is Range, without its span.
-func (s *Store[T]) rangeOf(ctx context.Context, pk, index string, from, to []string, opts *LookupOptions) iter.Seq2[Entity[T], error] {
+func (s *Store[T]) rangeOf(ctx context.Context, pk, index string, from, to any, opts *LookupOptions) iter.Seq2[Entity[T], error] {
 	return func(yield func(Entity[T], error) bool) {
 		ix, q, err := s.rangeQuery(pk, index, from, to, "", opts)
-		if err != nil {
-			yield(Entity[T]{}, err)
+		if err != nil || q == nil {
+			if err != nil {
+				yield(Entity[T]{}, err)
+			}
 			return
 		}
 		// In index order on every service: an ordered fan-out of one query
@@ -137,11 +154,11 @@ func (s *Store[T]) rangeOf(ctx context.Context, pk, index string, from, to []str
 // empty, with a Next. On a service whose queries return rows in no key
 // order (Cosmos DB) a page's entities come in the service's order: every
 // entity exactly once across the pages, not in index order (Range sorts).
-func (s *Store[T]) RangePage(ctx context.Context, pk, index string, from, to []string, cursor table.Cursor, opts *LookupOptions) (_ table.Page[Entity[T]], err error) {
+func (s *Store[T]) RangePage(ctx context.Context, pk, index string, from, to any, cursor table.Cursor, opts *LookupOptions) (_ table.Page[Entity[T]], err error) {
 	ctx, sp := s.obs.Start(ctx, opRangePage, s.tbl.Name(), pk)
 	defer func() { sp.End(err) }()
 	ix, q, err := s.rangeQuery(pk, index, from, to, cursor, opts)
-	if err != nil {
+	if err != nil || q == nil {
 		return table.Page[Entity[T]]{}, err
 	}
 	rows, err := s.copyTable(ix).QueryPage(ctx, q)
@@ -158,18 +175,31 @@ func (s *Store[T]) RangePage(ctx context.Context, pk, index string, from, to []s
 	return page, nil
 }
 
-// rangeQuery is the query of the copies of Range and RangePage.
-func (s *Store[T]) rangeQuery(pk, index string, from, to []string, cursor table.Cursor, opts *LookupOptions) (*Index[T], *table.Query, error) {
+// rangeQuery is the query of the copies of Range and RangePage; nil
+// when no entity can have a value in the range (Key gives no copy for a
+// bound).
+func (s *Store[T]) rangeQuery(pk, index string, from, to any, cursor table.Cursor, opts *LookupOptions) (*Index[T], *table.Query, error) {
 	ix, err := s.indexNamed(index)
 	if err != nil {
 		return nil, nil, err
 	}
-	cpk, lo, hi, err := s.bounds(ix, pk, from, to)
+	lo, okLo, err := ix.partsOf(from, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	q := &table.Query{Filter: table.And(table.PartitionKey(cpk), table.RowKeyRange(lo, hi)), Cursor: cursor}
+	hi, okHi, err := ix.partsOf(to, true)
+	if err != nil || !okLo || !okHi {
+		return nil, nil, err
+	}
+	cpk, loKey, hiKey, err := s.bounds(ix, pk, lo, hi)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := &table.Query{Filter: table.And(table.PartitionKey(cpk), table.RowKeyRange(loKey, hiKey)), Cursor: cursor}
 	if opts != nil {
+		if err := checkPageSize(opts.PageSize); err != nil {
+			return nil, nil, err
+		}
 		q.PageSize = opts.PageSize
 		if len(opts.Select) > 0 {
 			q.Select = append(slices.Clone(opts.Select), RefProperty)
@@ -239,7 +269,9 @@ func concurrency(opts *LookupOptions) int {
 // ListOptions configures List and ListPage. A nil *ListOptions means
 // defaults.
 type ListOptions struct {
-	// PageSize is the most entities read per round trip. Default: 1000.
+	// PageSize is the most entities read per round trip, 1 to
+	// table.MaxPageSize (another is ErrInvalid, nothing sent). Default (0):
+	// 1,000.
 	PageSize int
 	// Select projects the entities to these properties (server-side,
 	// $select): the other fields of each Value stay zero, and a large
@@ -336,6 +368,9 @@ func (s *Store[T]) listQuery(pk string, cursor table.Cursor, opts *ListOptions) 
 	q := &table.Query{Filter: table.And(table.PartitionKey(pk), table.RowKeyRange(lo, hi)), Cursor: cursor}
 	conc := 8
 	if opts != nil {
+		if err := checkPageSize(opts.PageSize); err != nil {
+			return nil, 0, err
+		}
 		q.PageSize = opts.PageSize
 		if opts.Select != nil {
 			q.Select = slices.Clone(opts.Select)
@@ -358,11 +393,11 @@ func (s *Store[T]) listQuery(pk string, cursor table.Cursor, opts *ListOptions) 
 func (s *Store[T]) listed(sel []string) func(context.Context, table.Dynamic) (*Entity[T], error) {
 	return func(ctx context.Context, d table.Dynamic) (*Entity[T], error) {
 		e, blobs, err := s.decode(ctx, d)
-		if err != nil || len(blobs) == 0 {
+		if err != nil || blobs == nil {
 			return &e, err
 		}
 		err = s.large.Fetch(ctx, &e.Value, blobs)
-		if errors.Is(err, largeentity.ErrChanged) {
+		if errors.Is(err, largerows.ErrChanged) {
 			e, err = s.get(ctx, e.PartitionKey, e.RowKey, sel)
 			if errors.Is(err, table.ErrNotFound) {
 				return nil, nil
@@ -423,4 +458,12 @@ func (s *Store[T]) Verify(ctx context.Context, index string, e Entity[T]) (_ Ent
 	}
 	r, ok := enc.copies[ix.Name]
 	return cur, ok && e.copyKey != "" && r.rk == e.copyKey, nil
+}
+
+// checkPageSize refuses a page size the service cannot give.
+func checkPageSize(n int) error {
+	if n < 0 || n > table.MaxPageSize {
+		return fmt.Errorf("%w: PageSize %d: 1 to %d, or 0 for the default", ErrInvalid, n, table.MaxPageSize)
+	}
+	return nil
 }

@@ -58,7 +58,7 @@ func TestConcurrentUpdaters(t *testing.T) {
 	}
 	r.clean(t, "Sales")
 	n := 0
-	for _, err := range s.Find(ctx, "Sales", "name", []string{cur.Value.LastName}, nil) {
+	for _, err := range s.Find(ctx, "Sales", "name", []any{cur.Value.LastName}, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,10 +119,10 @@ func TestCheckAndRebuild(t *testing.T) {
 	if d, err = s.Check(ctx, ""); err != nil || !d.Clean() {
 		t.Fatalf("Check after repair: %+v, %v", d, err)
 	}
-	if _, err := s.Lookup(ctx, "Sales", "email", []string{"moved@contoso.com"}, nil); err != nil {
+	if _, err := s.Lookup(ctx, "Sales", "email", "moved@contoso.com", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lookup(ctx, "Sales", "email", []string{"e1@contoso.com"}, nil); !errors.Is(err, secondaryindex.ErrNotFound) {
+	if _, err := s.Lookup(ctx, "Sales", "email", "e1@contoso.com", nil); !errors.Is(err, table.ErrNotFound) {
 		t.Fatalf("the old value: %v", err)
 	}
 }
@@ -146,7 +146,7 @@ func TestFindFetchesInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	for e, err := range r.store.Find(ctx, "Sales", "name", []string{"Jones"}, &secondaryindex.LookupOptions{Concurrency: 3, PageSize: 7}) {
+	for e, err := range r.store.Find(ctx, "Sales", "name", []any{"Jones"}, &secondaryindex.LookupOptions{Concurrency: 3, PageSize: 7}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +160,7 @@ func TestFindFetchesInOrder(t *testing.T) {
 	}
 	var err error
 	n := 0
-	for _, err = range r.store.Find(ctx, "Sales", "name", []string{"Jones"}, nil) {
+	for _, err = range r.store.Find(ctx, "Sales", "name", []any{"Jones"}, nil) {
 		if err != nil {
 			break
 		}

@@ -32,8 +32,8 @@ type Employee struct {
 // non-unique, keys only), all in the employee's partition.
 func intraIndexes() []secondaryindex.Index[Employee] {
 	return []secondaryindex.Index[Employee]{
-		{Name: "email", Unique: true, Key: func(e *Employee) []string { return []string{e.Email} }},
-		{Name: "name", Holds: secondaryindex.KeysOnly, Key: func(e *Employee) []string { return []string{e.LastName, e.FirstName} }},
+		{Name: "email", Unique: true, On: []string{"Email"}},
+		{Name: "name", Holds: secondaryindex.KeysOnly, On: []string{"LastName", "FirstName"}},
 	}
 }
 
@@ -73,9 +73,9 @@ func newRigOn(t *testing.T, base *testrig.Rig, indexes []secondaryindex.Index[Em
 		r.other = testrig.NewTable[table.Dynamic](t, r.Table())
 		opts.Queue = r.q
 		opts.Indexes = append(opts.Indexes,
-			secondaryindex.Index[Employee]{Name: "email2", Unique: true, Where: secondaryindex.OtherPartition, Key: func(e *Employee) []string { return []string{e.Email} }},
+			secondaryindex.Index[Employee]{Name: "email2", Unique: true, Where: secondaryindex.OtherPartition, On: []string{"Email"}},
 			secondaryindex.Index[Employee]{Name: "age", Holds: secondaryindex.Listed, Fields: []string{"LastName"}, Where: secondaryindex.OtherPartition, Table: r.other,
-				Partition: func(string) string { return "everyone" }, Key: func(e *Employee) []string { return []string{fmt.Sprintf("%03d", e.Age)} }})
+				Partition: func(string) string { return "everyone" }, On: []string{"Age"}, Key: func(e *Employee) []string { return []string{fmt.Sprintf("%03d", e.Age)} }})
 	}
 	var err error
 	r.opts = opts

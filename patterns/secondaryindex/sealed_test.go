@@ -57,13 +57,13 @@ func TestSealedCursors(t *testing.T) {
 				return s.ListPage(ctx, "Sales", c, &secondaryindex.ListOptions{PageSize: 5})
 			}, []string{"contoso", "Surname", "empid"}},
 			{"email", func(s *secondaryindex.Store[Employee], c table.Cursor) (page, error) {
-				return s.RangePage(ctx, "Sales", "email", []string{"a"}, []string{"z"}, c, &secondaryindex.LookupOptions{PageSize: 5})
+				return s.RangePage(ctx, "Sales", "email", "a", "z", c, &secondaryindex.LookupOptions{PageSize: 5})
 			}, []string{"contoso", "person"}},
 			{"email2 (OtherPartition)", func(s *secondaryindex.Store[Employee], c table.Cursor) (page, error) {
-				return s.RangePage(ctx, "Sales", "email2", []string{"a"}, []string{"z"}, c, &secondaryindex.LookupOptions{PageSize: 5})
+				return s.RangePage(ctx, "Sales", "email2", "a", "z", c, &secondaryindex.LookupOptions{PageSize: 5})
 			}, []string{"contoso", "person", "email2"}},
 			{"age (Index.Table)", func(s *secondaryindex.Store[Employee], c table.Cursor) (page, error) {
-				return s.RangePage(ctx, "", "age", []string{"000"}, []string{"999"}, c, &secondaryindex.LookupOptions{PageSize: 5})
+				return s.RangePage(ctx, "", "age", 0, 999, c, &secondaryindex.LookupOptions{PageSize: 5})
 			}, []string{"everyone", "Sales"}},
 		}
 		var firsts []table.Cursor

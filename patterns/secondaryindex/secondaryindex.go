@@ -12,6 +12,7 @@ import (
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
+	"github.com/tablekit/tablekit/internal/largerows"
 
 	"github.com/tablekit/tablekit/internal/obs"
 	"github.com/tablekit/tablekit/internal/reserved"
@@ -44,10 +45,6 @@ var ErrDuplicate = errors.New("secondaryindex: duplicate value in a unique index
 // it names. Such a row is drift, planted or damaged: Check reports it as
 // an orphan and Rebuild deletes it. The error names the row.
 var ErrCorrupt = errors.New("secondaryindex: an index copy this index could not have written")
-
-// ErrNotFound is [table.ErrNotFound]: no entity, or no entity with that
-// indexed value.
-var ErrNotFound = table.ErrNotFound
 
 // RefProperty is the reserved property of an index copy that names its
 // primary: keys.Join(primary's PartitionKey, id). It starts with
@@ -89,10 +86,23 @@ type Index[T any] struct {
 	// Name names the index and starts its copies' RowKeys:
 	// keys.Join(Name, value parts...). ASCII letters and digits, 1 to 32.
 	Name string
-	// Key returns the indexed value of an entity as one or more parts (a
-	// compound value, such as last name then first name, is ordered part
-	// by part). Nil means the entity has no copy in this index (a sparse
-	// index). Parts may be any strings; they are escaped (keys.Join).
+	// On names the properties of T the index is over, in order: one
+	// ("Email"), or several for a compound value ordered property by
+	// property (last name, then first name). Required. Lookup, Find and
+	// Range take the value as T holds it: for one property, a value of
+	// its type; for several, a []any of one value per property, in On's
+	// order (Find and Range: the first few). Without a Key, each property
+	// must be a string, an integer or a time.Time: its value becomes a
+	// RowKey part that sorts as the values do (a string as it is, escaped
+	// by keys.Join; an integer as keys.Int64, or keys.Pad for unsigned
+	// ones; a time as its .NET ticks).
+	On []string
+	// Key, if set, computes the RowKey parts of an entity's value instead:
+	// one part per On property, part i from property On[i] only (so a
+	// lookup value, set into a T, gives its parts), such as a normalized
+	// email or a blind value (encryption.Table.IndexKey). Nil parts mean
+	// the entity has no copy in this index (a sparse index). Parts may be
+	// any strings; they are escaped (keys.Join). Default: On's values.
 	Key func(v *T) []string
 	// Unique makes the index reject a value that another entity has. A
 	// non-unique index appends the primary's id to its copies' RowKeys
@@ -118,6 +128,8 @@ type Index[T any] struct {
 	// Table holds the copies of an OtherPartition index in another table.
 	// Default: the primary's table.
 	Table *table.Table[table.Dynamic]
+
+	on []onField // On's fields, set by New
 }
 
 // Options configures a Store. A nil *Options means defaults: primary rows
@@ -154,7 +166,10 @@ type Options[T any] struct {
 	// this Store's table (the same *aztables.Client): its Sweep reads these
 	// primaries to delete the blobs no version points at. Copies never hold
 	// a value Large may offload: Whole indexes are refused, and so are
-	// Listed fields Large chooses. Not with a Sealer. Default: none.
+	// Listed fields Large chooses. With a Sealer, the primary row is sealed
+	// with its pointers in place (the pointers stay plain, the blobs hold
+	// the values as T encodes them), so a field may be sealed or offloaded
+	// but not both (New refuses it). Default: none.
 	Large *largeentity.Store[T]
 	// Telemetry receives the spans, metrics and log records of the
 	// Store's operations. Default (nil): the global OpenTelemetry
@@ -187,7 +202,7 @@ type Store[T any] struct {
 	byName  map[string]*Index[T]
 	queue   *eventual.Queue
 	sealer  Sealer
-	large   *largeentity.Store[T]
+	large   largerows.Store[T] // Options.Large
 	kind    eventual.Kind[intent]
 	retry   retry.Policy
 	obs     *obs.Obs
@@ -212,12 +227,13 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	if opts == nil {
 		opts = &Options[T]{}
 	}
-	s := &Store[T]{tbl: reserved.Properties(tbl), primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, large: opts.Large, retry: retry.Default, obs: obs.New((*obs.Config)(opts.Telemetry))}
+	s := &Store[T]{tbl: reserved.Properties(tbl), primary: opts.Primary, indexes: slices.Clone(opts.Indexes), byName: map[string]*Index[T]{}, queue: opts.Queue, sealer: opts.Sealer, retry: retry.Default, obs: obs.New((*obs.Config)(opts.Telemetry))}
+	if opts.Large != nil {
+		s.large = largerows.Of[T](opts.Large)
+	}
 	switch {
 	case s.large != nil && s.large.Client() != tbl.Client():
 		return nil, fmt.Errorf("%w: Options.Large is a largeentity Store of another table client: it must be over this Store's table (the same *aztables.Client), whose primaries its Sweep reads", ErrInvalid)
-	case s.large != nil && s.sealer != nil:
-		return nil, fmt.Errorf("%w: Options.Large and Options.Sealer together are not supported", ErrInvalid)
 	}
 	if s.primary == "" {
 		s.primary = defaultPrimary
@@ -228,7 +244,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	if err := validName("Primary", s.primary); err != nil {
 		return nil, err
 	}
-	if err := checkType[T](); err != nil {
+	if err := s.checkType(); err != nil {
 		return nil, err
 	}
 	inter := false
@@ -260,9 +276,10 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	return s, nil
 }
 
-// checkType checks that T has key fields and no property under
-// reserved.PropertyPrefix (RefProperty's).
-func checkType[T any]() error {
+// checkType checks that T has key fields, no property under
+// reserved.PropertyPrefix (RefProperty's), and none that both the Sealer
+// seals and Options.Large offloads (its blob would hold it unsealed).
+func (s *Store[T]) checkType() error {
 	fields, err := fieldmodel.Of[T]()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -278,6 +295,9 @@ func checkType[T any]() error {
 			if err := fieldmodel.ValidName(f.Property); err != nil {
 				return fmt.Errorf("%w: field %s: %w", ErrInvalid, f.Name, err)
 			}
+			if s.sealer != nil && s.large != nil && s.sealer.Sealed(f.Property) && s.large.Offloads(f.Property) {
+				return fmt.Errorf("%w: field %s is both sealed (Options.Sealer) and a large value (Options.Large), whose blob the Sealer does not seal: seal it or offload it, not both", ErrInvalid, f.Name)
+			}
 		}
 	}
 	if !pk || !rk {
@@ -291,11 +311,12 @@ func (s *Store[T]) checkIndex(ix *Index[T]) error {
 	if err := validName("index", ix.Name); err != nil {
 		return err
 	}
+	if err := resolveOn(ix); err != nil {
+		return err
+	}
 	switch {
 	case ix.Name == s.primary || s.byName[ix.Name] != nil:
 		return fmt.Errorf("%w: index name %q is used twice (or is the Primary name)", ErrInvalid, ix.Name)
-	case ix.Key == nil:
-		return fmt.Errorf("%w: index %q has no Key function", ErrInvalid, ix.Name)
 	case s.sealer != nil && ix.Holds == Whole:
 		return fmt.Errorf("%w: index %q holds Whole copies, which would store the properties the Sealer seals unsealed: use KeysOnly or Listed", ErrInvalid, ix.Name)
 	case s.large != nil && ix.Holds == Whole:
@@ -368,9 +389,9 @@ type row struct {
 // copyOf returns the copy of entity d (its properties, keys pk and id) in
 // index ix, or ok false when the entity has no value in ix.
 func (s *Store[T]) copyOf(ix *Index[T], v *T, d table.Dynamic) (r row, ok bool, err error) {
-	parts := ix.Key(v)
-	if parts == nil {
-		return r, false, nil
+	parts, err := ix.keyOf(v)
+	if parts == nil || err != nil {
+		return r, false, err
 	}
 	kp := append(append([]string{ix.Name}, parts...), idParts(ix, d.PartitionKey, d.RowKey)...)
 	r.rk = keys.Join(kp...)
@@ -443,9 +464,10 @@ func (s *Store[T]) encode(v T) (entry, error) {
 }
 
 // seal applies the Sealer to e's primary row, which e's copies do not
-// share.
+// share. With Options.Large, prepare seals the row it writes instead
+// (the row with its pointers).
 func (s *Store[T]) seal(ctx context.Context, e *entry) error {
-	if s.sealer == nil {
+	if s.sealer == nil || s.large != nil {
 		return nil
 	}
 	return s.sealer.Seal(ctx, &e.primary)
@@ -454,7 +476,7 @@ func (s *Store[T]) seal(ctx context.Context, e *entry) error {
 // decode turns a primary row back into an Entity, and returns the blobs
 // of its large values (Options.Large), which it does not read (Value
 // leaves them empty; fetch reads them).
-func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], []largeentity.Blob, error) {
+func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], largerows.Blobs, error) {
 	parts, err := keys.Split(d.RowKey)
 	if err != nil || len(parts) != 2 || parts[0] != s.primary {
 		return Entity[T]{}, nil, fmt.Errorf("secondaryindex: row %q/%q is not a %s primary", d.PartitionKey, d.RowKey, s.primary)
@@ -464,7 +486,7 @@ func (s *Store[T]) decode(ctx context.Context, d table.Dynamic) (Entity[T], []la
 			return Entity[T]{}, nil, err
 		}
 	}
-	var blobs []largeentity.Blob
+	var blobs largerows.Blobs
 	if s.large != nil {
 		d.Properties = maps.Clone(d.Properties)
 		if blobs, err = s.large.Pointers(&d); err != nil {

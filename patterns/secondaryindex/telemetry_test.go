@@ -53,7 +53,7 @@ func TestTelemetrySpans(t *testing.T) {
 	if _, err := s.ListPage(ctx, "Sales", "", &secondaryindex.ListOptions{PageSize: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RangePage(ctx, "Sales", "name", []string{"Jones"}, []string{"Jones"}, "", nil); err != nil {
+	if _, err := s.RangePage(ctx, "Sales", "name", []any{"Jones"}, []any{"Jones"}, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(ctx, "Sa/les", "000003"); !errors.Is(err, table.ErrInvalid) {

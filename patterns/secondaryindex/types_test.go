@@ -108,7 +108,7 @@ func TestIndexRowsAreTypesByPrefix(t *testing.T) {
 	}
 	// The Store still reads its rows (the department is not among them).
 	n := 0
-	for _, err := range r.store.Find(ctx, "Sales", "name", []string{"Jones"}, nil) {
+	for _, err := range r.store.Find(ctx, "Sales", "name", []any{"Jones"}, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}

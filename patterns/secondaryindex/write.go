@@ -14,9 +14,8 @@ import (
 	"github.com/tablekit/tablekit/internal/invalid"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/tablekit/tablekit/internal/reread"
+	"github.com/tablekit/tablekit/internal/largerows"
 	"github.com/tablekit/tablekit/patterns/eventual"
-	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/retry"
 )
@@ -52,7 +51,7 @@ type batch struct {
 	// pk and id are the entity's keys; prepared, its large values
 	// uploaded for the write (Options.Large), nil when none.
 	pk, id   string
-	prepared *largeentity.Prepared
+	prepared *largerows.Prepared
 }
 
 func (b *batch) add(op table.Op, index string, value []string, del bool) {
@@ -83,7 +82,7 @@ func (s *Store[T]) plan(primary table.Op, prev, next *entry, prevValue, nextValu
 		}
 		var curValue []string
 		if hasCur {
-			curValue = ix.Key(nextValue)
+			curValue, _ = ix.keyOf(nextValue) // encode computed it
 		}
 		switch {
 		case hasOld && hasCur && old.rk == cur.rk:
@@ -92,7 +91,7 @@ func (s *Store[T]) plan(primary table.Op, prev, next *entry, prevValue, nextValu
 			}
 			continue
 		case hasOld:
-			b.add(s.tbl.DeleteOp(old.pk, old.rk, azcore.ETagAny), ix.Name, ix.Key(prevValue), true)
+			b.add(s.tbl.DeleteOp(old.pk, old.rk, azcore.ETagAny), ix.Name, valueOf(ix, prevValue), true)
 		}
 		if hasCur {
 			b.add(s.tbl.InsertOp(table.Dynamic{PartitionKey: cur.pk, RowKey: cur.rk, Properties: cur.props}), ix.Name, curValue, false)
@@ -226,16 +225,22 @@ func (s *Store[T]) insert(ctx context.Context, v T) (batch, error) {
 }
 
 // prepare uploads v's large values (Options.Large) for b and makes b's
-// primary op, from the row to write, with op; current are the blobs of
+// primary op, from the row to write (sealed by Options.Sealer), with op; current are the blobs of
 // the version b is conditioned on, kept for the values that are unchanged
 // (or, with keep, left empty in v). The limits are checked again.
-func (s *Store[T]) prepare(ctx context.Context, b *batch, v T, current []largeentity.Blob, keep bool, op func(table.Dynamic) table.Op) error {
+func (s *Store[T]) prepare(ctx context.Context, b *batch, v T, current largerows.Blobs, keep bool, op func(table.Dynamic) table.Op) error {
 	if s.large == nil {
 		return nil
 	}
-	p, err := s.large.Prepare(ctx, v, b.pk, s.primaryKey(b.id), &largeentity.PrepareOptions{Current: current, KeepEmpty: keep})
+	p, err := s.large.Prepare(ctx, v, b.pk, s.primaryKey(b.id), current, keep)
 	if err != nil {
 		return err
+	}
+	if s.sealer != nil {
+		if err := s.sealer.Seal(ctx, &p.Row); err != nil {
+			s.large.Discard(ctx, p)
+			return err
+		}
 	}
 	b.ops[0], b.prepared = op(p.Row), &p
 	if err := s.check(*b); err != nil {
@@ -312,14 +317,14 @@ func (s *Store[T]) get(ctx context.Context, pk, id string, sel []string) (Entity
 		gopts = &table.GetOptions{Select: sel}
 	}
 	var e Entity[T]
-	err := reread.Large("get", pk, id, func() (azcore.ETag, error) {
+	err := largerows.Reread("get", pk, id, func() (azcore.ETag, error) {
 		d, err := s.tbl.Get(ctx, pk, s.primaryKey(id), gopts)
 		if err != nil {
 			return "", err
 		}
-		var blobs []largeentity.Blob
+		var blobs largerows.Blobs
 		e, blobs, err = s.decode(ctx, d.Value)
-		if err != nil || len(blobs) == 0 {
+		if err != nil || blobs == nil {
 			return d.ETag, err
 		}
 		if err := s.large.Fetch(ctx, &e.Value, blobs); err != nil {
@@ -335,7 +340,7 @@ func (s *Store[T]) get(ctx context.Context, pk, id string, sel []string) (Entity
 
 // read reads the entity without its large values, and returns the blobs
 // that hold them: for writes and checks, which never need the values.
-func (s *Store[T]) read(ctx context.Context, pk, id string) (Entity[T], []largeentity.Blob, error) {
+func (s *Store[T]) read(ctx context.Context, pk, id string) (Entity[T], largerows.Blobs, error) {
 	d, err := s.tbl.Get(ctx, pk, s.primaryKey(id), nil)
 	if err != nil {
 		return Entity[T]{}, nil, err
@@ -575,4 +580,10 @@ func (s *Store[T]) build(ctx context.Context, pk, id string, etag azcore.ETag, k
 		return batch{}, nil, retrycore.Stop(err)
 	}
 	return b, v, nil
+}
+
+// valueOf is ix's value of v, for an error message.
+func valueOf[T any](ix *Index[T], v *T) []string {
+	parts, _ := ix.keyOf(v)
+	return parts
 }

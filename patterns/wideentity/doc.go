@@ -18,7 +18,7 @@
 // A [Store] of T writes to a *table.Table[table.Dynamic] (the table rule
 // of tablekit: a pattern that stores rows of its own making from T, here
 // a header and part rows, takes a Table[Dynamic] and T as New's type
-// parameter); a nil *Options means defaults (DefaultParts parts):
+// parameter); a nil *Options means defaults (8 parts):
 //
 //	counts, err := wideentity.New[table.Dynamic](tbl, nil)
 //

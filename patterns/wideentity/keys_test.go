@@ -36,11 +36,11 @@ func TestKeys(t *testing.T) {
 	if _, err := d.Insert(ctx, at("bag", "1", bag(30, 0))); err != nil {
 		t.Fatal(err)
 	}
-	if e, err := d.Get(ctx, "bag", "1"); err != nil || e.Parts != wideentity.DefaultParts || e.PartitionKey != "bag" || e.RowKey != "1" || e.Value.RowKey != "1" {
+	if e, err := d.Get(ctx, "bag", "1"); err != nil || e.Parts != wideentity.DefaultPartsForTest || e.PartitionKey != "bag" || e.RowKey != "1" || e.Value.RowKey != "1" {
 		t.Fatalf("Get = %d parts, (%q, %q), %v", e.Parts, e.PartitionKey, e.RowKey, err)
 	}
-	if rks, _ := f.rows(t, "bag"); !slices.Equal(rks, wantRows("1", wideentity.DefaultParts)) {
-		t.Fatalf("rows %v, want %v", rks, wantRows("1", wideentity.DefaultParts))
+	if rks, _ := f.rows(t, "bag"); !slices.Equal(rks, wantRows("1", wideentity.DefaultPartsForTest)) {
+		t.Fatalf("rows %v, want %v", rks, wantRows("1", wideentity.DefaultPartsForTest))
 	}
 
 	s, err := wideentity.New(f.tbl, &wideentity.Options[reading]{Parts: 3, Keys: readingKeys})

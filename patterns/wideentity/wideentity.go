@@ -34,11 +34,11 @@ const (
 	// PartsProperty is the reserved property of the header row: the
 	// number of part rows.
 	PartsProperty = "TkWideParts"
-	// DefaultParts is Options.Parts's default: 8 part rows hold as many
+	// defaultParts is Options.Parts's default: 8 part rows hold as many
 	// bytes as one transaction carries on Table Storage (4 MiB of text at
 	// 2 bytes a character; Cosmos DB's transactions carry 2 MB) and about
 	// 2,000 properties (8 × 251, less headroom).
-	DefaultParts = 8
+	defaultParts = 8
 )
 
 var (
@@ -63,7 +63,7 @@ var (
 type Options[T any] struct {
 	// Parts is the number of part rows each entity is stored in, 1 to 99
 	// (the operations of one transaction, the table's [table.Profile]
-	// MaxBatchOps, less the header). Default: DefaultParts. A property's
+	// MaxBatchOps, less the header). Default: 8. A property's
 	// part is keys.Bucket(name, Parts), so each part holds about 1/Parts
 	// of the properties: allow headroom (the guide's 365 daily counts fit Parts
 	// 2; 2,000 properties Parts 10). Keep it fixed for a table; see the
@@ -120,7 +120,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 	}
 	switch {
 	case o.Parts == 0:
-		o.Parts = DefaultParts
+		o.Parts = defaultParts
 	case o.Parts < 1 || o.Parts > maxParts(tbl):
 		return nil, fmt.Errorf("%w: Parts %d outside 1..%d", ErrInvalid, o.Parts, maxParts(tbl))
 	}
