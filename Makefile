@@ -6,7 +6,7 @@
 GO      ?= go
 AZURITE := node_modules/azurite/dist/src/azurite.js
 
-.PHONY: demo test soak bench lint emulator capabilities drift
+.PHONY: demo test soak bench lint emulator capabilities drift api
 
 # The targets below install the emulator only when they will start it: not
 # when AZURE_STORAGE_CONNECTION_STRING names an account or TABLEKIT_AZURITE an
@@ -51,13 +51,25 @@ demo: $(RUN_EMULATOR)
 # the few tests of Table Storage's own order, limits and round trips skip
 # there (testrig.StorageOnly), each naming its Cosmos DB counterpart. The
 # harness's own tests (patterns/tabletest, internal/emulator: emulator
-# install, environment) test no table service and run once.
+# install, environment) test no table service and run once. Among the
+# tests, internal/cmd/apisnapshot fails when the exported API differs from
+# api/tablekit.txt (see api, below) or from the verb table in
+# patterns/table's doc.
 test: $(TEST_EMULATOR)
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run 'AllocatesNothing' ./patterns/table
 	TABLEKIT_PROFILE=cosmos $(GO) test -count=1 $$($(GO) list ./... | grep -v -e '/patterns/tabletest$$' -e '/internal/emulator$$')
+
+# Rewrites api/tablekit.txt, the snapshot of the exported API that make test
+# checks, and the verb table in patterns/table's doc (which packages have
+# each verb), from the code; then prints the exported identifiers per
+# package. Name every change it shows (git diff api/) in CHANGELOG.md.
+api:
+	$(GO) run ./internal/cmd/apisnapshot -w
+	$(GO) test -count=1 -run '^TestVerbTable$$' ./internal/cmd/apisnapshot -update
+	$(GO) run ./internal/cmd/apisnapshot -count
 
 # The capability matrix (pattern x table service) from what the tests
 # prove: the TestCosmos tests, each run on every service this machine

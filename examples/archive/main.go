@@ -144,7 +144,7 @@ func run(ctx context.Context) error {
 
 	fmt.Println("\n3. The worker performs the idempotent steps, then deletes the message")
 	a := &archiver{current: current, archive: archive, say: say}
-	w, err := eventual.NewWorker(q, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 50 * time.Millisecond, Max: 200 * time.Millisecond}}, archiveKind.Handle(a.handle))
+	w, err := eventual.NewWorker(q, []eventual.Handler{archiveKind.Handle(a.handle)}, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 50 * time.Millisecond, Max: 200 * time.Millisecond}})
 	if err != nil {
 		return err
 	}

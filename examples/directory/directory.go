@@ -135,7 +135,7 @@ func (d *Directory) Worker(opts *eventual.WorkerOptions) (*eventual.Worker, erro
 	if d.offices {
 		hs = append(hs, d.People.Handler())
 	}
-	return eventual.NewWorker(d.Queue, opts, hs...)
+	return eventual.NewWorker(d.Queue, hs, opts)
 }
 
 // logged is the change-log entry of a write in department dept, as a

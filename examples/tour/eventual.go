@@ -86,7 +86,7 @@ func (t *tour) eventualArchive(ctx context.Context) error {
 	}
 	t.say("a query of Sales returns %d employees: the commit record (RowKey %q...) is skipped", len(others), reserved.Prefix)
 
-	w, err := eventual.NewWorker(q, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 50 * time.Millisecond, Max: 200 * time.Millisecond}}, handler)
+	w, err := eventual.NewWorker(q, []eventual.Handler{handler}, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 50 * time.Millisecond, Max: 200 * time.Millisecond}})
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func (t *tour) observability(ctx context.Context) error {
 	}
 	// The worker, in this process here; any other process works the same:
 	// the intent's message carries the trace context.
-	w, err := eventual.NewWorker(q, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 20 * time.Millisecond, Max: 200 * time.Millisecond}, Telemetry: tel}, staff.Handler())
+	w, err := eventual.NewWorker(q, []eventual.Handler{staff.Handler()}, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 20 * time.Millisecond, Max: 200 * time.Millisecond}, Telemetry: tel})
 	if err != nil {
 		return err
 	}

@@ -279,7 +279,7 @@ func (c *config) intents(ctx context.Context) (*eventual.Queue, error) {
 // exported, by this process or others).
 func work(ctx context.Context, q *eventual.Queue, lease time.Duration, h eventual.Handler) (transfer.Summary, error) {
 	sum := transfer.Summary{Started: time.Now().UTC()}
-	w, err := eventual.NewWorker(q, &eventual.WorkerOptions{VisibilityTimeout: lease}, h)
+	w, err := eventual.NewWorker(q, []eventual.Handler{h}, &eventual.WorkerOptions{VisibilityTimeout: lease})
 	if err != nil {
 		return sum, err
 	}

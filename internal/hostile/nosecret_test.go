@@ -610,7 +610,7 @@ var leakRows = []leakRow{
 		must(same(c).Insert(ctx, person{Dept: "HR", ID: "1" + rowKey, Last: "Jones" + rowKey}))
 		cleanBlob := blob(c, cc, qc)
 		xs, xb := same(sc), blob(sc, scc, sq)
-		w := must(eventual.NewWorker(must(eventual.New(sq, s.queueSAS(t, s.r.CleanQueue()), &eventual.Options{Tables: []*aztables.Client{sc}})), s.workerOptions(), xb.Handler()))
+		w := must(eventual.NewWorker(must(eventual.New(sq, s.queueSAS(t, s.r.CleanQueue()), &eventual.Options{Tables: []*aztables.Client{sc}})), []eventual.Handler{xb.Handler()}, s.workerOptions()))
 		var ops []leakOp
 		for _, ix := range []struct {
 			name string
@@ -647,7 +647,7 @@ var leakRows = []leakRow{
 		clean := must(eventual.New(qc, pc, &eventual.Options{Blobs: cc, Tables: []*aztables.Client{c}, CommitWindow: time.Second}))
 		k := eventual.NewKind[string]("k")
 		big := strings.Repeat("x", 100<<10)
-		w := must(eventual.NewWorker(q, s.workerOptions(), k.Handle(func(context.Context, eventual.Intent[string]) error { return nil })))
+		w := must(eventual.NewWorker(q, []eventual.Handler{k.Handle(func(context.Context, eventual.Intent[string]) error { return nil })}, s.workerOptions()))
 		tb := testrig.NewTable[rec](t, sc)
 		return []leakOp{
 			{name: "Enqueue", run: func(ctx context.Context) error { _, err := q.Enqueue(ctx, k.New("small")); return err }},
@@ -658,7 +658,10 @@ var leakRows = []leakRow{
 			}},
 			{name: "Pending", run: func(ctx context.Context) error { return each(q.Pending(ctx, nil)) }},
 			{name: "Poisoned", run: func(ctx context.Context) error { _, err := q.Poisoned(ctx, 32); return err }},
-			{name: "Sweep", run: func(ctx context.Context) error { _, err := q.Sweep(ctx, "", time.Hour); return err }},
+			{name: "Sweep", run: func(ctx context.Context) error {
+				_, err := q.Sweep(ctx, nil, &eventual.SweepOptions{OlderThan: time.Hour})
+				return err
+			}},
 			{name: "Drain", quiet: true, run: drainFor(w)},
 			{name: "Run", quiet: true, run: func(ctx context.Context) error {
 				// A claim check enqueued through clean clients, for the

@@ -122,7 +122,7 @@ func worker(t *testing.T, tr *trace, q *eventual.Queue, opts *eventual.WorkerOpt
 	if tr != nil {
 		o.OnEvent = func(e eventual.Event) { tr.count("worker: " + string(e.Type)) }
 	}
-	w, err := eventual.NewWorker(q, &o, handlers...)
+	w, err := eventual.NewWorker(q, handlers, &o)
 	if err != nil {
 		t.Fatal(err)
 	}

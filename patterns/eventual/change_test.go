@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/batchplan"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -87,6 +89,54 @@ func TestApplyRefusals(t *testing.T) {
 	}
 	if n := r.Faults.Count(); n != 0 {
 		t.Fatalf("%d requests sent by refused Applies", n)
+	}
+}
+
+// Apply and Commit check a write once, before anything is sent: one
+// batchplan.Join of the changes with the commit records (Apply used to join
+// the changes, then again with the records, and Commit's own checks ran a
+// third time); an Apply without intents leaves it to table.Apply's. The
+// refusals of TestApplyRefusals and TestValidation show every check kept.
+func TestApplyChecksOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	ctx := context.Background()
+	var joins []string // the changes each join was given, by name
+	eventual.SetJoin(r.q, func(p *table.Profile, changes ...table.Change) (table.Change, error) {
+		var names []string
+		for _, c := range changes {
+			names = append(names, fmt.Sprintf("%s %d", c.By, len(c.Ops)))
+		}
+		joins = append(joins, strings.Join(names, " + "))
+		return batchplan.Join(p, changes...)
+	})
+	audit := table.Change{By: "audit", Ops: []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "audit-1"})}}
+	primary := table.Change{By: "orders", Ops: []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o1", Email: "a@x", Total: 5})},
+		Intents: []table.Intent{indexKind.New(indexOrder{"c1", "o1", "a@x"})}}
+	r.Faults.Reset()
+	if _, err := r.q.Apply(ctx, r.orders.Client(), primary, audit); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"orders 1 + audit 1 + eventual (commit records) 1"}; !slices.Equal(joins, want) || r.Faults.Count() != 3 {
+		t.Fatalf("Apply with an intent: checks %q after %d round trips, want %q after 3", joins, r.Faults.Count(), want)
+	}
+	joins = nil
+	if _, err := r.q.Commit(ctx, r.orders.Client(), []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o2"})}, indexKind.New(indexOrder{"c1", "o2", "b@x"}), indexKind.New(indexOrder{"c1", "o2", "c@x"})); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"the primary write 1 + eventual (commit records) 2"}; !slices.Equal(joins, want) {
+		t.Fatalf("Commit of two intents: checks %q, want %q", joins, want)
+	}
+	joins = nil
+	if _, err := r.q.Apply(ctx, r.orders.Client(), table.Change{Ops: []table.Op{r.orders.InsertOp(order{Customer: "c1", ID: "o3"})}}); err != nil || len(joins) != 0 {
+		t.Fatalf("Apply without intents: %v; checks %q here, want none (table.Apply's own)", err, joins)
+	}
+	// Intents without ops: Join refuses the changes, not a transaction of
+	// commit records alone.
+	joins = nil
+	_, err := r.q.Apply(ctx, r.orders.Client(), table.Change{By: "index", Intents: []table.Intent{indexKind.New(indexOrder{})}})
+	if !errors.Is(err, eventual.ErrInvalid) || !errors.Is(err, table.ErrInvalidBatch) || !slices.Equal(joins, []string{"index 0"}) {
+		t.Fatalf("Apply of an intent alone: %v, checks %q", err, joins)
 	}
 }
 

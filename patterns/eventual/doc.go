@@ -31,8 +31,9 @@
 // alone. Tables are given as their *aztables.Client: the package stores
 // no entity type of its own, only its commit records (reserved rows)
 // beside the primaries, and Commit takes operations made by any
-// [table.Table] of that client. [NewWorker] takes the Queue, optional
-// [WorkerOptions] (nil: defaults) and one handler per kind.
+// [table.Table] of that client. [NewWorker] takes the Queue and one
+// handler per kind, both required, and optional [WorkerOptions] (nil:
+// defaults).
 //
 // # Starting a flow
 //
@@ -68,7 +69,7 @@
 // commit record, before the claim check is read). An empty claim check
 // means done; a missing one is a permanent failure (the intent is
 // poisoned): someone deleted it, or Sweep removed it, emptied, after a
-// duplicate waited longer than Sweep's olderThan. Sweep deletes the
+// duplicate waited longer than SweepOptions.OlderThan. Sweep deletes the
 // emptied ones. Blobs no message refers to (a crash between the upload
 // and the enqueue), the claim checks of Commits that did not apply after
 // a crash or an unknown outcome, and those of poisoned intents (kept for a

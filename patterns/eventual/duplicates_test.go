@@ -37,13 +37,13 @@ func TestDuplicateClaimCheckMessages(t *testing.T) {
 			// commit window, so its duplicate (visible when the window
 			// ends) meets its commit record first.
 			opts.Backoff = &retry.Policy{Min: 4 * time.Second, Max: 4 * time.Second}
-			w, err := eventual.NewWorker(c.q, opts, k.Handle(func(ctx context.Context, in eventual.Intent[indexOrder]) error {
+			w, err := eventual.NewWorker(c.q, []eventual.Handler{k.Handle(func(ctx context.Context, in eventual.Intent[indexOrder]) error {
 				if runs.Add(1) == 1 && path == "Commit" {
 					return errors.New("not yet")
 				}
 				done.Add(1)
 				return nil
-			}))
+			})}, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,12 +92,13 @@ func TestDuplicateClaimCheckMessages(t *testing.T) {
 				t.Errorf("%d commit records and %d messages left", recs, msgs)
 			}
 			// The claim check is emptied, then removed by Sweep once older
-			// than its olderThan.
+			// than its OlderThan (default: a day), and only by a Sweep of
+			// every table (c nil).
 			if size, ok := c.blobs(t)[blob]; !ok || size != 0 {
 				t.Fatalf("claim check %s: %d bytes (present %v), want it emptied", blob, size, ok)
 			}
-			if n, err := c.q.Sweep(ctx, "", time.Hour); n != (eventual.Swept{}) || err != nil {
-				t.Fatalf("Sweep of what is older than an hour: %d, %v", n, err)
+			if n, err := c.q.Sweep(ctx, nil, &eventual.SweepOptions{OlderThan: time.Hour}); n != (eventual.Swept{}) || err != nil {
+				t.Fatalf("Sweep of what is older than an hour: %+v, %v", n, err)
 			}
 			props, err := c.admin.NewBlobClient(blob).GetProperties(ctx, nil)
 			if err != nil {
@@ -105,7 +106,14 @@ func TestDuplicateClaimCheckMessages(t *testing.T) {
 			}
 			// Wall-clock age is what Sweep selects on.
 			time.Sleep(time.Until(props.LastModified.Add(2100 * time.Millisecond)))
-			if n, err := c.q.Sweep(ctx, "", 2*time.Second); n != (eventual.Swept{ClaimChecks: 1}) || err != nil {
+			if n, err := c.q.Sweep(ctx, nil, nil); n != (eventual.Swept{}) || err != nil {
+				t.Fatalf("Sweep of what is older than the default, a day: %+v, %v", n, err)
+			}
+			older := &eventual.SweepOptions{OlderThan: 2 * time.Second}
+			if n, err := c.q.Sweep(ctx, r.orders.Client(), older); n != (eventual.Swept{}) || err != nil {
+				t.Fatalf("Sweep of one table: %+v, %v; want no claim check deleted", n, err)
+			}
+			if n, err := c.q.Sweep(ctx, nil, older); n != (eventual.Swept{ClaimChecks: 1}) || err != nil {
 				t.Fatalf("Sweep: %+v, %v; want the emptied claim check", n, err)
 			}
 			if left := c.blobs(t); len(left) != 0 {
@@ -133,10 +141,10 @@ func TestCrashAfterEmptyingAClaimCheck(t *testing.T) {
 					dropped.Add(1)
 				}
 			}
-			w, err := eventual.NewWorker(c.q, opts, k.Handle(func(context.Context, eventual.Intent[string]) error {
+			w, err := eventual.NewWorker(c.q, []eventual.Handler{k.Handle(func(context.Context, eventual.Intent[string]) error {
 				runs.Add(1)
 				return nil
-			}))
+			})}, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -151,10 +151,10 @@ func TestNewWithNilOptions(t *testing.T) {
 	}
 	k := eventual.NewKind[string]("plain")
 	var ran atomic.Int32
-	w, err := eventual.NewWorker(q, nil, k.Handle(func(context.Context, eventual.Intent[string]) error {
+	w, err := eventual.NewWorker(q, []eventual.Handler{k.Handle(func(context.Context, eventual.Intent[string]) error {
 		ran.Add(1)
 		return nil
-	}))
+	})}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestValidationErrors(t *testing.T) {
 		return err
 	}
 	workerErr := func(q *eventual.Queue, o *eventual.WorkerOptions, hs ...eventual.Handler) error {
-		_, err := eventual.NewWorker(q, o, hs...)
+		_, err := eventual.NewWorker(q, hs, o)
 		return err
 	}
 	pendingErr := func(o *eventual.PendingOptions) error {
@@ -197,36 +197,38 @@ func TestValidationErrors(t *testing.T) {
 		return nil
 	}
 	_, commitKeyErr := r.q.Commit(ctx, r.orders.Client(), []table.Op{r.orders.InsertOp(order{Customer: "a/b", ID: "1"})}, indexKind.New(indexOrder{}))
-	_, sweepErr := r.q.Sweep(ctx, "", time.Millisecond)
-	_, sweepTableErr := r.q.Sweep(ctx, "nosuchtable", time.Hour)
+	_, sweepErr := r.q.Sweep(ctx, nil, &eventual.SweepOptions{OlderThan: time.Millisecond})
+	_, sweepNegErr := r.q.Sweep(ctx, nil, &eventual.SweepOptions{OlderThan: -time.Hour})
+	_, sweepTableErr := r.q.Sweep(ctx, r.index.Client(), nil)
 	_, poisonedErr := r.q.Poisoned(ctx, 0)
 	for what, c := range map[string]struct {
 		err error
 		key bool
 	}{
-		"New without a queue":           {err: newErr(nil, r.poison, nil)},
-		"New without a poison queue":    {err: newErr(r.queue, nil, nil)},
-		"New, the poison queue is q":    {err: newErr(r.queue, r.queue, nil)},
-		"New, a CommitWindow of 1.5 s":  {err: newErr(r.queue, r.poison, &eventual.Options{CommitWindow: 1500 * time.Millisecond})},
-		"New, a nil table client":       {err: newErr(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{nil}})},
-		"New, a table twice":            {err: newErr(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{r.orders.Client(), r.orders.Client()}})},
-		"New, a client with no name":    {err: newErr(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{r.SDKClient(r.orders.Name())}})},
-		"NewWorker without a Queue":     {err: workerErr(nil, nil, h)},
-		"NewWorker without handlers":    {err: workerErr(r.q, nil)},
-		"NewWorker, a zero Handler":     {err: workerErr(r.q, nil, eventual.Handler{})},
-		"NewWorker, two handlers":       {err: workerErr(r.q, nil, h, h)},
-		"NewWorker, a bad kind":         {err: workerErr(r.q, nil, eventual.NewKind[int]("").Handle(nil))},
-		"NewWorker, Concurrency -1":     {err: workerErr(r.q, &eventual.WorkerOptions{Concurrency: -1}, h)},
-		"NewWorker, a 0.5 s lease":      {err: workerErr(r.q, &eventual.WorkerOptions{VisibilityTimeout: 500 * time.Millisecond}, h)},
-		"Commit, an invalid key":        {err: commitKeyErr, key: true},
-		"Pending, an invalid partition": {err: pendingErr(&eventual.PendingOptions{PartitionKey: "a\x01"}), key: true},
-		"Pending, an unknown table":     {err: pendingErr(&eventual.PendingOptions{Table: "nosuchtable"})},
-		"Sweep younger than the window": {err: sweepErr},
-		"Sweep of an unknown table":     {err: sweepTableErr},
-		"Poisoned of 0 messages":        {err: poisonedErr},
-		"a Draft of an invalid kind":    {err: eventual.NewKind[int](strings.Repeat("k", 129)).New(1).Err()},
-		"a Draft json cannot encode":    {err: eventual.NewKind[chan int]("ch").New(nil).Err()},
-		"Enqueue of a zero Draft":       {err: func() error { _, err := r.q.Enqueue(ctx, eventual.Draft{}); return err }()},
+		"New without a queue":                    {err: newErr(nil, r.poison, nil)},
+		"New without a poison queue":             {err: newErr(r.queue, nil, nil)},
+		"New, the poison queue is q":             {err: newErr(r.queue, r.queue, nil)},
+		"New, a CommitWindow of 1.5 s":           {err: newErr(r.queue, r.poison, &eventual.Options{CommitWindow: 1500 * time.Millisecond})},
+		"New, a nil table client":                {err: newErr(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{nil}})},
+		"New, a table twice":                     {err: newErr(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{r.orders.Client(), r.orders.Client()}})},
+		"New, a client with no name":             {err: newErr(r.queue, r.poison, &eventual.Options{Tables: []*aztables.Client{r.SDKClient(r.orders.Name())}})},
+		"NewWorker without a Queue":              {err: workerErr(nil, nil, h)},
+		"NewWorker without handlers":             {err: workerErr(r.q, nil)},
+		"NewWorker, a zero Handler":              {err: workerErr(r.q, nil, eventual.Handler{})},
+		"NewWorker, two handlers":                {err: workerErr(r.q, nil, h, h)},
+		"NewWorker, a bad kind":                  {err: workerErr(r.q, nil, eventual.NewKind[int]("").Handle(nil))},
+		"NewWorker, Concurrency -1":              {err: workerErr(r.q, &eventual.WorkerOptions{Concurrency: -1}, h)},
+		"NewWorker, a 0.5 s lease":               {err: workerErr(r.q, &eventual.WorkerOptions{VisibilityTimeout: 500 * time.Millisecond}, h)},
+		"Commit, an invalid key":                 {err: commitKeyErr, key: true},
+		"Pending, an invalid partition":          {err: pendingErr(&eventual.PendingOptions{PartitionKey: "a\x01"}), key: true},
+		"Pending, an unknown table":              {err: pendingErr(&eventual.PendingOptions{Table: "nosuchtable"})},
+		"Sweep younger than the window":          {err: sweepErr},
+		"Sweep, a negative OlderThan":            {err: sweepNegErr},
+		"Sweep of a table not in Options.Tables": {err: sweepTableErr},
+		"Poisoned of 0 messages":                 {err: poisonedErr},
+		"a Draft of an invalid kind":             {err: eventual.NewKind[int](strings.Repeat("k", 129)).New(1).Err()},
+		"a Draft json cannot encode":             {err: eventual.NewKind[chan int]("ch").New(nil).Err()},
+		"Enqueue of a zero Draft":                {err: func() error { _, err := r.q.Enqueue(ctx, eventual.Draft{}); return err }()},
 		"Commit without operations": {err: func() error {
 			_, err := r.q.Commit(ctx, r.orders.Client(), nil, indexKind.New(indexOrder{}))
 			return err

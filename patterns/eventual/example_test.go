@@ -60,7 +60,7 @@ func ExampleQueue_Commit() {
 	}
 	fmt.Println("committed and released:", res.Released)
 
-	w, err := eventual.NewWorker(q, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 50 * time.Millisecond, Max: 200 * time.Millisecond}}, handler)
+	w, err := eventual.NewWorker(q, []eventual.Handler{handler}, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 50 * time.Millisecond, Max: 200 * time.Millisecond}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -17,6 +17,12 @@ func RecordOp(q *Queue, c *aztables.Client, pk string, d Draft) table.Op {
 	return recordOp(q.records[c], pk, d, "")
 }
 
+// SetJoin replaces batchplan.Join, the one check of Commit's and Apply's
+// writes, for tests that count or inspect the checks.
+func SetJoin(q *Queue, join func(*table.Profile, ...table.Change) (table.Change, error)) {
+	q.join = join
+}
+
 // SetSweepMargin changes how much longer than the commit window Sweep
 // keeps aborted records (a minute), for tests that cannot wait for it.
 func SetSweepMargin(q *Queue, d time.Duration) { q.sweepMargin = d }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -106,21 +107,30 @@ type Swept struct {
 	ClaimChecks int
 }
 
-// Sweep deletes the aborted commit records older than olderThan (at least
-// the commit window plus a minute: an aborted record must outlive any batch
-// that could still arrive, and the service may apply a request some time
-// after its client gave up; an hour or a day is a good choice) in one
-// table, or all of Options.Tables when tableName is "". A worker writes one
-// when it rules out an intent whose Commit did not apply (a crash between
-// reserve and commit, an unknown batch outcome), so they are rare; they
-// are invisible to queries.
+// SweepOptions configures Sweep. A nil *SweepOptions means defaults.
+type SweepOptions struct {
+	// OlderThan is the age from which Sweep deletes aborted commit records
+	// and emptied claim checks. It must be at least the commit window
+	// plus a minute (ErrInvalid otherwise): an aborted record must outlive
+	// any batch that could still arrive, and the service may apply a
+	// request some time after its client gave up. Choose it longer than
+	// messages wait in the queue: a duplicate message of a done intent
+	// (an enqueue resent after a lost response) delivered after its
+	// emptied claim check was swept is poisoned. Default: 24 hours, or the
+	// commit window plus a minute when that is longer.
+	OlderThan time.Duration
+}
+
+// Sweep deletes the aborted commit records older than SweepOptions'
+// OlderThan in c's table (one of Options.Tables, as for Commit), or, when
+// c is nil, in every table of Options.Tables. A worker writes one when it
+// rules out an intent whose Commit did not apply (a crash between reserve
+// and commit, an unknown batch outcome), so they are rare; they are
+// invisible to queries.
 //
-// When tableName is "" and Options.Blobs is set, Sweep also deletes the
-// claim checks the worker emptied when their intents were done or ruled
-// out, last written more than olderThan ago. A duplicate message of such
-// an intent (an enqueue resent after a lost response) that is delivered
-// later than that finds its claim check gone and is poisoned; choose
-// olderThan longer than messages wait in the queue.
+// When c is nil and Options.Blobs is set, Sweep also deletes the claim
+// checks the worker emptied when their intents were done or ruled out,
+// last written more than OlderThan ago.
 //
 // It reports what it deleted, also when it fails part way. Cost: a
 // filtered scan of the tables plus one batch per 100 records of a
@@ -129,13 +139,22 @@ type Swept struct {
 // Timestamp match nothing, the scan reads every aborted record and keeps
 // the old ones by their Timestamp (a [table.Profile] without
 // TimestampFilters).
-func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Duration) (out Swept, err error) {
-	ctx, sp := q.obs.Start(ctx, opSweep, tableName, "")
+func (q *Queue) Sweep(ctx context.Context, c *aztables.Client, opts *SweepOptions) (out Swept, err error) {
+	ctx, sp := q.obs.Start(ctx, opSweep, commitTable(q, c), "")
 	defer func() { sp.EndWrite(err, false) }()
-	if olderThan < q.window+q.sweepMargin {
-		return out, fmt.Errorf("%w: Sweep's olderThan %v is shorter than the commit window %v plus %v", ErrInvalid, olderThan, q.window, q.sweepMargin)
+	least := q.window + q.sweepMargin
+	olderThan := max(24*time.Hour, least)
+	if opts != nil && opts.OlderThan != 0 {
+		olderThan = opts.OlderThan
 	}
-	tables, err := q.tablesNamed(tableName)
+	if olderThan < least {
+		return out, fmt.Errorf("%w: SweepOptions.OlderThan %v is shorter than the commit window %v plus %v", ErrInvalid, olderThan, q.window, q.sweepMargin)
+	}
+	tables, err := q.tablesNamed("")
+	if c != nil {
+		rt, rerr := q.recordsOf(c)
+		tables, err = []*table.Table[record]{rt}, rerr
+	}
 	if err != nil {
 		return out, err
 	}
@@ -165,7 +184,7 @@ func (q *Queue) Sweep(ctx context.Context, tableName string, olderThan time.Dura
 			return out, fmt.Errorf("eventual: sweeping table %s: %w", rt.Name(), err)
 		}
 	}
-	if tableName == "" && q.blobs != nil {
+	if c == nil && q.blobs != nil {
 		n, err := q.sweepClaimChecks(ctx, olderThan)
 		out.ClaimChecks = n
 		if err != nil {

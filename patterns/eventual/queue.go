@@ -106,6 +106,9 @@ type Queue struct {
 	obs         *obs.Obs
 
 	hook func(step string) error // tests: a crash at a step boundary
+	// join is the core's check of a transaction, batchplan.Join (nil), or
+	// a test's wrapper of it.
+	join func(*table.Profile, ...table.Change) (table.Change, error)
 }
 
 // New returns a Queue over q, whose worker moves the intents it gives up
@@ -304,30 +307,87 @@ type CommitResult struct {
 func (q *Queue) Commit(ctx context.Context, c *aztables.Client, ops []table.Op, intents ...Draft) (res CommitResult, err error) {
 	ctx, sp := q.obs.Start(ctx, opCommit, commitTable(q, c), commitPartition(ops))
 	defer func() { sp.EndWrite(err, res.Batch.Verified) }()
-	return q.commit(ctx, c, ops, time.Time{}, intents)
-}
-
-// commit is Commit without its span (Apply's is its own), sending the
-// batch no later than notAfter too (when it is not zero): a change's
-// NotAfter (Apply).
-func (q *Queue) commit(ctx context.Context, c *aztables.Client, ops []table.Op, notAfter time.Time, intents []Draft) (res CommitResult, err error) {
-	intents = slices.Clone(intents) // the caller's Drafts stay as they are
-	rt, pk, err := q.checkCommit(c, ops, intents)
+	if c == nil || len(intents) == 0 {
+		return res, fmt.Errorf("%w: Commit needs a table and at least one intent", ErrInvalid)
+	}
+	if len(ops) == 0 {
+		return res, fmt.Errorf("%w: Commit needs the primary write's operations (use Enqueue for an intent alone)", ErrInvalid)
+	}
+	rt, err := q.recordsOf(c)
 	if err != nil {
 		return res, err
 	}
+	primary := table.Change{By: "the primary write", Ops: ops, Intents: make([]table.Intent, len(intents))}
+	for i, d := range intents {
+		primary.Intents[i] = d
+	}
+	tx, err := q.check(rt, []table.Change{primary}, slices.Clone(intents)) // the caller's Drafts stay as they are
+	if err != nil {
+		return res, err
+	}
+	return q.commit(ctx, tx)
+}
+
+// transaction is a Commit's or an Apply's write as check found it valid:
+// the primary's ops, to be sent in one transaction with a commit record
+// per draft.
+type transaction struct {
+	rt       *table.Table[record] // the primary's table's commit records
+	pk       string               // the primary's partition
+	ops      []table.Op           // the primary's, without the records
+	drafts   []Draft
+	notAfter time.Time // the changes' earliest NotAfter (Apply)
+	by       string    // the changes' names
+	// explained returns a failed transaction's error as the change of
+	// the failing op explains it (Apply).
+	explained func(error) error
+}
+
+// placeholderMessage stands for a message id, of the same length, in the
+// commit records check sizes before the messages exist.
+const placeholderMessage = "00000000-0000-0000-0000-000000000000"
+
+// check validates changes with a commit record per draft as one entity
+// group transaction on rt's table, before anything is sent: the one check
+// of Commit and Apply, the core's (batchplan.Join: every op and intent
+// valid, one partition, each entity once, the operations and bytes of one
+// transaction of the table's profile, the records counted and named
+// "eventual (commit records)").
+func (q *Queue) check(rt *table.Table[record], changes []table.Change, drafts []Draft) (transaction, error) {
+	pk := firstPartition(changes)
+	all := changes
+	if slices.ContainsFunc(changes, func(c table.Change) bool { return len(c.Ops) > 0 }) {
+		records := table.Change{By: "eventual (commit records)"}
+		for _, d := range drafts {
+			records.Ops = append(records.Ops, recordOp(rt, pk, d, placeholderMessage))
+		}
+		all = append(slices.Clip(changes), records)
+	} // else Join refuses the changes: records alone are no write
+	join := batchplan.Join[table.Change, table.Profile]
+	if q.join != nil {
+		join = q.join
+	}
+	j, err := join(rt.Profile(), all...)
+	if err != nil {
+		return transaction{}, fmt.Errorf("eventual: %w", invalid.Mark(ErrInvalid, err))
+	}
+	explained := func(err error) error { return batchplan.Explained(j, err) }
+	return transaction{rt: rt, pk: pk, ops: j.Ops[:len(j.Ops)-len(drafts)], drafts: drafts, notAfter: j.NotAfter, by: j.By, explained: explained}, nil
+}
+
+// commit sends tx, which check found valid: reserve, transaction, release.
+// It is Commit without its span (Apply's is its own); the transaction is
+// sent no later than tx.notAfter too, when it is not zero.
+func (q *Queue) commit(ctx context.Context, tx transaction) (res CommitResult, err error) {
+	rt, pk, ops, intents, notAfter := tx.rt, tx.pk, tx.ops, tx.drafts, tx.notAfter
 	// The batch: ops, then a commit record per intent naming its reserved
-	// message (sized here with a placeholder id, before anything is sent).
+	// message.
 	batchOf := func(messages []string) []table.Op {
 		all := append(make([]table.Op, 0, len(ops)+len(intents)), ops...)
 		for i, d := range intents {
 			all = append(all, recordOp(rt, pk, d, messages[i]))
 		}
 		return all
-	}
-	placeholders := slices.Repeat([]string{"00000000-0000-0000-0000-000000000000"}, len(intents))
-	if n, p := batchplan.Size(batchOf(placeholders)), rt.Profile(); n > p.MaxBatchSize {
-		return res, fmt.Errorf("%w: the primary batch with its commit records is about %d bytes, more than a transaction of %s holds (%d)", ErrInvalid, n, p.Name, p.MaxBatchSize)
 	}
 	res.Intents = make([]Enqueued, len(intents))
 	texts := make([]string, len(intents))
@@ -465,50 +525,6 @@ func (q *Queue) settleFailure(ctx context.Context, rt *table.Table[record], pk s
 		res.Batch.Ops[i] = table.OpResult{Applied: true, Verified: true}
 	}
 	return nil
-}
-
-// checkCommit validates a Commit before anything is sent.
-func (q *Queue) checkCommit(c *aztables.Client, ops []table.Op, intents []Draft) (*table.Table[record], string, error) {
-	if c == nil || len(intents) == 0 {
-		return nil, "", fmt.Errorf("%w: Commit needs a table and at least one intent", ErrInvalid)
-	}
-	rt, err := q.recordsOf(c)
-	if err != nil {
-		return nil, "", err
-	}
-	if n, p := len(ops)+len(intents), rt.Profile(); n > p.MaxBatchOps {
-		return nil, "", fmt.Errorf("%w: %d operations and %d intents are %d operations, more than a transaction of %s holds (%d)", ErrInvalid, len(ops), len(intents), n, p.Name, p.MaxBatchOps)
-	}
-	if len(ops) == 0 {
-		return nil, "", fmt.Errorf("%w: Commit needs the primary write's operations (use Enqueue for an intent alone)", ErrInvalid)
-	}
-	pk := batchplan.PartitionKey(ops[0])
-	rows := map[string]bool{}
-	for i, o := range ops {
-		if err := o.Err(); err != nil {
-			return nil, "", fmt.Errorf("%w: op %d: %w", ErrInvalid, i, err)
-		}
-		if batchplan.PartitionKey(o) != pk {
-			return nil, "", fmt.Errorf("%w: op %d is in partition %q, op 0 in %q: one transaction holds one partition", ErrInvalid, i, batchplan.PartitionKey(o), pk)
-		}
-		if rows[batchplan.RowKey(o)] {
-			return nil, "", fmt.Errorf("%w: op %d touches RowKey %q again: a transaction touches each entity once", ErrInvalid, i, batchplan.RowKey(o))
-		}
-		rows[batchplan.RowKey(o)] = true
-	}
-	for i := range intents {
-		if err := intents[i].err; err != nil {
-			return nil, "", err
-		}
-		if intents[i].env.ID == "" {
-			return nil, "", fmt.Errorf("%w: a zero Draft (make drafts with Kind.New)", ErrInvalid)
-		}
-		if rows[recordKey(intents[i].env.ID)] {
-			return nil, "", fmt.Errorf("%w: intent %s is given twice", ErrInvalid, intents[i].env.ID)
-		}
-		rows[recordKey(intents[i].env.ID)] = true
-	}
-	return rt, pk, nil
 }
 
 // cancel deletes the reserved messages (those with receipts) and the

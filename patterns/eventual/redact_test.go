@@ -201,7 +201,7 @@ func testNoSignatureLeaks(t *testing.T, tablekitPolicy bool) {
 	fail(attempts, func(q *http.Request) bool {
 		return q.Method == http.MethodGet && strings.Contains(q.URL.RawQuery, "comp=metadata")
 	})
-	w0, err := eventual.NewWorker(q, workerOptions(), k.Handle(func(context.Context, eventual.Intent[string]) error { return nil }))
+	w0, err := eventual.NewWorker(q, []eventual.Handler{k.Handle(func(context.Context, eventual.Intent[string]) error { return nil })}, workerOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func testNoSignatureLeaks(t *testing.T, tablekitPolicy bool) {
 	fail(attempts, func(q *http.Request) bool {
 		return q.Method == http.MethodGet && strings.Contains(q.URL.RawQuery, "comp=list")
 	})
-	_, err = q.Sweep(ctx, "", time.Hour)
+	_, err = q.Sweep(ctx, nil, &eventual.SweepOptions{OlderThan: time.Hour})
 	check("Sweep", err)
 	ft.Reset()
 	ft.Inject(faults.Fault{Match: is(http.MethodGet, queueName+"/messages"), Status: http.StatusForbidden, ErrorCode: "AuthorizationFailure"})
@@ -236,7 +236,7 @@ func testNoSignatureLeaks(t *testing.T, tablekitPolicy bool) {
 		events = append(events, e)
 	}
 	leaky := eventual.NewKind[string]("leaky")
-	w, err := eventual.NewWorker(q, opts,
+	w, err := eventual.NewWorker(q, []eventual.Handler{
 		k.Handle(func(context.Context, eventual.Intent[string]) error { return nil }),
 		leaky.Handle(func(ctx context.Context, in eventual.Intent[string]) error {
 			if in.LastError != "" {
@@ -247,7 +247,8 @@ func testNoSignatureLeaks(t *testing.T, tablekitPolicy bool) {
 			}
 			_, err := blobs.NewBlobClient("leaky").DownloadStream(ctx, nil)
 			return err
-		}))
+		}),
+	}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

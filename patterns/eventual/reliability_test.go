@@ -123,7 +123,7 @@ func TestCosmosRuledOutCommitCannotApplyLate(t *testing.T) {
 		// Sweep removes aborted records once older than the commit window
 		// plus a margin (a minute, shortened here).
 		eventual.SetSweepMargin(r.q, 0)
-		if _, err := r.q.Sweep(ctx, "", time.Millisecond); !errors.Is(err, eventual.ErrInvalid) {
+		if _, err := r.q.Sweep(ctx, nil, &eventual.SweepOptions{OlderThan: time.Millisecond}); !errors.Is(err, eventual.ErrInvalid) {
 			t.Fatalf("Sweep younger than the window: %v, want ErrInvalid", err)
 		}
 		dyn := reserved.Table(testrig.NewTable[table.Dynamic](t, r.orders.Client()))
@@ -131,13 +131,16 @@ func TestCosmosRuledOutCommitCannotApplyLate(t *testing.T) {
 		if err != nil || rec.Value.Properties["State"] != "aborted" {
 			t.Fatalf("the aborted record: %+v, %v", rec, err)
 		}
-		if n, err := r.q.Sweep(ctx, "", time.Hour); n != (eventual.Swept{}) || err != nil {
+		if n, err := r.q.Sweep(ctx, nil, &eventual.SweepOptions{OlderThan: time.Hour}); n != (eventual.Swept{}) || err != nil {
 			t.Fatalf("Sweep of records older than an hour: %+v, %v", n, err)
 		}
 		// Wall-clock age is what Sweep selects on: wait until the record is
 		// older than the window.
 		time.Sleep(time.Until(rec.Value.Timestamp.Add(2100 * time.Millisecond)))
-		if n, err := r.q.Sweep(ctx, "", 2*time.Second); n != (eventual.Swept{Records: 1}) || err != nil {
+		if n, err := r.q.Sweep(ctx, r.orders.Client(), nil); n != (eventual.Swept{}) || err != nil {
+			t.Fatalf("Sweep of the table's records older than the default, a day: %+v, %v", n, err)
+		}
+		if n, err := r.q.Sweep(ctx, r.orders.Client(), &eventual.SweepOptions{OlderThan: 2 * time.Second}); n != (eventual.Swept{Records: 1}) || err != nil {
 			t.Fatalf("Sweep: %+v, %v; want the 1 aborted record", n, err)
 		}
 		if _, err := dyn.Get(ctx, "c1", reserved.Prefix+"intent~"+d.ID(), nil); !errors.Is(err, table.ErrNotFound) {
@@ -363,7 +366,7 @@ func TestSlowHandlerIsRenewedNotRunTwice(t *testing.T) {
 	}
 	var ws []*eventual.Worker
 	for range 2 {
-		w, err := eventual.NewWorker(r.q, opts, h)
+		w, err := eventual.NewWorker(r.q, []eventual.Handler{h}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,7 +406,7 @@ func TestPoisonAfterMaxDeliveries(t *testing.T) {
 			poisoned.Add(1)
 		}
 	}
-	w, err := eventual.NewWorker(r.q, opts, h)
+	w, err := eventual.NewWorker(r.q, []eventual.Handler{h}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,10 +561,10 @@ func TestClaimCheck(t *testing.T) {
 		payload[i] = byte(i)
 	}
 	var got []byte
-	w, err := eventual.NewWorker(c.q, workerOptions(), big.Handle(func(ctx context.Context, in eventual.Intent[[]byte]) error {
+	w, err := eventual.NewWorker(c.q, []eventual.Handler{big.Handle(func(ctx context.Context, in eventual.Intent[[]byte]) error {
 		got = in.Payload
 		return nil
-	}))
+	})}, workerOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,9 +31,9 @@ func TestPoisonAtTheSizeLimit(t *testing.T) {
 	}
 	opts := workerOptions()
 	opts.MaxDeliveries = 1
-	w, err := eventual.NewWorker(r.q, opts, k.Handle(func(context.Context, eventual.Intent[string]) error {
+	w, err := eventual.NewWorker(r.q, []eventual.Handler{k.Handle(func(context.Context, eventual.Intent[string]) error {
 		return errors.New(strings.Repeat("\x01", 4000)) // escapes to 6 bytes each
-	}))
+	})}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +138,10 @@ func TestCommitWithClaimCheck(t *testing.T) {
 	ctx := context.Background()
 	k := eventual.NewKind[[]byte]("big")
 	var got atomic.Int64
-	w, err := eventual.NewWorker(q, workerOptions(), k.Handle(func(ctx context.Context, in eventual.Intent[[]byte]) error {
+	w, err := eventual.NewWorker(q, []eventual.Handler{k.Handle(func(ctx context.Context, in eventual.Intent[[]byte]) error {
 		got.Store(int64(len(in.Payload)))
 		return nil
-	}))
+	})}, workerOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -215,7 +215,7 @@ func (r *rig) worker(t *testing.T, opts *eventual.WorkerOptions) *eventual.Worke
 	if opts == nil {
 		opts = workerOptions()
 	}
-	w, err := eventual.NewWorker(r.q, opts, indexKind.Handle(r.handle))
+	w, err := eventual.NewWorker(r.q, []eventual.Handler{indexKind.Handle(r.handle)}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

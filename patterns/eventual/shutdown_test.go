@@ -35,7 +35,7 @@ func TestGracefulShutdownAndNoLeaks(t *testing.T) {
 			processed = append(processed, e.ID)
 		}
 	}
-	w, err := eventual.NewWorker(r.q, opts, h)
+	w, err := eventual.NewWorker(r.q, []eventual.Handler{h}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

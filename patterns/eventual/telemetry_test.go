@@ -198,7 +198,7 @@ func TestTelemetryPoisonAndFailures(t *testing.T) {
 	}
 	opts := workerOptions()
 	opts.MaxDeliveries = 2
-	w, err := eventual.NewWorker(r.q, opts, indexKind.Handle(func(context.Context, eventual.Intent[indexOrder]) error { return errors.New("disk on fire") }))
+	w, err := eventual.NewWorker(r.q, []eventual.Handler{indexKind.Handle(func(context.Context, eventual.Intent[indexOrder]) error { return errors.New("disk on fire") })}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,10 +153,10 @@ func TestForgedClaimChecksArePoisoned(t *testing.T) {
 	k := eventual.NewKind[string]("big")
 	var runs atomic.Int32
 	opts := workerOptions()
-	w, err := eventual.NewWorker(c.q, opts, k.Handle(func(context.Context, eventual.Intent[string]) error {
+	w, err := eventual.NewWorker(c.q, []eventual.Handler{k.Handle(func(context.Context, eventual.Intent[string]) error {
 		runs.Add(1)
 		return nil
-	}))
+	})}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,12 +242,12 @@ func TestForgedCommitReferences(t *testing.T) {
 		// at their first delivery whatever MaxDeliveries is.
 		opts.VisibilityTimeout = 5 * time.Second
 		opts.OnEvent = on
-		w, err := eventual.NewWorker(r.q, opts, indexKind.Handle(func(ctx context.Context, in eventual.Intent[indexOrder]) error {
+		w, err := eventual.NewWorker(r.q, []eventual.Handler{indexKind.Handle(func(ctx context.Context, in eventual.Intent[indexOrder]) error {
 			mu.Lock()
 			ran = append(ran, in.Payload)
 			mu.Unlock()
 			return nil
-		}))
+		})}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,13 +345,13 @@ func TestForgedCommitClaimChecks(t *testing.T) {
 	worker := func(on func(eventual.Event)) *eventual.Worker {
 		opts := workerOptions()
 		opts.OnEvent = on
-		w, err := eventual.NewWorker(c.q, opts, k.Handle(func(_ context.Context, in eventual.Intent[string]) error {
+		w, err := eventual.NewWorker(c.q, []eventual.Handler{k.Handle(func(_ context.Context, in eventual.Intent[string]) error {
 			if in.Payload != payload {
 				t.Errorf("the handler got %d bytes", len(in.Payload))
 			}
 			runs.Add(1)
 			return nil
-		}))
+		})}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -408,10 +408,10 @@ func TestOversizeClaimCheckIsPoisoned(t *testing.T) {
 	c.upload(t, name, huge)
 	k := eventual.NewKind[string]("big")
 	var runs atomic.Int32
-	w, err := eventual.NewWorker(c.q, workerOptions(), k.Handle(func(context.Context, eventual.Intent[string]) error {
+	w, err := eventual.NewWorker(c.q, []eventual.Handler{k.Handle(func(context.Context, eventual.Intent[string]) error {
 		runs.Add(1)
 		return nil
-	}))
+	})}, workerOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,13 +486,13 @@ func TestRequeuePoisonedCommit(t *testing.T) {
 	var runs atomic.Int32
 	opts := workerOptions()
 	opts.MaxDeliveries = 1
-	w, err := eventual.NewWorker(r.q, opts, k.Handle(func(context.Context, eventual.Intent[string]) error {
+	w, err := eventual.NewWorker(r.q, []eventual.Handler{k.Handle(func(context.Context, eventual.Intent[string]) error {
 		if !fixed.Load() {
 			return errors.New("not yet")
 		}
 		runs.Add(1)
 		return nil
-	}))
+	})}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

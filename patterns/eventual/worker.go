@@ -131,8 +131,10 @@ type Worker struct {
 	inflight atomic.Int64
 }
 
-// NewWorker returns a Worker for q's intents with one handler per kind.
-func NewWorker(q *Queue, opts *WorkerOptions, handlers ...Handler) (*Worker, error) {
+// NewWorker returns a Worker for q's intents with handlers, one per kind
+// (at least one). Both are required; opts may be nil (defaults). It sends
+// nothing.
+func NewWorker(q *Queue, handlers []Handler, opts *WorkerOptions) (*Worker, error) {
 	if q == nil {
 		return nil, fmt.Errorf("%w: NewWorker needs a Queue", ErrInvalid)
 	}

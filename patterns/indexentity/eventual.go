@@ -20,7 +20,7 @@ import (
 // Handler returns the handler of the index's intents, for an
 // eventual.Worker on Options.Queue (with the handlers of other kinds):
 //
-//	w, err := eventual.NewWorker(q, nil, byName.Handler())
+//	w, err := eventual.NewWorker(q, []eventual.Handler{byName.Handler()}, nil)
 //
 // It reconciles from the source of truth: it reads the entity the intent
 // names, then puts the entity's id into the list of the value it has now

@@ -22,7 +22,7 @@ import (
 // runWorker runs a worker until the queue is empty, then stops it.
 func (r *rig) runWorker(t testing.TB) {
 	t.Helper()
-	w, err := eventual.NewWorker(r.q, workerOptions(), r.idx.Handler())
+	w, err := eventual.NewWorker(r.q, []eventual.Handler{r.idx.Handler()}, workerOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestLongestName(t *testing.T) {
 	if _, err := idx.Insert(ctx, emp("Sales", 1, "Jones")); err != nil {
 		t.Fatalf("Insert with the longest names: %v", err)
 	}
-	if _, err := eventual.NewWorker(q, nil, idx.Handler()); err != nil {
+	if _, err := eventual.NewWorker(q, []eventual.Handler{idx.Handler()}, nil); err != nil {
 		t.Fatalf("NewWorker with the longest names: %v", err)
 	}
 }

@@ -136,7 +136,7 @@ func Example_blob() {
 		log.Fatal(err)
 	}
 
-	w, err := eventual.NewWorker(q, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 50 * time.Millisecond, Max: 200 * time.Millisecond}}, byName.Handler())
+	w, err := eventual.NewWorker(q, []eventual.Handler{byName.Handler()}, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 50 * time.Millisecond, Max: 200 * time.Millisecond}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -162,7 +162,7 @@ func (r *rig) start(t testing.TB, opts *eventual.WorkerOptions) *eventual.Worker
 	if opts == nil {
 		opts = workerOptions()
 	}
-	w, err := eventual.NewWorker(r.q, opts, r.idx.Handler())
+	w, err := eventual.NewWorker(r.q, []eventual.Handler{r.idx.Handler()}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

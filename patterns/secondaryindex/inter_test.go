@@ -221,7 +221,7 @@ func TestInterPartitionUniqueSwap(t *testing.T) {
 		}
 	}
 	// Their copies exist (a first worker runs, then stops).
-	first, err := eventual.NewWorker(r.q, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 20 * time.Millisecond, Max: 100 * time.Millisecond}}, s.Handler())
+	first, err := eventual.NewWorker(r.q, []eventual.Handler{s.Handler()}, &eventual.WorkerOptions{Idle: &retry.Policy{Default: 20 * time.Millisecond, Max: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 
 // Handler returns the handler of the Store's intents, which keeps its
 // OtherPartition indexes: register it with the Worker of Options.Queue
-// (eventual.NewWorker(q, opts, store.Handler())). Nil when the Store has
-// no OtherPartition index.
+// (eventual.NewWorker(q, []eventual.Handler{store.Handler()}, opts)). Nil
+// when the Store has no OtherPartition index.
 func (s *Store[T]) Handler() eventual.Handler {
 	if s.kind.Name() == "" {
 		return eventual.Handler{}

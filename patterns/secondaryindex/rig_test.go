@@ -89,7 +89,7 @@ func newRigOn(t *testing.T, base *testrig.Rig, indexes []secondaryindex.Index[Em
 // worker runs the Store's handler on the rig's queue until the test ends.
 func (r *rig) worker(t *testing.T) *eventual.Worker {
 	t.Helper()
-	w, err := eventual.NewWorker(r.q, &eventual.WorkerOptions{VisibilityTimeout: 2 * time.Second, Idle: &retry.Policy{Default: 20 * time.Millisecond, Max: 200 * time.Millisecond}, Backoff: &retry.Policy{}, MaxDeliveries: 100}, r.store.Handler())
+	w, err := eventual.NewWorker(r.q, []eventual.Handler{r.store.Handler()}, &eventual.WorkerOptions{VisibilityTimeout: 2 * time.Second, Idle: &retry.Policy{Default: 20 * time.Millisecond, Max: 200 * time.Millisecond}, Backoff: &retry.Policy{}, MaxDeliveries: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

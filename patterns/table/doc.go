@@ -91,45 +91,72 @@
 //   - One service profile (Profile): the limits and behaviours of Table
 //     Storage and the Cosmos DB Table API, in one place.
 //
-// The same act has the same shape wherever it exists (a package adds a
-// trailing opts or mode only where it has such a choice):
+// The same act has the same shape wherever it exists. In the table, E is
+// the package's read envelope (an [Entity], or a struct that embeds one
+// and adds only its package's fields) and R its write result (a [Result]
+// or a struct that embeds one); scope... are the strings that choose a
+// partition, log or index, or the client that chooses a table; from and
+// to have one type; [, x] is an argument a package has only where it has
+// that choice, and opts is always a nil-able *Options. A remark in
+// parentheses after a package says where it departs from the shape (each
+// departure has its reason beside the rules) or what it returns
+// differently. The rules are data in
+// internal/cmd/apisnapshot's tests, which check every pattern package's
+// methods against them and fail when this table is not the one the rules
+// and the code give (the "where" column lists exactly the packages that
+// have the verb):
 //
-//	verb      shape                                                 where
-//	Get       Get(ctx, pk, rk[, opts]) (Entity or embedding, error) table, encryption, secondaryindex,
-//	                                                                wideentity, largeentity, buckets,
-//	                                                                dataseries (zeros, not ErrNotFound)
-//	Insert    Insert(ctx, v) (Result or embedding, error)           table, encryption, secondaryindex,
-//	                                                                indexentity, wideentity, largeentity,
-//	                                                                buckets; rotation (ctx, at, v)
-//	Upsert    Upsert(ctx, v[, mode]) (Result..., error)             table, encryption, buckets (the others
-//	                                                                read first to keep indexes, parts or
-//	                                                                blobs right, so they do not offer it)
-//	Update    Update(ctx, v, etag[, mode]) (Result..., error)       table, encryption, wideentity (mode);
-//	                                                                secondaryindex, indexentity,
-//	                                                                largeentity (always whole)
-//	Delete    Delete(ctx, pk, rk, etag) error                       table, encryption, secondaryindex,
-//	                                                                indexentity, wideentity, largeentity,
-//	                                                                dataseries (the whole series)
-//	Modify    Modify(ctx, pk, rk, fn[, opts]) (Entity..., error)    table, encryption, secondaryindex,
-//	                                                                wideentity, largeentity
-//	...Op     InsertOp(v), UpdateOp(v, etag[, mode]),               table, encryption (ctx first: keys),
-//	          UpsertOp(v[, mode]), DeleteOp(pk, rk, etag): Op       buckets
-//	...Ops    InsertOps(ctx, v), UpdateOps(ctx, v, etag[, mode]),   secondaryindex, wideentity (+ ModifyOps),
-//	          DeleteOps(ctx, pk, rk, etag): (Change, error)         largeentity, indexentity; dataseries
-//	          (see Composing)                                       (SetOps, SetAllOps, AddOps, DeleteOps);
-//	                                                                logtail's AppendOp
-//	Lookup    Lookup(ctx, pk, index, value..., opts) (E, error)     secondaryindex (unique values)
-//	Find      Find(ctx, pk, [index,] value...) iter.Seq2[E, error]  secondaryindex, indexentity, encryption
-//	Range     Range(ctx, scope..., from, to) iter.Seq2[E, error]    secondaryindex, largeentity, logtail,
-//	                                                                buckets, rotation, bloblog
-//	...Page   RangePage(ctx, scope..., cursor[, opts])              secondaryindex (+ ListPage),
-//	          (Page[E], error): a page and a resumable Next         largeentity, logtail, buckets,
-//	                                                                rotation; QueryPage here
-//	Latest    Latest(ctx, log, n) ([]E, error)                      logtail
-//	Append    Append(ctx, ..., v)                                   logtail, bloblog
-//	Check     Check(ctx, scope) (Drift, error), Rebuild likewise    secondaryindex
-//	Sweep     Sweep(ctx, ...) (Swept, error)                        eventual, largeentity, rotation
-//	Run       Run(ctx) error, Drain(ctx) error                      eventual's Worker
+//	verb      shape                                               where
+//	Get       Get(ctx, pk, rk[, opts]) (E, error)                 table, buckets,
+//	                                                              dataseries (zeros, not ErrNotFound),
+//	                                                              encryption, largeentity,
+//	                                                              secondaryindex, wideentity
+//	Insert    Insert(ctx, v) (R, error)                           table, buckets, encryption,
+//	                                                              indexentity, largeentity,
+//	                                                              rotation (ctx, at, v), secondaryindex,
+//	                                                              wideentity
+//	Upsert    Upsert(ctx, v[, mode]) (R, error)                   table, buckets, encryption
+//	Update    Update(ctx, v, etag[, mode]) (R, error)             table, buckets, encryption,
+//	                                                              indexentity, largeentity,
+//	                                                              secondaryindex, wideentity
+//	Delete    Delete(ctx, pk, rk, etag) error                     table, buckets,
+//	                                                              dataseries (the whole series),
+//	                                                              encryption, indexentity, largeentity,
+//	                                                              secondaryindex, wideentity
+//	Modify    Modify(ctx, pk, rk, fn[, opts]) (E, error)          table, encryption, largeentity,
+//	                                                              secondaryindex, wideentity
+//	...Op     InsertOp(v), UpsertOp(v[, mode]),                   table, buckets, encryption, logtail
+//	          UpdateOp(v, etag[, mode]),
+//	          DeleteOp(pk, rk, etag), AppendOp(scope..., v):
+//	          the verb's arguments without ctx; Op
+//	...Ops    InsertOps(ctx, v), UpdateOps(ctx, v, etag),         dataseries, indexentity, largeentity,
+//	          DeleteOps(ctx, pk, rk, etag), ModifyOps(...):       secondaryindex, wideentity
+//	          the verb's arguments; (Change, error)
+//	Lookup    Lookup(ctx, scope..., value[, opts]) (E, error)     secondaryindex
+//	Find      Find(ctx, scope..., value[, opts])                  encryption, indexentity,
+//	          iter.Seq2[E, error]; value: Lookup's type           secondaryindex
+//	Range     Range(ctx, scope..., from, to[, opts])              bloblog (Entry: no keys, no ETag),
+//	          iter.Seq2[E, error]                                 buckets, largeentity, logtail,
+//	                                                              rotation, secondaryindex
+//	RangePage RangePage(ctx, scope..., from, to, cursor[, opts])  buckets, largeentity, logtail,
+//	          (Page[E], error): a page and a resumable Next       rotation, secondaryindex
+//	ListPage  ListPage(ctx, scope..., cursor[, opts])             secondaryindex
+//	          (Page[E], error)
+//	QueryPage QueryPage(ctx, q) (Page[T], error): the cursor is   table, encryption
+//	          q.Cursor, the page holds what Query yields
+//	Latest    Latest(ctx, scope..., n) ([]E, error)               logtail
+//	Append    Append(ctx, scope..., v) (R, error)                 bloblog (error: buffered), logtail
+//	Check     Check(ctx, scope...[, opts]) (Drift, error),        secondaryindex
+//	          Rebuild likewise
+//	Sweep     Sweep(ctx, scope...[, opts]) (Swept, error)         eventual, largeentity, rotation
+//	Run       Run(ctx) error, Drain(ctx) error                    eventual
+//
+// Upsert is only where a write needs no read: secondaryindex, indexentity,
+// wideentity and largeentity read first to keep indexes, parts or blobs
+// right. Update's mode is only where a merge can be right (table,
+// encryption, wideentity); the others always write the whole entity. An
+// ...Op joins a batch in one partition; an ...Ops is a Change that may
+// carry intents (see Composing patterns).
 //
 // Update takes an explicit ETag everywhere: the one read (ErrPreconditionFailed
 // when it changed since) or azcore.ETagAny, the only way to skip the check;

@@ -471,8 +471,7 @@ func TestDistribute(t *testing.T) {
 	for range 3 {
 		o := &transfer.Options{ChunkBytes: 4 << 10}
 		transfer.SetHook(o, crashes.Hook)
-		w, err := eventual.NewWorker(q, &eventual.WorkerOptions{VisibilityTimeout: 2 * time.Second, Backoff: fast, Idle: fast},
-			transfer.Handler(src, blobs, "shared", o))
+		w, err := eventual.NewWorker(q, []eventual.Handler{transfer.Handler(src, blobs, "shared", o)}, &eventual.WorkerOptions{VisibilityTimeout: 2 * time.Second, Backoff: fast, Idle: fast})
 		if err != nil {
 			t.Fatal(err)
 		}
