@@ -115,7 +115,8 @@
 //	                                                              indexentity, largeentity,
 //	                                                              rotation (ctx, at, v), secondaryindex,
 //	                                                              wideentity
-//	Upsert    Upsert(ctx, v[, mode]) (R, error)                   table, buckets, encryption
+//	Upsert    Upsert(ctx, v[, mode]) (R, error)                   table, buckets, encryption,
+//	                                                              largeentity
 //	Update    Update(ctx, v, etag[, mode]) (R, error)             table, buckets, encryption,
 //	                                                              indexentity, largeentity,
 //	                                                              secondaryindex, wideentity
@@ -125,13 +126,13 @@
 //	                                                              secondaryindex, wideentity
 //	Modify    Modify(ctx, pk, rk, fn[, opts]) (E, error)          table, encryption, largeentity,
 //	                                                              secondaryindex, wideentity
-//	...Op     InsertOp(v), UpsertOp(v[, mode]),                   table, buckets, encryption, logtail
+//	...Op     InsertOp(v), UpsertOp(v[, mode]),                   table, buckets, logtail
 //	          UpdateOp(v, etag[, mode]),
 //	          DeleteOp(pk, rk, etag), AppendOp(scope..., v):
 //	          the verb's arguments without ctx; Op
-//	...Ops    InsertOps(ctx, v), UpdateOps(ctx, v, etag),         dataseries, indexentity, largeentity,
-//	          DeleteOps(ctx, pk, rk, etag), ModifyOps(...):       secondaryindex, wideentity
-//	          the verb's arguments; (Change, error)
+//	...Ops    InsertOps(ctx, v), UpdateOps(ctx, v, etag),         dataseries, encryption, indexentity,
+//	          DeleteOps(ctx, pk, rk, etag), ModifyOps(...):       largeentity, secondaryindex,
+//	          the verb's arguments; (Change, error)               wideentity
 //	Lookup    Lookup(ctx, scope..., value[, opts]) (E, error)     secondaryindex
 //	Find      Find(ctx, scope..., value[, opts])                  encryption, indexentity,
 //	          iter.Seq2[E, error]; value: Lookup's type           secondaryindex
