@@ -114,7 +114,10 @@ func (t *tour) continuation(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sealed := t.employees.WithCursorKey(key)
+	sealed, err := table.New(t.employees.Client(), &table.Options[Employee]{CursorKey: key})
+	if err != nil {
+		return err
+	}
 	q = &table.Query{Filter: table.PartitionKey("Sales"), PageSize: 2}
 	if page, err = sealed.QueryPage(ctx, q); err != nil {
 		return err

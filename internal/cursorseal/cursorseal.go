@@ -151,3 +151,24 @@ func Register(f func(any) *Key) { of = f }
 // Of returns the Key of k, a *table.CursorKey: nil when k is nil (cursors
 // not sealed).
 func Of(k any) *Key { return of(k) }
+
+// tableKey and withTableKey are package table's, over its *Table[T]
+// values and *CursorKey given as any (internal/keycursor gives them types).
+var (
+	tableKey     func(t any) any
+	withTableKey func(t, k any) any
+)
+
+// RegisterTables is called once by package table's init with the
+// functions behind TableKey and WithTableKey.
+func RegisterTables(key func(t any) any, with func(t, k any) any) {
+	tableKey, withTableKey = key, with
+}
+
+// TableKey returns the *table.CursorKey of t, a *table.Table[T] (a nil
+// one when its cursors are plain).
+func TableKey(t any) any { return tableKey(t) }
+
+// WithTableKey returns a view of t, a *table.Table[T], whose cursors k (a
+// *table.CursorKey, nil for plain) seals.
+func WithTableKey(t, k any) any { return withTableKey(t, k) }

@@ -39,6 +39,20 @@ type Listing struct {
 // its definition: the package, its log or partition, its range), in scope
 // (the name of the table, or the prefix of the tables, it reads), sealing
 // its cursors with key when key is not nil.
+// KeyOf returns the key that seals t's cursors (table.Options.CursorKey),
+// nil when they are plain.
+func KeyOf[T any](t *table.Table[T]) *table.CursorKey {
+	k, _ := cursorseal.TableKey(t).(*table.CursorKey)
+	return k
+}
+
+// Sealed returns a view of t whose cursors, and those of the patterns
+// built over it, k seals (nil: plain), for pattern packages that list one
+// table's rows under another's key, and for tests.
+func Sealed[T any](t *table.Table[T], k *table.CursorKey) *table.Table[T] {
+	return cursorseal.WithTableKey(t, k).(*table.Table[T])
+}
+
 func New(key *table.CursorKey, scope string, parts ...string) Listing {
 	fp := fingerprint(parts...)
 	return Listing{key: cursorseal.Of(key), fp: fp, sealFor: "keycursor\x00" + scope + "\x00" + fp}

@@ -529,7 +529,7 @@ func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, cursor t
 	}
 	parts := s.Partitions(pk)
 	m := keycursor.Merged[T]{
-		Listing:     keycursor.New(s.tbl.CursorKey(), s.tbl.Name(), append([]string{"buckets", pk, from, to}, parts...)...),
+		Listing:     keycursor.New(keycursor.KeyOf(s.tbl), s.tbl.Name(), append([]string{"buckets", pk, from, to}, parts...)...),
 		ByRowKey:    true,
 		Concurrency: s.conc,
 		In: func(k []string) bool {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/keycursor"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/buckets"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -22,9 +24,9 @@ func TestSealedCursors(t *testing.T) {
 		ctx := context.Background()
 		tb, _ := newTableOn(t, r)
 		opts := &buckets.Options{Buckets: 4}
-		plain, sealed := newSpread(t, tb, opts), newSpread(t, tb.WithCursorKey(testrig.CursorKey(t)), opts)
+		plain, sealed := newSpread(t, tb, opts), newSpread(t, keycursor.Sealed(tb, testrig.CursorKey(t)), opts)
 		process := func() *buckets.Spread[access] {
-			return newSpread(t, testrig.NewTable[access](t, r.TableClient(tb.Name(), r.TableOptions())).WithCursorKey(testrig.CursorKey(t)), opts)
+			return newSpread(t, keycursor.Sealed(testrig.NewTable[access](t, r.TableClient(tb.Name(), r.TableOptions())), testrig.CursorKey(t)), opts)
 		}
 		var want []string
 		for i := range 12 {
@@ -47,7 +49,7 @@ func TestSealedCursors(t *testing.T) {
 			t.Fatalf("pages = %v, want each of %v once", got, want)
 		}
 		r.CheckSealed(t, first, buckets.ErrInvalid, page(sealed, "h", ""), "contoso", "person")
-		other := newSpread(t, testrig.NewTable[access](t, r.Table()).WithCursorKey(testrig.CursorKey(t)), opts)
+		other := newSpread(t, keycursor.Sealed(testrig.NewTable[access](t, r.Table()), testrig.CursorKey(t)), opts)
 		for _, refuse := range []func(table.Cursor) error{page(sealed, "h", "a"), page(sealed, "i", ""), page(other, "h", ""), page(plain, "h", "")} {
 			r.CheckCursorsRefused(t, buckets.ErrInvalid, refuse, first)
 		}

@@ -123,7 +123,7 @@
 // is base64 of the service's continuation token: the keys of the next
 // entity of the range, not yet returned. Altered, it resumes the same
 // range elsewhere. With a CursorKey on the Store's table
-// ([table.Table.WithCursorKey]) a cursor is sealed: it shows nothing, and
+// ([table.Options].CursorKey) a cursor is sealed: it shows nothing, and
 // any altered character, or a cursor of another range, is ErrInvalid
 // before the network. An error quotes at most a cursor's first 16 bytes.
 //

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/keycursor"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/largeentity"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -23,7 +25,7 @@ func TestSealedCursors(t *testing.T) {
 		ctx := context.Background()
 		process := func() *largeentity.Store[Employee] {
 			tbl := testrig.NewTable[table.Dynamic](t, r.TableClient(f.tbl.Name(), r.TableOptions()))
-			s, err := largeentity.New(tbl.WithCursorKey(testrig.CursorKey(t)), f.blobs, &largeentity.Options[Employee]{Now: f.clock.Now})
+			s, err := largeentity.New(keycursor.Sealed(tbl, testrig.CursorKey(t)), f.blobs, &largeentity.Options[Employee]{Now: f.clock.Now})
 			if err != nil {
 				t.Fatal(err)
 			}

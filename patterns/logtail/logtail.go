@@ -579,7 +579,7 @@ func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, 
 	}
 	lo, hi := l.bound(to), l.bound(from)
 	m := keycursor.Merged[T]{
-		Listing:     keycursor.New(l.tbl.CursorKey(), l.tbl.Name(), "logtail", l.pre, log, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano)),
+		Listing:     keycursor.New(keycursor.KeyOf(l.tbl), l.tbl.Name(), "logtail", l.pre, log, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano)),
 		ByRowKey:    true,
 		Concurrency: l.buckets,
 		In:          func(k []string) bool { return k[0] >= lo && k[0] < hi },

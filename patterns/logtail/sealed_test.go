@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablekit/tablekit/internal/keycursor"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/logtail"
@@ -30,9 +32,9 @@ func TestSealedCursors(t *testing.T) {
 			}
 			return l
 		}
-		plain, sealed := logOver(tb), logOver(tb.WithCursorKey(testrig.CursorKey(t)))
+		plain, sealed := logOver(tb), logOver(keycursor.Sealed(tb, testrig.CursorKey(t)))
 		process := func() *logtail.Log[login] {
-			return logOver(testrig.NewTable[login](t, r.TableClient(tb.Name(), r.TableOptions())).WithCursorKey(testrig.CursorKey(t)))
+			return logOver(keycursor.Sealed(testrig.NewTable[login](t, r.TableClient(tb.Name(), r.TableOptions())), testrig.CursorKey(t)))
 		}
 		const log = "jones@contoso.com"
 		base := time.Date(2024, 7, 31, 18, 0, 0, 0, time.UTC)
@@ -59,7 +61,7 @@ func TestSealedCursors(t *testing.T) {
 			t.Fatalf("pages = %v, want each of %v once", got, want)
 		}
 		r.CheckSealed(t, first, logtail.ErrInvalid, page(sealed, log, to), times, "contoso")
-		other := logOver(testrig.NewTable[login](t, r.Table()).WithCursorKey(testrig.CursorKey(t)))
+		other := logOver(keycursor.Sealed(testrig.NewTable[login](t, r.Table()), testrig.CursorKey(t)))
 		for _, refuse := range []func(table.Cursor) error{page(sealed, log, to.Add(time.Second)), page(sealed, "smith", to), page(other, log, to), page(plain, log, to)} {
 			r.CheckCursorsRefused(t, logtail.ErrInvalid, refuse, first)
 		}

@@ -208,7 +208,7 @@
 // possibly of an entity deleted since whose stale copy is still there.
 // Altered, a plain cursor resumes the same listing elsewhere (never
 // outside its partition and range). With a CursorKey on the Store's
-// table ([table.Table.WithCursorKey]; Index.Table's copies are listed
+// table ([table.Options].CursorKey; Index.Table's copies are listed
 // with it too) every cursor is sealed: it shows nothing, and any altered
 // character, or a cursor of another listing, is ErrInvalid before the
 // network. An error quotes at most a cursor's first 16 bytes.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/keycursor"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/secondaryindex"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -28,7 +30,7 @@ func TestSealedCursors(t *testing.T) {
 		// A Store of a process: over a table handle of its own (its reads'
 		// client; writes of OtherPartition indexes need the queue's).
 		storeOver := func(tbl *table.Table[table.Dynamic]) *secondaryindex.Store[Employee] {
-			s, err := secondaryindex.New(tbl.WithCursorKey(testrig.CursorKey(t)), r.opts)
+			s, err := secondaryindex.New(keycursor.Sealed(tbl, testrig.CursorKey(t)), r.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablekit/tablekit/internal/keycursor"
+
 	"github.com/tablekit/tablekit/internal/fieldmodel"
 
 	"github.com/tablekit/tablekit/internal/invalid"
@@ -258,7 +260,7 @@ func New[T any](tbl *table.Table[table.Dynamic], opts *Options[T]) (*Store[T], e
 				ix.Table = tbl
 			}
 			// Copies carry TkRef; their cursors are the Store's.
-			ix.Table = reserved.Properties(ix.Table).WithCursorKey(tbl.CursorKey())
+			ix.Table = keycursor.Sealed(reserved.Properties(ix.Table), keycursor.KeyOf(tbl))
 		}
 		s.byName[ix.Name] = ix
 	}

@@ -15,7 +15,7 @@ import (
 // A sealed cursor resumes in any process whose table has a CursorKey made
 // from the same secret. Make one per application, from a secret kept as
 // carefully as its storage credentials, and give it to every table with
-// Table.WithCursorKey (and to the packages that take no table, such as
+// Options.CursorKey (and to the packages that take no table, such as
 // rotation, in their Options): the pattern packages seal the cursors of
 // their listings with their table's key. It is immutable and safe for
 // concurrent use.
@@ -38,23 +38,24 @@ func NewCursorKey(secret []byte, older ...[]byte) (*CursorKey, error) {
 	return &CursorKey{k}, nil
 }
 
-// WithCursorKey returns a view of the table whose cursors (Page.Next,
+// withCursorKey returns a view of the table whose cursors (Page.Next,
 // Query.Cursor, and the cursors of the pattern packages built over the
-// view) are sealed with k. A nil k is plain cursors (the default). A
-// sealed view refuses plain cursors and a plain one sealed cursors, with
-// ErrInvalidFilter: turning sealing on invalidates the cursors handed out
-// before. A sealed cursor is bound to its table by the table's Name: a
-// client tablekit did not build has none until Describe gives it one,
-// and two nameless tables take each other's cursors of the same query.
-func (t *Table[T]) WithCursorKey(k *CursorKey) *Table[T] {
+// view) are sealed with k, nil for plain ones (internal/keycursor.Sealed).
+func (t *Table[T]) withCursorKey(k *CursorKey) any {
 	c := *t
 	c.cursorKey = k
 	return &c
 }
 
-// CursorKey returns the key that seals the table's cursors, nil when they
-// are plain.
-func (t *Table[T]) CursorKey() *CursorKey { return t.cursorKey }
+// cursorKeyOf returns the key that seals the table's cursors, nil when
+// they are plain (internal/keycursor.KeyOf).
+func (t *Table[T]) cursorKeyOf() any { return t.cursorKey }
+
+// sealable is a *Table[T] of any T, for internal/cursorseal.
+type sealable interface {
+	withCursorKey(k *CursorKey) any
+	cursorKeyOf() any
+}
 
 func init() {
 	cursorseal.Register(func(v any) *cursorseal.Key {
@@ -63,6 +64,10 @@ func init() {
 		}
 		return nil
 	})
+	cursorseal.RegisterTables(
+		func(t any) any { return t.(sealable).cursorKeyOf() },
+		func(t, k any) any { key, _ := k.(*CursorKey); return t.(sealable).withCursorKey(key) },
+	)
 }
 
 // listing is what t's cursors of the query with fingerprint fp are

@@ -287,7 +287,7 @@
 //     are the caller's, not the cursor's).
 //   - Sealed: NewCursorKey makes a key from the application's secret (at
 //     least 32 random bytes; older secrets kept for rotation), and
-//     WithCursorKey gives it to a table. Its cursors, and those of every
+//     Options.CursorKey gives it to a table. Its cursors, and those of every
 //     pattern built over it (rotation takes the key in its Options), are
 //     encrypted and authenticated (AES-256-GCM) and bound to their table
 //     and listing: one shows nothing, and an altered, cut or extended

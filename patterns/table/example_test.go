@@ -151,7 +151,7 @@ func ExampleTable_QueryPage() {
 // tokens): with the application's CursorKey a cursor shows no key and any
 // altered character is refused before the network, while any process
 // with the same secret resumes it.
-func ExampleTable_WithCursorKey() {
+func ExampleNewCursorKey() {
 	svc, name, done := exampleTable()
 	defer done()
 	ctx := context.Background()
@@ -164,8 +164,7 @@ func ExampleTable_WithCursorKey() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	employees, _ := table.New[Employee](table.NewClient(svc, name), nil)
-	employees = employees.WithCursorKey(key) // and so for every table
+	employees, _ := table.New(table.NewClient(svc, name), &table.Options[Employee]{CursorKey: key}) // and so for every table
 	var ops []table.Op
 	for _, id := range []string{"000001", "000002", "000003"} {
 		ops = append(ops, employees.InsertOp(Employee{Department: "Sales", ID: id}))
@@ -188,9 +187,9 @@ func ExampleTable_WithCursorKey() {
 
 	// Another process, with a key made from the same secret, resumes it.
 	key2, _ := table.NewCursorKey(secret)
-	elsewhere, _ := table.New[Employee](table.NewClient(svc, name), nil)
+	elsewhere, _ := table.New(table.NewClient(svc, name), &table.Options[Employee]{CursorKey: key2})
 	q.Cursor = page.Next
-	page, err = elsewhere.WithCursorKey(key2).QueryPage(ctx, q)
+	page, err = elsewhere.QueryPage(ctx, q)
 	if err != nil {
 		log.Fatal(err)
 	}

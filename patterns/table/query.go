@@ -68,7 +68,7 @@ type Query struct {
 // resumes the same query (its Filter and Select, which the cursor does
 // not carry: it never widens the query) at another position, or with
 // another count toward Limit. Before cursors reach end users (a web API's
-// page tokens), seal them: with a CursorKey (WithCursorKey) a cursor is
+// page tokens), seal them: with a CursorKey (Options.CursorKey) a cursor is
 // encrypted, authenticated and bound to its table and query, and any
 // altered character is ErrInvalidFilter, nothing sent. Either way an
 // error quotes at most a cursor's first 16 bytes, and its length.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/keycursor"
+
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -25,8 +27,8 @@ func TestSealedCursors(t *testing.T) {
 		ctx := context.Background()
 		c := r.Table()
 		plain := testrig.NewTable[employee](t, c)
-		tb := plain.WithCursorKey(testrig.CursorKey(t))
-		if tb.CursorKey() == nil || plain.CursorKey() != nil {
+		tb := keycursor.Sealed(plain, testrig.CursorKey(t))
+		if keycursor.KeyOf(tb) == nil || keycursor.KeyOf(plain) != nil {
 			t.Fatal("CursorKey does not report the view's key")
 		}
 		var ops []table.Op
@@ -60,14 +62,14 @@ func TestSealedCursors(t *testing.T) {
 
 		// Another query, another table, a plain table, another secret:
 		// refused; a plain cursor on the sealed table too.
-		other := testrig.NewTable[employee](t, r.Table()).WithCursorKey(testrig.CursorKey(t))
+		other := keycursor.Sealed(testrig.NewTable[employee](t, r.Table()), testrig.CursorKey(t))
 		otherSecret, _ := table.NewCursorKey([]byte("another secret of at least 32 bytes"))
 		for _, refuse := range []func(table.Cursor) error{
 			resume(tb, &table.Query{Filter: table.PartitionKey("Other"), PageSize: 5}),
 			resume(tb, &table.Query{Filter: table.PartitionKey("SalesDept"), Select: []string{"Age"}, PageSize: 5}),
 			resume(other, query("")),
 			resume(plain, query("")),
-			resume(plain.WithCursorKey(otherSecret), query("")),
+			resume(keycursor.Sealed(plain, otherSecret), query("")),
 		} {
 			r.CheckCursorsRefused(t, table.ErrInvalidFilter, refuse, first)
 		}
@@ -83,12 +85,12 @@ func TestSealedCursors(t *testing.T) {
 		// Another process: a table handle and a key of its own, from the
 		// same secret; and after a rotation (a new secret first, the old
 		// one kept).
-		again := testrig.NewTable[employee](t, r.TableClient(tb.Name(), r.TableOptions())).WithCursorKey(testrig.CursorKey(t))
+		again := keycursor.Sealed(testrig.NewTable[employee](t, r.TableClient(tb.Name(), r.TableOptions())), testrig.CursorKey(t))
 		rotatedKey, err := table.NewCursorKey([]byte("the new secret, of at least 32 bytes"), testrig.CursorSecret)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rotated := again.WithCursorKey(rotatedKey)
+		rotated := keycursor.Sealed(again, rotatedKey)
 		for _, h := range []*table.Table[employee]{again, rotated} {
 			rest, err := table.Collect(h.Query(ctx, query(first)))
 			if err != nil || len(rest) != 7 {

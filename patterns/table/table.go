@@ -55,7 +55,7 @@ type Table[T any] struct {
 	// "~tk~", reservedProps Dynamic properties under
 	// "Tk"; every other view refuses them.
 	reserved, reservedProps bool
-	// cursorKey seals the cursors, nil for plain ones (WithCursorKey).
+	// cursorKey seals the cursors, nil for plain ones (Options.CursorKey).
 	cursorKey *CursorKey
 	// obs is Options.Telemetry's, nil without: operations are then traced
 	// only as children of the caller's span (obs.Child).
