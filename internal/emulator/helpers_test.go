@@ -73,18 +73,3 @@ func withoutAzuriteOnPath(env []string) []string {
 	}
 	return out
 }
-
-// without returns env without the variables named.
-func without(env []string, names ...string) []string {
-	var out []string
-next:
-	for _, kv := range env {
-		for _, n := range names {
-			if strings.HasPrefix(kv, n+"=") {
-				continue next
-			}
-		}
-		out = append(out, kv)
-	}
-	return out
-}
