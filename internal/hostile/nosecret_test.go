@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/tablekit/tablekit/internal/keycursor"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -520,7 +522,7 @@ var leakRows = []leakRow{
 			{name: "QueryEntities", run: func(ctx context.Context) error { return each(tb.QueryEntities(ctx, q)) }},
 			{name: "FanOut", run: func(ctx context.Context) error { return each(tb.FanOut(ctx, []*table.Query{q, q}, nil)) }},
 			{name: "FanOutEntities", run: func(ctx context.Context) error {
-				return each(table.FanOutEntities(ctx, []table.Source[rec]{{Table: tb, Query: q}}, nil))
+				return each(keycursor.FanOut(ctx, []keycursor.Source[rec]{{Table: tb, Query: q}}, nil))
 			}},
 			// DeleteIfExists, InsertIfAbsent and Upsert with table.Replace
 			// replace eventual's DeleteIfExists, InsertIfAbsent and Put.

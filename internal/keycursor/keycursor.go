@@ -17,9 +17,13 @@
 package keycursor
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"iter"
 	"strings"
+
+	"github.com/tablekit/tablekit/internal/fanout"
 
 	"github.com/tablekit/tablekit/internal/cursorseal"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -39,6 +43,40 @@ type Listing struct {
 // its definition: the package, its log or partition, its range), in scope
 // (the name of the table, or the prefix of the tables, it reads), sealing
 // its cursors with key when key is not nil.
+// Source is one query over one table, for FanOut. A nil Query reads the
+// whole table.
+type Source[T any] struct {
+	Table *table.Table[T]
+	Query *table.Query
+}
+
+// FanOut is table.Table.FanOut over queries of one or several tables of
+// the same type (a rotation's periods, the partitions of buckets and
+// logtail), yielding each entity in its envelope (the keys it is stored
+// under, its ETag). The tables may belong to different clients; costs,
+// concurrency, order and errors are those of FanOut (ordered: Ordered or
+// ByRowKey as opts says, else by PartitionKey then RowKey). A Source
+// without a Table ends the sequence with table.ErrInvalidFilter before any
+// request.
+func FanOut[T any](ctx context.Context, srcs []Source[T], opts *table.FanOutOptions) iter.Seq2[table.Entity[T], error] {
+	tables := make([]*table.Table[T], len(srcs))
+	queries := make([]*table.Query, len(srcs))
+	var first *table.Table[T]
+	for i, s := range srcs {
+		tables[i], queries[i] = s.Table, s.Query
+		if s.Table != nil && first == nil {
+			first = s.Table
+		}
+	}
+	if first == nil {
+		// No table to take the merge from: a table of none, which refuses
+		// a source without a table as every merge does.
+		first = &table.Table[T]{}
+	}
+	merge := fanout.Of(first).(func(context.Context, []*table.Table[T], []*table.Query, *table.FanOutOptions) iter.Seq2[table.Entity[T], error])
+	return merge(ctx, tables, queries, opts)
+}
+
 // KeyOf returns the key that seals t's cursors (table.Options.CursorKey),
 // nil when they are plain.
 func KeyOf[T any](t *table.Table[T]) *table.CursorKey {

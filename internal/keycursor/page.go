@@ -41,7 +41,7 @@ type Merged[T any] struct {
 	// Query: every entity), called once the cursor is accepted (it may
 	// read, as rotation lists its periods). Page adds the resume filter
 	// and its limit to copies of the queries.
-	Sources func(ctx context.Context) ([]table.Source[T], error)
+	Sources func(ctx context.Context) ([]Source[T], error)
 }
 
 // PageSize returns the page size that n asks for: 0 is the default,
@@ -118,7 +118,7 @@ func (m *Merged[T]) Page(ctx context.Context, cursor table.Cursor, pageSize int)
 		}
 		return m.Listing.Make(last.PartitionKey, last.RowKey)
 	}
-	for e, err := range table.FanOutEntities(ctx, srcs, opts) {
+	for e, err := range FanOut(ctx, srcs, opts) {
 		if err != nil {
 			return table.Page[table.Entity[T]]{}, invalid.Mark(m.Invalid, err)
 		}

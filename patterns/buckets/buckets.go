@@ -537,7 +537,7 @@ func (s *Spread[T]) RangePage(ctx context.Context, pk, from, to string, cursor t
 		},
 		Invalid: ErrInvalid,
 		What:    fmt.Sprintf(" (%.40q, %.40q to %.40q)", pk, from, to),
-		Sources: func(context.Context) ([]table.Source[T], error) { return s.sources(parts, from, to), nil },
+		Sources: func(context.Context) ([]keycursor.Source[T], error) { return s.sources(parts, from, to), nil },
 	}
 	p, err := m.Page(ctx, cursor, pageSize(opts))
 	if err != nil {
@@ -570,10 +570,10 @@ func (s *Spread[T]) checkRange(pk, from, to string) error {
 }
 
 // sources are the queries of the RowKeys in [from, to) of partitions.
-func (s *Spread[T]) sources(partitions []string, from, to string) []table.Source[T] {
-	srcs := make([]table.Source[T], len(partitions))
+func (s *Spread[T]) sources(partitions []string, from, to string) []keycursor.Source[T] {
+	srcs := make([]keycursor.Source[T], len(partitions))
 	for i, p := range partitions {
-		srcs[i] = table.Source[T]{Table: s.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(p), table.RowKeyRange(from, to))}}
+		srcs[i] = keycursor.Source[T]{Table: s.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(p), table.RowKeyRange(from, to))}}
 	}
 	return srcs
 }
@@ -581,7 +581,7 @@ func (s *Spread[T]) sources(partitions []string, from, to string) []table.Source
 // Range yields the entities of logical partition pk whose RowKeys are in
 // [from, to) (an empty bound is open), in RowKey order as if they shared
 // one partition: one range query per partition read (see Partitions),
-// Concurrency at a time, merged lazily by RowKey ([table.FanOutEntities]
+// Concurrency at a time, merged lazily by RowKey (a merge of the periods' queries
 // with ByRowKey), each query one round trip per page (opts.PageSize
 // entities, 1,000 by default). Entities of the same RowKey in two buckets
 // (written under different counts) both come, in partition order. An
@@ -609,7 +609,7 @@ func (s *Spread[T]) rangeOf(ctx context.Context, pk, from, to string, opts *Rang
 		for _, src := range srcs {
 			src.Query.PageSize = n
 		}
-		for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: s.conc}) {
+		for e, err := range keycursor.FanOut(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: s.conc}) {
 			if err != nil {
 				yield(Entry[T]{}, invalid.Mark(ErrInvalid, err))
 				return

@@ -345,7 +345,7 @@ func (l *Log[T]) latestByWindow(ctx context.Context, log string, n int, now time
 		if !last {
 			next = l.bound(now.Add(-w))
 		}
-		for e, err := range table.FanOutEntities(ctx, l.sources(log, table.RowKeyRange(read, next), 0), &table.FanOutOptions{Concurrency: l.buckets}) {
+		for e, err := range keycursor.FanOut(ctx, l.sources(log, table.RowKeyRange(read, next), 0), &table.FanOutOptions{Concurrency: l.buckets}) {
 			if err != nil {
 				return nil, err
 			}
@@ -384,19 +384,19 @@ func (l *Log[T]) latestByWindow(ctx context.Context, log string, n int, now time
 
 // sources are the queries of log's buckets, each for the entries that
 // match filter (besides the partition), at most limit (0 for all).
-func (l *Log[T]) sources(log string, filter table.Filter, limit int) []table.Source[T] {
-	srcs := make([]table.Source[T], l.buckets)
+func (l *Log[T]) sources(log string, filter table.Filter, limit int) []keycursor.Source[T] {
+	srcs := make([]keycursor.Source[T], l.buckets)
 	for b := range l.buckets {
-		srcs[b] = table.Source[T]{Table: l.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(l.partition(log, b)), filter), Limit: limit}}
+		srcs[b] = keycursor.Source[T]{Table: l.tbl, Query: &table.Query{Filter: table.And(table.PartitionKey(l.partition(log, b)), filter), Limit: limit}}
 	}
 	return srcs
 }
 
 // merged yields the entries of srcs (sources' queries), newest first: all
-// in parallel, merged by RowKey (table.FanOutEntities with ByRowKey) and
+// in parallel, merged by RowKey (keycursor.FanOut with ByRowKey) and
 // lazily, fetching each bucket's pages as the merge needs them.
-func (l *Log[T]) merged(ctx context.Context, srcs []table.Source[T]) iter.Seq2[Entry[T], error] {
-	return l.entries(table.FanOutEntities(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: l.buckets}))
+func (l *Log[T]) merged(ctx context.Context, srcs []keycursor.Source[T]) iter.Seq2[Entry[T], error] {
+	return l.entries(keycursor.FanOut(ctx, srcs, &table.FanOutOptions{ByRowKey: true, Concurrency: l.buckets}))
 }
 
 // Range yields the entries of log appended in [from, to), newest first,
@@ -585,7 +585,7 @@ func (l *Log[T]) RangePage(ctx context.Context, log string, from, to time.Time, 
 		In:          func(k []string) bool { return k[0] >= lo && k[0] < hi },
 		Invalid:     ErrInvalid,
 		What:        fmt.Sprintf(" (log %.40q)", log),
-		Sources: func(context.Context) ([]table.Source[T], error) {
+		Sources: func(context.Context) ([]keycursor.Source[T], error) {
 			return l.sources(log, table.RowKeyRange(lo, hi), 0), nil
 		},
 	}

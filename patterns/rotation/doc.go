@@ -159,7 +159,7 @@
 // # Reading across periods
 //
 // Range(from, to, opts) queries every period that overlaps [from, to)
-// with opts' Filter and Select, concurrently ([table.FanOutEntities]), and merges the results in the
+// with opts' Filter and Select, concurrently (a merge of the periods' queries), and merges the results in the
 // service's key order, so that the rotation reads like one table. It
 // yields each entity as a [table.Entity]: its keys and the ETag read,
 // which address it in its period's table (Table(at): Update, Delete). Periods

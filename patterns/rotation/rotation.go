@@ -463,7 +463,7 @@ type RangeOptions struct {
 // selects inside them); a period's table is found by listing (Periods:
 // one request per 1,000 tables), then each is queried, Concurrency at a
 // time, one round trip per page (opts.PageSize entities, 1,000 by
-// default), merged lazily by [table.FanOutEntities]. Each period's query
+// default), merged lazily by a merge of the periods' queries. Each period's query
 // holds a page or two in memory until the merge passes it; breaking out
 // of the loop stops every query. A nil opts means defaults.
 //
@@ -498,7 +498,7 @@ func (r *Tables[T]) rangeOf(ctx context.Context, from, to time.Time, opts *Range
 		for _, s := range srcs {
 			s.Query.PageSize = n
 		}
-		for e, err := range table.FanOutEntities(ctx, srcs, &table.FanOutOptions{Ordered: true, Concurrency: r.conc}) {
+		for e, err := range keycursor.FanOut(ctx, srcs, &table.FanOutOptions{Ordered: true, Concurrency: r.conc}) {
 			if !yield(e, invalid.Mark(ErrInvalid, err)) || err != nil {
 				return
 			}
@@ -508,16 +508,16 @@ func (r *Tables[T]) rangeOf(ctx context.Context, from, to time.Time, opts *Range
 
 // sources lists the periods and returns the query opts makes of each
 // period that overlaps [from, to).
-func (r *Tables[T]) sources(ctx context.Context, from, to time.Time, opts *RangeOptions) ([]table.Source[T], error) {
+func (r *Tables[T]) sources(ctx context.Context, from, to time.Time, opts *RangeOptions) ([]keycursor.Source[T], error) {
 	periods, err := r.Periods(ctx)
 	if err != nil {
 		return nil, err
 	}
 	first := r.period.Start(from)
-	var srcs []table.Source[T]
+	var srcs []keycursor.Source[T]
 	for _, p := range periods {
 		if !p.Start.Before(first) && p.Start.Before(to) {
-			srcs = append(srcs, table.Source[T]{Table: r.named(p.Name), Query: &table.Query{Filter: opts.Filter, Select: opts.Select}})
+			srcs = append(srcs, keycursor.Source[T]{Table: r.named(p.Name), Query: &table.Query{Filter: opts.Filter, Select: opts.Select}})
 		}
 	}
 	return srcs, nil
@@ -550,7 +550,7 @@ func (r *Tables[T]) RangePage(ctx context.Context, from, to time.Time, cursor ta
 		Listing:     keycursor.New(r.cursorKey, r.prefix, "rotation", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), opts.Filter.String(), strings.Join(opts.Select, ",")),
 		Concurrency: r.conc,
 		Invalid:     ErrInvalid,
-		Sources: func(ctx context.Context) ([]table.Source[T], error) {
+		Sources: func(ctx context.Context) ([]keycursor.Source[T], error) {
 			return r.sources(ctx, from, to, opts)
 		},
 	}

@@ -145,9 +145,9 @@ func TestCosmosCore(t *testing.T) {
 		}
 		claim("Query, Pages, QueryPage, Types.Query", false, r.Which("in key order, 1 round trip per page", "every entity once, in no order (documented): 1 round trip per page; cursors carry the service's opaque token"))
 		claim("Query with Limit", false, r.Which("the first Limit entities by key", "any Limit matching entities (a cap, not the first by key: use an ordered FanOut)"))
-		claim("FanOut, FanOutEntities (Ordered, ByRowKey)", false, r.Which("k-way merge of the pages, lazily", "each query read whole without its Limit, sorted, cut to its Limit, then merged: O(range)"))
+		claim("FanOut (Ordered, ByRowKey)", false, r.Which("k-way merge of the pages, lazily", "each query read whole without its Limit, sorted, cut to its Limit, then merged: O(range)"))
 		claim("Get, Insert, Update, Upsert, Delete, Modify, Submit", false, r.Which("transactions of 100 ops and 4 MiB, entities of 1 MiB", "transactions of 2 MB, entities of 2 MB of JSON, RowKeys of 255 bytes, reserved names refused before the network"))
-		claim("Change, Join, Apply", false, r.Which("one transaction of the changes (100 ops, 4 MiB), checked before the network", "one transaction of the changes (2 MB), checked before the network; the error names the change that does not fit"))
+		claim("Change, Apply", false, r.Which("one transaction of the changes (100 ops, 4 MiB), checked before the network", "one transaction of the changes (2 MB), checked before the network; the error names the change that does not fit"))
 		claim("Types.Migrate", false, "page by page with a cursor, each upgrade conditioned on its ETag: no order needed")
 		claim("filter on Timestamp", !sorted, r.Which("a filter like any other", "ErrUnsupported before the network (Cosmos DB matches nothing)"))
 		claim("SetAccessPolicy, GetAccessPolicy, SAS with an Identifier", !sorted, r.Which("stored access policies", "ErrUnsupported before the network (none on Cosmos DB)"))

@@ -443,7 +443,7 @@
 //	Types.Migrate                             1 per page + 1 per transaction of upgrades
 //	QueryPage                                 1
 //	Query / Collect                           1 per page (at most 1,000 entities a page)
-//	FanOut, FanOutEntities over n queries        1 per page of each, Concurrency at a time
+//	FanOut over n queries                        1 per page of each, Concurrency at a time
 //	Join                                      0 (checked locally)
 //	Apply of changes                          1 (one transaction), +1 read to settle a
 //	                                          lost response
@@ -485,7 +485,7 @@
 // pages, and its $top returns any n matches: Query, Pages, QueryPage and
 // Types.Query return every matching entity once, in no order, and a
 // Limit caps how many (it does not pick the first by key). An ordered
-// FanOut or FanOutEntities is in key order on both services: there each
+// FanOut is in key order on both services: there each
 // query is read whole, sorted, and cut to its Limit (O(range) in memory
 // and transfer before the first entity). ListTables sorts the names it
 // lists. Migrate needs no order. A filter on Timestamp (which matches

@@ -9,10 +9,12 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/tablekit/tablekit/internal/fanout"
+
 	"github.com/tablekit/tablekit/keys"
 )
 
-// FanOutOptions configures FanOut and FanOutEntities. A nil *FanOutOptions
+// FanOutOptions configures FanOut. A nil *FanOutOptions
 // means defaults.
 type FanOutOptions struct {
 	// Concurrency is the most requests in flight at once. Default: 8.
@@ -35,9 +37,8 @@ type FanOutOptions struct {
 	ByRowKey bool
 }
 
-// Source is one query over one table, for FanOutEntities. A nil Query reads
-// the whole table.
-type Source[T any] struct {
+// source is one query over one table. A nil Query reads the whole table.
+type source[T any] struct {
 	Table *Table[T]
 	Query *Query
 }
@@ -50,9 +51,9 @@ type Source[T any] struct {
 // (with its error); breaking out of the loop stops all queries. Each query's
 // Limit applies to that query.
 func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOptions) iter.Seq2[T, error] {
-	srcs := make([]Source[T], len(queries))
+	srcs := make([]source[T], len(queries))
 	for i, q := range queries {
-		srcs[i] = Source[T]{Table: t, Query: q}
+		srcs[i] = source[T]{Table: t, Query: q}
 	}
 	ordered := opts != nil && (opts.Ordered || opts.ByRowKey)
 	return func(yield func(T, error) bool) {
@@ -66,13 +67,32 @@ func (t *Table[T]) FanOut(ctx context.Context, queries []*Query, opts *FanOutOpt
 	}
 }
 
-// FanOutEntities is FanOut over queries of one or several tables of the
+func init() {
+	fanout.Register(func(t any) any { return t.(merger).mergeFunc() })
+}
+
+// merger is a *Table[T] of any T, for internal/fanout.
+type merger interface{ mergeFunc() any }
+
+// mergeFunc returns fanOutEntities for T, over parallel slices of tables
+// and queries (internal/keycursor.FanOut).
+func (t *Table[T]) mergeFunc() any {
+	return func(ctx context.Context, tables []*Table[T], queries []*Query, opts *FanOutOptions) iter.Seq2[Entity[T], error] {
+		srcs := make([]source[T], len(tables))
+		for i := range tables {
+			srcs[i] = source[T]{Table: tables[i], Query: queries[i]}
+		}
+		return fanOutEntities(ctx, srcs, opts)
+	}
+}
+
+// fanOutEntities is FanOut over queries of one or several tables of the
 // same type (a table per period, as patterns/rotation keeps), yielding each
-// entity in its envelope (Entity: the keys it is stored under, its ETag). The sources' tables may belong
-// to different clients; costs, concurrency, order and errors are those of
-// FanOut. A Source without a Table ends the sequence with an
-// ErrInvalidFilter before any request.
-func FanOutEntities[T any](ctx context.Context, sources []Source[T], opts *FanOutOptions) iter.Seq2[Entity[T], error] {
+// entity in its envelope (Entity: the keys it is stored under, its ETag).
+// The sources' tables may belong to different clients; costs, concurrency,
+// order and errors are those of FanOut. A source without a Table ends the
+// sequence with an ErrInvalidFilter before any request.
+func fanOutEntities[T any](ctx context.Context, sources []source[T], opts *FanOutOptions) iter.Seq2[Entity[T], error] {
 	return func(yield func(Entity[T], error) bool) {
 		for i, s := range sources {
 			if s.Table == nil {
@@ -91,7 +111,7 @@ func FanOutEntities[T any](ctx context.Context, sources []Source[T], opts *FanOu
 
 // fanOut runs the sources' queries and passes their entities (with their
 // keys when wantKeys) to yield, merged as opts asks.
-func fanOut[T any](ctx context.Context, srcs []Source[T], opts *FanOutOptions, wantKeys bool, yield func(*T, [3]string, error) bool) {
+func fanOut[T any](ctx context.Context, srcs []source[T], opts *FanOutOptions, wantKeys bool, yield func(*T, [3]string, error) bool) {
 	if opts == nil {
 		opts = &FanOutOptions{}
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tablekit/tablekit/internal/keycursor"
+
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/table"
 )
@@ -40,11 +42,11 @@ func TestFanOutEntitiesAcrossTables(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srcs := func() []table.Source[employee] {
-		var out []table.Source[employee]
+	srcs := func() []keycursor.Source[employee] {
+		var out []keycursor.Source[employee]
 		for _, tb := range []*table.Table[employee]{t1, t2} {
 			for p := range 3 {
-				out = append(out, table.Source[employee]{Table: tb, Query: &table.Query{Filter: table.PartitionKey(fmt.Sprint("p", p)), PageSize: 40}})
+				out = append(out, keycursor.Source[employee]{Table: tb, Query: &table.Query{Filter: table.PartitionKey(fmt.Sprint("p", p)), PageSize: 40}})
 			}
 		}
 		return out
@@ -52,7 +54,7 @@ func TestFanOutEntitiesAcrossTables(t *testing.T) {
 	collect := func(opts *table.FanOutOptions) []row {
 		t.Helper()
 		var got []row
-		for k, err := range table.FanOutEntities(ctx, srcs(), opts) {
+		for k, err := range keycursor.FanOut(ctx, srcs(), opts) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +95,7 @@ func TestFanOutEntitiesAcrossTables(t *testing.T) {
 	}
 	// A source without a table is refused before any request.
 	ft1.Reset()
-	for _, err := range table.FanOutEntities(ctx, append(srcs(), table.Source[employee]{}), nil) {
+	for _, err := range keycursor.FanOut(ctx, append(srcs(), keycursor.Source[employee]{}), nil) {
 		if !errors.Is(err, table.ErrInvalidFilter) {
 			t.Fatalf("nil table: %v", err)
 		}
