@@ -51,7 +51,7 @@ type archiver struct {
 //   - not in Current: already moved (or never there); nothing to do;
 //   - in Current: write it whole to Archive (Upsert with table.Replace:
 //     doing it twice is doing it once), then delete it from Current if it
-//     has not changed since it was read (DeleteIfExists, If-Match: gone is
+//     has not changed since it was read (Delete, If-Match: gone is
 //     success). If it changed, the delete fails, the intent is retried, and
 //     the retry copies the newer version.
 func (a *archiver) handle(ctx context.Context, in eventual.Intent[ArchiveEmployee]) error {
@@ -69,7 +69,7 @@ func (a *archiver) handle(ctx context.Context, in eventual.Intent[ArchiveEmploye
 		return err
 	}
 	a.say("worker: inserted or replaced it in Archive")
-	if err := a.current.DeleteIfExists(ctx, p.Department, p.ID, e.ETag); err != nil {
+	if err := a.current.Delete(ctx, p.Department, p.ID, e.ETag); err != nil && !errors.Is(err, table.ErrNotFound) {
 		return err
 	}
 	a.say("worker: deleted it from Current (If-Match the version copied)")

@@ -63,6 +63,8 @@ type Codec struct {
 	// below, over a table.Filter and a table.Mode given as any.
 	FilterProperties func(f any) []string
 	ModeFields       func(m any) []string
+	// TableKeys is TableKeys below, over a *table.Table[T] and a *T.
+	TableKeys func(t, v any) (pk, rk string, err error)
 }
 
 var codec Codec
@@ -130,3 +132,8 @@ func FilterProperties[Filter any](f Filter) []string { return codec.FilterProper
 // for table.Merge and table.Replace, for packages that extend a partial
 // update with properties of their own. Mode is table.Mode.
 func ModeFields[Mode any](m Mode) []string { return codec.ModeFields(m) }
+
+// TableKeys returns the keys t, a *table.Table[V], stores v under: from
+// V's key fields, or the table's key function (table.Options.Keys,
+// Table.WithKeys). The keys are not checked; a write checks them.
+func TableKeys[V any](t any, v *V) (pk, rk string, err error) { return codec.TableKeys(t, v) }

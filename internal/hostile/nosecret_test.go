@@ -524,13 +524,6 @@ var leakRows = []leakRow{
 			{name: "FanOutEntities", run: func(ctx context.Context) error {
 				return each(keycursor.FanOut(ctx, []keycursor.Source[rec]{{Table: tb, Query: q}}, nil))
 			}},
-			// DeleteIfExists, InsertIfAbsent and Upsert with table.Replace
-			// replace eventual's DeleteIfExists, InsertIfAbsent and Put.
-			{name: "DeleteIfExists", run: func(ctx context.Context) error { return tb.DeleteIfExists(ctx, "p", rowKey, azcore.ETagAny) }},
-			{name: "InsertIfAbsent", run: func(ctx context.Context) error {
-				_, err := tb.InsertIfAbsent(ctx, rec{PK: "p", RK: rowKey})
-				return err
-			}},
 			{name: "Upsert Replace (was eventual.Put)", run: func(ctx context.Context) error {
 				_, err := tb.Upsert(ctx, rec{PK: "p", RK: rowKey}, table.Replace)
 				return err

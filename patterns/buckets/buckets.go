@@ -222,7 +222,7 @@ func (s *Spread[T]) home(pk, rk string, n int) (string, error) {
 // place returns the table view that stores v in its bucket partition under
 // the current count, and that partition.
 func (s *Spread[T]) place(v *T) (*table.Table[T], string, error) {
-	pk, rk, err := s.tbl.Keys(v)
+	pk, rk, err := fieldmodel.TableKeys(s.tbl, v)
 	if err != nil {
 		return nil, "", invalid.Mark(ErrInvalid, err)
 	}
@@ -390,7 +390,7 @@ func elsewhere(err error) bool {
 func (s *Spread[T]) Update(ctx context.Context, v T, etag azcore.ETag) (out Result, err error) {
 	ctx, sp := s.obs.Start(ctx, opUpdate, s.tbl.Name(), s.partitionOf(&v))
 	defer func() { sp.EndWrite(err, out.Verified) }()
-	pk, rk, err := s.tbl.Keys(&v)
+	pk, rk, err := fieldmodel.TableKeys(s.tbl, &v)
 	if err != nil {
 		return Result{}, invalid.Mark(ErrInvalid, err)
 	}
@@ -635,6 +635,6 @@ var (
 // partitionOf is v's logical PartitionKey, for a span ("" when the table
 // cannot give it).
 func (s *Spread[T]) partitionOf(v *T) string {
-	pk, _, _ := s.tbl.Keys(v)
+	pk, _, _ := fieldmodel.TableKeys(s.tbl, v)
 	return pk
 }

@@ -86,9 +86,10 @@
 // the other side should hold, fix what differs. The core's idempotent
 // steps help: [table.Table.Upsert] with [table.Replace] (insert or
 // replace: the same value written twice is the same entity),
-// [table.Table.DeleteIfExists] (gone is success) and
-// [table.Table.InsertIfAbsent] (a lost response settled by the write
-// history). Then:
+// [table.Table.Delete] with table.ErrNotFound taken as success (gone is
+// done), and [table.Table.Insert] with table.ErrAlreadyExists taken as
+// done (a lost response is settled by the write history, so an insert
+// whose first attempt applied reports success, not a conflict). Then:
 //
 //   - Delivery is at least once: after a crash, an expired lease or a lost
 //     response an intent may run again, possibly after a newer intent for

@@ -44,7 +44,10 @@ func ExampleQueue_Commit() {
 	handler := indexEmail.Handle(func(ctx context.Context, in eventual.Intent[Customer]) error {
 		c, err := customers.Get(ctx, in.Payload.Region, in.Payload.ID, nil)
 		if errors.Is(err, table.ErrNotFound) { // deleted: no index row
-			return index.DeleteIfExists(ctx, in.Payload.Email, in.Payload.Region, azcore.ETagAny)
+			if err := index.Delete(ctx, in.Payload.Email, in.Payload.Region, azcore.ETagAny); !errors.Is(err, table.ErrNotFound) {
+				return err
+			}
+			return nil // already gone: done
 		}
 		if err != nil {
 			return err

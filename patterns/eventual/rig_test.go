@@ -187,7 +187,10 @@ func (r *rig) handle(ctx context.Context, in eventual.Intent[indexOrder]) error 
 	o, err := r.orders.Get(ctx, p.Customer, p.ID, nil)
 	switch {
 	case errors.Is(err, table.ErrNotFound):
-		return r.index.DeleteIfExists(ctx, p.Email, p.Customer+"_"+p.ID, azcore.ETagAny)
+		if err := r.index.Delete(ctx, p.Email, p.Customer+"_"+p.ID, azcore.ETagAny); !errors.Is(err, table.ErrNotFound) {
+			return err // nil, or a failure; gone already is done
+		}
+		return nil
 	case err != nil:
 		return err
 	}

@@ -548,6 +548,6 @@ var (
 // partitionOf is v's PartitionKey in tbl, for a span ("" when tbl cannot
 // give it).
 func partitionOf[T any](tbl *table.Table[T], v *T) string {
-	pk, _, _ := tbl.Keys(v)
+	pk, _, _ := fieldmodel.TableKeys(tbl, v)
 	return pk
 }

@@ -400,7 +400,7 @@ func (r *Tables[T]) Insert(ctx context.Context, at time.Time, v T) (res table.Re
 // attempt of an insert lost its response and the table's own read could
 // not settle it.
 func (r *Tables[T]) missing(ctx context.Context, tb *table.Table[T], v T) bool {
-	pk, rk, err := tb.Keys(&v)
+	pk, rk, err := fieldmodel.TableKeys(tb, &v)
 	if err != nil || ctx.Err() != nil {
 		return false
 	}

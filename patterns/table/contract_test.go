@@ -92,20 +92,20 @@ func TestKeysIdempotentSteps(t *testing.T) {
 	tb, ft := newTable[employee](t)
 	ctx := context.Background()
 	e := employee{Department: "Sales", ID: "1"}
-	if pk, rk, err := tb.WithKeys(func(e *employee) (string, string) { return "x", e.ID + "!" }).Keys(&e); pk != "x" || rk != "1!" || err != nil {
+	if pk, rk, err := fieldmodel.TableKeys(tb.WithKeys(func(e *employee) (string, string) { return "x", e.ID + "!" }), &e); pk != "x" || rk != "1!" || err != nil {
 		t.Fatalf("Keys of a WithKeys view = %q, %q, %v", pk, rk, err)
 	}
-	if pk, rk, err := tb.Keys(&e); pk != "Sales" || rk != "1" || err != nil {
+	if pk, rk, err := fieldmodel.TableKeys(tb, &e); pk != "Sales" || rk != "1" || err != nil {
 		t.Fatalf("Keys = %q, %q, %v", pk, rk, err)
 	}
-	for i, want := range []bool{true, false} {
-		if ok, err := tb.InsertIfAbsent(ctx, e); ok != want || err != nil {
-			t.Fatalf("InsertIfAbsent #%d = %v, %v; want %v", i+1, ok, err, want)
+	for i, want := range []error{nil, table.ErrAlreadyExists} {
+		if _, err := tb.Insert(ctx, e); !errors.Is(err, want) || (want == nil) != (err == nil) {
+			t.Fatalf("Insert #%d = %v; want %v", i+1, err, want)
 		}
 	}
-	for range 2 {
-		if err := tb.DeleteIfExists(ctx, "Sales", "1", "*"); err != nil {
-			t.Fatalf("DeleteIfExists = %v", err)
+	for i, want := range []error{nil, table.ErrNotFound} {
+		if err := tb.Delete(ctx, "Sales", "1", "*"); !errors.Is(err, want) || (want == nil) != (err == nil) {
+			t.Fatalf("Delete #%d = %v; want %v", i+1, err, want)
 		}
 	}
 	if n := ft.Count(); n != 4 {

@@ -14,6 +14,7 @@ func init() {
 	fieldmodel.Register(fieldmodel.Codec{Of: fieldsOf, Keys: keysOf, CheckKeys: checkKeys, ValidName: validName,
 		FilterProperties: func(f any) []string { return f.(Filter).properties() },
 		ModeFields:       func(m any) []string { return m.(Mode).fieldNames() },
+		TableKeys:        func(t, v any) (string, string, error) { return t.(keyed).tableKeys(v) },
 	})
 }
 
@@ -79,13 +80,18 @@ func keysOf(t reflect.Type) (func(any) (pk, rk string), error) {
 	}, nil
 }
 
-// Keys returns the keys t stores v under: from T's key fields, or from
-// the function given to WithKeys or NewWithKeys. The keys are not checked;
-// a write checks them.
-func (t *Table[T]) Keys(v *T) (pk, rk string, err error) {
+// tableKeys is fieldmodel.TableKeys: the keys t stores v (a *T) under,
+// from T's key fields, Options.Keys or WithKeys, unchecked (a write
+// checks them).
+func (t *Table[T]) tableKeys(v any) (pk, rk string, err error) {
 	if t.keyFn == nil {
-		return "", "", &Error{Op: "keys", Table: t.name, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them, or build the Table with NewWithKeys", ErrInvalidEntity, t.codec.typ)}
+		return "", "", &Error{Op: "keys", Table: t.name, Err: fmt.Errorf("%w: %v has no PartitionKey and RowKey fields; tag them, or give Options.Keys", ErrInvalidEntity, t.codec.typ)}
 	}
-	pk, rk = t.keyFn(v)
+	pk, rk = t.keyFn(v.(*T))
 	return pk, rk, nil
+}
+
+// keyed is a *Table[T] of any T, for fieldmodel.TableKeys.
+type keyed interface {
+	tableKeys(v any) (pk, rk string, err error)
 }

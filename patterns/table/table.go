@@ -715,31 +715,3 @@ var updateModes = map[aztables.TransactionType]aztables.UpdateMode{
 }
 
 func ptr[V any](v V) *V { return &v }
-
-// DeleteIfExists is Delete for steps that may run again (an eventual
-// worker's handler after a crash or a duplicate delivery): an entity that
-// is already gone is success, also when a resend finds it gone after its
-// first attempt's response was lost. One round trip.
-func (t *Table[T]) DeleteIfExists(ctx context.Context, partitionKey, rowKey string, etag azcore.ETag) error {
-	err := t.Delete(ctx, partitionKey, rowKey, etag)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	return err
-}
-
-// InsertIfAbsent inserts v unless an entity with its keys exists, and
-// reports whether this call inserted it: for steps that may run again. A
-// lost response is settled as Insert settles it (a resend that finds its
-// own earlier attempt applied reports true, not a conflict). One round
-// trip.
-func (t *Table[T]) InsertIfAbsent(ctx context.Context, v T) (bool, error) {
-	_, err := t.Insert(ctx, v)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, ErrAlreadyExists):
-		return false, nil
-	}
-	return false, err
-}
