@@ -231,7 +231,17 @@ func writeManifest(ctx context.Context, c *container.Client, prefix string, m *m
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: cond}})
 	switch {
 	case bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists):
-		return "", errChanged
+		// A resend of a write whose response was lost finds its own write:
+		// the manifest then holds exactly what was sent (Started makes
+		// every export's manifest its own), and the write applied.
+		got, gotETag, rerr := readManifest(ctx, c, prefix)
+		if rerr != nil || got == nil {
+			return "", errChanged
+		}
+		if again, _ := json.MarshalIndent(got, "", " "); !bytes.Equal(again, b) {
+			return "", errChanged
+		}
+		return gotETag, nil
 	case err != nil:
 		return "", wrap(err, "writing blob %s", manifestName(prefix))
 	case resp.ETag == nil:
