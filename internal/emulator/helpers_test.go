@@ -3,9 +3,7 @@ package emulator_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/tablekit/tablekit/internal/emulator"
@@ -49,27 +47,4 @@ func wrapAzurite(t *testing.T, script, js string) string {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-// withoutAzuriteOnPath returns env without TABLEKIT_AZURITE and with PATH
-// stripped of folders that hold an `azurite` command, so a child process
-// finds only the Azurite it is given.
-func withoutAzuriteOnPath(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		switch {
-		case strings.HasPrefix(kv, emulator.AzuriteEnv+"="), strings.HasPrefix(kv, emulator.CacheEnv+"="):
-			continue
-		case strings.HasPrefix(kv, "PATH="):
-			var keep []string
-			for _, dir := range filepath.SplitList(strings.TrimPrefix(kv, "PATH=")) {
-				if _, err := exec.LookPath(filepath.Join(dir, "azurite")); err != nil {
-					keep = append(keep, dir)
-				}
-			}
-			kv = "PATH=" + strings.Join(keep, string(filepath.ListSeparator))
-		}
-		out = append(out, kv)
-	}
-	return out
 }

@@ -86,7 +86,7 @@ func TestInstallShowsProgress(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(bin, "npm"), strings.ReplaceAll(fakeNpm, "FIFO", fifo))
 	path := ""
-	for _, kv := range withoutAzuriteOnPath(os.Environ()) {
+	for _, kv := range emulator.EnvWithoutAzurite(os.Environ()) {
 		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
 			path = p
 		}

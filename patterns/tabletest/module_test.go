@@ -128,7 +128,7 @@ func runUserModule(t *testing.T, env ...string) string {
 
 	cmd := exec.Command(goTool, "test", "-count=1", "-v", "-run", "^TestTableFromAnotherModule$", ".")
 	cmd.Dir = mod
-	cmd.Env = append(withoutAzuriteOnPath(os.Environ()),
+	cmd.Env = append(emulator.EnvWithoutAzurite(os.Environ()),
 		"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"),
 		"GOPROXY=off", "GOTOOLCHAIN=local")
 	cmd.Env = append(cmd.Env, env...)
@@ -137,27 +137,4 @@ func runUserModule(t *testing.T, env ...string) string {
 		t.Fatalf("go test in a module that uses tablekit: %v\n%s", err, out)
 	}
 	return string(out)
-}
-
-// withoutAzuriteOnPath returns env without TABLEKIT_AZURITE and with PATH
-// stripped of folders that hold an `azurite` command, so a child process
-// finds only the Azurite it is given.
-func withoutAzuriteOnPath(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		switch {
-		case strings.HasPrefix(kv, emulator.AzuriteEnv+"="), strings.HasPrefix(kv, emulator.CacheEnv+"="):
-			continue
-		case strings.HasPrefix(kv, "PATH="):
-			var keep []string
-			for _, dir := range filepath.SplitList(strings.TrimPrefix(kv, "PATH=")) {
-				if _, err := exec.LookPath(filepath.Join(dir, "azurite")); err != nil {
-					keep = append(keep, dir)
-				}
-			}
-			kv = "PATH=" + strings.Join(keep, string(filepath.ListSeparator))
-		}
-		out = append(out, kv)
-	}
-	return out
 }

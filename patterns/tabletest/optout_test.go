@@ -26,7 +26,7 @@ func TestNoEmulatorOptOut(t *testing.T) {
 		cmd := exec.Command(os.Args[0], append([]string{"-test.v", "-test.count=1", "-test.skip=^TestNoEmulatorOptOut$"}, args...)...)
 		cmd.Dir = t.TempDir() // no node_modules here or above
 		// No Azurite anywhere, and none to be installed either.
-		cmd.Env = append(withoutAzuriteOnPath(without(os.Environ(), emulator.ConnectionStringEnv, emulator.NoEmulatorEnv, "CI")),
+		cmd.Env = append(emulator.EnvWithoutAzurite(without(os.Environ(), emulator.ConnectionStringEnv, emulator.NoEmulatorEnv, "CI")),
 			append([]string{optOutChildEnv + "=1", emulator.NoInstallEnv + "=1", emulator.CacheEnv + "=" + t.TempDir()}, env...)...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
