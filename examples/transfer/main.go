@@ -26,6 +26,18 @@
 // identity, managed identity, Azure CLI). An interrupted export or import
 // continues with -resume; a copy is run again (it writes upserts).
 //
+// A table whose rows keep large values in blobs (patterns/largeentity,
+// or a secondaryindex with Options.Large) is exported, imported, copied
+// and verified with them: -src-blobs names the container of the source
+// table's blobs, -dst-blobs that of the target's. Each is in
+// -src-blobs-account or -dst-blobs-account, by default in -blob's
+// account, else in the table's when -src or -dst is a connection string.
+// A Store with a Prefix other than its table's name takes
+// -src-blobs-prefix or -dst-blobs-prefix.
+//
+//	go run ./examples/transfer export -src "$CONN" -src-table staff -src-blobs photos -blob "$CONN" -container backups -prefix staff/1
+//	go run ./examples/transfer import -blob "$CONN" -container backups -prefix staff/1 -dst "$CONN2" -dst-table staff -dst-blobs photos -dst-blobs-account "$CONN2"
+//
 // A progress line (entities, MB, rate, ETA) goes to standard error, a
 // summary to standard output. Exit status: 0 done; 1 failed; 2 usage;
 // 3 some entities rejected by the target (listed); 4 verify found
@@ -87,6 +99,9 @@ type config struct {
 	queue, queueName        string
 	poisonName              string
 	lease                   time.Duration
+	// The containers of the tables' large-entity blobs: account,
+	// container and Store Prefix of the source's and of the target's.
+	srcBlobs, dstBlobs [3]string
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
@@ -114,6 +129,14 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.queueName, "queue-name", "", "queue of a shared export's ranges (created if missing)")
 	fs.StringVar(&c.poisonName, "poison-name", "", "poison queue of a shared export (default: the queue's name + \"-poison\")")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "work: lease on a range, renewed while it is exported")
+	for _, side := range []struct {
+		name, table string
+		v           *[3]string
+	}{{"src", "source", &c.srcBlobs}, {"dst", "target", &c.dstBlobs}} {
+		fs.StringVar(&side.v[1], side.name+"-blobs", "", "container of the "+side.table+" table's large-entity blobs (patterns/largeentity): carried with the rows that point at them")
+		fs.StringVar(&side.v[0], side.name+"-blobs-account", "", "blob account of -"+side.name+"-blobs (default: -blob's, else -"+side.name+"'s when a connection string)")
+		fs.StringVar(&side.v[2], side.name+"-blobs-prefix", "", "the "+side.table+" Store's Prefix (default: the "+side.table+" table's name)")
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
@@ -214,6 +237,12 @@ func (c *config) do(ctx context.Context) (transfer.Summary, error) {
 			return transfer.Summary{}, err
 		}
 	}
+	if c.opts.Blobs, err = c.largeBlobs(c.srcBlobs, c.src); err != nil {
+		return transfer.Summary{}, err
+	}
+	if c.opts.TargetBlobs, err = c.largeBlobs(c.dstBlobs, c.dst); err != nil {
+		return transfer.Summary{}, err
+	}
 	switch c.verb {
 	case "export":
 		if _, err := blobs.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
@@ -234,12 +263,12 @@ func (c *config) do(ctx context.Context) (transfer.Summary, error) {
 		}
 		return work(ctx, q, c.lease, transfer.Handler(src, blobs, c.prefix, &c.opts))
 	case "import":
-		if err := createTable(ctx, c.dst, c.dstTable); err != nil {
+		if err := c.createTargets(ctx); err != nil {
 			return transfer.Summary{}, err
 		}
 		return transfer.Import(ctx, blobs, c.prefix, dst, &c.opts)
 	case "copy":
-		if err := createTable(ctx, c.dst, c.dstTable); err != nil {
+		if err := c.createTargets(ctx); err != nil {
 			return transfer.Summary{}, err
 		}
 		return transfer.Copy(ctx, src, dst, &c.opts)
@@ -249,6 +278,31 @@ func (c *config) do(ctx context.Context) (transfer.Summary, error) {
 		}
 		return transfer.Verify(ctx, src, dst, &c.opts)
 	}
+}
+
+// largeBlobs returns the Blobs of flags (account, container, prefix), nil
+// when no container is given. The account defaults to -blob's, else to
+// the table's when that is a connection string (which names every
+// service of its account).
+func (c *config) largeBlobs(f [3]string, tableAccount string) (*transfer.Blobs, error) {
+	account, name, prefix := f[0], f[1], f[2]
+	if name == "" {
+		return nil, nil
+	}
+	if account == "" {
+		account = c.blob
+	}
+	if account == "" && tableAccount != "" && isConnectionString(tableAccount) {
+		account = tableAccount
+	}
+	if account == "" {
+		return nil, fmt.Errorf("container %s of large-entity blobs: give its account (-src-blobs-account, -dst-blobs-account or -blob)", name)
+	}
+	cc, err := containerClient(account, name)
+	if err != nil {
+		return nil, err
+	}
+	return &transfer.Blobs{Container: cc, Prefix: prefix}, nil
 }
 
 // intents returns the queue of a shared export's ranges, creating it and
@@ -319,12 +373,22 @@ func tableClient(account, name string) (*aztables.Client, error) {
 	return table.NewClient(svc, name), nil
 }
 
-func createTable(ctx context.Context, account, name string) error {
-	svc, err := tableService(account)
+// createTargets creates the target table, and the container of its
+// blobs, when missing.
+func (c *config) createTargets(ctx context.Context) error {
+	svc, err := tableService(c.dst)
 	if err != nil {
 		return err
 	}
-	return table.CreateTable(ctx, svc, name)
+	if err := table.CreateTable(ctx, svc, c.dstTable); err != nil {
+		return err
+	}
+	if b := c.opts.TargetBlobs; b != nil {
+		if _, err := b.Container.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+			return fmt.Errorf("creating container %s: %w", c.dstBlobs[1], redact.Error(err))
+		}
+	}
+	return nil
 }
 
 func containerClient(account, name string) (*container.Client, error) {
@@ -373,8 +437,14 @@ func printSummary(w io.Writer, verb string, s transfer.Summary) {
 	if end.IsZero() { // failed before the end
 		end = time.Now()
 	}
-	d := end.Sub(s.Started).Round(time.Millisecond)
+	var d time.Duration
+	if !s.Started.IsZero() { // else it failed before it began
+		d = end.Sub(s.Started).Round(time.Millisecond)
+	}
 	fmt.Fprintf(w, "%s: %d entities, %d bytes, %d chunks, %d transactions in %v\n", verb, s.Entities, s.Bytes, s.Chunks, s.Transactions, d)
+	if s.Blobs > 0 {
+		fmt.Fprintf(w, "blobs: %d, %d bytes\n", s.Blobs, s.BlobBytes)
+	}
 	if s.Rejected > 0 {
 		fmt.Fprintf(w, "rejected: %d (listed: %d)\n", s.Rejected, len(s.Rejects))
 		for _, r := range s.Rejects {

@@ -44,11 +44,19 @@ func Copy(ctx context.Context, src, dst *aztables.Client, opts *Options) (Summar
 	if err := checkSince(s, o.Since); err != nil {
 		return sum, err
 	}
+	if err := o.bothBlobs(); err != nil {
+		return sum, err
+	}
 	ranges, err := split(ctx, s, o.From, o.To, o.Since, o.Ranges, o.Concurrency)
 	if err != nil {
 		return sum, err
 	}
 	rej := &listed{max: o.MaxListed}
+	var carry *carrier
+	if o.Blobs != nil {
+		carry = newCarrier(&o, rej, o.Blobs.prefixOr(s.Name()), fromTable(o.Blobs),
+			toStore(o.TargetBlobs.Container, o.TargetBlobs.prefixOr(d.Name())), rereader(s), false)
+	}
 	w := &writer{t: d, opts: &o, rej: rej}
 	progress := newTracker(o.Progress, 0)
 	var bytes int64
@@ -70,10 +78,15 @@ func Copy(ctx context.Context, src, dst *aztables.Client, opts *Options) (Summar
 				_ = wait()
 				return wrap(err, "reading %s", s.Name())
 			}
+			items, err := carry.carry(ctx, page.Items)
+			if err != nil {
+				_ = wait()
+				return err
+			}
 			var n int64
 			var line []byte
-			for i := range page.Items {
-				line, _ = appendLine(line[:0], &page.Items[i], true) // for the byte count; a value that cannot encode is rejected by the op
+			for i := range items {
+				line, _ = appendLine(line[:0], &items[i], true) // for the byte count; a value that cannot encode is rejected by the op
 				n += int64(len(line))
 			}
 			if err := wait(); err != nil {
@@ -93,11 +106,11 @@ func Copy(ctx context.Context, src, dst *aztables.Client, opts *Options) (Summar
 					progress.add(int64(len(items)), n)
 				}
 				done <- err
-			}(page.Items)
+			}(items)
 		}
 		return wait()
 	})
-	sum = finish(sum, w, rej)
+	sum = finish(sum, w, rej, carry)
 	sum.Bytes = bytes
 	if err != nil {
 		return sum, err

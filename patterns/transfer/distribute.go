@@ -69,8 +69,7 @@ func Distribute(ctx context.Context, src *aztables.Client, dst *container.Client
 		if err != nil {
 			return sum, err
 		}
-		m = &manifest{Format: formatID, Table: t.Name(), Profile: t.Profile().Name, From: o.From, To: o.To,
-			Since: o.Since.UTC(), Started: sum.Started, Guarantee: guaranteeText, Ranges: ranges}
+		m = newManifest(t, &o, sum.Started, ranges)
 		if _, err := writeManifest(ctx, dst, prefix, m, ""); errors.Is(err, errChanged) {
 			return sum, fmt.Errorf("%w: %s (written meanwhile)", ErrExists, manifestName(prefix))
 		} else if err != nil {
@@ -124,7 +123,10 @@ func Handler(src *aztables.Client, dst *container.Client, prefix string, opts *O
 		case in.Payload.Range < 0 || in.Payload.Range >= len(m.Ranges):
 			return fmt.Errorf("%w: the export at %s has no range %d", ErrInvalid, prefix, in.Payload.Range)
 		}
-		x := &exporter{t: t, c: dst, prefix: prefix, o: &o, m: m, etag: etag, progress: progress}
+		x, err := newExporter(t, dst, prefix, &o, m, etag, progress)
+		if err != nil {
+			return err
+		}
 		if !m.Ranges[in.Payload.Range].Done {
 			// errLost (another process recorded a chunk of the range
 			// since this one read the manifest) fails this delivery too:

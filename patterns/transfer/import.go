@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -69,6 +68,16 @@ func Import(ctx context.Context, src *container.Client, prefix string, dst *azta
 	if !m.Complete {
 		return sum, fmt.Errorf("%w: the export at %s is not complete (resume it first)", ErrInvalid, prefix)
 	}
+	var carry *carrier
+	rej := &listed{max: o.MaxListed}
+	switch {
+	case m.Blobs != "" && o.TargetBlobs == nil:
+		return sum, fmt.Errorf("%w: the export at %s holds large-entity blobs (Prefix %.40q): Options.TargetBlobs is required", ErrInvalid, prefix, m.Blobs)
+	case m.Blobs == "" && o.TargetBlobs != nil:
+		return sum, fmt.Errorf("%w: the export at %s holds no blobs (made without Options.Blobs): Options.TargetBlobs has nothing to receive", ErrInvalid, prefix)
+	case m.Blobs != "":
+		carry = newCarrier(&o, rej, m.Blobs, fromExport(src, prefix), toStore(o.TargetBlobs.Container, o.TargetBlobs.prefixOr(t.Name())), nil, false)
+	}
 	cp := checkpoint{Table: t.Name()}
 	if o.Resume {
 		b, _, err := readBlob(ctx, src, checkpointName(prefix, t.Name()), maxManifest, true)
@@ -85,7 +94,6 @@ func Import(ctx context.Context, src *container.Client, prefix string, dst *azta
 	for _, n := range cp.Done {
 		done[n] = true
 	}
-	rej := &listed{max: o.MaxListed}
 	w := &writer{t: t, opts: &o, rej: rej}
 	progress := newTracker(o.Progress, m.entities())
 	for _, r := range m.Ranges {
@@ -96,44 +104,53 @@ func Import(ctx context.Context, src *container.Client, prefix string, dst *azta
 			}
 			ds, err := readChunk(ctx, src, c)
 			if err != nil {
-				return finish(sum, w, rej), err
+				return finish(sum, w, rej, carry), err
 			}
 			if err := o.step("read"); err != nil {
-				return finish(sum, w, rej), err
+				return finish(sum, w, rej, carry), err
+			}
+			if ds, err = carry.carry(ctx, ds); err != nil {
+				return finish(sum, w, rej, carry), err
+			}
+			if carry != nil {
+				if err := o.step("blobs"); err != nil {
+					return finish(sum, w, rej, carry), err
+				}
 			}
 			if err := w.write(ctx, ds); err != nil {
-				return finish(sum, w, rej), err
+				return finish(sum, w, rej, carry), err
 			}
 			sum.Chunks++
 			sum.Bytes += c.RawBytes
 			if err := o.step("written"); err != nil {
-				return finish(sum, w, rej), err
+				return finish(sum, w, rej, carry), err
 			}
 			cp.Done = append(cp.Done, c.Name)
 			b, _ := json.Marshal(cp) // strings only: cannot fail
 			if err := writeBlob(ctx, src, checkpointName(prefix, t.Name()), b); err != nil {
-				return finish(sum, w, rej), err
+				return finish(sum, w, rej, carry), err
 			}
 			if err := o.step("checkpoint"); err != nil {
-				return finish(sum, w, rej), err
+				return finish(sum, w, rej, carry), err
 			}
 			progress.add(c.Entities, c.RawBytes)
 		}
 	}
-	sum = finish(sum, w, rej)
+	sum = finish(sum, w, rej, carry)
 	if sum.Rejected > 0 {
 		return sum, fmt.Errorf("%w: %d entities (see Summary.Rejects)", ErrRejected, sum.Rejected)
 	}
 	return sum, nil
 }
 
-func finish(sum Summary, w *writer, rej *listed) Summary {
+// finish fills sum from what an Import or Copy wrote, rejected and
+// carried (carry may be nil).
+func finish(sum Summary, w *writer, rej *listed, carry *carrier) Summary {
+	sum = carry.summarise(sum)
 	w.mu.Lock()
 	sum.Entities, sum.Transactions = w.wrote, w.txns
 	w.mu.Unlock()
-	rej.mu.Lock()
-	sum.Rejects, sum.Rejected = slices.Clone(rej.rej), rej.nrej
-	rej.mu.Unlock()
+	sum = rej.summarise(sum)
 	sum.Ended = time.Now().UTC()
 	return sum
 }

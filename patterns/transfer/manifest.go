@@ -66,6 +66,10 @@ type manifest struct {
 	Guarantee string `json:"guarantee"`
 	// Ranges are the PartitionKey ranges read, each with its chunks.
 	Ranges []span `json:"ranges"`
+	// Blobs is the Prefix of the source's largeentity Store when the
+	// export holds the blobs its rows point at (Options.Blobs), each as
+	// <prefix>/blobs/<its SHA-256 in hex>.
+	Blobs string `json:"blobs,omitempty"`
 }
 
 // span is one PartitionKey range of an export and its chunks, in order.
@@ -146,6 +150,9 @@ func checkPrefix(prefix string) error {
 func (m *manifest) validate(prefix string) error {
 	if m.Format != formatID {
 		return fmt.Errorf("%w: manifest format %.40q, want %q", ErrCorrupt, m.Format, formatID)
+	}
+	if len(m.Blobs) > maxPrefix {
+		return fmt.Errorf("%w: manifest's blobs prefix is longer than %d bytes", ErrCorrupt, maxPrefix)
 	}
 	if len(m.Ranges) == 0 || len(m.Ranges) > maxRanges {
 		return fmt.Errorf("%w: manifest has %d ranges", ErrCorrupt, len(m.Ranges))
