@@ -245,7 +245,9 @@ func TestBlobsChangedDuringExport(t *testing.T) {
 	oldBlob := old.Blobs[0].Name
 	clean := store(t, r.Clean(src), photos) // writes outside the faults' count
 	r.Faults.Inject(faults.Fault{
-		Match: func(req *http.Request) bool { return req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, oldBlob) },
+		Match: func(req *http.Request) bool {
+			return req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, oldBlob)
+		},
 		Respond: func(req *http.Request) *http.Response {
 			v := old.Value
 			v.Photo = bytes.Repeat([]byte("new"), 500)
