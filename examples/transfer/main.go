@@ -10,14 +10,21 @@
 //	go run ./examples/transfer verify -src "$CONN" -src-table orders -dst "$COSMOS" -dst-table orders
 //	go run ./examples/transfer verify -blob "$CONN" -container backups -prefix orders/2026-11-29 -dst "$CONN2" -dst-table orders
 //
-// An export that several machines share: export with -queue splits the
-// table into -ranges ranges and queues them (an Azure queue, and a poison
-// queue beside it); then each machine runs work with the same flags until
-// the queue is empty. A machine that dies mid-range stops renewing its
-// lease (-lease) and another continues the range.
+// An export, import or copy that several machines share: the verb with
+// -queue splits the work into ranges and queues them (an Azure queue, and
+// a poison queue beside it: -ranges ranges of the table for an export or
+// a copy, the export's ranges for an import); then each machine runs work
+// with the same flags until the queue is empty. A machine that dies
+// mid-range stops renewing its lease (-lease) and another continues the
+// range. After a shared import, import -resume writes what is left and
+// reports the whole (rejects included); a shared copy's ranges that hold
+// entities the target cannot hold end in the poison queue, which work
+// reports (exit status 3).
 //
 //	go run ./examples/transfer export -src "$CONN" -src-table orders -blob "$CONN" -container backups -prefix p -queue "$CONN" -queue-name orders-export -ranges 64
 //	go run ./examples/transfer work   -src "$CONN" -src-table orders -blob "$CONN" -container backups -prefix p -queue "$CONN" -queue-name orders-export
+//	go run ./examples/transfer import -blob "$CONN" -container backups -prefix p -dst "$CONN2" -dst-table orders -queue "$CONN2" -queue-name orders-import
+//	go run ./examples/transfer work   -blob "$CONN" -container backups -prefix p -dst "$CONN2" -dst-table orders -queue "$CONN2" -queue-name orders-import
 //
 // -src, -dst and -blob take a connection string, or a service URL
 // (https://account.table.core.windows.net/, https://account.blob.core.windows.net/,
@@ -156,7 +163,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		"import": {"blob", "container", "prefix", "dst", "dst-table"},
 		"copy":   {"src", "src-table", "dst", "dst-table"},
 		"verify": {"dst", "dst-table"},
-		"work":   {"src", "src-table", "blob", "container", "prefix", "queue", "queue-name"},
+		"work":   {"queue", "queue-name"},
 	}[c.verb]
 	if need == nil {
 		return nil, errors.New(usage)
@@ -253,23 +260,52 @@ func (c *config) do(ctx context.Context) (transfer.Summary, error) {
 			if err != nil {
 				return transfer.Summary{}, err
 			}
-			return transfer.Distribute(ctx, src, blobs, c.prefix, q, &c.opts)
+			return transfer.DistributeExport(ctx, src, blobs, c.prefix, q, &c.opts)
 		}
 		return transfer.Export(ctx, src, blobs, c.prefix, &c.opts)
 	case "work":
+		// The handlers of every shared transfer the flags describe: each
+		// takes its own intents only.
+		var hs []eventual.Handler
+		if src != nil && blobs != nil && c.prefix != "" {
+			hs = append(hs, transfer.ExportHandler(src, blobs, c.prefix, &c.opts))
+		}
+		if blobs != nil && c.prefix != "" && dst != nil {
+			hs = append(hs, transfer.ImportHandler(blobs, c.prefix, dst, &c.opts))
+		}
+		if src != nil && dst != nil {
+			hs = append(hs, transfer.CopyHandler(src, dst, &c.opts))
+		}
+		if len(hs) == 0 {
+			return transfer.Summary{}, errors.New("transfer work: give the flags of the shared export (-src, -src-table, -blob, -container, -prefix), import (-blob, -container, -prefix, -dst, -dst-table) or copy (-src, -src-table, -dst, -dst-table)")
+		}
 		q, err := c.intents(ctx)
 		if err != nil {
 			return transfer.Summary{}, err
 		}
-		return work(ctx, q, c.lease, transfer.Handler(src, blobs, c.prefix, &c.opts))
+		return work(ctx, q, c.lease, hs)
 	case "import":
 		if err := c.createTargets(ctx); err != nil {
 			return transfer.Summary{}, err
+		}
+		if c.queue != "" {
+			q, err := c.intents(ctx)
+			if err != nil {
+				return transfer.Summary{}, err
+			}
+			return transfer.DistributeImport(ctx, blobs, c.prefix, dst, q, &c.opts)
 		}
 		return transfer.Import(ctx, blobs, c.prefix, dst, &c.opts)
 	case "copy":
 		if err := c.createTargets(ctx); err != nil {
 			return transfer.Summary{}, err
+		}
+		if c.queue != "" {
+			q, err := c.intents(ctx)
+			if err != nil {
+				return transfer.Summary{}, err
+			}
+			return transfer.DistributeCopy(ctx, src, dst, q, &c.opts)
 		}
 		return transfer.Copy(ctx, src, dst, &c.opts)
 	default: // verify
@@ -329,11 +365,13 @@ func (c *config) intents(ctx context.Context) (*eventual.Queue, error) {
 	return eventual.New(qs[0], qs[1], nil)
 }
 
-// work runs a worker of q with h until the queue is empty (every range
-// exported, by this process or others).
-func work(ctx context.Context, q *eventual.Queue, lease time.Duration, h eventual.Handler) (transfer.Summary, error) {
+// work runs a worker of q with hs until the queue is empty (every range
+// done, by this process or others), then reports the intents poisoned:
+// ranges that failed MaxDeliveries times (a shared copy's ranges with
+// entities the target rejects end there, naming them).
+func work(ctx context.Context, q *eventual.Queue, lease time.Duration, hs []eventual.Handler) (transfer.Summary, error) {
 	sum := transfer.Summary{Started: time.Now().UTC()}
-	w, err := eventual.NewWorker(q, []eventual.Handler{h}, &eventual.WorkerOptions{VisibilityTimeout: lease})
+	w, err := eventual.NewWorker(q, hs, &eventual.WorkerOptions{VisibilityTimeout: lease})
 	if err != nil {
 		return sum, err
 	}
@@ -346,6 +384,23 @@ func work(ctx context.Context, q *eventual.Queue, lease time.Duration, h eventua
 		err = runErr
 	}
 	sum.Ended = time.Now().UTC()
+	if err != nil {
+		return sum, err
+	}
+	poisoned, err := q.Poisoned(ctx, 32)
+	if err != nil || len(poisoned) == 0 {
+		return sum, err
+	}
+	var why []string
+	rejected := false
+	for _, p := range poisoned {
+		why = append(why, p.Kind+": "+p.Error)
+		rejected = rejected || strings.Contains(p.Error, transfer.ErrRejected.Error())
+	}
+	err = fmt.Errorf("%d ranges (at least) failed and are in the poison queue:\n  %s", len(poisoned), strings.Join(why, "\n  "))
+	if rejected {
+		err = fmt.Errorf("%w: %w", transfer.ErrRejected, err)
+	}
 	return sum, err
 }
 

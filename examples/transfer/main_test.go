@@ -184,7 +184,8 @@ func TestUsage(t *testing.T) {
 // TestSharedExport shares one export between three worker processes
 // through a queue of ranges: the first is killed with SIGKILL after its
 // first chunk, in the middle of its range; the two others, started
-// after, finish every range, the dead one's once its lease expires.
+// after, finish every range, the dead one's once its lease expires. Then
+// an import of that export and a copy of the table, each shared likewise.
 func TestSharedExport(t *testing.T) {
 	env := tabletest.New(t)
 	bin := build(t)
@@ -229,6 +230,48 @@ func TestSharedExport(t *testing.T) {
 	}
 	if code, out := runBin(t, bin, "verify", "-blob", conn, "-container", ctrName, "-prefix", "shared", "-dst", conn, "-dst-table", srcName); code != 0 {
 		t.Fatalf("verify the shared export: exit %d\n%s", code, out)
+	}
+
+	// The export imported by three processes, one killed after its first
+	// chunk; then import -resume finds nothing left.
+	dstName := env.Name()
+	env.CreateTable(dstName, nil)
+	target := []string{"-blob", conn, "-container", ctrName, "-prefix", "shared", "-dst", conn, "-dst-table", dstName}
+	queue := []string{"-queue", conn, "-queue-name", name(env.Queue(nil).URL()), "-poison-name", name(env.Queue(nil).URL())}
+	shared := func(verb string, args ...string) {
+		t.Helper()
+		if code, out := runBin(t, bin, append([]string{verb}, args...)...); code != 0 {
+			t.Fatalf("%s -queue: exit %d\n%s", verb, code, out)
+		}
+		work := append([]string{"work", "-lease", "2s", "-concurrency", "1"}, args...)
+		killAfter(t, bin, 1, work...)
+		for range 2 {
+			go func() {
+				out, err := exec.Command(bin, work...).CombinedOutput()
+				done <- fmt.Sprintf("%v\n%s", err, out)
+			}()
+		}
+		for range 2 {
+			if out := <-done; !strings.HasPrefix(out, "<nil>") {
+				t.Fatalf("work: %s", out)
+			}
+		}
+	}
+	shared("import", append(target, queue...)...)
+	if code, out := runBin(t, bin, append([]string{"import", "-resume"}, target...)...); code != 0 || !strings.Contains(out, "import: 0 entities") {
+		t.Fatalf("import -resume after the shared import: exit %d (nothing should be left)\n%s", code, out)
+	}
+	if code, out := runBin(t, bin, "verify", "-src", conn, "-src-table", srcName, "-dst", conn, "-dst-table", dstName); code != 0 {
+		t.Fatalf("verify the shared import: exit %d\n%s", code, out)
+	}
+
+	// A copy shared likewise, one process killed after its first page.
+	copyName := env.Name()
+	env.CreateTable(copyName, nil)
+	queue = []string{"-queue", conn, "-queue-name", name(env.Queue(nil).URL()), "-poison-name", name(env.Queue(nil).URL())}
+	shared("copy", append([]string{"-src", conn, "-src-table", srcName, "-dst", conn, "-dst-table", copyName, "-ranges", "3"}, queue...)...)
+	if code, out := runBin(t, bin, "verify", "-src", conn, "-src-table", srcName, "-dst", conn, "-dst-table", copyName); code != 0 {
+		t.Fatalf("verify the shared copy: exit %d\n%s", code, out)
 	}
 }
 
