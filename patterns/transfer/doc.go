@@ -170,22 +170,42 @@
 //
 // # Across machines
 //
-// When a table outgrows one machine, Distribute splits it into ranges,
-// writes the manifest and puts one intent per range on a queue of
-// package eventual; every process runs an eventual.Worker of that queue
-// with Handler, which exports the ranges it is given. The worker renews
-// a range's lease (its message's visibility) while the range is
-// exported; a process that dies stops renewing, and the range is
-// delivered again, to any process, which continues it from the cursor
-// recorded in the manifest. Every manifest write is conditioned on the
-// version read (the blob's ETag) and records a chunk only for its range
-// at the position its writer started from, so the manifest records each
-// chunk, and each range, exactly once: a process whose lease expired
-// while it still ran finds its range moved on, and its delivery fails
-// (to be delivered again, finding the range done or continuing it). The
-// process that finishes the last range marks the export complete; Import
-// and Verify read it as any other. examples/transfer runs it as export
-// -queue on one machine, then work on each.
+// When a table outgrows one machine, N processes on N machines share one
+// export, import or copy through a queue of ranges (package eventual's
+// Queue and Worker): DistributeExport, DistributeImport or DistributeCopy
+// puts one intent per range on the queue, and every process runs an
+// eventual.Worker of that queue with ExportHandler, ImportHandler or
+// CopyHandler, which does the ranges it is given. The worker renews a
+// range's lease (its message's visibility) while the range is worked; a
+// process that dies stops renewing, and the range is delivered again, to
+// any process.
+//
+// An export's ranges are its manifest's: a delivery continues the range
+// from the cursor recorded there. Every manifest write is conditioned on
+// the version read (the blob's ETag) and records a chunk only for its
+// range at the position its writer started from, so the manifest records
+// each chunk, and each range, exactly once: a process whose lease expired
+// while it still ran finds its range moved on, and its delivery fails (to
+// be delivered again, finding the range done or continuing it). The
+// process that finishes the last range marks the export complete.
+//
+// An import's ranges are the export's: a delivery writes the range's
+// chunks that the import's checkpoint does not list, and adds each to it
+// once written, with the entities of it the target rejected, by a write
+// conditioned on the checkpoint's ETag (re-read and merged when another
+// process wrote it first; a chunk it lists already is not added again).
+// Once the queue is drained, Import with Resume writes whatever is left
+// (nothing, unless an intent was poisoned) and returns the whole import's
+// Summary, its rejects included.
+//
+// A copy's ranges are PartitionKey ranges of the source found as Copy
+// finds them; a delivery copies its range whole (again, after a crash:
+// upserts give the same table). The copy is done when the queue is
+// drained. A range holding entities the target cannot hold is copied but
+// for them and its delivery fails with ErrRejected naming them: it is
+// copied again at each delivery, then poisoned, and eventual's
+// Queue.Poisoned lists it with them. examples/transfer runs all three as
+// the verb with -queue on one machine, then work on each.
 //
 // # Cost in round trips
 //
@@ -205,11 +225,19 @@
 //	               the second)
 //	VerifyExport   1 manifest + 1 per chunk + 1 per page of the table
 //	               (with TargetBlobs, 1 per blob of the table)
-//	Distribute     the probes, 1 manifest read and 1 write, 1 enqueue per range
-//	Handler        as Export per page and chunk, + the worker's (a dequeue
+//	DistributeExport  the probes, 1 manifest read and 1 write, 1 enqueue
+//	               per range
+//	ExportHandler  as Export per page and chunk, + the worker's (a dequeue
 //	               per up to 32 ranges, a lease renewal per third of the
 //	               visibility timeout, a delete per range), + 1 read per
 //	               manifest write another process got in first
+//	DistributeImport  1 manifest read, 1 checkpoint write (with Resume, a
+//	               read), 1 enqueue per range with chunks left
+//	ImportHandler  1 manifest and 1 checkpoint read per delivery, as Import
+//	               per chunk, + the worker's, + 1 read per checkpoint write
+//	               another process got in first
+//	DistributeCopy the probes, 1 enqueue per range
+//	CopyHandler    as Copy per page, + the worker's
 //
 // Memory: Export and Import hold one chunk per range at a time (Import
 // one chunk); Copy one page per range; Verify a key and a 32-byte hash
@@ -222,24 +250,36 @@
 // (a crash injected there, then the call run again with Options.Resume,
 // then Verify):
 //
-//	operation  crash after              state left                        resume
-//	Export     manifest written         chunks listed, cursors saved       reads each range from its cursor
-//	Export     a page's blobs uploaded  blobs no chunk names yet           reads the page again, uploads
-//	                                                                       its blobs again (same names)
-//	Export     chunk uploaded           chunk n not in the manifest        uploads chunk n again (a new
-//	                                                                       name), then records it
-//	Import     chunk read               nothing of chunk n written         reads chunk n again
-//	Import     chunk's blobs written    blobs no row points at yet         writes them again, then the rows
-//	Import     chunk written            chunk n written, not checkpointed  writes chunk n again (upserts)
-//	Import     checkpoint written       chunk n checkpointed               starts at chunk n+1
-//	Copy       page written             pages so far written               copies again from the start
-//	                                                                       (upserts; or a narrower From/To)
-//	Distribute manifest written         ranges not all enqueued            Distribute with Resume enqueues
-//	                                                                       every range not done again
-//	Handler    mid-range (process dies) range's chunks so far recorded     the lease expires; the next
-//	                                                                       delivery continues the range
-//	Handler    lease lost, still runs   another process continues          its next manifest write is
-//	                                                                       refused; its delivery fails
+//	operation        crash after              state left                          resume
+//	Export           manifest written         chunks listed, cursors saved        reads each range from its
+//	                                                                              cursor
+//	Export           a page's blobs uploaded  blobs no chunk names yet            reads the page again, uploads
+//	                                                                              its blobs again (same names)
+//	Export           chunk uploaded           chunk n not in the manifest         uploads chunk n again (a new
+//	                                                                              name), then records it
+//	Import           chunk read               nothing of chunk n written          reads chunk n again
+//	Import           chunk's blobs written    blobs no row points at yet          writes them again, then the
+//	                                                                              rows
+//	Import           chunk written            chunk n written, not checkpointed   writes chunk n again (upserts)
+//	Import           checkpoint written       chunk n checkpointed                starts at chunk n+1
+//	Copy             page written             pages so far written                copies again from the start
+//	                                                                              (upserts; or a narrower
+//	                                                                              From/To)
+//	DistributeExpor  manifest written         ranges not all enqueued             DistributeExport with Resume
+//	t                                                                             enqueues every range not done
+//	ExportHandler    mid-range (dies)         range's chunks so far recorded      the lease expires; the next
+//	                                                                              delivery continues the range
+//	ExportHandler    lease lost, still runs   another process continues           its next manifest write is
+//	                                                                              refused; its delivery fails
+//	DistributeImpor  checkpoint reset         ranges not all enqueued             DistributeImport with Resume
+//	t                                                                             enqueues every range with
+//	                                                                              chunks left
+//	ImportHandler    mid-range (dies)         chunks so far checkpointed, one     the lease expires; the next
+//	                                          maybe written                       delivery writes the rest
+//	DistributeCopy   some ranges enqueued     a partial copy                      DistributeCopy again (ranges
+//	                                                                              run twice: upserts)
+//	CopyHandler      mid-range (dies)         some of the range's pages written   the next delivery copies the
+//	                                                                              range again
 //
 // A lost response of a transaction is settled by Table.Submit's read; one
 // it cannot settle is an error, and the resume writes the chunk again.
