@@ -3,12 +3,15 @@ package transfer_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -168,4 +171,78 @@ func TestDistributeCopy(t *testing.T) {
 	if vs, err := transfer.Verify(ctx, src, dst, nil); !errors.Is(err, transfer.ErrMismatch) || len(vs.Missing) != 3 || vs.Differences != 3 {
 		t.Fatalf("verify: %v, missing %v, %d differences", err, vs.Missing, vs.Differences)
 	}
+}
+
+// TestDistributeInterrupted: a Distribute that stops after enqueueing one
+// range (the queue refuses the next) is run again with Resume (an export,
+// an import: every range not done is enqueued, some twice) or again (a
+// copy); the workers then finish the transfer, whole.
+func TestDistributeInterrupted(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, blobs := r.Table(), r.Container()
+	seed(t, src, 45)
+	var q *eventual.Queue // one per case: the workers of a case run to the test's end
+	// refuseEnqueues fails every enqueue after the first, until reset.
+	refuseEnqueues := func() {
+		var mu sync.Mutex
+		n := 0
+		for range 50 {
+			r.Faults.Inject(faults.Fault{Err: errors.New("refused"), Match: func(req *http.Request) bool {
+				if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/messages") {
+					return false
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				n++
+				return n > 1
+			}})
+		}
+	}
+	dst, cp := r.Table(), r.Table()
+	for _, tc := range []struct {
+		name       string
+		distribute func(*transfer.Options) error
+		handler    func(*transfer.Options) eventual.Handler
+	}{
+		{"export", func(o *transfer.Options) error {
+			o.ChunkBytes = 4 << 10
+			_, err := transfer.DistributeExport(ctx, src, blobs, "x", q, o)
+			return err
+		}, func(o *transfer.Options) eventual.Handler {
+			o.ChunkBytes = 4 << 10
+			return transfer.ExportHandler(src, blobs, "x", o)
+		}},
+		{"import", func(o *transfer.Options) error {
+			_, err := transfer.DistributeImport(ctx, blobs, "x", dst, q, o)
+			return err
+		}, func(o *transfer.Options) eventual.Handler { return transfer.ImportHandler(blobs, "x", dst, o) }},
+		{"copy", func(o *transfer.Options) error {
+			o.Resume = false // a copy is distributed again
+			_, err := transfer.DistributeCopy(ctx, src, cp, q, o)
+			return err
+		}, func(o *transfer.Options) eventual.Handler { return transfer.CopyHandler(src, cp, o) }},
+	} {
+		var err error
+		if q, err = eventual.New(r.Queue(), r.CleanQueue(), nil); err != nil {
+			t.Fatal(err)
+		}
+		refuseEnqueues()
+		if err := tc.distribute(&transfer.Options{Ranges: 3}); err == nil {
+			t.Fatalf("%s: the queue refused enqueues, and Distribute did not fail", tc.name)
+		}
+		r.Faults.Reset()
+		if err := tc.distribute(&transfer.Options{Ranges: 3, Resume: true}); err != nil {
+			t.Fatalf("%s: again: %v", tc.name, err)
+		}
+		shareWork(t, q, 2, &testrig.Crashes{}, tc.handler)
+	}
+	if sum, err := transfer.VerifyExport(ctx, blobs, "x", src, nil); err != nil {
+		t.Fatalf("export: %v (missing %v)", err, sum.Missing)
+	}
+	if sum, err := transfer.Import(ctx, blobs, "x", dst, &transfer.Options{Resume: true}); err != nil || sum.Chunks != 0 {
+		t.Fatalf("import left %d chunks: %v", sum.Chunks, err)
+	}
+	verifyEqual(t, src, dst)
+	verifyEqual(t, src, cp)
 }
