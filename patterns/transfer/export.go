@@ -250,11 +250,15 @@ func (w *chunkWriter) reset() {
 	w.entities, w.raw = 0, 0
 }
 
-// exportRange exports range i from its cursor to its end.
+// exportRange exports range i from its cursor to its end (nothing when
+// the manifest last read says it is done).
 func (x *exporter) exportRange(ctx context.Context, i int) error {
 	x.mu.Lock()
 	r := x.m.Ranges[i]
 	x.mu.Unlock()
+	if r.Done {
+		return nil
+	}
 	w := newChunkWriter()
 	n, from := len(r.Chunks), r.Next
 	q := query(r.From, r.To, x.m.Since, r.Next)
