@@ -37,8 +37,8 @@
 // or a secondaryindex with Options.Large) is exported, imported, copied
 // and verified with them: -src-blobs names the container of the source
 // table's blobs, -dst-blobs that of the target's. Each is in
-// -src-blobs-account or -dst-blobs-account, by default in -blob's
-// account, else in the table's when -src or -dst is a connection string.
+// -src-blobs-account or -dst-blobs-account, by default in the table's
+// account when -src or -dst is a connection string, else in -blob's.
 // A Store with a Prefix other than its table's name takes
 // -src-blobs-prefix or -dst-blobs-prefix.
 //
@@ -141,7 +141,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		v           *[3]string
 	}{{"src", "source", &c.srcBlobs}, {"dst", "target", &c.dstBlobs}} {
 		fs.StringVar(&side.v[1], side.name+"-blobs", "", "container of the "+side.table+" table's large-entity blobs (patterns/largeentity): carried with the rows that point at them")
-		fs.StringVar(&side.v[0], side.name+"-blobs-account", "", "blob account of -"+side.name+"-blobs (default: -blob's, else -"+side.name+"'s when a connection string)")
+		fs.StringVar(&side.v[0], side.name+"-blobs-account", "", "blob account of -"+side.name+"-blobs (default: -"+side.name+"'s when a connection string, else -blob's)")
 		fs.StringVar(&side.v[2], side.name+"-blobs-prefix", "", "the "+side.table+" Store's Prefix (default: the "+side.table+" table's name)")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
@@ -317,19 +317,19 @@ func (c *config) do(ctx context.Context) (transfer.Summary, error) {
 }
 
 // largeBlobs returns the Blobs of flags (account, container, prefix), nil
-// when no container is given. The account defaults to -blob's, else to
-// the table's when that is a connection string (which names every
-// service of its account).
+// when no container is given. The account defaults to the table's when
+// that is a connection string (which names every service of its
+// account), else to -blob's.
 func (c *config) largeBlobs(f [3]string, tableAccount string) (*transfer.Blobs, error) {
 	account, name, prefix := f[0], f[1], f[2]
 	if name == "" {
 		return nil, nil
 	}
-	if account == "" {
-		account = c.blob
-	}
 	if account == "" && tableAccount != "" && isConnectionString(tableAccount) {
 		account = tableAccount
+	}
+	if account == "" {
+		account = c.blob
 	}
 	if account == "" {
 		return nil, fmt.Errorf("container %s of large-entity blobs: give its account (-src-blobs-account, -dst-blobs-account or -blob)", name)

@@ -92,8 +92,6 @@ type carrier struct {
 	// reread reads d again from the live source (nil: an export, which
 	// does not change).
 	reread func(ctx context.Context, d *table.Dynamic) (table.Dynamic, error)
-	keep   bool // a row whose blobs fail stays (Export), else it is left out
-	rej    *listed
 	sem    chan struct{} // bounds the blobs in flight (and in memory)
 
 	mu    sync.Mutex
@@ -102,12 +100,11 @@ type carrier struct {
 }
 
 // newCarrier returns a carrier of the blobs of a Store with prefix, for a
-// call with o, whose rejects go to rej.
-func newCarrier(o *Options, rej *listed, prefix string, read func(context.Context, largerows.Pointer) ([]byte, error),
+// call with o.
+func newCarrier(o *Options, prefix string, read func(context.Context, largerows.Pointer) ([]byte, error),
 	write func(context.Context, *table.Dynamic, largerows.Pointer, []byte) error,
-	reread func(context.Context, *table.Dynamic) (table.Dynamic, error), keep bool) *carrier {
-	return &carrier{prefix: prefix, read: read, write: write, reread: reread, keep: keep,
-		rej: rej, sem: make(chan struct{}, o.Concurrency)}
+	reread func(context.Context, *table.Dynamic) (table.Dynamic, error)) *carrier {
+	return &carrier{prefix: prefix, read: read, write: write, reread: reread, sem: make(chan struct{}, o.Concurrency)}
 }
 
 // summarise adds what c carried to sum (c may be nil).
@@ -121,13 +118,15 @@ func (c *carrier) summarise(sum Summary) Summary {
 }
 
 // carry carries the blobs of ds's rows, and returns the rows to export
-// or write: re-read where their blobs had gone, without those deleted
-// meanwhile, and, unless keep, without those rejected.
-func (c *carrier) carry(ctx context.Context, ds []table.Dynamic) ([]table.Dynamic, error) {
+// or write (ds's, re-read where their blobs had gone, without those
+// deleted meanwhile and those whose blobs could not be carried) and the
+// rows rejected. A nil c carries nothing.
+func (c *carrier) carry(ctx context.Context, ds []table.Dynamic) ([]table.Dynamic, []Reject, error) {
 	if c == nil {
-		return ds, nil
+		return ds, nil, nil
 	}
-	out := make([]bool, len(ds)) // left out
+	out := make([]bool, len(ds))   // left out
+	why := make([]string, len(ds)) // and rejected, why
 	var idx []int
 	for i := range ds {
 		if hasPointers(&ds[i]) {
@@ -135,25 +134,30 @@ func (c *carrier) carry(ctx context.Context, ds []table.Dynamic) ([]table.Dynami
 		}
 	}
 	err := parallel(ctx, idx, cap(c.sem), func(ctx context.Context, i int) error {
-		keep, err := c.one(ctx, &ds[i])
-		out[i] = !keep
+		keep, reason, err := c.one(ctx, &ds[i])
+		out[i], why[i] = !keep, reason
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var rejs []Reject
 	kept := ds[:0]
 	for i := range ds {
-		if !out[i] {
+		switch {
+		case !out[i]:
 			kept = append(kept, ds[i])
+		case why[i] != "":
+			rejs = append(rejs, Reject{Key: Key{ds[i].PartitionKey, ds[i].RowKey}, Reason: why[i]})
 		}
 	}
-	return kept, nil
+	return kept, rejs, nil
 }
 
 // one carries the blobs of d, reading d again (largeentity's reread loop)
-// when one is gone from a live source. It reports whether d is to be kept.
-func (c *carrier) one(ctx context.Context, d *table.Dynamic) (bool, error) {
+// when one is gone from a live source. It reports whether d is to be
+// kept, and, when it is rejected, why.
+func (c *carrier) one(ctx context.Context, d *table.Dynamic) (bool, string, error) {
 	first := true
 	err := largerows.Reread("transfer", d.PartitionKey, d.RowKey, func() (azcore.ETag, error) {
 		if !first {
@@ -190,15 +194,46 @@ func (c *carrier) one(ctx context.Context, d *table.Dynamic) (bool, error) {
 	})
 	switch {
 	case err == nil:
-		return true, nil
+		return true, "", nil
 	case errors.Is(err, table.ErrNotFound):
-		return false, nil // deleted during the scan: as a row would be
+		return false, "", nil // deleted during the scan: as a row would be
 	case errors.Is(err, errBlob), errors.Is(err, largeentity.ErrCorrupt), errors.Is(err, largerows.ErrChanged):
-		c.rej.reject(Reject{Key: Key{d.PartitionKey, d.RowKey}, Reason: redact.Text(err.Error())})
-		return c.keep, nil
+		return false, redact.Text(err.Error()), nil
 	default:
-		return false, err
+		return false, "", err
 	}
+}
+
+// carryBatch is how many rows' blobs Import and Copy write before the
+// rows themselves: a transaction's worth, so that a row is written soon
+// after its blobs (a target Store's Sweep deletes blobs no row points at
+// once they are older than its Grace, an hour by default).
+const carryBatch = 100
+
+// writeCarried writes ds to w's table with their blobs (carry nil: none),
+// carryBatch rows at a time, the blobs first; rejects go to w's list.
+func writeCarried(ctx context.Context, carry *carrier, w *writer, ds []table.Dynamic) error {
+	if carry == nil {
+		return w.write(ctx, ds)
+	}
+	for len(ds) > 0 {
+		n := min(len(ds), carryBatch)
+		rows, rejs, err := carry.carry(ctx, ds[:n])
+		if err != nil {
+			return err
+		}
+		for _, r := range rejs {
+			w.rej.reject(r)
+		}
+		if err := w.opts.step("blobs"); err != nil {
+			return err
+		}
+		if err := w.write(ctx, rows); err != nil {
+			return err
+		}
+		ds = ds[n:]
+	}
+	return nil
 }
 
 // readValue reads blob name of c, the content of p: exactly p.Size bytes
@@ -274,13 +309,28 @@ func rereader(t *table.Table[table.Dynamic]) func(context.Context, *table.Dynami
 	}
 }
 
-// canonical replaces, in d, the value of each pointer valid under prefix
-// by its size and SHA-256 alone, so that Verify compares values, not the
-// names two Stores give them.
-func canonical(d *table.Dynamic, prefix string) []largerows.Pointer {
-	ps, _ := largerows.Rows().Pointers(prefix, d)
-	for _, p := range ps {
-		d.Properties[reserved.BlobPointerPrefix+p.Property] = fmt.Sprintf(`{"size":%d,"sha256":%q}`, p.Size, p.SHA256)
+// contentHash is the hash Verify compares: SHA-256 of d's line without
+// Timestamp, and, given a Store's prefix, without the pointers valid
+// under it, which follow the line as their properties, sizes and
+// SHA-256 (two Stores name the same value differently). A pointer not
+// valid under prefix stays in the line, as any property, and is bad's
+// error. n is the line's length.
+func contentHash(d *table.Dynamic, prefix string) (sum [32]byte, ps []largerows.Pointer, bad error, n int, err error) {
+	if prefix != "" {
+		ps, bad = largerows.Rows().Pointers(prefix, d)
+		for _, p := range ps {
+			delete(d.Properties, reserved.BlobPointerPrefix+p.Property)
+		}
 	}
-	return ps
+	line, err := appendLine(nil, d, false)
+	if err != nil {
+		return sum, nil, nil, 0, fmt.Errorf("transfer: entity (PartitionKey %.40q, RowKey %.40q): %w", d.PartitionKey, d.RowKey, err)
+	}
+	h := sha256.New()
+	h.Write(line)
+	for _, p := range ps {
+		fmt.Fprintf(h, "\n%s\x00%d\x00%s", p.Property, p.Size, p.SHA256)
+	}
+	h.Sum(sum[:0])
+	return sum, ps, bad, len(line), nil
 }

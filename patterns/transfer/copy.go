@@ -80,8 +80,11 @@ func newCopier(src, dst *aztables.Client, opts, o *Options) (*copier, error) {
 	}
 	cp := &copier{s: s, d: d, o: o, rej: &listed{max: o.MaxListed}, progress: newTracker(o.Progress, 0)}
 	if o.Blobs != nil {
-		cp.carry = newCarrier(o, cp.rej, o.Blobs.prefixOr(s.Name()), fromTable(o.Blobs),
-			toStore(o.TargetBlobs.Container, o.TargetBlobs.prefixOr(d.Name())), rereader(s), false)
+		from, to := o.Blobs.prefixOr(s.Name()), o.TargetBlobs.prefixOr(d.Name())
+		if from == to && o.Blobs.Container.URL() == o.TargetBlobs.Container.URL() {
+			return nil, fmt.Errorf("%w: Blobs and TargetBlobs are one container with one Prefix (%.40q): the two tables would point at the same blobs, which either Store's Delete or Sweep would delete under the other", ErrInvalid, from)
+		}
+		cp.carry = newCarrier(o, from, fromTable(o.Blobs), toStore(o.TargetBlobs.Container, to), rereader(s))
 	}
 	cp.w = &writer{t: d, opts: o, rej: cp.rej}
 	return cp, nil
@@ -105,11 +108,7 @@ func (cp *copier) copyRange(ctx context.Context, r span) error {
 			_ = wait()
 			return wrap(err, "reading %s", cp.s.Name())
 		}
-		items, err := cp.carry.carry(ctx, page.Items)
-		if err != nil {
-			_ = wait()
-			return err
-		}
+		items := page.Items
 		var n int64
 		var line []byte
 		for i := range items {
@@ -122,7 +121,7 @@ func (cp *copier) copyRange(ctx context.Context, r span) error {
 		done := make(chan error, 1)
 		pending = done
 		go func(items []table.Dynamic) {
-			err := cp.w.write(ctx, items)
+			err := writeCarried(ctx, cp.carry, cp.w, items)
 			if err == nil {
 				err = cp.o.step("page")
 			}

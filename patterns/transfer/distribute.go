@@ -80,6 +80,8 @@ func DistributeExport(ctx context.Context, src *aztables.Client, dst *container.
 		return sum, err
 	case m != nil && !o.Resume:
 		return sum, fmt.Errorf("%w: %s", ErrExists, manifestName(prefix))
+	case m != nil && m.isOf(t, &o, prefix) != nil:
+		return sum, m.isOf(t, &o, prefix)
 	case m == nil:
 		ranges, err := split(ctx, t, o.From, o.To, o.Since, o.Ranges, o.Concurrency)
 		if err != nil {
@@ -167,8 +169,7 @@ func ExportHandler(src *aztables.Client, dst *container.Client, prefix string, o
 // and the range is delivered again, to any process, which continues it
 // after the chunks recorded. When the queue is drained, Import with
 // Resume writes whatever is left (nothing, unless intents were poisoned)
-// and returns the whole import's Summary, rejects included. Safe for
-// concurrent use.
+// and reports the rejects of the whole import. Safe for concurrent use.
 //
 // Round trips: 1 for the manifest, 1 for the checkpoint, 1 enqueue per
 // range; the workers' as Import's per chunk, plus the worker's own (see

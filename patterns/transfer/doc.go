@@ -73,29 +73,37 @@
 // blob to Options.TargetBlobs under the name the target's Store gives it
 // (its Prefix, default the target table's name; the row's pointer is
 // renamed when the Prefixes differ), with the Store's metadata (for its
-// Sweep), before the transaction that writes its row: a restored row never
-// points at a missing blob, and a crash in between leaves only blobs that
-// the resume writes again (each name holds one value, so a write again
-// writes the same bytes) or the Store's Sweep deletes.
+// Sweep), then the row: the blobs of at most 100 rows (a transaction's
+// worth) before those rows, so that a restored row never points at a
+// missing blob and is written well within the target Store's Grace (an
+// hour by default) of its blobs, which its Sweep would otherwise take for
+// orphans. A crash in between leaves only blobs that the resume writes
+// again (each name holds one value, so a write again writes the same
+// bytes) or the Store's Sweep deletes. Copy refuses a target of the same
+// container and Prefix as the source (the two tables would share blobs
+// that either Store deletes).
 //
 // Blobs are read under the Store's own rules: a pointer is followed only
 // when a Store with that Prefix could have written it for that row (a
 // name in the directory of the row's own keys; a size of 1 to
-// largeentity.MaxValueSize, allocated only once the blob's length equals
-// it), and the blob's SHA-256 must match. A row whose pointer is not such
-// (a tenant's row naming another entity's blob), whose blob differs, or
-// whose blob is gone while the row, read again, still points at it, is
-// listed in Summary.Rejects with the reason, and the call returns
-// ErrRejected: Export exports the row as it is, without a blob (its
-// Import then rejects it too), Import and Copy do not write it. A blob
-// gone because its row changed after the scan read it (largeentity
-// deletes a blob only once no version points at it) makes the row be
-// read again, in largeentity's loop: the new version, with its blobs, is
-// carried; a row deleted meanwhile is not (as the scan guarantee allows).
-// Verify, with both, compares pointers by their values' sizes and
-// SHA-256 (names differ between Stores) and reads every blob of the
-// second table, checking it; VerifyExport with TargetBlobs does the same
-// against an export that holds blobs.
+// largeentity.MaxValueSize, and a blob longer than its pointer says is
+// refused before anything is allocated), and the blob's SHA-256 must
+// match. A row whose pointer is not such (a tenant's row naming another
+// entity's blob), whose blob differs, or whose blob is gone while the
+// row, read again, still points at it, is left out, listed in
+// Summary.Rejects with the reason, and the call returns ErrRejected
+// after transferring everything else; an export records them in its
+// manifest ("rejects", "rejected"), and Export with Resume of a complete
+// export reports them again. A blob gone because its row changed after
+// the scan read it (largeentity deletes a blob only once no version
+// points at it) makes the row be read again, in largeentity's loop: the
+// new version, with its blobs, is carried; a row deleted meanwhile is not
+// (as the scan guarantee allows). Verify, with both, compares a row's
+// valid pointers by their values' sizes and SHA-256 (names differ between
+// Stores), counts a pointer of the second table that its Store would not
+// follow as a change, and reads every blob of the second table, checking
+// it; VerifyExport with TargetBlobs does the same against an export that
+// holds blobs.
 //
 // # Guarantee
 //
@@ -195,8 +203,8 @@
 // conditioned on the checkpoint's ETag (re-read and merged when another
 // process wrote it first; a chunk it lists already is not added again).
 // Once the queue is drained, Import with Resume writes whatever is left
-// (nothing, unless an intent was poisoned) and returns the whole import's
-// Summary, its rejects included.
+// (nothing, unless an intent was poisoned) and reports the rejects of the
+// whole import, which the checkpoint records.
 //
 // A copy's ranges are PartitionKey ranges of the source found as Copy
 // finds them; a delivery copies its range whole (again, after a crash:
@@ -242,7 +250,8 @@
 // Memory: Export and Import hold one chunk per range at a time (Import
 // one chunk); Copy one page per range; Verify a key and a 32-byte hash
 // per entity of the first side; with blobs, at most Concurrency blobs
-// more (each read whole, to check it before it is written).
+// more per call (each read whole, to check it before it is written; per
+// delivery for a handler, so up to the worker's concurrency times that).
 //
 // # Crash points
 //

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,14 +55,12 @@ func Export(ctx context.Context, src *aztables.Client, dst *container.Client, pr
 	case m != nil && !o.Resume:
 		return sum, fmt.Errorf("%w: %s", ErrExists, manifestName(prefix))
 	case m != nil:
-		if m.Table != t.Name() || m.From != o.From || m.To != o.To || !m.Since.Equal(o.Since) || m.Blobs != blobPrefix(&o, t) {
-			return sum, fmt.Errorf("%w: the export at %s is of table %.40q, range [%.40q, %.40q), since %v, blobs %.40q: not this one",
-				ErrInvalid, prefix, m.Table, m.From, m.To, m.Since, m.Blobs)
+		if err := m.isOf(t, &o, prefix); err != nil {
+			return sum, err
 		}
 		sum.Started = m.Started
 		if m.Complete {
-			sum.Ended = time.Now().UTC()
-			return sum, nil
+			return exported(sum, m, &o, nil)
 		}
 	default:
 		ranges, err := split(ctx, t, o.From, o.To, o.Since, o.Ranges, o.Concurrency)
@@ -86,15 +85,35 @@ func Export(ctx context.Context, src *aztables.Client, dst *container.Client, pr
 		err = x.complete(ctx)
 	}
 	sum.Entities, sum.Bytes, sum.Chunks = x.progress.entities, x.progress.bytes, x.chunks
-	sum = x.rej.summarise(x.carry.summarise(sum))
+	x.mu.Lock()
+	m = x.m
+	x.mu.Unlock()
+	return exported(x.carry.summarise(sum), m, &o, err)
+}
+
+// exported ends an Export's sum with the rejects its manifest m records
+// (of every run and process), and its error: err, else ErrRejected when
+// rows were left out.
+func exported(sum Summary, m *manifest, o *Options, err error) (Summary, error) {
+	sum.Rejects, sum.Rejected = slices.Clone(m.Rejects[:min(len(m.Rejects), o.MaxListed)]), m.Rejected
 	if err != nil {
 		return sum, err
 	}
 	sum.Ended = time.Now().UTC()
 	if sum.Rejected > 0 {
-		return sum, fmt.Errorf("%w: %d entities exported without their blobs (see Summary.Rejects)", ErrRejected, sum.Rejected)
+		return sum, fmt.Errorf("%w: %d entities left out of the export, their blobs not carried (see Summary.Rejects)", ErrRejected, sum.Rejected)
 	}
 	return sum, nil
+}
+
+// isOf refuses to resume the export m at prefix with another table,
+// range, Since or Prefix of blobs than o's.
+func (m *manifest) isOf(t *table.Table[table.Dynamic], o *Options, prefix string) error {
+	if m.Table != t.Name() || m.From != o.From || m.To != o.To || !m.Since.Equal(o.Since) || m.Blobs != blobPrefix(o, t) {
+		return fmt.Errorf("%w: the export at %s is of table %.40q, range [%.40q, %.40q), since %v, blobs %.40q: not this one",
+			ErrInvalid, prefix, m.Table, m.From, m.To, m.Since, m.Blobs)
+	}
+	return nil
 }
 
 // newManifest is the manifest of a new export of t.
@@ -115,14 +134,17 @@ func blobPrefix(o *Options, t *table.Table[table.Dynamic]) string {
 // newExporter returns the exporter of the export m at prefix, which
 // carries blobs from o.Blobs when m does.
 func newExporter(t *table.Table[table.Dynamic], dst *container.Client, prefix string, o *Options, m *manifest, etag azcore.ETag, progress *tracker) (*exporter, error) {
-	x := &exporter{t: t, c: dst, prefix: prefix, o: o, m: m, etag: etag, progress: progress, rej: &listed{max: o.MaxListed}}
+	x := &exporter{t: t, c: dst, prefix: prefix, o: o, m: m, etag: etag, progress: progress}
 	if m.Blobs == "" {
 		return x, nil
 	}
 	if o.Blobs == nil {
 		return nil, fmt.Errorf("%w: the export at %s carries blobs (Prefix %.40q): Options.Blobs is required", ErrInvalid, prefix, m.Blobs)
 	}
-	x.carry = newCarrier(o, x.rej, m.Blobs, fromTable(o.Blobs), toExport(dst, prefix), rereader(t), true)
+	if o.Blobs.Prefix != "" && o.Blobs.Prefix != m.Blobs {
+		return nil, fmt.Errorf("%w: the export at %s carries the blobs of Prefix %.40q, not %.40q", ErrInvalid, prefix, m.Blobs, o.Blobs.Prefix)
+	}
+	x.carry = newCarrier(o, m.Blobs, fromTable(o.Blobs), toExport(dst, prefix), rereader(t))
 	return x, nil
 }
 
@@ -152,7 +174,6 @@ type exporter struct {
 	o        *Options
 	progress *tracker
 	carry    *carrier // nil: the export carries no blobs
-	rej      *listed  // rows exported without their blobs
 
 	mu     sync.Mutex // guards m, etag and chunks; held across the manifest's upload, so versions land in order
 	m      *manifest  // the version last read or written; replaced, never changed
@@ -223,6 +244,7 @@ type chunkWriter struct {
 	line     []byte
 	entities int64
 	raw      int64
+	rejs     []Reject // rows left out, their blobs not carried
 }
 
 func newChunkWriter() *chunkWriter {
@@ -247,7 +269,7 @@ func (w *chunkWriter) add(d *table.Dynamic) error {
 func (w *chunkWriter) reset() {
 	w.buf.Reset()
 	w.zw.Reset(&w.buf)
-	w.entities, w.raw = 0, 0
+	w.entities, w.raw, w.rejs = 0, 0, nil
 }
 
 // exportRange exports range i from its cursor to its end (nothing when
@@ -267,10 +289,11 @@ func (x *exporter) exportRange(ctx context.Context, i int) error {
 		if err != nil {
 			return wrap(err, "reading %s", x.t.Name())
 		}
-		items, err := x.carry.carry(ctx, page.Items)
+		items, rejs, err := x.carry.carry(ctx, page.Items)
 		if err != nil {
 			return err
 		}
+		w.rejs = append(w.rejs, rejs...)
 		if x.carry != nil {
 			if err := x.o.step("blobs"); err != nil {
 				return err
@@ -294,7 +317,7 @@ func (x *exporter) exportRange(ctx context.Context, i int) error {
 			}
 			w.reset()
 		} else if page.Next == "" {
-			if err := x.record(ctx, i, n, from, nil, ""); err != nil {
+			if err := x.record(ctx, i, n, from, nil, "", w.rejs); err != nil {
 				return err
 			}
 		}
@@ -326,7 +349,7 @@ func (x *exporter) flush(ctx context.Context, w *chunkWriter, i, n int, from, ne
 	if err := x.o.step("chunk"); err != nil {
 		return err
 	}
-	if err := x.record(ctx, i, n, from, &c, next); err != nil {
+	if err := x.record(ctx, i, n, from, &c, next, w.rejs); err != nil {
 		return err
 	}
 	x.mu.Lock()
@@ -341,7 +364,7 @@ func (x *exporter) flush(ctx context.Context, w *chunkWriter, i, n int, from, ne
 // empty). A range that is no longer there (another process recorded
 // chunks of it, after this one's lease expired) is errLost: nothing is
 // recorded twice.
-func (x *exporter) record(ctx context.Context, i, n int, from table.Cursor, c *chunk, next table.Cursor) error {
+func (x *exporter) record(ctx context.Context, i, n int, from table.Cursor, c *chunk, next table.Cursor, rejs []Reject) error {
 	return x.commit(ctx, func(m *manifest) (bool, error) {
 		r := &m.Ranges[i]
 		want := n - 1
@@ -354,6 +377,8 @@ func (x *exporter) record(ctx context.Context, i, n int, from table.Cursor, c *c
 		if c != nil {
 			r.Chunks = append(r.Chunks, *c)
 		}
+		m.Rejects = append(slices.Clip(m.Rejects), rejs[:min(len(rejs), max(x.o.MaxListed-len(m.Rejects), 0))]...)
+		m.Rejected += len(rejs)
 		r.Next, r.Done = next, next == ""
 		return true, nil
 	})

@@ -129,7 +129,7 @@ func newImporter(ctx context.Context, src *container.Client, prefix string, dst 
 		cpName: checkpointName(prefix, t.Name()), cp: checkpoint{Table: t.Name()}}
 	im.w = &writer{t: t, opts: o, rej: im.rej}
 	if m.Blobs != "" {
-		im.carry = newCarrier(o, im.rej, m.Blobs, fromExport(src, prefix), toStore(o.TargetBlobs.Container, o.TargetBlobs.prefixOr(t.Name())), nil, false)
+		im.carry = newCarrier(o, m.Blobs, fromExport(src, prefix), toStore(o.TargetBlobs.Container, o.TargetBlobs.prefixOr(t.Name())), nil)
 	}
 	return im, nil
 }
@@ -137,8 +137,12 @@ func newImporter(ctx context.Context, src *container.Client, prefix string, dst 
 // readCheckpoint reads the checkpoint, if there is one.
 func (im *importer) readCheckpoint(ctx context.Context) error {
 	b, etag, err := readBlob(ctx, im.src, im.cpName, maxManifest, true)
-	if err != nil || b == nil {
+	if err != nil {
 		return err
+	}
+	if b == nil { // none yet, or deleted: the next write creates it
+		im.cp, im.etag = checkpoint{Table: im.cp.Table}, ""
+		return nil
 	}
 	var cp checkpoint
 	if err := strictJSON(b, &cp); err != nil || cp.Table != im.cp.Table || cp.Rejected < len(cp.Rejects) {
@@ -153,7 +157,7 @@ func (im *importer) readCheckpoint(ctx context.Context) error {
 func (im *importer) importRange(ctx context.Context, i int, sum *Summary, progress *tracker) error {
 	for _, c := range im.m.Ranges[i].Chunks {
 		if slices.Contains(im.cp.Done, c.Name) {
-			progress.total -= c.Entities
+			progress.skip(c.Entities)
 			continue
 		}
 		ds, err := readChunk(ctx, im.src, c)
@@ -166,15 +170,7 @@ func (im *importer) importRange(ctx context.Context, i int, sum *Summary, progre
 		im.rej.mu.Lock()
 		listed0, count0 := len(im.rej.rej), im.rej.nrej
 		im.rej.mu.Unlock()
-		if ds, err = im.carry.carry(ctx, ds); err != nil {
-			return err
-		}
-		if im.carry != nil {
-			if err := im.o.step("blobs"); err != nil {
-				return err
-			}
-		}
-		if err := im.w.write(ctx, ds); err != nil {
+		if err := writeCarried(ctx, im.carry, im.w, ds); err != nil {
 			return err
 		}
 		sum.Chunks++
@@ -229,7 +225,7 @@ func (im *importer) record(ctx context.Context, name string, rejs []Reject, n in
 func (im *importer) finish(sum Summary) Summary {
 	sum = finish(sum, im.w, im.rej, im.carry)
 	if im.cp.Rejected > sum.Rejected {
-		sum.Rejects, sum.Rejected = slices.Clone(im.cp.Rejects), im.cp.Rejected
+		sum.Rejects, sum.Rejected = slices.Clone(im.cp.Rejects[:min(len(im.cp.Rejects), im.o.MaxListed)]), im.cp.Rejected
 	}
 	return sum
 }

@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -174,16 +173,6 @@ func appendJSONString(b []byte, s string) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...)
-}
-
-// entityHash is the content hash of an entity: SHA-256 of its line
-// without Timestamp (system properties aside).
-func entityHash(d *table.Dynamic) ([32]byte, error) {
-	b, err := appendLine(nil, d, false)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	return sha256.Sum256(b), nil
 }
 
 // errLine is what a malformed line wraps (inside ErrCorrupt).

@@ -70,6 +70,10 @@ type manifest struct {
 	// export holds the blobs its rows point at (Options.Blobs), each as
 	// <prefix>/blobs/<its SHA-256 in hex>.
 	Blobs string `json:"blobs,omitempty"`
+	// Rejects lists (up to the exporter's Options.MaxListed) the rows left
+	// out because their blobs could not be carried; Rejected counts them.
+	Rejects  []Reject `json:"rejects,omitempty"`
+	Rejected int      `json:"rejected,omitempty"`
 }
 
 // span is one PartitionKey range of an export and its chunks, in order.
@@ -150,6 +154,9 @@ func checkPrefix(prefix string) error {
 func (m *manifest) validate(prefix string) error {
 	if m.Format != formatID {
 		return fmt.Errorf("%w: manifest format %.40q, want %q", ErrCorrupt, m.Format, formatID)
+	}
+	if m.Rejected < len(m.Rejects) {
+		return fmt.Errorf("%w: manifest lists %d rejects and counts %d", ErrCorrupt, len(m.Rejects), m.Rejected)
 	}
 	if len(m.Blobs) > maxPrefix {
 		return fmt.Errorf("%w: manifest's blobs prefix is longer than %d bytes", ErrCorrupt, maxPrefix)
@@ -285,6 +292,7 @@ var errChanged = errors.New("transfer: the manifest was changed by another write
 // clone returns a copy of m that can be changed without changing m.
 func (m *manifest) clone() *manifest {
 	c := *m
+	c.Rejects = slices.Clip(m.Rejects)
 	c.Ranges = slices.Clone(m.Ranges)
 	for i := range c.Ranges {
 		c.Ranges[i].Chunks = slices.Clip(c.Ranges[i].Chunks)

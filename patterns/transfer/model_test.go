@@ -123,4 +123,3 @@ func resumed(t *testing.T, what string, fn func() error, o *transfer.Options) {
 		o.Resume = true
 	}
 }
-

@@ -224,6 +224,13 @@ func newTracker(fn func(Progress), total int64) *tracker {
 	return &tracker{fn: fn, start: time.Now(), total: total}
 }
 
+// skip takes n entities done before this call out of the total.
+func (t *tracker) skip(n int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total = max(t.total-n, 0)
+}
+
 func (t *tracker) add(entities, bytes int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/tablekit/tablekit/internal/largerows"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -41,12 +39,9 @@ func Verify(ctx context.Context, want, got *aztables.Client, opts *Options) (Sum
 	prefix := blobPrefix(&o, w)
 	hashes := map[Key][32]byte{}
 	err = scan(ctx, w, []span{{From: o.From, To: o.To}}, time.Time{}, 1, func(d *table.Dynamic) error {
-		if prefix != "" {
-			canonical(d, prefix)
-		}
-		h, err := entityHash(d)
+		h, _, _, _, err := contentHash(d, prefix)
 		if err != nil {
-			return fmt.Errorf("transfer: entity (PartitionKey %.40q, RowKey %.40q): %w", d.PartitionKey, d.RowKey, err)
+			return err
 		}
 		hashes[Key{d.PartitionKey, d.RowKey}] = h
 		return nil
@@ -96,10 +91,7 @@ func VerifyExport(ctx context.Context, src *container.Client, prefix string, got
 			}
 			sum.Chunks++
 			for i := range ds {
-				if m.Blobs != "" {
-					canonical(&ds[i], m.Blobs)
-				}
-				h, err := entityHash(&ds[i])
+				h, _, _, _, err := contentHash(&ds[i], m.Blobs)
 				if err != nil {
 					return sum, err
 				}
@@ -140,16 +132,12 @@ func compare(ctx context.Context, got *aztables.Client, hashes map[Key][32]byte,
 			add(1, &sum.Extra, k)
 			return nil
 		}
-		var ps []largerows.Pointer
-		if blobs != "" {
-			ps = canonical(d, blobs)
-		}
-		line, err := appendLine(nil, d, false)
+		h, ps, bad, n, err := contentHash(d, blobs)
 		if err != nil {
 			return err
 		}
-		sum.Bytes += int64(len(line))
-		same := sha256.Sum256(line) == want
+		sum.Bytes += int64(n)
+		same := h == want && bad == nil // a pointer the target's Store would not follow is a change
 		for _, p := range ps {
 			if !same {
 				break
