@@ -39,16 +39,19 @@ func benchEntity(i int) table.Dynamic {
 		}}
 }
 
-// heapPeak samples the live heap every 5 ms until stopped and returns
-// the peak above the live heap at the start (after a GC): what the
-// operation holds, not the benchmark's fixture.
-func heapPeak() (stop func() uint64) {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+// heapPeak samples the heap every 5 ms until stopped and returns its
+// peak above the heap at the start (after a GC): what the operation holds,
+// not the benchmark's fixture. objects is the heap's objects, garbage not
+// yet collected included (what the operation allocates between
+// collections); live is the heap the collections during the operation
+// found live (what it holds).
+func heapPeak() (stop func() (objects, live uint64)) {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	runtime.GC()
 	metrics.Read(s)
-	base := s[0].Value.Uint64()
+	base := [2]uint64{s[0].Value.Uint64(), s[1].Value.Uint64()}
 	var (
-		peak uint64
+		peak [2]uint64
 		done = make(chan struct{})
 		wg   sync.WaitGroup
 	)
@@ -59,8 +62,10 @@ func heapPeak() (stop func() uint64) {
 		defer t.Stop()
 		for {
 			metrics.Read(s)
-			if v := s[0].Value.Uint64(); v > base {
-				peak = max(peak, v-base)
+			for k := range peak {
+				if v := s[k].Value.Uint64(); v > base[k] {
+					peak[k] = max(peak[k], v-base[k])
+				}
 			}
 			select {
 			case <-done:
@@ -69,10 +74,10 @@ func heapPeak() (stop func() uint64) {
 			}
 		}
 	}()
-	return func() uint64 {
+	return func() (uint64, uint64) {
 		close(done)
 		wg.Wait()
-		return peak
+		return peak[0], peak[1]
 	}
 }
 
@@ -91,7 +96,8 @@ func side(b *testing.B, n int, names []string, ops []func(i int)) {
 			start := time.Now()
 			ops[j](i)
 			elapsed[j] += time.Since(start)
-			peaks[j] = max(peaks[j], stop())
+			objects, _ := stop()
+			peaks[j] = max(peaks[j], objects)
 		}
 	}
 	base := float64(n*b.N) / elapsed[0].Seconds()
@@ -103,6 +109,27 @@ func side(b *testing.B, n int, names []string, ops []func(i int)) {
 			b.ReportMetric(rate/base, name+"/"+names[0])
 		}
 	}
+}
+
+// fixture returns a table of n entities (benchEntity), loaded 10,000 at a
+// time so that the heap holds none of them afterwards.
+func fixture(b *testing.B, env *tabletest.Env, n int) (*aztables.Client, *table.Table[table.Dynamic]) {
+	ctx := context.Background()
+	src := env.Table(nil)
+	tbl, err := table.New[table.Dynamic](src, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for lo := 0; lo < n; lo += 10_000 {
+		var ops []table.Op
+		for i := lo; i < min(n, lo+10_000); i++ {
+			ops = append(ops, tbl.UpsertOp(benchEntity(i), table.Replace))
+		}
+		if _, err := tbl.Submit(ctx, ops, &table.BatchOptions{Concurrency: 4}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return src, tbl
 }
 
 // BenchmarkTransfer measures export, import and copy of one table side by
@@ -129,20 +156,7 @@ func BenchmarkTransfer(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	src := env.Table(nil)
-	srcTbl, err := table.New[table.Dynamic](src, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for lo := 0; lo < n; lo += 10_000 { // loaded in parts: the read side's heap holds no fixture
-		var ops []table.Op
-		for i := lo; i < min(n, lo+10_000); i++ {
-			ops = append(ops, srcTbl.UpsertOp(benchEntity(i), table.Replace))
-		}
-		if _, err := srcTbl.Submit(ctx, ops, &table.BatchOptions{Concurrency: 4}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	src, srcTbl := fixture(b, env, n)
 	blobs := env.Container(nil)
 	if _, err := transfer.Export(ctx, src, blobs, "fixture", nil); err != nil {
 		b.Fatal(err)
@@ -205,4 +219,56 @@ func BenchmarkTransfer(b *testing.B) {
 			}),
 		})
 	})
+}
+
+// BenchmarkExportHeap measures Export alone, with the defaults (one
+// range, 8 MiB chunks): its peak heap above the fixture (objects, garbage
+// included, and live), its rate, and the size of the manifest it leaves,
+// which grows with the chunks. It loads the fixture and nothing else, for
+// the tables too large for BenchmarkTransfer's other sides:
+//
+//	NODE_OPTIONS=--max-old-space-size=12288 TABLEKIT_BENCH_TRANSFER_N=1000000 \
+//	  go test -run '^$' -bench ExportHeap -benchtime 1x -timeout 3h ./patterns/transfer
+func BenchmarkExportHeap(b *testing.B) {
+	env := tabletest.New(b)
+	ctx := context.Background()
+	n := benchEntities()
+	loading := time.Now()
+	src, _ := fixture(b, env, n)
+	b.Logf("%d entities loaded in %v", n, time.Since(loading).Round(time.Second))
+	blobs := env.Container(nil)
+	var (
+		elapsed        time.Duration
+		objects, live  uint64
+		sum            transfer.Summary
+		manifestLength int64
+	)
+	b.ResetTimer()
+	for i := range b.N {
+		prefix := fmt.Sprintf("export%d-%d", b.N, i)
+		stop := heapPeak()
+		start := time.Now()
+		s, err := transfer.Export(ctx, src, blobs, prefix, nil)
+		elapsed += time.Since(start)
+		o, l := stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s.Entities != int64(n) {
+			b.Fatalf("exported %d entities, want %d", s.Entities, n)
+		}
+		objects, live, sum = max(objects, o), max(live, l), s
+		b.StopTimer()
+		props, err := blobs.NewBlobClient(prefix+"/manifest.json").GetProperties(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		manifestLength = *props.ContentLength
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "entities/s")
+	b.ReportMetric(float64(objects)/1e6, "peak-heap-MB")
+	b.ReportMetric(float64(live)/1e6, "peak-live-heap-MB")
+	b.ReportMetric(float64(sum.Chunks), "chunks")
+	b.ReportMetric(float64(manifestLength), "manifest-bytes")
 }
