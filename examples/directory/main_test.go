@@ -104,6 +104,7 @@ func (d *dying) Do(req *http.Request) (*http.Response, error) {
 // rig's faults.
 type dirRig struct {
 	*testrig.Rig
+	c     Clients
 	d     *Directory
 	w     *eventual.Worker
 	death *dying
@@ -118,12 +119,12 @@ func newDirRig(t *testing.T, withOffices bool) *dirRig {
 	}
 	r.death = &dying{next: next, after: -1}
 	r.Faults.Next = r.death
-	c := Clients{People: r.Table(), Offices: r.Table(), Queue: r.Queue(), Poison: r.CleanQueue(), Photos: r.Container()}
+	r.c = Clients{People: r.Table(), Offices: r.Table(), Queue: r.Queue(), Poison: r.CleanQueue(), Photos: r.Container()}
 	var err error
 	// A commit window that a loaded machine running many rigs at once
 	// still meets (3 s was not, beside another make test: reserving alone
 	// took 3.5 s); an unreleased reservation waits it out.
-	if r.d, err = open(c, 8*time.Second, withOffices); err != nil {
+	if r.d, err = open(r.c, 8*time.Second, withOffices); err != nil {
 		t.Fatal(err)
 	}
 	r.d.Retry = testrig.Fast

@@ -22,30 +22,49 @@ type archiveEmployee struct{ Department, ID string }
 // eventualArchive moves an employee to an Archive table through a queue:
 // the primary write (the employee marked as leaving) and the intent are
 // committed together, and a worker does the cross-table steps.
-func (t *tour) eventualArchive(ctx context.Context) error {
+// queues creates a queue of intents and its poison queue for a step, and
+// returns a function that deletes them.
+func (t *tour) queues(ctx context.Context) (q, poison *azqueue.QueueClient, drop func(), err error) {
 	qo := &azqueue.ClientOptions{}
 	retry.Default.ApplyTo(&qo.ClientOptions)
 	qsvc, err := azqueue.NewServiceClientFromConnectionString(t.connStr, qo)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	archiveName, queueName := t.name+"archive", fmt.Sprint("tour-", time.Now().UnixNano())
+	name := fmt.Sprint("tour-", time.Now().UnixNano())
+	var made []string
+	drop = func() {
+		for _, n := range made {
+			_, _ = qsvc.DeleteQueue(context.WithoutCancel(ctx), n, nil)
+		}
+	}
+	for _, n := range []string{name, name + "-poison"} {
+		if _, err := qsvc.CreateQueue(ctx, n, nil); err != nil {
+			drop()
+			return nil, nil, nil, err
+		}
+		made = append(made, n)
+	}
+	return qsvc.NewQueueClient(name), qsvc.NewQueueClient(name + "-poison"), drop, nil
+}
+
+func (t *tour) eventualArchive(ctx context.Context) error {
+	archiveName := t.name + "archive"
 	if err := table.CreateTable(ctx, t.svc, archiveName); err != nil {
 		return err
 	}
 	defer table.DeleteTable(context.WithoutCancel(ctx), t.svc, archiveName) //nolint:errcheck // cleanup
-	for _, n := range []string{queueName, queueName + "-poison"} {
-		if _, err := qsvc.CreateQueue(ctx, n, nil); err != nil {
-			return err
-		}
-		defer qsvc.DeleteQueue(context.WithoutCancel(ctx), n, nil) //nolint:errcheck // cleanup
+	qc, poison, drop, err := t.queues(ctx)
+	if err != nil {
+		return err
 	}
+	defer drop()
 	archive, err := table.New[Employee](table.NewClient(t.svc, archiveName), nil)
 	if err != nil {
 		return err
 	}
 	current := t.employees.Client()
-	q, err := eventual.New(qsvc.NewQueueClient(queueName), qsvc.NewQueueClient(queueName+"-poison"), &eventual.Options{Tables: []*aztables.Client{current}})
+	q, err := eventual.New(qc, poison, &eventual.Options{Tables: []*aztables.Client{current}})
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,7 @@ var steps = []step{
 	{"Shared access signature: read-only, one partition", (*tour).sas},
 	{"Cosmos DB Table API: the same code under its service profile", (*tour).cosmos},
 	{"Back up, restore and move: export to blobs, import, verify, copy into Cosmos DB's limits", (*tour).backup},
+	{"Back up large entities with their photos; restore with two workers sharing the import", (*tour).backupPhotos},
 	{"Bad input is stopped before the network", (*tour).validation},
 }
 

@@ -10,14 +10,21 @@
 //	go run ./examples/transfer verify -src "$CONN" -src-table orders -dst "$COSMOS" -dst-table orders
 //	go run ./examples/transfer verify -blob "$CONN" -container backups -prefix orders/2026-11-29 -dst "$CONN2" -dst-table orders
 //
-// An export that several machines share: export with -queue splits the
-// table into -ranges ranges and queues them (an Azure queue, and a poison
-// queue beside it); then each machine runs work with the same flags until
-// the queue is empty. A machine that dies mid-range stops renewing its
-// lease (-lease) and another continues the range.
+// An export, import or copy that several machines share: the verb with
+// -queue splits the work into ranges and queues them (an Azure queue, and
+// a poison queue beside it: -ranges ranges of the table for an export or
+// a copy, the export's ranges for an import); then each machine runs work
+// with the same flags until the queue is empty. A machine that dies
+// mid-range stops renewing its lease (-lease) and another continues the
+// range. After a shared import, import -resume writes what is left and
+// reports the whole (rejects included); a shared copy's ranges that hold
+// entities the target cannot hold end in the poison queue, which work
+// reports (exit status 3).
 //
 //	go run ./examples/transfer export -src "$CONN" -src-table orders -blob "$CONN" -container backups -prefix p -queue "$CONN" -queue-name orders-export -ranges 64
 //	go run ./examples/transfer work   -src "$CONN" -src-table orders -blob "$CONN" -container backups -prefix p -queue "$CONN" -queue-name orders-export
+//	go run ./examples/transfer import -blob "$CONN" -container backups -prefix p -dst "$CONN2" -dst-table orders -queue "$CONN2" -queue-name orders-import
+//	go run ./examples/transfer work   -blob "$CONN" -container backups -prefix p -dst "$CONN2" -dst-table orders -queue "$CONN2" -queue-name orders-import
 //
 // -src, -dst and -blob take a connection string, or a service URL
 // (https://account.table.core.windows.net/, https://account.blob.core.windows.net/,
@@ -25,6 +32,18 @@
 // ID through azidentity's DefaultAzureCredential (environment, workload
 // identity, managed identity, Azure CLI). An interrupted export or import
 // continues with -resume; a copy is run again (it writes upserts).
+//
+// A table whose rows keep large values in blobs (patterns/largeentity,
+// or a secondaryindex with Options.Large) is exported, imported, copied
+// and verified with them: -src-blobs names the container of the source
+// table's blobs, -dst-blobs that of the target's. Each is in
+// -src-blobs-account or -dst-blobs-account, by default in -blob's
+// account, else in the table's when -src or -dst is a connection string.
+// A Store with a Prefix other than its table's name takes
+// -src-blobs-prefix or -dst-blobs-prefix.
+//
+//	go run ./examples/transfer export -src "$CONN" -src-table staff -src-blobs photos -blob "$CONN" -container backups -prefix staff/1
+//	go run ./examples/transfer import -blob "$CONN" -container backups -prefix staff/1 -dst "$CONN2" -dst-table staff -dst-blobs photos -dst-blobs-account "$CONN2"
 //
 // A progress line (entities, MB, rate, ETA) goes to standard error, a
 // summary to standard output. Exit status: 0 done; 1 failed; 2 usage;
@@ -87,6 +106,9 @@ type config struct {
 	queue, queueName        string
 	poisonName              string
 	lease                   time.Duration
+	// The containers of the tables' large-entity blobs: account,
+	// container and Store Prefix of the source's and of the target's.
+	srcBlobs, dstBlobs [3]string
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
@@ -114,6 +136,14 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.queueName, "queue-name", "", "queue of a shared export's ranges (created if missing)")
 	fs.StringVar(&c.poisonName, "poison-name", "", "poison queue of a shared export (default: the queue's name + \"-poison\")")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "work: lease on a range, renewed while it is exported")
+	for _, side := range []struct {
+		name, table string
+		v           *[3]string
+	}{{"src", "source", &c.srcBlobs}, {"dst", "target", &c.dstBlobs}} {
+		fs.StringVar(&side.v[1], side.name+"-blobs", "", "container of the "+side.table+" table's large-entity blobs (patterns/largeentity): carried with the rows that point at them")
+		fs.StringVar(&side.v[0], side.name+"-blobs-account", "", "blob account of -"+side.name+"-blobs (default: -blob's, else -"+side.name+"'s when a connection string)")
+		fs.StringVar(&side.v[2], side.name+"-blobs-prefix", "", "the "+side.table+" Store's Prefix (default: the "+side.table+" table's name)")
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
@@ -133,7 +163,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		"import": {"blob", "container", "prefix", "dst", "dst-table"},
 		"copy":   {"src", "src-table", "dst", "dst-table"},
 		"verify": {"dst", "dst-table"},
-		"work":   {"src", "src-table", "blob", "container", "prefix", "queue", "queue-name"},
+		"work":   {"queue", "queue-name"},
 	}[c.verb]
 	if need == nil {
 		return nil, errors.New(usage)
@@ -214,6 +244,12 @@ func (c *config) do(ctx context.Context) (transfer.Summary, error) {
 			return transfer.Summary{}, err
 		}
 	}
+	if c.opts.Blobs, err = c.largeBlobs(c.srcBlobs, c.src); err != nil {
+		return transfer.Summary{}, err
+	}
+	if c.opts.TargetBlobs, err = c.largeBlobs(c.dstBlobs, c.dst); err != nil {
+		return transfer.Summary{}, err
+	}
 	switch c.verb {
 	case "export":
 		if _, err := blobs.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
@@ -224,23 +260,52 @@ func (c *config) do(ctx context.Context) (transfer.Summary, error) {
 			if err != nil {
 				return transfer.Summary{}, err
 			}
-			return transfer.Distribute(ctx, src, blobs, c.prefix, q, &c.opts)
+			return transfer.DistributeExport(ctx, src, blobs, c.prefix, q, &c.opts)
 		}
 		return transfer.Export(ctx, src, blobs, c.prefix, &c.opts)
 	case "work":
+		// The handlers of every shared transfer the flags describe: each
+		// takes its own intents only.
+		var hs []eventual.Handler
+		if src != nil && blobs != nil && c.prefix != "" {
+			hs = append(hs, transfer.ExportHandler(src, blobs, c.prefix, &c.opts))
+		}
+		if blobs != nil && c.prefix != "" && dst != nil {
+			hs = append(hs, transfer.ImportHandler(blobs, c.prefix, dst, &c.opts))
+		}
+		if src != nil && dst != nil {
+			hs = append(hs, transfer.CopyHandler(src, dst, &c.opts))
+		}
+		if len(hs) == 0 {
+			return transfer.Summary{}, errors.New("transfer work: give the flags of the shared export (-src, -src-table, -blob, -container, -prefix), import (-blob, -container, -prefix, -dst, -dst-table) or copy (-src, -src-table, -dst, -dst-table)")
+		}
 		q, err := c.intents(ctx)
 		if err != nil {
 			return transfer.Summary{}, err
 		}
-		return work(ctx, q, c.lease, transfer.Handler(src, blobs, c.prefix, &c.opts))
+		return work(ctx, q, c.lease, hs)
 	case "import":
-		if err := createTable(ctx, c.dst, c.dstTable); err != nil {
+		if err := c.createTargets(ctx); err != nil {
 			return transfer.Summary{}, err
+		}
+		if c.queue != "" {
+			q, err := c.intents(ctx)
+			if err != nil {
+				return transfer.Summary{}, err
+			}
+			return transfer.DistributeImport(ctx, blobs, c.prefix, dst, q, &c.opts)
 		}
 		return transfer.Import(ctx, blobs, c.prefix, dst, &c.opts)
 	case "copy":
-		if err := createTable(ctx, c.dst, c.dstTable); err != nil {
+		if err := c.createTargets(ctx); err != nil {
 			return transfer.Summary{}, err
+		}
+		if c.queue != "" {
+			q, err := c.intents(ctx)
+			if err != nil {
+				return transfer.Summary{}, err
+			}
+			return transfer.DistributeCopy(ctx, src, dst, q, &c.opts)
 		}
 		return transfer.Copy(ctx, src, dst, &c.opts)
 	default: // verify
@@ -249,6 +314,31 @@ func (c *config) do(ctx context.Context) (transfer.Summary, error) {
 		}
 		return transfer.Verify(ctx, src, dst, &c.opts)
 	}
+}
+
+// largeBlobs returns the Blobs of flags (account, container, prefix), nil
+// when no container is given. The account defaults to -blob's, else to
+// the table's when that is a connection string (which names every
+// service of its account).
+func (c *config) largeBlobs(f [3]string, tableAccount string) (*transfer.Blobs, error) {
+	account, name, prefix := f[0], f[1], f[2]
+	if name == "" {
+		return nil, nil
+	}
+	if account == "" {
+		account = c.blob
+	}
+	if account == "" && tableAccount != "" && isConnectionString(tableAccount) {
+		account = tableAccount
+	}
+	if account == "" {
+		return nil, fmt.Errorf("container %s of large-entity blobs: give its account (-src-blobs-account, -dst-blobs-account or -blob)", name)
+	}
+	cc, err := containerClient(account, name)
+	if err != nil {
+		return nil, err
+	}
+	return &transfer.Blobs{Container: cc, Prefix: prefix}, nil
 }
 
 // intents returns the queue of a shared export's ranges, creating it and
@@ -275,11 +365,13 @@ func (c *config) intents(ctx context.Context) (*eventual.Queue, error) {
 	return eventual.New(qs[0], qs[1], nil)
 }
 
-// work runs a worker of q with h until the queue is empty (every range
-// exported, by this process or others).
-func work(ctx context.Context, q *eventual.Queue, lease time.Duration, h eventual.Handler) (transfer.Summary, error) {
+// work runs a worker of q with hs until the queue is empty (every range
+// done, by this process or others), then reports the intents poisoned:
+// ranges that failed MaxDeliveries times (a shared copy's ranges with
+// entities the target rejects end there, naming them).
+func work(ctx context.Context, q *eventual.Queue, lease time.Duration, hs []eventual.Handler) (transfer.Summary, error) {
 	sum := transfer.Summary{Started: time.Now().UTC()}
-	w, err := eventual.NewWorker(q, []eventual.Handler{h}, &eventual.WorkerOptions{VisibilityTimeout: lease})
+	w, err := eventual.NewWorker(q, hs, &eventual.WorkerOptions{VisibilityTimeout: lease})
 	if err != nil {
 		return sum, err
 	}
@@ -292,6 +384,23 @@ func work(ctx context.Context, q *eventual.Queue, lease time.Duration, h eventua
 		err = runErr
 	}
 	sum.Ended = time.Now().UTC()
+	if err != nil {
+		return sum, err
+	}
+	poisoned, err := q.Poisoned(ctx, 32)
+	if err != nil || len(poisoned) == 0 {
+		return sum, err
+	}
+	var why []string
+	rejected := false
+	for _, p := range poisoned {
+		why = append(why, p.Kind+": "+p.Error)
+		rejected = rejected || strings.Contains(p.Error, transfer.ErrRejected.Error())
+	}
+	err = fmt.Errorf("%d ranges (at least) failed and are in the poison queue:\n  %s", len(poisoned), strings.Join(why, "\n  "))
+	if rejected {
+		err = fmt.Errorf("%w: %w", transfer.ErrRejected, err)
+	}
 	return sum, err
 }
 
@@ -319,12 +428,22 @@ func tableClient(account, name string) (*aztables.Client, error) {
 	return table.NewClient(svc, name), nil
 }
 
-func createTable(ctx context.Context, account, name string) error {
-	svc, err := tableService(account)
+// createTargets creates the target table, and the container of its
+// blobs, when missing.
+func (c *config) createTargets(ctx context.Context) error {
+	svc, err := tableService(c.dst)
 	if err != nil {
 		return err
 	}
-	return table.CreateTable(ctx, svc, name)
+	if err := table.CreateTable(ctx, svc, c.dstTable); err != nil {
+		return err
+	}
+	if b := c.opts.TargetBlobs; b != nil {
+		if _, err := b.Container.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+			return fmt.Errorf("creating container %s: %w", c.dstBlobs[1], redact.Error(err))
+		}
+	}
+	return nil
 }
 
 func containerClient(account, name string) (*container.Client, error) {
@@ -373,8 +492,14 @@ func printSummary(w io.Writer, verb string, s transfer.Summary) {
 	if end.IsZero() { // failed before the end
 		end = time.Now()
 	}
-	d := end.Sub(s.Started).Round(time.Millisecond)
+	var d time.Duration
+	if !s.Started.IsZero() { // else it failed before it began
+		d = end.Sub(s.Started).Round(time.Millisecond)
+	}
 	fmt.Fprintf(w, "%s: %d entities, %d bytes, %d chunks, %d transactions in %v\n", verb, s.Entities, s.Bytes, s.Chunks, s.Transactions, d)
+	if s.Blobs > 0 {
+		fmt.Fprintf(w, "blobs: %d, %d bytes\n", s.Blobs, s.BlobBytes)
+	}
 	if s.Rejected > 0 {
 		fmt.Fprintf(w, "rejected: %d (listed: %d)\n", s.Rejected, len(s.Rejects))
 		for _, r := range s.Rejects {

@@ -12,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
 	"github.com/tablekit/tablekit/internal/emulator"
+	"github.com/tablekit/tablekit/patterns/largeentity"
 
 	"github.com/tablekit/tablekit/internal/reserved"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -180,7 +184,8 @@ func TestUsage(t *testing.T) {
 // TestSharedExport shares one export between three worker processes
 // through a queue of ranges: the first is killed with SIGKILL after its
 // first chunk, in the middle of its range; the two others, started
-// after, finish every range, the dead one's once its lease expires.
+// after, finish every range, the dead one's once its lease expires. Then
+// an import of that export and a copy of the table, each shared likewise.
 func TestSharedExport(t *testing.T) {
 	env := tabletest.New(t)
 	bin := build(t)
@@ -225,5 +230,110 @@ func TestSharedExport(t *testing.T) {
 	}
 	if code, out := runBin(t, bin, "verify", "-blob", conn, "-container", ctrName, "-prefix", "shared", "-dst", conn, "-dst-table", srcName); code != 0 {
 		t.Fatalf("verify the shared export: exit %d\n%s", code, out)
+	}
+
+	// The export imported by three processes, one killed after its first
+	// chunk; then import -resume finds nothing left.
+	dstName := env.Name()
+	env.CreateTable(dstName, nil)
+	target := []string{"-blob", conn, "-container", ctrName, "-prefix", "shared", "-dst", conn, "-dst-table", dstName}
+	queue := []string{"-queue", conn, "-queue-name", name(env.Queue(nil).URL()), "-poison-name", name(env.Queue(nil).URL())}
+	shared := func(verb string, args ...string) {
+		t.Helper()
+		if code, out := runBin(t, bin, append([]string{verb}, args...)...); code != 0 {
+			t.Fatalf("%s -queue: exit %d\n%s", verb, code, out)
+		}
+		work := append([]string{"work", "-lease", "2s", "-concurrency", "1"}, args...)
+		killAfter(t, bin, 1, work...)
+		for range 2 {
+			go func() {
+				out, err := exec.Command(bin, work...).CombinedOutput()
+				done <- fmt.Sprintf("%v\n%s", err, out)
+			}()
+		}
+		for range 2 {
+			if out := <-done; !strings.HasPrefix(out, "<nil>") {
+				t.Fatalf("work: %s", out)
+			}
+		}
+	}
+	shared("import", append(target, queue...)...)
+	if code, out := runBin(t, bin, append([]string{"import", "-resume"}, target...)...); code != 0 || !strings.Contains(out, "import: 0 entities") {
+		t.Fatalf("import -resume after the shared import: exit %d (nothing should be left)\n%s", code, out)
+	}
+	if code, out := runBin(t, bin, "verify", "-src", conn, "-src-table", srcName, "-dst", conn, "-dst-table", dstName); code != 0 {
+		t.Fatalf("verify the shared import: exit %d\n%s", code, out)
+	}
+
+	// A copy shared likewise, one process killed after its first page.
+	copyName := env.Name()
+	env.CreateTable(copyName, nil)
+	queue = []string{"-queue", conn, "-queue-name", name(env.Queue(nil).URL()), "-poison-name", name(env.Queue(nil).URL())}
+	shared("copy", append([]string{"-src", conn, "-src-table", srcName, "-dst", conn, "-dst-table", copyName, "-ranges", "3"}, queue...)...)
+	if code, out := runBin(t, bin, "verify", "-src", conn, "-src-table", srcName, "-dst", conn, "-dst-table", copyName); code != 0 {
+		t.Fatalf("verify the shared copy: exit %d\n%s", code, out)
+	}
+}
+
+// TestBlobsProgram exports a table of large entities with their photos
+// (-src-blobs), imports it into another table and a new container
+// (-dst-blobs: created), verifies both, and reads every photo back
+// through the restored table's largeentity Store.
+func TestBlobsProgram(t *testing.T) {
+	env := tabletest.New(t)
+	bin := build(t)
+	ctx := context.Background()
+	conn := env.ConnectionString
+	srcName, dstName, photosName := env.Name(), env.Name(), env.Name()
+	src := env.CreateTable(srcName, nil)
+	env.CreateTable(dstName, nil)
+	photos := env.Container(nil)
+	srcPhotos := photos.URL()[strings.LastIndex(photos.URL(), "/")+1:]
+	type employee struct {
+		Dept  string `table:",pk"`
+		ID    string `table:",rk"`
+		Photo []byte `largeentity:"always"`
+	}
+	open := func(c *aztables.Client, ctr *container.Client) *largeentity.Store[employee] {
+		tbl, err := table.New[table.Dynamic](c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := largeentity.New[employee](tbl, ctr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	staff := open(src, photos)
+	for i := range 5 {
+		if _, err := staff.Insert(ctx, employee{Dept: "d", ID: fmt.Sprint(i), Photo: bytes.Repeat([]byte{byte(i)}, 100_000)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctr := env.Container(nil)
+	ctrName := ctr.URL()[strings.LastIndex(ctr.URL(), "/")+1:]
+	export := []string{"export", "-src", conn, "-src-table", srcName, "-src-blobs", srcPhotos, "-blob", conn, "-container", ctrName, "-prefix", "b"}
+	if code, out := runBin(t, bin, export...); code != 0 || !strings.Contains(out, "blobs: 5, 500000 bytes") {
+		t.Fatalf("export: exit %d\n%s", code, out)
+	}
+	imp := []string{"import", "-blob", conn, "-container", ctrName, "-prefix", "b", "-dst", conn, "-dst-table", dstName, "-dst-blobs", photosName}
+	if code, out := runBin(t, bin, imp...); code != 0 || !strings.Contains(out, "blobs: 5, 500000 bytes") {
+		t.Fatalf("import: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{
+		{"verify", "-src", conn, "-src-table", srcName, "-src-blobs", srcPhotos, "-dst", conn, "-dst-table", dstName, "-dst-blobs", photosName},
+		{"verify", "-blob", conn, "-container", ctrName, "-prefix", "b", "-dst", conn, "-dst-table", dstName, "-dst-blobs", photosName},
+	} {
+		if code, out := runBin(t, bin, args...); code != 0 || !strings.Contains(out, "blobs: 5") {
+			t.Fatalf("%s: exit %d\n%s", args[:2], code, out)
+		}
+	}
+	restored := open(env.TableClient(dstName, nil), env.BlobService(nil).ServiceClient().NewContainerClient(photosName))
+	for i := range 5 {
+		e, err := restored.Get(ctx, "d", fmt.Sprint(i), nil)
+		if err != nil || !bytes.Equal(e.Value.Photo, bytes.Repeat([]byte{byte(i)}, 100_000)) {
+			t.Fatalf("restored employee %d: %v", i, err)
+		}
 	}
 }

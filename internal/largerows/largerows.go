@@ -3,7 +3,9 @@
 // (patterns/secondaryindex's primaries, with its Options.Large) offloads,
 // reads and rereads them: the rows are written by that pattern, in its own
 // transactions and under its own keys, while the Store uploads, checks and
-// sweeps their blobs. Package largeentity registers the implementation
+// sweeps their blobs. It is also the path by which patterns/transfer
+// carries the blobs of a table's rows with the rows (Pointers): rows of
+// any type, by a Store's Prefix alone. Package largeentity registers the implementation
 // when it is initialised; being internal, this package is callable only
 // by tablekit's own packages, so largeentity exports nothing that only
 // tablekit uses. Such rows must be in the Store's table (its Sweep reads
@@ -94,17 +96,53 @@ type Store[T any] interface {
 // it pointed at is gone.
 type ReadFunc func() (azcore.ETag, error)
 
+// Pointer is one offloaded value of a row: the blob its pointer property
+// (reserved.BlobPointerPrefix + Property) names, as largeentity.Blob.
+type Pointer struct {
+	Property, Name string
+	Size           int64
+	SHA256         string // lower-case hex
+}
+
+// Codec reads and writes the pointer properties of rows of any type as a
+// Store with a given Prefix does: what a copy of a table needs to carry
+// its blobs (patterns/transfer). Implementations are safe for concurrent
+// use.
+type Codec interface {
+	// Pointers returns the pointers of row, every property named
+	// reserved.BlobPointerPrefix + P, each checked as a Store with prefix
+	// reads it (its name in the directory of row's own keys and P, a size
+	// of 1 to largeentity.MaxValueSize, a hex SHA-256), sorted by
+	// property: the valid ones, and the error of the first that is not
+	// (matching largeentity.ErrCorrupt, and ErrForeignBlob for a name
+	// outside that directory).
+	Pointers(prefix string, row *table.Dynamic) ([]Pointer, error)
+	// Move returns p as a Store with prefix names the same value of
+	// entity (pk, rk): the same write-unique id in its directory under
+	// prefix; and the pointer property's name and value naming it.
+	Move(prefix, pk, rk string, p Pointer) (moved Pointer, property, value string)
+	// Metadata is the metadata a Store gives the blob of p, a value of
+	// entity (pk, rk), for its Sweep.
+	Metadata(pk, rk string, p Pointer) map[string]*string
+}
+
 // Set by package largeentity when it is initialised.
 var (
-	loop func(op, pk, rk string, read ReadFunc) error
-	of   func(store any) any
+	loop  func(op, pk, rk string, read ReadFunc) error
+	of    func(store any) any
+	codec Codec
 )
 
 // Register is called once by package largeentity's init with its reread
-// loop and the function that gives a *largeentity.Store[T]'s Store[T].
-func Register(reread func(op, pk, rk string, read ReadFunc) error, store func(any) any) {
-	loop, of = reread, store
+// loop, the function that gives a *largeentity.Store[T]'s Store[T], and
+// its Codec.
+func Register(reread func(op, pk, rk string, read ReadFunc) error, store func(any) any, c Codec) {
+	loop, of, codec = reread, store, c
 }
+
+// Rows returns largeentity's Codec. The caller must import
+// patterns/largeentity (which registers it).
+func Rows() Codec { return codec }
 
 // Of returns the Store[T] of store, a *largeentity.Store[T].
 func Of[T any](store any) Store[T] { return of(store).(Store[T]) }

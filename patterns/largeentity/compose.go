@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/tablekit/tablekit/internal/invalid"
 	"github.com/tablekit/tablekit/internal/largerows"
+	"github.com/tablekit/tablekit/internal/reserved"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -181,4 +184,39 @@ func (s *Store[T]) fetchAll(ctx context.Context, v *T, blobs []Blob) error {
 		}
 	}
 	return nil
+}
+
+// pointerCodec is largerows.Codec: the pointers of rows of any type by a
+// Prefix alone, for patterns/transfer.
+type pointerCodec struct{}
+
+func (pointerCodec) Pointers(prefix string, row *table.Dynamic) ([]largerows.Pointer, error) {
+	var ps []largerows.Pointer
+	var bad string
+	var ferr error
+	for name, val := range row.Properties {
+		prop, ok := strings.CutPrefix(name, reserved.BlobPointerPrefix)
+		if !ok {
+			continue
+		}
+		b, err := parsePointer(prefix, row.PartitionKey, row.RowKey, prop, val)
+		if err != nil {
+			if bad == "" || prop < bad {
+				bad, ferr = prop, err
+			}
+			continue
+		}
+		ps = append(ps, largerows.Pointer{Property: prop, Name: b.Name, Size: b.Size, SHA256: b.SHA256})
+	}
+	slices.SortFunc(ps, func(a, b largerows.Pointer) int { return strings.Compare(a.Property, b.Property) })
+	return ps, ferr
+}
+
+func (pointerCodec) Move(prefix, pk, rk string, p largerows.Pointer) (largerows.Pointer, string, string) {
+	p.Name = blobDir(prefix, pk, rk, p.Property) + p.Name[len(p.Name)-idLen:]
+	return p, pointerProperty(p.Property), pointerValue(Blob{Name: p.Name, Size: p.Size, SHA256: p.SHA256})
+}
+
+func (pointerCodec) Metadata(pk, rk string, p largerows.Pointer) map[string]*string {
+	return metadata(pk, rk, p.Property)
 }

@@ -374,9 +374,9 @@ func keyHash(pk, rk string) string {
 }
 
 // blobDir is the name prefix of every blob of property prop of entity
-// (pk, rk).
-func (s *Store[T]) blobDir(pk, rk, prop string) string {
-	return s.prefix + "/" + keyHash(pk, rk) + "/" + prop + "/"
+// (pk, rk) under prefix.
+func blobDir(prefix, pk, rk, prop string) string {
+	return prefix + "/" + keyHash(pk, rk) + "/" + prop + "/"
 }
 
 // idLen is the length of a blob name's write-unique id: 32 hex digits.
@@ -387,13 +387,14 @@ const idLen = 32
 func (s *Store[T]) blobName(pk, rk, prop string) string {
 	var id [idLen / 2]byte
 	_, _ = rand.Read(id[:])
-	return s.blobDir(pk, rk, prop) + hex.EncodeToString(id[:])
+	return blobDir(s.prefix, pk, rk, prop) + hex.EncodeToString(id[:])
 }
 
 // ownName reports whether name is one blobName gives a value of property
-// prop of entity (pk, rk): its directory, then 32 lower-case hex digits.
-func (s *Store[T]) ownName(pk, rk, prop, name string) bool {
-	id, ok := strings.CutPrefix(name, s.blobDir(pk, rk, prop))
+// prop of entity (pk, rk) under prefix: its directory, then 32 lower-case
+// hex digits.
+func ownName(prefix, pk, rk, prop, name string) bool {
+	id, ok := strings.CutPrefix(name, blobDir(prefix, pk, rk, prop))
 	return ok && isHex(id, idLen)
 }
 

@@ -93,7 +93,7 @@ func (s *Store[T]) get(ctx context.Context, op, pk, rk string, sel []string) (En
 	return e, d, nil
 }
 
-func init() { largerows.Register(rereadLoop, rowsOf) }
+func init() { largerows.Register(rereadLoop, rowsOf, pointerCodec{}) }
 
 // rereadLoop calls read (a read of entity (pk, rk) and its blobs, returning
 // the ETag read) until it ends otherwise than with errChanged, at most
@@ -138,7 +138,7 @@ func (s *Store[T]) pointers(d table.Dynamic) ([]Blob, error) {
 		if s.readable[prop] == nil {
 			continue // T has no field for it: like any property T lacks
 		}
-		b, err := s.pointer(d.PartitionKey, d.RowKey, prop, val)
+		b, err := parsePointer(s.prefix, d.PartitionKey, d.RowKey, prop, val)
 		if err != nil {
 			if bad == "" || prop < bad {
 				bad, ferr = prop, err
@@ -151,21 +151,22 @@ func (s *Store[T]) pointers(d table.Dynamic) ([]Blob, error) {
 	return refs, ferr
 }
 
-// pointer decodes the value of property prop's pointer in entity (pk,
-// rk), if it is one this Store writes: JSON naming a blob under the
-// entity's and property's own directory with a write-unique id (never
-// another entity's blob: ErrForeignBlob), a size of 1 to MaxValueSize
-// (table.ErrTooLarge) and a hex SHA-256; every error matches ErrCorrupt.
-func (s *Store[T]) pointer(pk, rk, prop string, val any) (Blob, error) {
+// parsePointer decodes the value of property prop's pointer in entity
+// (pk, rk), if it is one a Store with prefix writes: JSON naming a blob
+// under the entity's and property's own directory with a write-unique id
+// (never another entity's blob: ErrForeignBlob), a size of 1 to
+// MaxValueSize (table.ErrTooLarge) and a hex SHA-256; every error matches
+// ErrCorrupt.
+func parsePointer(prefix, pk, rk, prop string, val any) (Blob, error) {
 	str, _ := val.(string)
 	var b Blob
 	if err := json.Unmarshal([]byte(str), &b); err != nil || b.Size < 1 || !isHex(b.SHA256, len(zeroHash)) {
 		return Blob{}, fmt.Errorf("%w: (%q, %q): property %s holds no valid pointer", ErrCorrupt, pk, rk, pointerProperty(prop))
 	}
 	b.Property = prop
-	if !s.ownName(pk, rk, prop, b.Name) {
+	if !ownName(prefix, pk, rk, prop, b.Name) {
 		return Blob{}, fmt.Errorf("%w: %w: (%q, %q): property %s names blob %q, not one of this entity's %s values (%s<id>)",
-			ErrCorrupt, ErrForeignBlob, pk, rk, pointerProperty(prop), b.Name, prop, s.blobDir(pk, rk, prop))
+			ErrCorrupt, ErrForeignBlob, pk, rk, pointerProperty(prop), b.Name, prop, blobDir(prefix, pk, rk, prop))
 	}
 	if b.Size > MaxValueSize {
 		return Blob{}, fmt.Errorf("%w: %w: (%q, %q): property %s records %d bytes, more than MaxValueSize (%d); not read",

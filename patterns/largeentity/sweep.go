@@ -30,6 +30,12 @@ const (
 	metaProperty = "property"
 )
 
+// metadata is the metadata of the blob of a value of property prop of
+// entity (pk, rk).
+func metadata(pk, rk, prop string) map[string]*string {
+	return map[string]*string{metaPK: ptr(encodeKey(pk)), metaRK: ptr(encodeKey(rk)), metaProperty: ptr(prop)}
+}
+
 // Swept reports what a Sweep found and did.
 type Swept struct {
 	// Listed is the number of blobs under Prefix.

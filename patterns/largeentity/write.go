@@ -255,7 +255,7 @@ func (s *Store[T]) upload(ctx context.Context, pk, rk string, o *offload) error 
 	}()
 	_, err := s.blobs.NewBlockBlobClient(o.blob.Name).UploadBuffer(ctx, o.content, &blockblob.UploadBufferOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: ptr(azcore.ETagAny)}},
-		Metadata:         map[string]*string{metaPK: ptr(encodeKey(pk)), metaRK: ptr(encodeKey(rk)), metaProperty: ptr(o.f.name)},
+		Metadata:         metadata(pk, rk, o.f.name),
 	})
 	o.blob.SHA256 = <-sum
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobAlreadyExists) {

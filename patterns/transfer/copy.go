@@ -29,76 +29,17 @@ import (
 // they pass the profile's transaction size), plus the probes of a split.
 func Copy(ctx context.Context, src, dst *aztables.Client, opts *Options) (Summary, error) {
 	sum := Summary{Started: time.Now().UTC()}
-	if err := opts.check(); err != nil {
-		return sum, err
-	}
 	o := opts.orDefault()
-	s, err := source(src)
+	cp, err := newCopier(src, dst, opts, &o)
 	if err != nil {
 		return sum, err
 	}
-	d, err := target(dst)
+	ranges, err := split(ctx, cp.s, o.From, o.To, o.Since, o.Ranges, o.Concurrency)
 	if err != nil {
 		return sum, err
 	}
-	if err := checkSince(s, o.Since); err != nil {
-		return sum, err
-	}
-	ranges, err := split(ctx, s, o.From, o.To, o.Since, o.Ranges, o.Concurrency)
-	if err != nil {
-		return sum, err
-	}
-	rej := &listed{max: o.MaxListed}
-	w := &writer{t: d, opts: &o, rej: rej}
-	progress := newTracker(o.Progress, 0)
-	var bytes int64
-	var bmu sync.Mutex
-	err = parallel(ctx, ranges, o.Concurrency, func(ctx context.Context, r span) error {
-		// One page is written while the next is read (and the one after
-		// fetched ahead by Pages): at most one write in flight per range.
-		var pending chan error
-		wait := func() error {
-			if pending == nil {
-				return nil
-			}
-			err := <-pending
-			pending = nil
-			return err
-		}
-		for page, err := range s.Pages(ctx, query(r.From, r.To, o.Since, "")) {
-			if err != nil {
-				_ = wait()
-				return wrap(err, "reading %s", s.Name())
-			}
-			var n int64
-			var line []byte
-			for i := range page.Items {
-				line, _ = appendLine(line[:0], &page.Items[i], true) // for the byte count; a value that cannot encode is rejected by the op
-				n += int64(len(line))
-			}
-			if err := wait(); err != nil {
-				return err
-			}
-			done := make(chan error, 1)
-			pending = done
-			go func(items []table.Dynamic) {
-				err := w.write(ctx, items)
-				if err == nil {
-					err = o.step("page")
-				}
-				if err == nil {
-					bmu.Lock()
-					bytes += n
-					bmu.Unlock()
-					progress.add(int64(len(items)), n)
-				}
-				done <- err
-			}(page.Items)
-		}
-		return wait()
-	})
-	sum = finish(sum, w, rej)
-	sum.Bytes = bytes
+	err = parallel(ctx, ranges, o.Concurrency, cp.copyRange)
+	sum = cp.finish(sum)
 	if err != nil {
 		return sum, err
 	}
@@ -106,6 +47,101 @@ func Copy(ctx context.Context, src, dst *aztables.Client, opts *Options) (Summar
 		return sum, fmt.Errorf("%w: %d entities (see Summary.Rejects)", ErrRejected, sum.Rejected)
 	}
 	return sum, nil
+}
+
+// copier copies ranges of a table to another.
+type copier struct {
+	s, d     *table.Table[table.Dynamic]
+	o        *Options
+	rej      *listed
+	carry    *carrier // nil: no blobs
+	w        *writer
+	progress *tracker
+}
+
+// newCopier checks a copy's arguments, before any request.
+func newCopier(src, dst *aztables.Client, opts, o *Options) (*copier, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	s, err := source(src)
+	if err != nil {
+		return nil, err
+	}
+	d, err := target(dst)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSince(s, o.Since); err != nil {
+		return nil, err
+	}
+	if err := o.bothBlobs(); err != nil {
+		return nil, err
+	}
+	cp := &copier{s: s, d: d, o: o, rej: &listed{max: o.MaxListed}, progress: newTracker(o.Progress, 0)}
+	if o.Blobs != nil {
+		cp.carry = newCarrier(o, cp.rej, o.Blobs.prefixOr(s.Name()), fromTable(o.Blobs),
+			toStore(o.TargetBlobs.Container, o.TargetBlobs.prefixOr(d.Name())), rereader(s), false)
+	}
+	cp.w = &writer{t: d, opts: o, rej: cp.rej}
+	return cp, nil
+}
+
+// copyRange copies the entities of range r, one page written while the
+// next is read (and the one after fetched ahead by Pages): at most one
+// write in flight per range.
+func (cp *copier) copyRange(ctx context.Context, r span) error {
+	var pending chan error
+	wait := func() error {
+		if pending == nil {
+			return nil
+		}
+		err := <-pending
+		pending = nil
+		return err
+	}
+	for page, err := range cp.s.Pages(ctx, query(r.From, r.To, cp.o.Since, "")) {
+		if err != nil {
+			_ = wait()
+			return wrap(err, "reading %s", cp.s.Name())
+		}
+		items, err := cp.carry.carry(ctx, page.Items)
+		if err != nil {
+			_ = wait()
+			return err
+		}
+		var n int64
+		var line []byte
+		for i := range items {
+			line, _ = appendLine(line[:0], &items[i], true) // for the byte count; a value that cannot encode is rejected by the op
+			n += int64(len(line))
+		}
+		if err := wait(); err != nil {
+			return err
+		}
+		done := make(chan error, 1)
+		pending = done
+		go func(items []table.Dynamic) {
+			err := cp.w.write(ctx, items)
+			if err == nil {
+				err = cp.o.step("page")
+			}
+			if err == nil {
+				cp.progress.add(int64(len(items)), n)
+			}
+			done <- err
+		}(items)
+	}
+	return wait()
+}
+
+// finish fills sum from what the copy wrote, rejected and carried.
+func (cp *copier) finish(sum Summary) Summary {
+	sum = finish(sum, cp.w, cp.rej, cp.carry)
+	cp.progress.mu.Lock()
+	sum.Bytes = cp.progress.bytes
+	cp.progress.mu.Unlock()
+	return sum
 }
 
 // parallel runs fn for each item, at most concurrency at once, and

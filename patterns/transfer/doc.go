@@ -21,13 +21,12 @@
 // whose keys start with ~tk~, properties whose names start with Tk), so
 // that a restored table is one the patterns accept as their own.
 //
+// With Options.Blobs and TargetBlobs the blobs that rows point at
+// (patterns/largeentity) go with them (see Blobs below).
+//
 // Not for: a point-in-time snapshot (see the guarantee below; Cosmos DB's
 // continuous backup, or an application quiet during the export, gives
-// one), the blobs a table's rows point to (patterns/largeentity's blobs
-// are in their own container: copy it with azcopy, which handles blobs;
-// the restored rows' pointers name blobs by the rows' keys and the Store's
-// Prefix, so they hold in a copy of the container under the same names),
-// the write history tablekit keeps per entity (its TkWrites property: it
+// one), the write history tablekit keeps per entity (its TkWrites property: it
 // identifies writes to the source table, settles their lost responses
 // there, and means nothing elsewhere; a restored entity starts a fresh
 // one, as an upsert does), or replicating a table continuously.
@@ -37,16 +36,17 @@
 // An export under a prefix is a manifest and chunks. The manifest,
 // <prefix>/manifest.json, is JSON: "format" ("tablekit-transfer/1"),
 // "table", "profile" (the source service's profile name), "from", "to",
-// "since" (the Options it was made with), "started", "ended", "complete"
-// (false until every range is read to its end), "guarantee" (the text of
-// the guarantee below), and "ranges": per PartitionKey range its "from",
-// "to", "next" (the cursor to resume from), "done", and "chunks", each
-// with its "name", "entities", "rawBytes" (uncompressed), "bytes" and
-// "sha256" (hex SHA-256 of the blob). The chunks,
-// <prefix>/r<range>-<n>-<16 hex digits unique to the upload>.jsonl.gz,
-// are gzip-compressed JSON lines, one entity a line, every property with
-// its EDM type (blobs under the prefix that the manifest does not name
-// are uploads of crashed runs, never read: delete them at will):
+// "since" (the Options it was made with), "blobs" (see Blobs),
+// "started", "ended", "complete" (false until every range is read to its
+// end), "guarantee" (the text of the guarantee below), and "ranges": per
+// PartitionKey range its "from", "to", "next" (the cursor to resume
+// from), "done", and "chunks", each with its "name", "entities",
+// "rawBytes" (uncompressed), "bytes" and "sha256" (hex SHA-256 of the
+// blob). The chunks, <prefix>/r<range>-<n>-<16 hex digits unique to the
+// upload>.jsonl.gz, are gzip-compressed JSON lines, one entity a line,
+// every property with its EDM type (chunks under the prefix that the
+// manifest does not name are uploads of crashed runs, never read: delete
+// them at will; <prefix>/blobs/ holds large entities' values, see Blobs):
 //
 //	{"PartitionKey":"Sales","RowKey":"000223","Timestamp":"2026-11-29T03:41:07.1234567Z",
 //	 "Properties":[["Age","Edm.Int32",41],["Id","Edm.Int64","9223372036854775807"],
@@ -59,6 +59,43 @@
 // comes from the service, not the format: Azurite returns a whole-number
 // Edm.Double (2.0) as the JSON number 2 without a type, which reads as
 // Edm.Int32 (see table.Dynamic); Azure returns 2.0.
+//
+// # Blobs
+//
+// A large entity's row holds, in place of each large value, a pointer
+// (the property TkBlob<name>: a blob's name, size and SHA-256); the blob
+// is in its Store's container, named after the Store's Prefix and the
+// row's keys. Options.Blobs names the source's container and Prefix
+// (default: the table's name, as the Store's). Export then reads the blob
+// of every pointer and stores it beside the chunks, once per content, as
+// <prefix>/blobs/<its SHA-256 in hex> (the manifest's "blobs" is the
+// Prefix), before the chunk that holds its row. Import and Copy write each
+// blob to Options.TargetBlobs under the name the target's Store gives it
+// (its Prefix, default the target table's name; the row's pointer is
+// renamed when the Prefixes differ), with the Store's metadata (for its
+// Sweep), before the transaction that writes its row: a restored row never
+// points at a missing blob, and a crash in between leaves only blobs that
+// the resume writes again (each name holds one value, so a write again
+// writes the same bytes) or the Store's Sweep deletes.
+//
+// Blobs are read under the Store's own rules: a pointer is followed only
+// when a Store with that Prefix could have written it for that row (a
+// name in the directory of the row's own keys; a size of 1 to
+// largeentity.MaxValueSize, allocated only once the blob's length equals
+// it), and the blob's SHA-256 must match. A row whose pointer is not such
+// (a tenant's row naming another entity's blob), whose blob differs, or
+// whose blob is gone while the row, read again, still points at it, is
+// listed in Summary.Rejects with the reason, and the call returns
+// ErrRejected: Export exports the row as it is, without a blob (its
+// Import then rejects it too), Import and Copy do not write it. A blob
+// gone because its row changed after the scan read it (largeentity
+// deletes a blob only once no version points at it) makes the row be
+// read again, in largeentity's loop: the new version, with its blobs, is
+// carried; a row deleted meanwhile is not (as the scan guarantee allows).
+// Verify, with both, compares pointers by their values' sizes and
+// SHA-256 (names differ between Stores) and reads every blob of the
+// second table, checking it; VerifyExport with TargetBlobs does the same
+// against an export that holds blobs.
 //
 // # Guarantee
 //
@@ -133,44 +170,79 @@
 //
 // # Across machines
 //
-// When a table outgrows one machine, Distribute splits it into ranges,
-// writes the manifest and puts one intent per range on a queue of
-// package eventual; every process runs an eventual.Worker of that queue
-// with Handler, which exports the ranges it is given. The worker renews
-// a range's lease (its message's visibility) while the range is
-// exported; a process that dies stops renewing, and the range is
-// delivered again, to any process, which continues it from the cursor
-// recorded in the manifest. Every manifest write is conditioned on the
-// version read (the blob's ETag) and records a chunk only for its range
-// at the position its writer started from, so the manifest records each
-// chunk, and each range, exactly once: a process whose lease expired
-// while it still ran finds its range moved on, and its delivery fails
-// (to be delivered again, finding the range done or continuing it). The
-// process that finishes the last range marks the export complete; Import
-// and Verify read it as any other. examples/transfer runs it as export
-// -queue on one machine, then work on each.
+// When a table outgrows one machine, N processes on N machines share one
+// export, import or copy through a queue of ranges (package eventual's
+// Queue and Worker): DistributeExport, DistributeImport or DistributeCopy
+// puts one intent per range on the queue, and every process runs an
+// eventual.Worker of that queue with ExportHandler, ImportHandler or
+// CopyHandler, which does the ranges it is given. The worker renews a
+// range's lease (its message's visibility) while the range is worked; a
+// process that dies stops renewing, and the range is delivered again, to
+// any process.
+//
+// An export's ranges are its manifest's: a delivery continues the range
+// from the cursor recorded there. Every manifest write is conditioned on
+// the version read (the blob's ETag) and records a chunk only for its
+// range at the position its writer started from, so the manifest records
+// each chunk, and each range, exactly once: a process whose lease expired
+// while it still ran finds its range moved on, and its delivery fails (to
+// be delivered again, finding the range done or continuing it). The
+// process that finishes the last range marks the export complete.
+//
+// An import's ranges are the export's: a delivery writes the range's
+// chunks that the import's checkpoint does not list, and adds each to it
+// once written, with the entities of it the target rejected, by a write
+// conditioned on the checkpoint's ETag (re-read and merged when another
+// process wrote it first; a chunk it lists already is not added again).
+// Once the queue is drained, Import with Resume writes whatever is left
+// (nothing, unless an intent was poisoned) and returns the whole import's
+// Summary, its rejects included.
+//
+// A copy's ranges are PartitionKey ranges of the source found as Copy
+// finds them; a delivery copies its range whole (again, after a crash:
+// upserts give the same table). The copy is done when the queue is
+// drained. A range holding entities the target cannot hold is copied but
+// for them and its delivery fails with ErrRejected naming them: it is
+// copied again at each delivery, then poisoned, and eventual's
+// Queue.Poisoned lists it with them. examples/transfer runs all three as
+// the verb with -queue on one machine, then work on each.
 //
 // # Cost in round trips
 //
 //	Export         1 per page (ChunkBytes/4096 entities, 1 to 1,000),
 //	               1 per chunk, 1 per manifest write (one per chunk, one
-//	               at the start, one at the end); + probes with Ranges
+//	               at the start, one at the end); + probes with Ranges;
+//	               with Blobs, 2 per blob (a read, a write), + 1 point
+//	               read and 2 per blob of a row read again
 //	Import         1 manifest + 1 checkpoint read, then per chunk: 1 read,
 //	               ceil(n/100) transactions per partition of its n
 //	               entities (more past the profile's 4 MiB or 2 MB), 1
 //	               checkpoint write
-//	Copy           1 per page read + its transactions, as Import's
-//	Verify         1 per page of each table
+//	               (with TargetBlobs, 2 per blob: a read, a write)
+//	Copy           1 per page read + its transactions, as Import's (with
+//	               Blobs, 2 per blob)
+//	Verify         1 per page of each table (with Blobs, 1 per blob of
+//	               the second)
 //	VerifyExport   1 manifest + 1 per chunk + 1 per page of the table
-//	Distribute     the probes, 1 manifest read and 1 write, 1 enqueue per range
-//	Handler        as Export per page and chunk, + the worker's (a dequeue
+//	               (with TargetBlobs, 1 per blob of the table)
+//	DistributeExport  the probes, 1 manifest read and 1 write, 1 enqueue
+//	               per range
+//	ExportHandler  as Export per page and chunk, + the worker's (a dequeue
 //	               per up to 32 ranges, a lease renewal per third of the
 //	               visibility timeout, a delete per range), + 1 read per
 //	               manifest write another process got in first
+//	DistributeImport  1 manifest read, 1 checkpoint write (with Resume, a
+//	               read), 1 enqueue per range with chunks left
+//	ImportHandler  1 manifest and 1 checkpoint read per delivery, as Import
+//	               per chunk, + the worker's, + 1 read per checkpoint write
+//	               another process got in first
+//	DistributeCopy the probes, 1 enqueue per range
+//	CopyHandler    as Copy per page, + the worker's
 //
 // Memory: Export and Import hold one chunk per range at a time (Import
 // one chunk); Copy one page per range; Verify a key and a 32-byte hash
-// per entity of the first side.
+// per entity of the first side; with blobs, at most Concurrency blobs
+// more (each read whole, to check it before it is written).
 //
 // # Crash points
 //
@@ -178,21 +250,36 @@
 // (a crash injected there, then the call run again with Options.Resume,
 // then Verify):
 //
-//	operation  crash after              state left                        resume
-//	Export     manifest written         chunks listed, cursors saved       reads each range from its cursor
-//	Export     chunk uploaded           chunk n not in the manifest        uploads chunk n again (a new
-//	                                                                       name), then records it
-//	Import     chunk read               nothing of chunk n written         reads chunk n again
-//	Import     chunk written            chunk n written, not checkpointed  writes chunk n again (upserts)
-//	Import     checkpoint written       chunk n checkpointed               starts at chunk n+1
-//	Copy       page written             pages so far written               copies again from the start
-//	                                                                       (upserts; or a narrower From/To)
-//	Distribute manifest written         ranges not all enqueued            Distribute with Resume enqueues
-//	                                                                       every range not done again
-//	Handler    mid-range (process dies) range's chunks so far recorded     the lease expires; the next
-//	                                                                       delivery continues the range
-//	Handler    lease lost, still runs   another process continues          its next manifest write is
-//	                                                                       refused; its delivery fails
+//	operation        crash after              state left                          resume
+//	Export           manifest written         chunks listed, cursors saved        reads each range from its
+//	                                                                              cursor
+//	Export           a page's blobs uploaded  blobs no chunk names yet            reads the page again, uploads
+//	                                                                              its blobs again (same names)
+//	Export           chunk uploaded           chunk n not in the manifest         uploads chunk n again (a new
+//	                                                                              name), then records it
+//	Import           chunk read               nothing of chunk n written          reads chunk n again
+//	Import           chunk's blobs written    blobs no row points at yet          writes them again, then the
+//	                                                                              rows
+//	Import           chunk written            chunk n written, not checkpointed   writes chunk n again (upserts)
+//	Import           checkpoint written       chunk n checkpointed                starts at chunk n+1
+//	Copy             page written             pages so far written                copies again from the start
+//	                                                                              (upserts; or a narrower
+//	                                                                              From/To)
+//	DistributeExpor  manifest written         ranges not all enqueued             DistributeExport with Resume
+//	t                                                                             enqueues every range not done
+//	ExportHandler    mid-range (dies)         range's chunks so far recorded      the lease expires; the next
+//	                                                                              delivery continues the range
+//	ExportHandler    lease lost, still runs   another process continues           its next manifest write is
+//	                                                                              refused; its delivery fails
+//	DistributeImpor  checkpoint reset         ranges not all enqueued             DistributeImport with Resume
+//	t                                                                             enqueues every range with
+//	                                                                              chunks left
+//	ImportHandler    mid-range (dies)         chunks so far checkpointed, one     the lease expires; the next
+//	                                          maybe written                       delivery writes the rest
+//	DistributeCopy   some ranges enqueued     a partial copy                      DistributeCopy again (ranges
+//	                                                                              run twice: upserts)
+//	CopyHandler      mid-range (dies)         some of the range's pages written   the next delivery copies the
+//	                                                                              range again
 //
 // A lost response of a transaction is settled by Table.Submit's read; one
 // it cannot settle is an error, and the resume writes the chunk again.

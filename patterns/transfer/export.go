@@ -54,9 +54,9 @@ func Export(ctx context.Context, src *aztables.Client, dst *container.Client, pr
 	case m != nil && !o.Resume:
 		return sum, fmt.Errorf("%w: %s", ErrExists, manifestName(prefix))
 	case m != nil:
-		if m.Table != t.Name() || m.From != o.From || m.To != o.To || !m.Since.Equal(o.Since) {
-			return sum, fmt.Errorf("%w: the export at %s is of table %.40q, range [%.40q, %.40q), since %v: not this one",
-				ErrInvalid, prefix, m.Table, m.From, m.To, m.Since)
+		if m.Table != t.Name() || m.From != o.From || m.To != o.To || !m.Since.Equal(o.Since) || m.Blobs != blobPrefix(&o, t) {
+			return sum, fmt.Errorf("%w: the export at %s is of table %.40q, range [%.40q, %.40q), since %v, blobs %.40q: not this one",
+				ErrInvalid, prefix, m.Table, m.From, m.To, m.Since, m.Blobs)
 		}
 		sum.Started = m.Started
 		if m.Complete {
@@ -68,10 +68,12 @@ func Export(ctx context.Context, src *aztables.Client, dst *container.Client, pr
 		if err != nil {
 			return sum, err
 		}
-		m = &manifest{Format: formatID, Table: t.Name(), Profile: t.Profile().Name, From: o.From, To: o.To,
-			Since: o.Since.UTC(), Started: sum.Started, Guarantee: guaranteeText, Ranges: ranges}
+		m = newManifest(t, &o, sum.Started, ranges)
 	}
-	x := &exporter{t: t, c: dst, prefix: prefix, o: &o, m: m, etag: etag, progress: newTracker(o.Progress, 0)}
+	x, err := newExporter(t, dst, prefix, &o, m, etag, newTracker(o.Progress, 0))
+	if err != nil {
+		return sum, err
+	}
 	if etag == "" {
 		if err := x.commit(ctx, func(*manifest) (bool, error) { return true, nil }); errors.Is(err, errChanged) {
 			return sum, fmt.Errorf("%w: %s (written meanwhile)", ErrExists, manifestName(prefix))
@@ -84,11 +86,44 @@ func Export(ctx context.Context, src *aztables.Client, dst *container.Client, pr
 		err = x.complete(ctx)
 	}
 	sum.Entities, sum.Bytes, sum.Chunks = x.progress.entities, x.progress.bytes, x.chunks
+	sum = x.rej.summarise(x.carry.summarise(sum))
 	if err != nil {
 		return sum, err
 	}
 	sum.Ended = time.Now().UTC()
+	if sum.Rejected > 0 {
+		return sum, fmt.Errorf("%w: %d entities exported without their blobs (see Summary.Rejects)", ErrRejected, sum.Rejected)
+	}
 	return sum, nil
+}
+
+// newManifest is the manifest of a new export of t.
+func newManifest(t *table.Table[table.Dynamic], o *Options, started time.Time, ranges []span) *manifest {
+	return &manifest{Format: formatID, Table: t.Name(), Profile: t.Profile().Name, From: o.From, To: o.To,
+		Since: o.Since.UTC(), Started: started, Guarantee: guaranteeText, Ranges: ranges, Blobs: blobPrefix(o, t)}
+}
+
+// blobPrefix is the Prefix of the blobs an export of t with o carries,
+// "" for none.
+func blobPrefix(o *Options, t *table.Table[table.Dynamic]) string {
+	if o.Blobs == nil {
+		return ""
+	}
+	return o.Blobs.prefixOr(t.Name())
+}
+
+// newExporter returns the exporter of the export m at prefix, which
+// carries blobs from o.Blobs when m does.
+func newExporter(t *table.Table[table.Dynamic], dst *container.Client, prefix string, o *Options, m *manifest, etag azcore.ETag, progress *tracker) (*exporter, error) {
+	x := &exporter{t: t, c: dst, prefix: prefix, o: o, m: m, etag: etag, progress: progress, rej: &listed{max: o.MaxListed}}
+	if m.Blobs == "" {
+		return x, nil
+	}
+	if o.Blobs == nil {
+		return nil, fmt.Errorf("%w: the export at %s carries blobs (Prefix %.40q): Options.Blobs is required", ErrInvalid, prefix, m.Blobs)
+	}
+	x.carry = newCarrier(o, x.rej, m.Blobs, fromTable(o.Blobs), toExport(dst, prefix), rereader(t), true)
+	return x, nil
 }
 
 // complete marks the export complete when every range is done.
@@ -116,6 +151,8 @@ type exporter struct {
 	prefix   string
 	o        *Options
 	progress *tracker
+	carry    *carrier // nil: the export carries no blobs
+	rej      *listed  // rows exported without their blobs
 
 	mu     sync.Mutex // guards m, etag and chunks; held across the manifest's upload, so versions land in order
 	m      *manifest  // the version last read or written; replaced, never changed
@@ -213,11 +250,15 @@ func (w *chunkWriter) reset() {
 	w.entities, w.raw = 0, 0
 }
 
-// exportRange exports range i from its cursor to its end.
+// exportRange exports range i from its cursor to its end (nothing when
+// the manifest last read says it is done).
 func (x *exporter) exportRange(ctx context.Context, i int) error {
 	x.mu.Lock()
 	r := x.m.Ranges[i]
 	x.mu.Unlock()
+	if r.Done {
+		return nil
+	}
 	w := newChunkWriter()
 	n, from := len(r.Chunks), r.Next
 	q := query(r.From, r.To, x.m.Since, r.Next)
@@ -226,8 +267,17 @@ func (x *exporter) exportRange(ctx context.Context, i int) error {
 		if err != nil {
 			return wrap(err, "reading %s", x.t.Name())
 		}
-		for j := range page.Items {
-			if err := w.add(&page.Items[j]); err != nil {
+		items, err := x.carry.carry(ctx, page.Items)
+		if err != nil {
+			return err
+		}
+		if x.carry != nil {
+			if err := x.o.step("blobs"); err != nil {
+				return err
+			}
+		}
+		for j := range items {
+			if err := w.add(&items[j]); err != nil {
 				return err
 			}
 		}

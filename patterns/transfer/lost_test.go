@@ -2,6 +2,8 @@ package transfer_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -68,5 +70,58 @@ func TestLostResponses(t *testing.T) {
 			t.Fatalf("import, %s: no request", tc.what)
 		}
 		verifyEqual(t, src, dst)
+	}
+}
+
+// TestLateWriteOfACrashedRun: a manifest write of a crashed run that
+// lands after the resume read the manifest (its request was on its way
+// when the process died) has marked a range done: the resume's next write
+// finds the manifest changed, reads it, and leaves that range alone
+// rather than failing with "taken over by another process".
+func TestLateWriteOfACrashedRun(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, blobs := r.Table(), r.Container()
+	seed(t, src, 40)
+	var crashes testrig.Crashes
+	crashes.At("manifest", 1)
+	o := &transfer.Options{Ranges: 2, ChunkBytes: 4 << 10, Concurrency: 1}
+	transfer.SetHook(o, crashes.Hook)
+	if _, err := transfer.Export(ctx, src, blobs, "late", o); !errors.Is(err, testrig.ErrCrash) {
+		t.Fatalf("export: %v, want the crash", err)
+	}
+	manifestPut := func(q *http.Request) bool {
+		return q.Method == http.MethodPut && strings.HasSuffix(q.URL.Path, "/late/manifest.json")
+	}
+	late := false
+	r.Faults.Inject(faults.Fault{Match: nth(1, manifestPut), Respond: func(q *http.Request) *http.Response {
+		// The crashed run's write lands first: range 1 done.
+		var m map[string]any
+		if err := json.Unmarshal(download(t, blobs, "late/manifest.json"), &m); err != nil {
+			t.Error(err)
+		}
+		rng := m["ranges"].([]any)[1].(map[string]any)
+		rng["done"] = true
+		delete(rng, "next")
+		b, _ := json.MarshalIndent(m, "", " ")
+		upload(t, blobs, "late/manifest.json", b)
+		late = true
+		resp, err := http.DefaultClient.Do(q) // the resume's own write: 412
+		if err != nil {
+			t.Error(err)
+		}
+		return resp
+	}})
+	o.Resume = true
+	transfer.SetHook(o, nil)
+	if _, err := transfer.Export(ctx, src, blobs, "late", o); err != nil || !late {
+		t.Fatalf("resume after a late write (landed: %v): %v", late, err)
+	}
+	var m struct {
+		Complete bool
+		Ranges   []struct{ Done bool }
+	}
+	if err := json.Unmarshal(download(t, blobs, "late/manifest.json"), &m); err != nil || !m.Complete || len(m.Ranges) != 2 {
+		t.Fatalf("manifest after the resume: %+v, %v", m, err)
 	}
 }

@@ -66,6 +66,10 @@ type manifest struct {
 	Guarantee string `json:"guarantee"`
 	// Ranges are the PartitionKey ranges read, each with its chunks.
 	Ranges []span `json:"ranges"`
+	// Blobs is the Prefix of the source's largeentity Store when the
+	// export holds the blobs its rows point at (Options.Blobs), each as
+	// <prefix>/blobs/<its SHA-256 in hex>.
+	Blobs string `json:"blobs,omitempty"`
 }
 
 // span is one PartitionKey range of an export and its chunks, in order.
@@ -147,6 +151,9 @@ func (m *manifest) validate(prefix string) error {
 	if m.Format != formatID {
 		return fmt.Errorf("%w: manifest format %.40q, want %q", ErrCorrupt, m.Format, formatID)
 	}
+	if len(m.Blobs) > maxPrefix {
+		return fmt.Errorf("%w: manifest's blobs prefix is longer than %d bytes", ErrCorrupt, maxPrefix)
+	}
 	if len(m.Ranges) == 0 || len(m.Ranges) > maxRanges {
 		return fmt.Errorf("%w: manifest has %d ranges", ErrCorrupt, len(m.Ranges))
 	}
@@ -223,34 +230,56 @@ func writeManifest(ctx context.Context, c *container.Client, prefix string, m *m
 	if err != nil {
 		return "", fmt.Errorf("transfer: encoding manifest: %w", err)
 	}
-	cond := &blob.ModifiedAccessConditions{IfMatch: &etag}
-	if etag == "" {
-		cond = &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}
+	newETag, err := putIf(ctx, c, manifestName(prefix), b, etag)
+	if !errors.Is(err, errChanged) {
+		return newETag, err
 	}
-	resp, err := c.NewBlockBlobClient(manifestName(prefix)).UploadBuffer(ctx, b, &blockblob.UploadBufferOptions{
+	// A resend of a write whose response was lost finds its own write:
+	// the manifest then holds exactly what was sent (Started makes every
+	// export's manifest its own), and the write applied.
+	got, gotETag, rerr := readManifest(ctx, c, prefix)
+	if rerr != nil || got == nil {
+		return "", errChanged
+	}
+	if again, _ := json.MarshalIndent(got, "", " "); !bytes.Equal(again, b) {
+		return "", errChanged
+	}
+	return gotETag, nil
+}
+
+// putIf writes blob name if it is still the version etag names (none when
+// etag is empty; any when azcore.ETagAny), and returns the new ETag.
+// Another version (or, for none, any) is errChanged.
+func putIf(ctx context.Context, c *container.Client, name string, b []byte, etag azcore.ETag) (azcore.ETag, error) {
+	var cond *blob.ModifiedAccessConditions
+	switch etag {
+	case "":
+		cond = &blob.ModifiedAccessConditions{IfNoneMatch: to.Ptr(azcore.ETagAny)}
+	case azcore.ETagAny:
+	default:
+		cond = &blob.ModifiedAccessConditions{IfMatch: &etag}
+	}
+	resp, err := c.NewBlockBlobClient(name).UploadBuffer(ctx, b, &blockblob.UploadBufferOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: cond}})
 	switch {
 	case bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists):
-		// A resend of a write whose response was lost finds its own write:
-		// the manifest then holds exactly what was sent (Started makes
-		// every export's manifest its own), and the write applied.
-		got, gotETag, rerr := readManifest(ctx, c, prefix)
-		if rerr != nil || got == nil {
-			return "", errChanged
-		}
-		if again, _ := json.MarshalIndent(got, "", " "); !bytes.Equal(again, b) {
-			return "", errChanged
-		}
-		return gotETag, nil
+		return "", errChanged
 	case err != nil:
-		return "", wrap(err, "writing blob %s", manifestName(prefix))
+		return "", wrap(err, "writing blob %s", name)
 	case resp.ETag == nil:
-		return "", fmt.Errorf("transfer: writing blob %s: no ETag in the answer", manifestName(prefix))
+		return "", fmt.Errorf("transfer: writing blob %s: no ETag in the answer", name)
 	}
 	return *resp.ETag, nil
 }
 
-// errChanged is a manifest write that found another version.
+// mustJSON encodes v, of a type that always encodes (strings, ints).
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v) // strings and ints: cannot fail
+	return b
+}
+
+// errChanged is a manifest or checkpoint write that found another
+// version.
 var errChanged = errors.New("transfer: the manifest was changed by another writer")
 
 // clone returns a copy of m that can be changed without changing m.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,6 +73,19 @@ type Options struct {
 	// MaxListed bounds the keys Summary lists per kind (Rejects, Missing,
 	// Extra, Changed); the counts stay exact. Default: 1000.
 	MaxListed int
+	// Blobs, when set, is where the source table's rows keep their large
+	// values (patterns/largeentity): Export and Copy carry the blob each
+	// pointer property names with its row, read and checked as the
+	// Store's reads check it (see Blobs in the package doc), and Verify
+	// compares the first table's values by size and SHA-256, not by blob
+	// name. Copy and Verify need TargetBlobs with it.
+	Blobs *Blobs
+	// TargetBlobs is where Import and Copy write those blobs, before the
+	// rows that point at them, under the names the target's Store gives
+	// them (pointers renamed when the Prefixes differ); an Import of an
+	// export made with Blobs needs it. For Verify and VerifyExport, the
+	// second table's blobs: each one a pointer names is read and checked.
+	TargetBlobs *Blobs
 
 	hook func(step string) error // tests: a crash at a step boundary
 }
@@ -108,6 +122,19 @@ func (o *Options) check() error {
 	}
 	if o.Ranges > maxRanges {
 		return fmt.Errorf("%w: Ranges %d is more than %d", ErrInvalid, o.Ranges, maxRanges)
+	}
+	if err := o.Blobs.check("Blobs"); err != nil {
+		return err
+	}
+	return o.TargetBlobs.check("TargetBlobs")
+}
+
+// bothBlobs refuses Blobs without TargetBlobs and the reverse (Copy,
+// Verify: a row's pointers are carried, or compared, on both sides or on
+// neither).
+func (o *Options) bothBlobs() error {
+	if (o.Blobs == nil) != (o.TargetBlobs == nil) {
+		return fmt.Errorf("%w: Blobs and TargetBlobs go together", ErrInvalid)
 	}
 	return nil
 }
@@ -149,9 +176,14 @@ type Summary struct {
 	// Copy): their round trips.
 	Transactions int
 	// Rejects lists the entities the target cannot hold (Import, Copy),
-	// at most Options.MaxListed; Rejected counts them all.
+	// and those whose blobs could not be carried (Export: exported
+	// without them; Import, Copy: not written), at most
+	// Options.MaxListed; Rejected counts them all.
 	Rejects  []Reject
 	Rejected int
+	// Blobs and BlobBytes count the blobs carried with their rows
+	// (Options.Blobs, TargetBlobs): exported, written or checked.
+	Blobs, BlobBytes int64
 	// Missing, Extra and Changed list (Verify, at most Options.MaxListed
 	// each) the keys of the first side absent from the second, of the
 	// second absent from the first, and present in both with other
@@ -216,6 +248,14 @@ type listed struct {
 	max  int
 	rej  []Reject
 	nrej int
+}
+
+// summarise sets sum's Rejects and Rejected from l.
+func (l *listed) summarise(sum Summary) Summary {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sum.Rejects, sum.Rejected = slices.Clone(l.rej), l.nrej
+	return sum
 }
 
 func (l *listed) reject(r Reject) {

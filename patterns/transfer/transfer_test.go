@@ -458,10 +458,10 @@ func TestDistribute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := transfer.Distribute(ctx, src, blobs, "shared", q, &transfer.Options{Ranges: 3, ChunkBytes: 4 << 10}); err != nil {
+	if _, err := transfer.DistributeExport(ctx, src, blobs, "shared", q, &transfer.Options{Ranges: 3, ChunkBytes: 4 << 10}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := transfer.Distribute(ctx, src, blobs, "shared", q, nil); !errors.Is(err, transfer.ErrExists) {
+	if _, err := transfer.DistributeExport(ctx, src, blobs, "shared", q, nil); !errors.Is(err, transfer.ErrExists) {
 		t.Fatalf("second Distribute: %v, want ErrExists", err)
 	}
 	var crashes testrig.Crashes
@@ -471,7 +471,7 @@ func TestDistribute(t *testing.T) {
 	for range 3 {
 		o := &transfer.Options{ChunkBytes: 4 << 10}
 		transfer.SetHook(o, crashes.Hook)
-		w, err := eventual.NewWorker(q, []eventual.Handler{transfer.Handler(src, blobs, "shared", o)}, &eventual.WorkerOptions{VisibilityTimeout: 2 * time.Second, Backoff: fast, Idle: fast})
+		w, err := eventual.NewWorker(q, []eventual.Handler{transfer.ExportHandler(src, blobs, "shared", o)}, &eventual.WorkerOptions{VisibilityTimeout: 2 * time.Second, Backoff: fast, Idle: fast})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/tablekit/tablekit/internal/largerows"
 	"github.com/tablekit/tablekit/patterns/table"
 )
 
@@ -29,12 +31,19 @@ func Verify(ctx context.Context, want, got *aztables.Client, opts *Options) (Sum
 		return sum, err
 	}
 	o := opts.orDefault()
+	if err := o.bothBlobs(); err != nil {
+		return sum, err
+	}
 	w, err := source(want)
 	if err != nil {
 		return sum, err
 	}
+	prefix := blobPrefix(&o, w)
 	hashes := map[Key][32]byte{}
 	err = scan(ctx, w, []span{{From: o.From, To: o.To}}, time.Time{}, 1, func(d *table.Dynamic) error {
+		if prefix != "" {
+			canonical(d, prefix)
+		}
 		h, err := entityHash(d)
 		if err != nil {
 			return fmt.Errorf("transfer: entity (PartitionKey %.40q, RowKey %.40q): %w", d.PartitionKey, d.RowKey, err)
@@ -75,6 +84,8 @@ func VerifyExport(ctx context.Context, src *container.Client, prefix string, got
 		return sum, fmt.Errorf("%w: the export at %s is not complete", ErrInvalid, prefix)
 	case !m.Since.IsZero():
 		return sum, fmt.Errorf("%w: the export at %s is incremental (since %v): it holds only changes", ErrInvalid, prefix, m.Since)
+	case (m.Blobs != "") != (o.TargetBlobs != nil):
+		return sum, fmt.Errorf("%w: the export at %s holds blobs (Prefix %.40q) and Options.TargetBlobs is %v: both or neither", ErrInvalid, prefix, m.Blobs, o.TargetBlobs)
 	}
 	hashes := map[Key][32]byte{}
 	for _, r := range m.Ranges {
@@ -85,6 +96,9 @@ func VerifyExport(ctx context.Context, src *container.Client, prefix string, got
 			}
 			sum.Chunks++
 			for i := range ds {
+				if m.Blobs != "" {
+					canonical(&ds[i], m.Blobs)
+				}
 				h, err := entityHash(&ds[i])
 				if err != nil {
 					return sum, err
@@ -106,6 +120,10 @@ func compare(ctx context.Context, got *aztables.Client, hashes map[Key][32]byte,
 	if err != nil {
 		return sum, err
 	}
+	var blobs string // the Prefix of got's Store, whose blobs are read and checked
+	if o.TargetBlobs != nil {
+		blobs = o.TargetBlobs.prefixOr(g.Name())
+	}
 	sum.Entities = int64(len(hashes))
 	var counts [3]int // missing, extra, changed
 	add := func(kind int, list *[]Key, k Key) {
@@ -122,12 +140,30 @@ func compare(ctx context.Context, got *aztables.Client, hashes map[Key][32]byte,
 			add(1, &sum.Extra, k)
 			return nil
 		}
+		var ps []largerows.Pointer
+		if blobs != "" {
+			ps = canonical(d, blobs)
+		}
 		line, err := appendLine(nil, d, false)
 		if err != nil {
 			return err
 		}
 		sum.Bytes += int64(len(line))
-		if sha256.Sum256(line) != want {
+		same := sha256.Sum256(line) == want
+		for _, p := range ps {
+			if !same {
+				break
+			}
+			_, err := readValue(ctx, o.TargetBlobs.Container, p.Name, p)
+			if errors.Is(err, errBlob) {
+				same = false
+			} else if err != nil {
+				return err
+			}
+			sum.Blobs++
+			sum.BlobBytes += p.Size
+		}
+		if !same {
 			add(2, &sum.Changed, k)
 		}
 		delete(hashes, k)
