@@ -226,9 +226,10 @@
 //	               ceil(n/100) transactions per partition of its n
 //	               entities (more past the profile's 4 MiB or 2 MB), 1
 //	               checkpoint write
-//	               (with TargetBlobs, 2 per blob: a read, a write)
+//	               (with TargetBlobs, 2 per blob: a read, a write; the
+//	               transactions of each 100 rows apart)
 //	Copy           1 per page read + its transactions, as Import's (with
-//	               Blobs, 2 per blob)
+//	               Blobs, 2 per blob, each 100 rows' transactions apart)
 //	Verify         1 per page of each table (with Blobs, 1 per blob of
 //	               the second)
 //	VerifyExport   1 manifest + 1 per chunk + 1 per page of the table
