@@ -44,11 +44,11 @@ func TestBlocks(t *testing.T) {
 		{Line: 24, Code: "var w = 4\n"},
 	}
 	if len(got) != len(want) {
-		t.Fatalf("Blocks = %q, want %q", got, want)
+		t.Fatalf("Blocks = %+v, want %+v", got, want)
 	}
 	for i := range want {
 		if got[i] != want[i] {
-			t.Errorf("block %d = %q, want %q", i, got[i], want[i])
+			t.Errorf("block %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
 }
