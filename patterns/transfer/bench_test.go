@@ -161,6 +161,7 @@ func BenchmarkTransfer(b *testing.B) {
 	if _, err := transfer.Export(ctx, src, blobs, "fixture", nil); err != nil {
 		b.Fatal(err)
 	}
+	exports := 0 // each export under a fresh prefix, whatever -count and -benchtime run
 	b.Run(fmt.Sprintf("entities=%d/read", n), func(b *testing.B) {
 		side(b, n, []string{"scan", "export"}, []func(int){
 			func(int) {
@@ -175,8 +176,9 @@ func BenchmarkTransfer(b *testing.B) {
 					b.Fatalf("scan read %d entities", got)
 				}
 			},
-			func(i int) {
-				if _, err := transfer.Export(ctx, src, blobs, fmt.Sprintf("export%d-%d", b.N, i), nil); err != nil {
+			func(int) {
+				exports++
+				if _, err := transfer.Export(ctx, src, blobs, fmt.Sprint("export", exports), nil); err != nil {
 					b.Fatal(err)
 				}
 			},
