@@ -24,9 +24,10 @@ import (
 // again. With opts.Ranges it reads several PartitionKey ranges at once.
 // Safe for concurrent use.
 //
-// Round trips: 1 per page read (at most 1,000 entities) and, per page,
-// ceil(n/100) transactions per partition of its n entities (more when
-// they pass the profile's transaction size), plus the probes of a split.
+// Round trips: 1 per page read (at most 1,000 entities) and, per page, a
+// transaction per 100 consecutive entities of one partition (more when
+// they pass the profile's transaction size), Concurrency at once per
+// range, plus the probes of a split.
 func Copy(ctx context.Context, src, dst *aztables.Client, opts *Options) (Summary, error) {
 	sum := Summary{Started: time.Now().UTC()}
 	o := opts.orDefault()
@@ -90,48 +91,81 @@ func newCopier(src, dst *aztables.Client, opts, o *Options) (*copier, error) {
 	return cp, nil
 }
 
-// copyRange copies the entities of range r, one page written while the
-// next is read (and the one after fetched ahead by Pages): at most one
-// write in flight per range.
+// copyRange copies the entities of range r: its pages are read in order
+// and cut into groups of one partition's consecutive rows, at most a
+// transaction's 100, which Concurrency writers write as they come, so that
+// as many transactions are in flight across page boundaries as within a
+// page (a page written whole before the next would leave the last
+// transactions of each page without company). Memory: a page and
+// Concurrency groups.
 func (cp *copier) copyRange(ctx context.Context, r span) error {
-	var pending chan error
-	wait := func() error {
-		if pending == nil {
-			return nil
-		}
-		err := <-pending
-		pending = nil
-		return err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type group struct {
+		rows  []table.Dynamic
+		bytes int64
 	}
+	groups := make(chan group)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	fail := func(err error) { once.Do(func() { first = err; cancel() }) }
+	for range cp.o.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for g := range groups {
+				err := writeCarried(ctx, cp.carry, cp.w, g.rows)
+				if err == nil {
+					err = cp.o.step("page")
+				}
+				if err != nil {
+					fail(err)
+					continue // drain, so that the reader never blocks
+				}
+				cp.progress.add(int64(len(g.rows)), g.bytes)
+			}
+		}()
+	}
+	send := func(g group) bool {
+		select {
+		case groups <- g:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+read:
 	for page, err := range cp.s.Pages(ctx, query(r.From, r.To, cp.o.Since, "")) {
 		if err != nil {
-			_ = wait()
-			return wrap(err, "reading %s", cp.s.Name())
+			fail(wrap(err, "reading %s", cp.s.Name()))
+			break
 		}
-		items := page.Items
-		var n int64
 		var line []byte
-		for i := range items {
-			line, _ = appendLine(line[:0], &items[i], true) // for the byte count; a value that cannot encode is rejected by the op
-			n += int64(len(line))
-		}
-		if err := wait(); err != nil {
-			return err
-		}
-		done := make(chan error, 1)
-		pending = done
-		go func(items []table.Dynamic) {
-			err := writeCarried(ctx, cp.carry, cp.w, items)
-			if err == nil {
-				err = cp.o.step("page")
+		var g group
+		for i := range page.Items {
+			d := &page.Items[i]
+			if len(g.rows) == carryBatch || len(g.rows) > 0 && g.rows[0].PartitionKey != d.PartitionKey {
+				if !send(g) {
+					break read
+				}
+				g = group{}
 			}
-			if err == nil {
-				cp.progress.add(int64(len(items)), n)
-			}
-			done <- err
-		}(items)
+			line, _ = appendLine(line[:0], d, true) // for the byte count; a value that cannot encode is rejected by the op
+			g.rows, g.bytes = append(g.rows, *d), g.bytes+int64(len(line))
+		}
+		if len(g.rows) > 0 && !send(g) {
+			break
+		}
 	}
-	return wait()
+	close(groups)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
 }
 
 // finish fills sum from what the copy wrote, rejected and carried.

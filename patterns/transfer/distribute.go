@@ -285,8 +285,8 @@ func DistributeCopy(ctx context.Context, src, dst *aztables.Client, q *eventual.
 // target cannot hold is copied but for them, and its delivery fails with
 // ErrRejected naming them: it is copied again at each delivery (the same
 // table), and once poisoned, eventual.Queue.Poisoned lists it with them.
-// opts.Progress, if set, sees this process's pages. Safe for concurrent
-// use.
+// opts.Progress, if set, sees this process's progress. Safe for
+// concurrent use.
 func CopyHandler(src, dst *aztables.Client, opts *Options) eventual.Handler {
 	progress := newTracker(opts.orDefault().Progress, 0)
 	return copyKind.Handle(func(ctx context.Context, in eventual.Intent[copyJob]) error {

@@ -228,8 +228,9 @@
 //	               checkpoint write
 //	               (with TargetBlobs, 2 per blob: a read, a write; the
 //	               transactions of each 100 rows apart)
-//	Copy           1 per page read + its transactions, as Import's (with
-//	               Blobs, 2 per blob, each 100 rows' transactions apart)
+//	Copy           1 per page read + a transaction per 100 consecutive
+//	               entities of one partition of the page (with Blobs, 2
+//	               per blob)
 //	Verify         1 per page of each table (with Blobs, 1 per blob of
 //	               the second)
 //	VerifyExport   1 manifest + 1 per chunk + 1 per page of the table
@@ -249,7 +250,8 @@
 //	CopyHandler    as Copy per page, + the worker's
 //
 // Memory: Export and Import hold one chunk per range at a time (Import
-// one chunk); Copy one page per range; Verify a key and a 32-byte hash
+// one chunk); Copy a page and Concurrency transactions' rows per range;
+// Verify a key and a 32-byte hash
 // per entity of the first side; with blobs, at most Concurrency blobs
 // more per call (each read whole, to check it before it is written; per
 // delivery for a handler, so up to the worker's concurrency times that).
@@ -272,8 +274,8 @@
 //	                                                                              rows
 //	Import           chunk written            chunk n written, not checkpointed   writes chunk n again (upserts)
 //	Import           checkpoint written       chunk n checkpointed                starts at chunk n+1
-//	Copy             page written             pages so far written                copies again from the start
-//	                                                                              (upserts; or a narrower
+//	Copy             a transaction's rows     the rows so far written (several    copies again from the start
+//	                 written                  transactions at once)               (upserts; or a narrower
 //	                                                                              From/To)
 //	DistributeExpor  manifest written         ranges not all enqueued             DistributeExport with Resume
 //	t                                                                             enqueues every range not done
@@ -288,7 +290,7 @@
 //	                                          maybe written                       delivery writes the rest
 //	DistributeCopy   some ranges enqueued     a partial copy                      DistributeCopy again (ranges
 //	                                                                              run twice: upserts)
-//	CopyHandler      mid-range (dies)         some of the range's pages written   the next delivery copies the
+//	CopyHandler      mid-range (dies)         some of the range's rows written    the next delivery copies the
 //	                                                                              range again
 //
 // A lost response of a transaction is settled by Table.Submit's read; one

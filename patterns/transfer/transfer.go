@@ -67,8 +67,8 @@ type Options struct {
 	// checkpoint. Default: an Export refuses a prefix that holds one
 	// (ErrExists); an Import starts from the first chunk.
 	Resume bool
-	// Progress, if set, is called after each chunk or page is durable in
-	// the target, one call at a time.
+	// Progress, if set, is called after each chunk (Export, Import) or
+	// transaction (Copy) is durable in the target, one call at a time.
 	Progress func(Progress)
 	// MaxListed bounds the keys Summary lists per kind (Rejects, Missing,
 	// Extra, Changed); the counts stay exact. Default: 1000.
