@@ -127,6 +127,12 @@
 // any altered character, or a cursor of another range, is ErrInvalid
 // before the network. An error quotes at most a cursor's first 16 bytes.
 //
+// patterns/transfer backs up, restores and copies a Store's table with its
+// blobs (its Options.Blobs and TargetBlobs) under these same rules: it
+// follows only the pointers a read would follow, checks every blob's size
+// and SHA-256 before writing it anywhere, and names the blobs it restores
+// as the target's Store does.
+//
 // # Why no queue
 //
 // The guide keeps the entity and the blob eventually consistent with a
