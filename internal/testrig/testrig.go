@@ -24,6 +24,7 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +55,11 @@ var Contention = retry.Policy{Default: time.Millisecond, Max: 20 * time.Millisec
 // rig's table clients see: "cosmos" for the Cosmos DB Table API's
 // semantics (internal/cosmosim), anything else for the emulator as it is.
 const ProfileEnv = "TABLEKIT_PROFILE"
+
+// SimSeedEnv fixes the seed of the Cosmos DB simulation (the orders in
+// which it returns query results), to replay a failure with the seed its
+// log names; default: the clock.
+const SimSeedEnv = "TABLEKIT_SIM_SEED"
 
 // Cosmos reports whether the rigs of this process see the Cosmos DB
 // Table API: simulated (ProfileEnv), or the account of
@@ -115,7 +121,14 @@ func newRig(t testing.TB, cosmos bool) *Rig {
 			t.Fatal(err)
 		}
 		seed := uint64(time.Now().UnixNano())
-		t.Logf("testrig: Cosmos DB simulation, seed %d", seed)
+		if s := os.Getenv(SimSeedEnv); s != "" {
+			n, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				t.Fatalf("testrig: %s=%q is not a number", SimSeedEnv, s)
+			}
+			seed = n
+		}
+		t.Logf("testrig: Cosmos DB simulation, seed %d (replay with %s=%d)", seed, SimSeedEnv, seed)
 		r.sim = &cosmosim.Transport{Target: u, Account: cred.AccountName(), Key: key, Seed: seed}
 		r.Faults.Next, r.cred = r.sim, cred
 	}
