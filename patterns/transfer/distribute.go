@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
@@ -185,14 +184,6 @@ func DistributeImport(ctx context.Context, src *container.Client, prefix string,
 	if err != nil {
 		return sum, err
 	}
-	if o.Resume {
-		err = im.readCheckpoint(ctx)
-	} else {
-		im.etag, err = putIf(ctx, src, im.cpName, mustJSON(im.cp), azcore.ETagAny)
-	}
-	if err != nil {
-		return sum, err
-	}
 	for i, r := range im.m.Ranges {
 		left := false
 		for _, c := range r.Chunks {
@@ -233,9 +224,6 @@ func ImportHandler(src *container.Client, prefix string, dst *aztables.Client, o
 		}
 		if in.Payload.Range < 0 || in.Payload.Range >= len(im.m.Ranges) {
 			return fmt.Errorf("%w: the export at %s has no range %d", ErrInvalid, prefix, in.Payload.Range)
-		}
-		if err := im.readCheckpoint(ctx); err != nil {
-			return err
 		}
 		var sum Summary
 		return im.importRange(ctx, in.Payload.Range, &sum, progress)

@@ -62,14 +62,6 @@ func Import(ctx context.Context, src *container.Client, prefix string, dst *azta
 	if err != nil {
 		return sum, err
 	}
-	if o.Resume {
-		err = im.readCheckpoint(ctx)
-	} else {
-		im.etag, err = putIf(ctx, src, im.cpName, mustJSON(im.cp), azcore.ETagAny)
-	}
-	if err != nil {
-		return sum, err
-	}
 	progress := newTracker(o.Progress, im.m.entities())
 	for i := range im.m.Ranges {
 		if err := im.importRange(ctx, i, &sum, progress); err != nil {
@@ -99,8 +91,8 @@ type importer struct {
 	etag   azcore.ETag
 }
 
-// newImporter checks an import's arguments and the export, before
-// writing anything: 1 round trip (the manifest).
+// newImporter checks an import's arguments and the export, then reads
+// the checkpoint (o.Resume) or resets it: 2 round trips.
 func newImporter(ctx context.Context, src *container.Client, prefix string, dst *aztables.Client, opts, o *Options) (*importer, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
@@ -130,6 +122,15 @@ func newImporter(ctx context.Context, src *container.Client, prefix string, dst 
 	im.w = &writer{t: t, opts: o, rej: im.rej}
 	if m.Blobs != "" {
 		im.carry = newCarrier(o, m.Blobs, fromExport(src, prefix), toStore(o.TargetBlobs.Container, o.TargetBlobs.prefixOr(t.Name())), nil)
+	}
+	// The checkpoint: with Resume, the one there (if any); else a new one.
+	if o.Resume {
+		err = im.readCheckpoint(ctx)
+	} else {
+		im.etag, err = putIf(ctx, src, im.cpName, mustJSON(im.cp), azcore.ETagAny)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return im, nil
 }
