@@ -6,24 +6,21 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablekit/tablekit/internal/tablename"
 	"github.com/tablekit/tablekit/retry"
 )
-
-var tableName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{2,62}$`)
 
 // validTableName reports whether name is a valid table name: 3 to 63
 // letters and digits, starting with a letter (case-insensitive; "tables" is
 // reserved).
 func validTableName(name string) error {
-	if !tableName.MatchString(name) || strings.EqualFold(name, "tables") {
-		return fmt.Errorf("%w: table name %q: want 3-63 letters and digits, starting with a letter", ErrInvalidEntity, name)
+	if err := tablename.Check(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidEntity, err)
 	}
 	return nil
 }

@@ -86,6 +86,10 @@ type Options struct {
 	// export made with Blobs needs it. For Verify and VerifyExport, the
 	// second table's blobs: each one a pointer names is read and checked.
 	TargetBlobs *Blobs
+	// Rename, if set, names the target table of each table of a set
+	// (ImportTables, VerifyExportTables) from its exported name. Default:
+	// the same name.
+	Rename func(exported string) string
 
 	hook func(step string) error // tests: a crash at a step boundary
 }
@@ -190,6 +194,10 @@ type Summary struct {
 	// content; Differences counts them all.
 	Missing, Extra, Changed []Key
 	Differences             int
+	// Table names the table of a Summary that ExportTables (the table
+	// exported), ImportTables or VerifyExportTables (the target table)
+	// returns; the single-table verbs leave it empty.
+	Table string
 	// Started and Ended bound the call; for Export, Started is the
 	// export's start (the first call's, when resumed), the watermark of
 	// the next incremental export (Options.Since).
@@ -236,17 +244,22 @@ func (t *tracker) add(entities, bytes int64) {
 	defer t.mu.Unlock()
 	t.entities += entities
 	t.bytes += bytes
-	if t.fn == nil {
-		return
+	if t.fn != nil {
+		t.fn(progressOf(t.entities, t.bytes, t.total, t.start))
 	}
-	p := Progress{Entities: t.entities, Bytes: t.bytes, Total: t.total, Elapsed: time.Since(t.start)}
+}
+
+// progressOf is the Progress of entities and bytes done since start, of
+// total (0: unknown).
+func progressOf(entities, bytes, total int64, start time.Time) Progress {
+	p := Progress{Entities: entities, Bytes: bytes, Total: total, Elapsed: time.Since(start)}
 	if s := p.Elapsed.Seconds(); s > 0 {
 		p.Rate = float64(p.Entities) / s
 	}
 	if p.Total > p.Entities && p.Rate > 0 {
 		p.ETA = time.Duration(float64(p.Total-p.Entities) / p.Rate * float64(time.Second))
 	}
-	t.fn(p)
+	return p
 }
 
 // listed collects keys up to a cap, counting all.
