@@ -45,6 +45,17 @@
 //	go run ./examples/transfer export -src "$CONN" -src-table staff -src-blobs photos -blob "$CONN" -container backups -prefix staff/1
 //	go run ./examples/transfer import -blob "$CONN" -container backups -prefix staff/1 -dst "$CONN2" -dst-table staff -dst-blobs photos -dst-blobs-account "$CONN2"
 //
+// Tables that belong together (a rotation's periods, an index table
+// beside its primary) are exported as one set with -src-tables (a list)
+// or -src-tables-prefix (every table whose name starts with it: a
+// rotation's prefix names its periods), each table under
+// <prefix>/<name>; import -set and verify -set take the whole set, into
+// tables of the same names or of the names -rename gives
+// (old=new,old2=new2), creating them. A set is exported by one process.
+//
+//	go run ./examples/transfer export -src "$CONN" -src-tables-prefix logins -blob "$CONN" -container backups -prefix logins/2026-11-29
+//	go run ./examples/transfer import -set -blob "$CONN" -container backups -prefix logins/2026-11-29 -dst "$CONN2"
+//
 // A progress line (entities, MB, rate, ETA) goes to standard error, a
 // summary to standard output. Exit status: 0 done; 1 failed; 2 usage;
 // 3 some entities rejected by the target (listed); 4 verify found
@@ -109,6 +120,11 @@ type config struct {
 	// The containers of the tables' large-entity blobs: account,
 	// container and Store Prefix of the source's and of the target's.
 	srcBlobs, dstBlobs [3]string
+	// A set of tables: the tables exported (a list, or a prefix of their
+	// names); -set for an import or verify of one, and its renames.
+	srcTables, srcTablesPrefix string
+	set                        bool
+	rename                     string
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
@@ -122,6 +138,10 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.srcTable, "src-table", "", "source table")
 	fs.StringVar(&c.dst, "dst", "", "target table account: connection string or table service URL")
 	fs.StringVar(&c.dstTable, "dst-table", "", "target table (created if missing)")
+	fs.StringVar(&c.srcTables, "src-tables", "", "export: the tables of a set, comma-separated (instead of -src-table)")
+	fs.StringVar(&c.srcTablesPrefix, "src-tables-prefix", "", "export: a set of every table whose name starts with this (a rotation's periods)")
+	fs.BoolVar(&c.set, "set", false, "import, verify: the export at -prefix is a set of tables (instead of -dst-table)")
+	fs.StringVar(&c.rename, "rename", "", "import, verify -set: target names, old=new,old2=new2 (default: the same names)")
 	fs.StringVar(&c.blob, "blob", "", "blob account of the export: connection string or blob service URL")
 	fs.StringVar(&c.container, "container", "", "container of the export (created if missing)")
 	fs.StringVar(&c.prefix, "prefix", "", "blob name prefix of the export")
@@ -158,6 +178,31 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		}
 		c.opts.Since = t
 	}
+	sets := c.srcTables != "" || c.srcTablesPrefix != "" || c.set
+	switch {
+	case c.srcTables != "" && c.srcTablesPrefix != "":
+		return nil, errors.New("transfer: -src-tables and -src-tables-prefix: give one")
+	case (c.srcTables != "" || c.srcTablesPrefix != "") && (c.verb != "export" || c.srcTable != ""):
+		return nil, errors.New("transfer: -src-tables and -src-tables-prefix go with export, instead of -src-table")
+	case c.set && (c.verb != "import" && c.verb != "verify" || c.dstTable != "" || c.blob == ""):
+		return nil, errors.New("transfer: -set goes with import or verify of an export (-blob, -container, -prefix), instead of -dst-table")
+	case c.rename != "" && !c.set:
+		return nil, errors.New("transfer: -rename goes with -set")
+	case sets && c.queue != "":
+		return nil, errors.New("transfer: a set of tables is transferred by one process: -queue takes one table")
+	}
+	renames, err := parseRenames(c.rename)
+	if err != nil {
+		return nil, err
+	}
+	if renames != nil {
+		c.opts.Rename = func(name string) string {
+			if to, ok := renames[name]; ok {
+				return to
+			}
+			return name
+		}
+	}
 	need := map[string][]string{
 		"export": {"src", "src-table", "blob", "container", "prefix"},
 		"import": {"blob", "container", "prefix", "dst", "dst-table"},
@@ -169,6 +214,9 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New(usage)
 	}
 	for _, name := range need {
+		if sets && (name == "src-table" || name == "dst-table") {
+			continue
+		}
 		if fs.Lookup(name).Value.String() == "" {
 			return nil, fmt.Errorf("transfer %s: -%s is required", c.verb, name)
 		}
@@ -206,9 +254,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	sum, err := c.do(ctx)
+	sums, err := c.do(ctx)
 	bar.done()
-	printSummary(stdout, c.verb, sum)
+	for _, sum := range sums {
+		printSummary(stdout, c.verb, sum)
+	}
 	switch {
 	case errors.Is(err, transfer.ErrRejected):
 		fmt.Fprintln(stderr, redact.Text(err.Error()))
@@ -223,7 +273,94 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func (c *config) do(ctx context.Context) (transfer.Summary, error) {
+// do runs the command: a Summary per table.
+func (c *config) do(ctx context.Context) ([]transfer.Summary, error) {
+	if c.srcTables != "" || c.srcTablesPrefix != "" || c.set {
+		return c.doSet(ctx)
+	}
+	sum, err := c.doOne(ctx)
+	return []transfer.Summary{sum}, err
+}
+
+// doSet runs an export, import or verify of a set of tables.
+func (c *config) doSet(ctx context.Context) ([]transfer.Summary, error) {
+	blobs, err := containerClient(c.blob, c.container)
+	if err != nil {
+		return nil, err
+	}
+	if c.verb == "export" {
+		if c.opts.Blobs, err = c.largeBlobs(c.srcBlobs, c.src); err != nil {
+			return nil, err
+		}
+		svc, err := tableService(c.src)
+		if err != nil {
+			return nil, err
+		}
+		tables, err := c.setTables(ctx, svc)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := blobs.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+			return nil, fmt.Errorf("creating container %s: %w", c.container, redact.Error(err))
+		}
+		return transfer.ExportTables(ctx, svc, tables, blobs, c.prefix, &c.opts)
+	}
+	if c.opts.TargetBlobs, err = c.largeBlobs(c.dstBlobs, c.dst); err != nil {
+		return nil, err
+	}
+	svc, err := tableService(c.dst)
+	if err != nil {
+		return nil, err
+	}
+	if c.verb == "verify" {
+		return transfer.VerifyExportTables(ctx, blobs, c.prefix, svc, &c.opts)
+	}
+	if err := c.createBlobTarget(ctx); err != nil {
+		return nil, err
+	}
+	return transfer.ImportTables(ctx, blobs, c.prefix, svc, &c.opts)
+}
+
+// setTables returns the tables of -src-tables, or those whose names start
+// with -src-tables-prefix (at least one).
+func (c *config) setTables(ctx context.Context, svc *aztables.ServiceClient) ([]string, error) {
+	if c.srcTables != "" {
+		return strings.Split(c.srcTables, ","), nil
+	}
+	var tables []string
+	for name, err := range table.ListTables(ctx, svc, c.srcTablesPrefix) {
+		if err != nil {
+			return nil, err
+		}
+		tables = append(tables, name)
+	}
+	if len(tables) == 0 {
+		return nil, fmt.Errorf("transfer export: no table's name starts with %q", c.srcTablesPrefix)
+	}
+	return tables, nil
+}
+
+// parseRenames parses -rename: old=new pairs, comma-separated; nil for
+// none.
+func parseRenames(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, pair := range strings.Split(s, ",") {
+		from, to, ok := strings.Cut(pair, "=")
+		if !ok || from == "" || to == "" {
+			return nil, fmt.Errorf("-rename: %q is not old=new", pair)
+		}
+		if _, dup := m[from]; dup {
+			return nil, fmt.Errorf("-rename: %s renamed twice", from)
+		}
+		m[from] = to
+	}
+	return m, nil
+}
+
+func (c *config) doOne(ctx context.Context) (transfer.Summary, error) {
 	var (
 		src, dst *aztables.Client
 		blobs    *container.Client
@@ -438,6 +575,12 @@ func (c *config) createTargets(ctx context.Context) error {
 	if err := table.CreateTable(ctx, svc, c.dstTable); err != nil {
 		return err
 	}
+	return c.createBlobTarget(ctx)
+}
+
+// createBlobTarget creates the container of the target's large-entity
+// blobs, when given and missing.
+func (c *config) createBlobTarget(ctx context.Context) error {
 	if b := c.opts.TargetBlobs; b != nil {
 		if _, err := b.Container.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return fmt.Errorf("creating container %s: %w", c.dstBlobs[1], redact.Error(err))
@@ -495,6 +638,9 @@ func printSummary(w io.Writer, verb string, s transfer.Summary) {
 	var d time.Duration
 	if !s.Started.IsZero() { // else it failed before it began
 		d = end.Sub(s.Started).Round(time.Millisecond)
+	}
+	if s.Table != "" {
+		verb += " " + s.Table
 	}
 	fmt.Fprintf(w, "%s: %d entities, %d bytes, %d chunks, %d transactions in %v\n", verb, s.Entities, s.Bytes, s.Chunks, s.Transactions, d)
 	if s.Blobs > 0 {

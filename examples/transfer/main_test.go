@@ -173,11 +173,74 @@ func between(n, lo, hi int) bool { return lo <= n && n <= hi }
 
 func TestUsage(t *testing.T) {
 	var out bytes.Buffer
-	for _, args := range [][]string{nil, {"nope"}, {"export"}, {"verify", "-dst", "x", "-dst-table", "t"}} {
+	for _, args := range [][]string{nil, {"nope"}, {"export"}, {"verify", "-dst", "x", "-dst-table", "t"},
+		{"export", "-src", "x", "-src-tables", "a,b", "-src-table", "a", "-blob", "x", "-container", "c", "-prefix", "p"},
+		{"export", "-src", "x", "-src-tables", "a,b", "-src-tables-prefix", "a", "-blob", "x", "-container", "c", "-prefix", "p"},
+		{"import", "-set", "-blob", "x", "-container", "c", "-prefix", "p", "-dst", "x", "-dst-table", "t"},
+		{"import", "-set", "-blob", "x", "-container", "c", "-prefix", "p", "-dst", "x", "-rename", "a"},
+		{"import", "-blob", "x", "-container", "c", "-prefix", "p", "-dst", "x", "-dst-table", "t", "-rename", "a=b"},
+		{"export", "-src", "x", "-src-tables", "a,b", "-blob", "x", "-container", "c", "-prefix", "p", "-queue", "x", "-queue-name", "q"}} {
 		out.Reset()
 		if code := run(context.Background(), args, &out, &out); code != 2 {
 			t.Errorf("%q: exit %d, want 2\n%s", args, code, out.String())
 		}
+	}
+}
+
+// TestSetProgram exports a set of tables (every table of a name prefix,
+// as a rotation's periods are), killed with SIGKILL in its second table
+// and resumed, imports it under other names, verifies the set, then
+// finds a change in one of its tables.
+func TestSetProgram(t *testing.T) {
+	env := tabletest.New(t)
+	bin := build(t)
+	ctx := context.Background()
+	conn := env.ConnectionString
+	base, into := env.Prefix(), env.Prefix()
+	names := []string{base + "a", base + "b", base + "c"}
+	var renames []string
+	for i, name := range names {
+		tbl, err := table.New[table.Dynamic](env.CreateTable(name, nil), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ops []table.Op
+		for j := range 30 {
+			ops = append(ops, tbl.UpsertOp(table.Dynamic{PartitionKey: fmt.Sprint("p", i), RowKey: fmt.Sprintf("r%03d", j),
+				Properties: map[string]any{"Body": strings.Repeat("y", 300)}}, table.Replace))
+		}
+		if _, err := tbl.Submit(ctx, ops, nil); err != nil {
+			t.Fatal(err)
+		}
+		renames = append(renames, name+"="+into+name[len(base):])
+	}
+	ctr := env.Container(nil)
+	ctrName := ctr.URL()[strings.LastIndex(ctr.URL(), "/")+1:]
+
+	export := []string{"export", "-src", conn, "-src-tables-prefix", base, "-blob", conn, "-container", ctrName, "-prefix", "set", "-chunk-kb", "4"}
+	killAfter(t, bin, 4, export...) // 3 chunks a table: in the second
+	code, out := runBin(t, bin, append(export, "-resume")...)
+	if code != 0 || strings.Count(out, "export "+base) != 3 {
+		t.Fatalf("export -resume: exit %d, want a summary per table\n%s", code, out)
+	}
+	imp := []string{"import", "-set", "-blob", conn, "-container", ctrName, "-prefix", "set", "-dst", conn, "-rename", strings.Join(renames, ",")}
+	if code, out := runBin(t, bin, imp...); code != 0 || strings.Count(out, "import "+into) != 3 {
+		t.Fatalf("import -set: exit %d\n%s", code, out)
+	}
+	verify := []string{"verify", "-set", "-blob", conn, "-container", ctrName, "-prefix", "set", "-dst", conn, "-rename", strings.Join(renames, ",")}
+	if code, out := runBin(t, bin, verify...); code != 0 {
+		t.Fatalf("verify -set: exit %d\n%s", code, out)
+	}
+	changed, err := table.New[table.Dynamic](env.TableClient(into+"b", nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := changed.Delete(ctx, "p1", "r007", "*"); err != nil {
+		t.Fatal(err)
+	}
+	code, out = runBin(t, bin, verify...)
+	if code != 4 || !strings.Contains(out, `missing PartitionKey="p1" RowKey="r007"`) || !strings.Contains(out, "table "+into+"b") {
+		t.Fatalf("verify -set after a delete: exit %d\n%s", code, out)
 	}
 }
 

@@ -7,6 +7,7 @@
 //	sum, err = transfer.Import(ctx, containerClient, "backups/orders/2026-11-29", restoredClient, nil)
 //	sum, err = transfer.VerifyExport(ctx, containerClient, "backups/orders/2026-11-29", restoredClient, nil)
 //	sum, err = transfer.Copy(ctx, storageClient, cosmosClient, &transfer.Options{Ranges: 8})
+//	sums, err := transfer.ExportTables(ctx, serviceClient, []string{"orders", "ordersByEmail"}, containerClient, "backups/2026-11-29", nil)
 //
 // examples/transfer is the same as a program an operator runs.
 //
@@ -215,6 +216,29 @@
 // Queue.Poisoned lists it with them. examples/transfer runs all three as
 // the verb with -queue on one machine, then work on each.
 //
+// # Sets of tables
+//
+// Tables that belong together (a rotation's periods, which
+// rotation.Tables.Periods names; an index table beside its primary; an
+// application's tables) are exported as one set by ExportTables: a list,
+// <prefix>/tables.json ("format" "tablekit-transfer-tables/1", "tables",
+// "started"), written before anything else, then each table exported
+// after the other as Export exports it, to <prefix>/<name>. ImportTables
+// and VerifyExportTables follow the list: they check it as untrusted
+// input (valid names, none twice, at most 1,000), read every table's
+// manifest (complete, of the table the list names) before writing
+// anything, and restore or compare each table into the table of the same
+// name, or the name Options.Rename gives (rotation periods "logs202611"
+// renamed "restoredlogs202611" are the periods of the rotation
+// "restoredlogs"); ImportTables creates the target tables. One table of a
+// set is an ordinary export: Import or VerifyExport it at
+// <prefix>/<name>. A set is a scan per table, no more a snapshot across
+// its tables than across a table's rows: a secondary index exported while
+// its primary was written may differ from it by those writes, which
+// secondaryindex.Check finds and Rebuild repairs after the restore. A set
+// is exported by one process (each of its tables with Ranges); a table
+// too large for one is exported on its own with DistributeExport.
+//
 // # Cost in round trips
 //
 //	Export         1 per page (ChunkBytes/4096 entities, 1 to 1,000),
@@ -248,6 +272,12 @@
 //	               another process got in first
 //	DistributeCopy the probes, 1 enqueue per range
 //	CopyHandler    as Copy per page, + the worker's
+//	ExportTables   1 list read and 1 write (none when resumed), then
+//	               each table's Export
+//	ImportTables   1 list read, per table 1 manifest read and 1 create
+//	               table, then each table's Import
+//	VerifyExportTables  1 list read, per table 1 manifest read, then each
+//	               table's VerifyExport
 //
 // Memory: Export and Import hold one chunk per range at a time (Import
 // one chunk); Copy a page and Concurrency transactions' rows per range;
@@ -292,6 +322,13 @@
 //	                                                                              run twice: upserts)
 //	CopyHandler      mid-range (dies)         some of the range's rows written    the next delivery copies the
 //	                                                                              range again
+//	ExportTables     list written             a set with no table exported        ExportTables with Resume
+//	                                                                              exports every table
+//	ExportTables     in a table (as Export)   tables before it complete, it       ExportTables with Resume: the
+//	                                          partly exported                     done tables at once, then it
+//	                                                                              from its manifest
+//	ImportTables     in a table (as Import)   tables before it written, it        ImportTables with Resume: each
+//	                                          partly                              table from its checkpoint
 //
 // A lost response of a transaction is settled by Table.Submit's read; one
 // it cannot settle is an error, and the resume writes the chunk again.

@@ -241,7 +241,7 @@ func TestTablesRefused(t *testing.T) {
 	// Forged lists: a bad name, a table whose export is of another table,
 	// a table never exported, an unfinished export.
 	put := func(prefix, body string) { upload(t, backups, prefix+"/tables.json", []byte(body)) }
-	b, err := backups.NewBlobClient("good/" + name + "/manifest.json").DownloadStream(ctx, nil)
+	b, err := backups.NewBlobClient("good/"+name+"/manifest.json").DownloadStream(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
