@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
+	"github.com/tablekit/tablekit/patterns/rotation"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/tabletest"
 	"github.com/tablekit/tablekit/patterns/transfer"
@@ -92,3 +94,86 @@ func ExampleCopy() {
 // (table.NewClient over table.NewServiceClientFromConnectionString, or
 // table.NewServiceClient with an azidentity credential).
 func exampleClients() (storage, cosmos *aztables.Client) { return nil, nil }
+
+// Back up a rotation's periods as one set, and restore them as the
+// periods of another rotation.
+func ExampleExportTables() {
+	ctx := context.Background()
+	cs, err := tabletest.ConnectionString()
+	if err != nil {
+		log.Fatal(err)
+	}
+	svc, err := table.NewServiceClientFromConnectionString(cs, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	blobs, err := azblob.NewClientFromConnectionString(cs, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	id := time.Now().UnixNano() % 1e9
+	name := fmt.Sprintf("backups%d", id)
+	if _, err := blobs.CreateContainer(ctx, name, nil); err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _, _ = blobs.DeleteContainer(ctx, name, nil) }()
+	backups := blobs.ServiceClient().NewContainerClient(name)
+
+	type Login struct {
+		User string `table:",pk"`
+		At   string `table:",rk"`
+	}
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	opts := &rotation.Options{Period: rotation.Month, Grace: 90 * 24 * time.Hour, Now: func() time.Time { return now }}
+	logins, err := rotation.New[Login](svc, fmt.Sprintf("logins%dx", id), opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	restored, err := rotation.New[Login](svc, fmt.Sprintf("restored%dx", id), opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { // delete both rotations' tables
+		for _, r := range []*rotation.Tables[Login]{logins, restored} {
+			_, _ = r.Sweep(ctx, &rotation.SweepOptions{Before: now.AddDate(1, 0, 0)})
+		}
+	}()
+	for _, at := range []time.Time{now.AddDate(0, -1, 0), now} {
+		if err := logins.Prepare(ctx, at); err != nil {
+			log.Fatal(err)
+		}
+		if _, err := logins.Insert(ctx, at, Login{User: "ada", At: at.Format(time.DateOnly)}); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// The set: every period of the rotation.
+	periods, err := logins.Periods(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var tables []string
+	for _, p := range periods {
+		tables = append(tables, p.Name)
+	}
+	if _, err := transfer.ExportTables(ctx, svc, tables, backups, "logins/2026-11-29", nil); err != nil {
+		log.Fatal(err)
+	}
+	// Restored as the periods of the rotation "restored...".
+	rename := &transfer.Options{Rename: func(name string) string { return "restored" + strings.TrimPrefix(name, "logins") }}
+	sums, err := transfer.ImportTables(ctx, backups, "logins/2026-11-29", svc, rename)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(sums), "tables restored")
+	for e, err := range restored.Range(ctx, now.AddDate(-1, 0, 0), now.AddDate(0, 1, 0), nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(e.Value.User, e.Value.At)
+	}
+	// Output:
+	// 2 tables restored
+	// ada 2026-10-29
+	// ada 2026-11-29
+}
