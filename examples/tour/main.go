@@ -73,6 +73,7 @@ var steps = []step{
 	{"Cosmos DB Table API: the same code under its service profile", (*tour).cosmos},
 	{"Back up, restore and move: export to blobs, import, verify, copy into Cosmos DB's limits", (*tour).backup},
 	{"Back up large entities with their photos; restore with two workers sharing the import", (*tour).backupPhotos},
+	{"Back up a set of tables: a rotation's days exported as one, restored as another rotation's", (*tour).backupSet},
 	{"Bad input is stopped before the network", (*tour).validation},
 }
 

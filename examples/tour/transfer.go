@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/tablekit/tablekit/keys"
 	"github.com/tablekit/tablekit/patterns/eventual"
 	"github.com/tablekit/tablekit/patterns/largeentity"
+	"github.com/tablekit/tablekit/patterns/rotation"
 	"github.com/tablekit/tablekit/patterns/table"
 	"github.com/tablekit/tablekit/patterns/transfer"
 )
@@ -178,5 +180,72 @@ func (t *tour) backupPhotos(ctx context.Context) error {
 		return err
 	}
 	t.say("the restored employee %s reads back with its %d KB photo from %s (its pointer renamed for the new table's Store, its SHA-256 checked)", e.Value.Name, len(e.Value.Photo)>>10, e.Blobs[0].Name)
+	return nil
+}
+
+// backupSet exports the days of a rotation (a table per day) as one set
+// and restores them under other names: the days of another rotation,
+// which reads them as its own.
+func (t *tour) backupSet(ctx context.Context) error {
+	type Login struct {
+		User string `table:",pk"`
+		At   string `table:",rk"`
+	}
+	now := time.Date(2024, 8, 2, 12, 0, 0, 0, time.UTC)
+	opts := &rotation.Options{Period: rotation.Day, Grace: 72 * time.Hour, Now: func() time.Time { return now }}
+	prefix, archive := t.name+"signins", t.name+"archived"
+	logins, err := rotation.New[Login](t.svc, prefix, opts)
+	if err != nil {
+		return err
+	}
+	restored, err := rotation.New[Login](t.svc, archive, opts)
+	if err != nil {
+		return err
+	}
+	defer func() { // the tour's cleanup: both rotations' tables
+		for _, r := range []*rotation.Tables[Login]{logins, restored} {
+			_, _ = r.Sweep(context.WithoutCancel(ctx), &rotation.SweepOptions{Before: now.AddDate(0, 0, 1)})
+		}
+	}()
+	for d := range 3 {
+		at := time.Date(2024, 7, 31+d, 9, 0, 0, 0, time.UTC)
+		if _, err := logins.Insert(ctx, at, Login{User: "jones", At: at.Format(time.RFC3339)}); err != nil {
+			return err
+		}
+	}
+	periods, err := logins.Periods(ctx)
+	if err != nil {
+		return err
+	}
+	var days []string
+	for _, p := range periods {
+		days = append(days, p.Name)
+	}
+	backups, _, drop, err := t.container(ctx, t.name+"setbackups")
+	if err != nil {
+		return err
+	}
+	defer drop()
+	sums, err := transfer.ExportTables(ctx, t.svc, days, backups, "signins/2024-08-02", nil)
+	if err != nil {
+		return err
+	}
+	t.say("ExportTables: the %d days of the rotation as one set: a list (tables.json) written first, then each day's table exported to <prefix>/<table>, resumable table by table", len(sums))
+	rename := func(name string) string { return archive + strings.TrimPrefix(name, prefix) }
+	if _, err := transfer.ImportTables(ctx, backups, "signins/2024-08-02", t.svc, &transfer.Options{Rename: rename}); err != nil {
+		return err
+	}
+	n := 0
+	for _, err := range restored.Range(ctx, time.Date(2024, 7, 31, 0, 0, 0, 0, time.UTC), now, nil) {
+		if err != nil {
+			return err
+		}
+		n++
+	}
+	if n != 3 {
+		return fmt.Errorf("the restored rotation holds %d logins, want 3", n)
+	}
+	t.say("ImportTables checked the list and every table's manifest, then restored each day under the name Rename gave it (...%s -> ...%s):", days[0][len(t.name):], rename(days[0])[len(t.name):])
+	t.say("the days of the rotation %q, whose Range reads the %d logins back as its own", "..."+archive[len(t.name):], n)
 	return nil
 }
