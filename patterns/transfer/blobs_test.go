@@ -395,18 +395,53 @@ func TestCheckpointDeleted(t *testing.T) {
 	verifyEqual(t, src, dst)
 }
 
-// TestCopySharedBlobsRefused: a copy whose target Store would name its
-// blobs as the source's (one container, one Prefix) is refused before
-// any request: the two tables would share blobs that either Store
-// deletes.
-func TestCopySharedBlobsRefused(t *testing.T) {
+// TestBlobsOptionsRefused: Blobs options no call can use are refused
+// before any request, by every verb: a nil Container, a Prefix too long,
+// Blobs without TargetBlobs where both are needed, and a copy whose target
+// Store would name its blobs as the source's (one container, one Prefix:
+// the two tables would share blobs that either Store deletes).
+func TestBlobsOptionsRefused(t *testing.T) {
 	r := testrig.New(t)
 	ctx := context.Background()
-	photos := r.Container()
-	before := r.Faults.Count()
-	_, err := transfer.Copy(ctx, r.Table(), r.Table(), &transfer.Options{
-		Blobs: &transfer.Blobs{Container: photos, Prefix: "staff"}, TargetBlobs: &transfer.Blobs{Container: photos, Prefix: "staff"}})
-	if !errors.Is(err, transfer.ErrInvalid) || r.Faults.Count() != before {
-		t.Fatalf("copy into the same blobs: %v, %d requests", err, r.Faults.Count()-before)
+	photos, src, dst, backups := r.Container(), r.Table(), r.Table(), r.Container()
+	ok := &transfer.Blobs{Container: photos}
+	verbs := map[string]func(*transfer.Options) error{
+		"export": func(o *transfer.Options) error { _, err := transfer.Export(ctx, src, backups, "x", o); return err },
+		"import": func(o *transfer.Options) error { _, err := transfer.Import(ctx, backups, "x", dst, o); return err },
+		"copy":   func(o *transfer.Options) error { _, err := transfer.Copy(ctx, src, dst, o); return err },
+		"verify": func(o *transfer.Options) error { _, err := transfer.Verify(ctx, src, dst, o); return err },
+		"verify export": func(o *transfer.Options) error {
+			_, err := transfer.VerifyExport(ctx, backups, "x", dst, o)
+			return err
+		},
+		"export tables": func(o *transfer.Options) error {
+			_, err := transfer.ExportTables(ctx, r.Service(t), []string{"abc"}, backups, "x", o)
+			return err
+		},
+	}
+	cases := map[string]*transfer.Options{
+		"nil Container":        {Blobs: &transfer.Blobs{Prefix: "staff"}, TargetBlobs: ok},
+		"nil target Container": {Blobs: ok, TargetBlobs: &transfer.Blobs{}},
+		"long Prefix":          {Blobs: &transfer.Blobs{Container: photos, Prefix: strings.Repeat("p", 513)}, TargetBlobs: ok},
+	}
+	for what, o := range cases {
+		for verb, call := range verbs {
+			before := r.Faults.Count()
+			if err := call(o); !errors.Is(err, transfer.ErrInvalid) || r.Faults.Count() != before {
+				t.Errorf("%s, %s: %v after %d requests, want ErrInvalid before any", verb, what, err, r.Faults.Count()-before)
+			}
+		}
+	}
+	for verb, o := range map[string]*transfer.Options{
+		"copy with Blobs alone":         {Blobs: ok},
+		"verify with TargetBlobs alone": {TargetBlobs: ok},
+		"copy into the same blobs": {Blobs: &transfer.Blobs{Container: photos, Prefix: "staff"},
+			TargetBlobs: &transfer.Blobs{Container: photos, Prefix: "staff"}},
+	} {
+		call := verbs[strings.Fields(verb)[0]]
+		before := r.Faults.Count()
+		if err := call(o); !errors.Is(err, transfer.ErrInvalid) || r.Faults.Count() != before {
+			t.Errorf("%s: %v after %d requests, want ErrInvalid before any", verb, err, r.Faults.Count()-before)
+		}
 	}
 }

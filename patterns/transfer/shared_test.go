@@ -246,3 +246,99 @@ func TestDistributeInterrupted(t *testing.T) {
 	verifyEqual(t, src, dst)
 	verifyEqual(t, src, cp)
 }
+
+// forged payloads of the handlers' kinds, as another writer of the queue
+// could enqueue them (the same names and JSON members as the package's).
+type forgedRange struct {
+	Prefix string `json:"prefix"`
+	Range  int    `json:"range"`
+}
+
+type forgedCopy struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+	From   string `json:"from,omitempty"`
+	To     string `json:"to,omitempty"`
+}
+
+// TestHandlersRefuseForged: intents that another writer of the queue put
+// there (another prefix, a range the export does not have, other tables,
+// a copy range outside the handler's From and To, an inverted range)
+// fail with ErrInvalid and are poisoned, and nothing is written: no
+// chunk, no manifest, no entity.
+func TestHandlersRefuseForged(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src, dst, blobs := r.Table(), r.Table(), r.Container()
+	seed(t, src, 10)
+	if _, err := transfer.Export(ctx, src, blobs, "b", nil); err != nil {
+		t.Fatal(err)
+	}
+	srcName, dstName := tableNameOf(t, src), tableNameOf(t, dst)
+	q, err := eventual.New(r.Queue(), r.CleanQueue(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exportKind := eventual.NewKind[forgedRange]("tablekit.transfer.export-range")
+	importKind := eventual.NewKind[forgedRange]("tablekit.transfer.import-range")
+	copyKind := eventual.NewKind[forgedCopy]("tablekit.transfer.copy-range")
+	forged := []eventual.Draft{
+		exportKind.New(forgedRange{Prefix: "elsewhere", Range: 0}),
+		exportKind.New(forgedRange{Prefix: "b", Range: 7}),
+		exportKind.New(forgedRange{Prefix: "b", Range: -1}),
+		importKind.New(forgedRange{Prefix: "elsewhere", Range: 0}),
+		importKind.New(forgedRange{Prefix: "b", Range: 1}),
+		copyKind.New(forgedCopy{Source: "victim", Target: dstName}),
+		copyKind.New(forgedCopy{Source: srcName, Target: "victim"}),
+		copyKind.New(forgedCopy{Source: srcName, Target: dstName}),                       // all of it: outside [p1, p2)
+		copyKind.New(forgedCopy{Source: srcName, Target: dstName, From: "p1", To: "p3"}), // past To
+		copyKind.New(forgedCopy{Source: srcName, Target: dstName, From: "p1x", To: "p1"}),
+	}
+	for _, d := range forged {
+		if _, err := q.Enqueue(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handlers := []eventual.Handler{
+		transfer.ExportHandler(src, blobs, "b", nil),
+		transfer.ImportHandler(blobs, "b", dst, nil),
+		transfer.CopyHandler(src, dst, &transfer.Options{From: "p1", To: "p2"}),
+	}
+	fast := &retry.Policy{Default: 10 * time.Millisecond, Max: 20 * time.Millisecond}
+	w, err := eventual.NewWorker(q, handlers, &eventual.WorkerOptions{Backoff: fast, Idle: fast, MaxDeliveries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testrig.Start(t, w.Run)
+	testrig.Drain(t, w.Drain)
+	poisoned, err := q.Poisoned(ctx, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(poisoned) != len(forged) {
+		t.Fatalf("%d intents poisoned, want %d: %+v", len(poisoned), len(forged), poisoned)
+	}
+	for _, p := range poisoned {
+		if !strings.Contains(p.Error, "transfer: invalid request") {
+			t.Errorf("%s poisoned with %q, want the refusal (ErrInvalid)", p.Kind, p.Error)
+		}
+	}
+	for b, err := range listBlobs(ctx, blobs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(b, "b/r") && b != "b/manifest.json" {
+			t.Errorf("blob %s written", b)
+		}
+	}
+	n := 0
+	for _, err := range testrig.NewTable[table.Dynamic](t, dst).Query(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 0 {
+		t.Fatalf("%d entities written to the target", n)
+	}
+}
