@@ -83,7 +83,14 @@
 // lease while the handler runs, and deletes the message only after the
 // handler returned nil. Handlers must be idempotent and should reconcile from the
 // source of truth (design rule 3): read the current primary, compute what
-// the other side should hold, fix what differs. The core's idempotent
+// the other side should hold, fix what differs, then make sure the fix was
+// of the current version: read the primary again and go round when its
+// ETag changed, or make the fix's last write conditional on the version
+// read (a delete If-Match it, as an archiving handler's delete of the
+// original). Two runs for the same entity, of two of its intents, may
+// overlap on two workers, and without that check the run that read the
+// older version can write last, leaving the other side stale with no
+// intent left to mend it (secondaryindex and indexentity check so). The core's idempotent
 // steps help: [table.Table.Upsert] with [table.Replace] (insert or
 // replace: the same value written twice is the same entity),
 // [table.Table.Delete] with table.ErrNotFound taken as success (gone is
@@ -98,8 +105,8 @@
 //     is cancelled, since another worker may take the intent from then on:
 //     two runs overlap only while a handler ignores its context.
 //   - Effects are effectively once: an idempotent handler run twice leaves
-//     what it leaves run once, and a reconciling handler run late converges
-//     to the truth.
+//     what it leaves run once, and a reconciling handler that checks its
+//     fix as above, run late or beside another, converges to the truth.
 //   - A Commit's intents run if and only if its primary batch applied.
 //   - A handler that keeps failing is retried with backoff and, after
 //     WorkerOptions.MaxDeliveries, moved to the poison queue with its last

@@ -70,7 +70,8 @@ func TestEnqueueAndCommitRoundTrips(t *testing.T) {
 	stop := start(t, w)
 	drain(t, w)
 	stop()
-	// Per intent: the handler's 2 table requests, plus 2 for the committed
+	// Per intent: the handler's 3 table requests (read, write, read again
+	// to check the order did not change meanwhile), plus 2 for the committed
 	// one (its commit record read before the handler, to check that this
 	// message owns it, and removed after); 1 message delete each.
 	var tv, qv []reqView
@@ -80,8 +81,8 @@ func TestEnqueueAndCommitRoundTrips(t *testing.T) {
 	for _, x := range r.requests(r.isQueue) {
 		qv = append(qv, reqView{x.Method, x.URL})
 	}
-	if n := len(tv); n != 6 {
-		t.Fatalf("worker: %d table requests, want 6 (2 handlers x 2 + 1 record read + 1 record removal): %v", n, tv)
+	if n := len(tv); n != 8 {
+		t.Fatalf("worker: %d table requests, want 8 (2 handlers x 3 + 1 record read + 1 record removal): %v", n, tv)
 	}
 	if n := countReq(qv, http.MethodDelete, "/messages/"); n != 2 {
 		t.Fatalf("worker: %d message deletes, want 2", n)

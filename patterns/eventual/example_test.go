@@ -42,18 +42,29 @@ func ExampleQueue_Commit() {
 
 	indexEmail := eventual.NewKind[Customer]("index-email")
 	handler := indexEmail.Handle(func(ctx context.Context, in eventual.Intent[Customer]) error {
-		c, err := customers.Get(ctx, in.Payload.Region, in.Payload.ID, nil)
-		if errors.Is(err, table.ErrNotFound) { // deleted: no index row
-			if err := index.Delete(ctx, in.Payload.Email, in.Payload.Region, azcore.ETagAny); !errors.Is(err, table.ErrNotFound) {
+		p := in.Payload
+		for {
+			c, err := customers.Get(ctx, p.Region, p.ID, nil)
+			if err != nil && !errors.Is(err, table.ErrNotFound) {
 				return err
 			}
-			return nil // already gone: done
+			if err != nil { // deleted: no index row (already gone is done)
+				if err := index.Delete(ctx, p.Email, p.Region, azcore.ETagAny); err != nil && !errors.Is(err, table.ErrNotFound) {
+					return err
+				}
+			} else if _, err := index.Upsert(ctx, EmailIndex{Email: c.Value.Email, Region: c.Value.Region, ID: c.Value.ID}, table.Replace); err != nil {
+				return err
+			}
+			// Another intent's run for this customer may overlap this
+			// one: done only if the customer is still the version read.
+			again, err := customers.Get(ctx, p.Region, p.ID, nil)
+			if err != nil && !errors.Is(err, table.ErrNotFound) {
+				return err
+			}
+			if again.ETag == c.ETag { // both empty when it is deleted
+				return nil
+			}
 		}
-		if err != nil {
-			return err
-		}
-		_, err = index.Upsert(ctx, EmailIndex{Email: c.Value.Email, Region: c.Value.Region, ID: c.Value.ID}, table.Replace)
-		return err
 	})
 
 	c := Customer{Region: "emea", ID: "c42", Email: "ana@contoso.com"}

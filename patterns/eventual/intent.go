@@ -79,9 +79,11 @@ func (k Kind[P]) New(p P) Draft {
 // Handle returns the Handler that runs fn for every intent of kind k, with
 // its payload decoded. fn must be idempotent: an intent may be delivered
 // more than once (after a crash, a lost response, an expired lease) and in
-// any order with other intents. Reconcile from the source of truth (read the
-// current state, compute what it should be, fix what differs) rather than
-// apply deltas; see the package documentation. A nil error means done: the
+// any order with other intents, and beside another intent's run for the
+// same entity. Reconcile from the source of truth (read the current state,
+// compute what it should be, fix what differs, then check the state read
+// is still current, going round when it is not) rather than apply deltas;
+// see the package documentation. A nil error means done: the
 // intent is then removed. An error is recorded and the intent is tried
 // again after a backoff, until WorkerOptions.MaxDeliveries.
 func (k Kind[P]) Handle(fn func(ctx context.Context, in Intent[P]) error) Handler {

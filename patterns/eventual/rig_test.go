@@ -178,24 +178,34 @@ func (r *rig) requests(on func(string) bool) []faults.Request {
 
 // handle reconciles an order's index row from the order (design rule 3):
 // the row exists with the order's total when the order does, and not
-// otherwise.
+// otherwise. Then it reads the order again and goes round when it
+// changed: another intent's run for the same order may overlap this one,
+// and the run that read the older version must not be the last to write.
 func (r *rig) handle(ctx context.Context, in eventual.Intent[indexOrder]) error {
 	r.mu.Lock()
 	r.runs[in.ID]++
 	r.mu.Unlock()
 	p := in.Payload
-	o, err := r.orders.Get(ctx, p.Customer, p.ID, nil)
-	switch {
-	case errors.Is(err, table.ErrNotFound):
-		if err := r.index.Delete(ctx, p.Email, p.Customer+"_"+p.ID, azcore.ETagAny); !errors.Is(err, table.ErrNotFound) {
-			return err // nil, or a failure; gone already is done
+	for {
+		o, err := r.orders.Get(ctx, p.Customer, p.ID, nil)
+		if err != nil && !errors.Is(err, table.ErrNotFound) {
+			return err
 		}
-		return nil
-	case err != nil:
-		return err
+		if err != nil { // no order: no index row (gone already is done)
+			if err := r.index.Delete(ctx, p.Email, p.Customer+"_"+p.ID, azcore.ETagAny); err != nil && !errors.Is(err, table.ErrNotFound) {
+				return err
+			}
+		} else if _, err := r.index.Upsert(ctx, byEmail{Email: o.Value.Email, Order: o.Value.Customer + "_" + o.Value.ID, Total: o.Value.Total}, table.Replace); err != nil {
+			return err
+		}
+		again, err := r.orders.Get(ctx, p.Customer, p.ID, nil)
+		if err != nil && !errors.Is(err, table.ErrNotFound) {
+			return err
+		}
+		if again.ETag == o.ETag { // both empty when there is no order
+			return nil
+		}
 	}
-	_, err = r.index.Upsert(ctx, byEmail{Email: o.Value.Email, Order: o.Value.Customer + "_" + o.Value.ID, Total: o.Value.Total}, table.Replace)
-	return err
 }
 
 // workerOptions are quick: 2 s leases, short idle waits, immediate retries.
