@@ -51,7 +51,9 @@
 // rotation's prefix names its periods), each table under
 // <prefix>/<name>; import -set and verify -set take the whole set, into
 // tables of the same names or of the names -rename gives
-// (old=new,old2=new2), creating them. A set is exported by one process.
+// (old=new,old2=new2: each old name must be one of the set's), and
+// import creates them. A set is exported by one process; export -resume
+// continues the set its list names.
 //
 //	go run ./examples/transfer export -src "$CONN" -src-tables-prefix logins -blob "$CONN" -container backups -prefix logins/2026-11-29
 //	go run ./examples/transfer import -set -blob "$CONN" -container backups -prefix logins/2026-11-29 -dst "$CONN2"
@@ -70,6 +72,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -191,17 +194,8 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	case sets && c.queue != "":
 		return nil, errors.New("transfer: a set of tables is transferred by one process: -queue takes one table")
 	}
-	renames, err := parseRenames(c.rename)
-	if err != nil {
+	if _, err := parseRenames(c.rename, nil); err != nil {
 		return nil, err
-	}
-	if renames != nil {
-		c.opts.Rename = func(name string) string {
-			if to, ok := renames[name]; ok {
-				return to
-			}
-			return name
-		}
 	}
 	need := map[string][]string{
 		"export": {"src", "src-table", "blob", "container", "prefix"},
@@ -296,7 +290,7 @@ func (c *config) doSet(ctx context.Context) ([]transfer.Summary, error) {
 		if err != nil {
 			return nil, err
 		}
-		tables, err := c.setTables(ctx, svc)
+		tables, err := c.setTables(ctx, svc, blobs)
 		if err != nil {
 			return nil, err
 		}
@@ -312,6 +306,22 @@ func (c *config) doSet(ctx context.Context) ([]transfer.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.rename != "" {
+		exported, err := transfer.ExportedTables(ctx, blobs, c.prefix)
+		if err != nil {
+			return nil, err
+		}
+		renames, err := parseRenames(c.rename, exported)
+		if err != nil {
+			return nil, err
+		}
+		c.opts.Rename = func(name string) string {
+			if to, ok := renames[strings.ToLower(name)]; ok {
+				return to
+			}
+			return name
+		}
+	}
 	if c.verb == "verify" {
 		return transfer.VerifyExportTables(ctx, blobs, c.prefix, svc, &c.opts)
 	}
@@ -322,10 +332,23 @@ func (c *config) doSet(ctx context.Context) ([]transfer.Summary, error) {
 }
 
 // setTables returns the tables of -src-tables, or those whose names start
-// with -src-tables-prefix (at least one).
-func (c *config) setTables(ctx context.Context, svc *aztables.ServiceClient) ([]string, error) {
+// with -src-tables-prefix (at least one); with -resume, those of the set
+// already at -prefix, when there is one (tables created since are not
+// its).
+func (c *config) setTables(ctx context.Context, svc *aztables.ServiceClient, blobs *container.Client) ([]string, error) {
 	if c.srcTables != "" {
-		return strings.Split(c.srcTables, ","), nil
+		tables := strings.Split(c.srcTables, ",")
+		for i := range tables {
+			tables[i] = strings.TrimSpace(tables[i])
+		}
+		return tables, nil
+	}
+	if c.opts.Resume {
+		if tables, err := transfer.ExportedTables(ctx, blobs, c.prefix); err == nil {
+			return tables, nil
+		} else if !errors.Is(err, transfer.ErrInvalid) || errors.Is(err, transfer.ErrCorrupt) {
+			return nil, err
+		}
 	}
 	var tables []string
 	for name, err := range table.ListTables(ctx, svc, c.srcTablesPrefix) {
@@ -340,22 +363,29 @@ func (c *config) setTables(ctx context.Context, svc *aztables.ServiceClient) ([]
 	return tables, nil
 }
 
-// parseRenames parses -rename: old=new pairs, comma-separated; nil for
-// none.
-func parseRenames(s string) (map[string]string, error) {
+// parseRenames parses -rename: old=new pairs, comma-separated, keyed by
+// the old name in lower case (table names are case-insensitive); nil for
+// none. With the set's tables, each old name must be one of them: a
+// misspelt name would leave its table restored under its own name, over
+// the source when that is the target's account.
+func parseRenames(s string, tables []string) (map[string]string, error) {
 	if s == "" {
 		return nil, nil
 	}
 	m := map[string]string{}
 	for _, pair := range strings.Split(s, ",") {
-		from, to, ok := strings.Cut(pair, "=")
+		from, to, ok := strings.Cut(strings.TrimSpace(pair), "=")
 		if !ok || from == "" || to == "" {
 			return nil, fmt.Errorf("-rename: %q is not old=new", pair)
 		}
-		if _, dup := m[from]; dup {
+		key := strings.ToLower(from)
+		if _, dup := m[key]; dup {
 			return nil, fmt.Errorf("-rename: %s renamed twice", from)
 		}
-		m[from] = to
+		if tables != nil && !slices.ContainsFunc(tables, func(t string) bool { return strings.EqualFold(t, from) }) {
+			return nil, fmt.Errorf("-rename: the set holds no table %s (its tables: %s)", from, strings.Join(tables, ", "))
+		}
+		m[key] = to
 	}
 	return m, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -212,7 +213,7 @@ func TestSetProgram(t *testing.T) {
 		if _, err := tbl.Submit(ctx, ops, nil); err != nil {
 			t.Fatal(err)
 		}
-		renames = append(renames, name+"="+into+name[len(base):])
+		renames = append(renames, strings.ToUpper(name)+"="+into+name[len(base):]) // names are case-insensitive
 	}
 	ctr := env.Container(nil)
 	ctrName := ctr.URL()[strings.LastIndex(ctr.URL(), "/")+1:]
@@ -224,6 +225,11 @@ func TestSetProgram(t *testing.T) {
 		t.Fatalf("export -resume: exit %d, want a summary per table\n%s", code, out)
 	}
 	imp := []string{"import", "-set", "-blob", conn, "-container", ctrName, "-prefix", "set", "-dst", conn, "-rename", strings.Join(renames, ",")}
+	// A name the set does not hold would leave its table under its own
+	// name (here: over the source): refused before anything is written.
+	if code, out := runBin(t, bin, append(slices.Clone(imp[:len(imp)-1]), base+"x="+into+"x")...); code != 1 || !strings.Contains(out, "holds no table") {
+		t.Fatalf("import -rename of a table the set does not hold: exit %d\n%s", code, out)
+	}
 	if code, out := runBin(t, bin, imp...); code != 0 || strings.Count(out, "import "+into) != 3 {
 		t.Fatalf("import -set: exit %d\n%s", code, out)
 	}

@@ -85,7 +85,8 @@
 // source of truth (design rule 3): read the current primary, compute what
 // the other side should hold, fix what differs, then make sure the fix was
 // of the current version: read the primary again and go round when its
-// ETag changed, or make the fix's last write conditional on the version
+// ETag changed (a few rounds, then return an error: the worker tries again
+// after a backoff), or make the fix's last write conditional on the version
 // read (a delete If-Match it, as an archiving handler's delete of the
 // original). Two runs for the same entity, of two of its intents, may
 // overlap on two workers, and without that check the run that read the

@@ -43,7 +43,7 @@ func ExampleQueue_Commit() {
 	indexEmail := eventual.NewKind[Customer]("index-email")
 	handler := indexEmail.Handle(func(ctx context.Context, in eventual.Intent[Customer]) error {
 		p := in.Payload
-		for {
+		for range 4 { // a customer written all the time: fail, and be retried later
 			c, err := customers.Get(ctx, p.Region, p.ID, nil)
 			if err != nil && !errors.Is(err, table.ErrNotFound) {
 				return err
@@ -65,6 +65,7 @@ func ExampleQueue_Commit() {
 				return nil
 			}
 		}
+		return fmt.Errorf("customer %s/%s changed at each of 4 rounds", p.Region, p.ID)
 	})
 
 	c := Customer{Region: "emea", ID: "c42", Email: "ana@contoso.com"}

@@ -3,6 +3,7 @@ package eventual_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -186,7 +187,7 @@ func (r *rig) handle(ctx context.Context, in eventual.Intent[indexOrder]) error 
 	r.runs[in.ID]++
 	r.mu.Unlock()
 	p := in.Payload
-	for {
+	for range 4 {
 		o, err := r.orders.Get(ctx, p.Customer, p.ID, nil)
 		if err != nil && !errors.Is(err, table.ErrNotFound) {
 			return err
@@ -206,6 +207,7 @@ func (r *rig) handle(ctx context.Context, in eventual.Intent[indexOrder]) error 
 			return nil
 		}
 	}
+	return fmt.Errorf("order %s/%s changed at each of 4 rounds", p.Customer, p.ID)
 }
 
 // workerOptions are quick: 2 s leases, short idle waits, immediate retries.

@@ -230,7 +230,11 @@
 // anything, and restore or compare each table into the table of the same
 // name, or the name Options.Rename gives (rotation periods "logs202611"
 // renamed "restoredlogs202611" are the periods of the rotation
-// "restoredlogs"); ImportTables creates the target tables. One table of a
+// "restoredlogs"); ImportTables creates the target tables, and refuses a
+// TargetBlobs.Prefix when several tables hold blobs (their Stores would
+// share them). ExportedTables reads a set's list. Before the list is
+// written, ExportTables reads each table once: a missing table is refused
+// with nothing written. One table of a
 // set is an ordinary export: Import or VerifyExport it at
 // <prefix>/<name>. A set is a scan per table, no more a snapshot across
 // its tables than across a table's rows: a secondary index exported while
@@ -272,8 +276,8 @@
 //	               another process got in first
 //	DistributeCopy the probes, 1 enqueue per range
 //	CopyHandler    as Copy per page, + the worker's
-//	ExportTables   1 list read and 1 write (none when resumed), then
-//	               each table's Export
+//	ExportTables   1 list read; for a new set, 1 read per table (a check)
+//	               and 1 list write; then each table's Export
 //	ImportTables   1 list read, per table 1 manifest read and 1 create
 //	               table, then each table's Import
 //	VerifyExportTables  1 list read, per table 1 manifest read, then each

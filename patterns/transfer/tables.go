@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,8 +20,12 @@ import (
 // list of another format is refused.
 const setFormatID = "tablekit-transfer-tables/1"
 
-// maxTables is the most tables one set holds.
-const maxTables = 1000
+// maxTables is the most tables one set holds; maxSet the most bytes its
+// list may have when read back (1,000 names of 63 bytes are about 66 KB).
+const (
+	maxTables = 1000
+	maxSet    = 1 << 20
+)
 
 // tableSet is the list of an export of several tables: the blob
 // <prefix>/tables.json, written before any of them is exported. Each
@@ -35,7 +40,8 @@ func setName(prefix string) string { return prefix + "/tables.json" }
 
 // checkTables checks the names of a set: 1 to maxTables valid table
 // names, none twice (table names are case-insensitive), each giving a
-// valid prefix under prefix. err marks what it returns (ErrInvalid for a
+// valid prefix under prefix ("" for names that are not blob paths: the
+// targets of a Rename). mark marks what it returns (ErrInvalid for a
 // caller's list, ErrCorrupt for one read back).
 func checkTables(names []string, prefix string, mark error) error {
 	if len(names) == 0 || len(names) > maxTables {
@@ -50,8 +56,11 @@ func checkTables(names []string, prefix string, mark error) error {
 			return fmt.Errorf("%w: table %q is twice in the set", mark, n)
 		}
 		seen[strings.ToLower(n)] = true
+		if prefix == "" {
+			continue
+		}
 		if err := checkPrefix(prefix + "/" + n); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", mark, err)
 		}
 	}
 	return nil
@@ -60,7 +69,7 @@ func checkTables(names []string, prefix string, mark error) error {
 // readSet reads and checks the list of the set at prefix; nil when there
 // is none.
 func readSet(ctx context.Context, c *container.Client, prefix string) (*tableSet, error) {
-	b, _, err := readBlob(ctx, c, setName(prefix), maxManifest, true)
+	b, _, err := readBlob(ctx, c, setName(prefix), maxSet, true)
 	if err != nil || b == nil {
 		return nil, err
 	}
@@ -75,6 +84,40 @@ func readSet(ctx context.Context, c *container.Client, prefix string) (*tableSet
 		return nil, fmt.Errorf("%s: %w", setName(prefix), err)
 	}
 	return &s, nil
+}
+
+// writeSet writes the list s of a new set at prefix. A resend of a write
+// whose response was lost finds its own write (Started makes every list
+// its own): the list then holds exactly what was sent, and it applied.
+func writeSet(ctx context.Context, c *container.Client, prefix string, s *tableSet) error {
+	b := mustJSON(s)
+	_, err := putIf(ctx, c, setName(prefix), b, "")
+	if !errors.Is(err, errChanged) {
+		return err
+	}
+	if got, rerr := readSet(ctx, c, prefix); rerr == nil && got != nil && bytes.Equal(mustJSON(got), b) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (written meanwhile)", ErrExists, setName(prefix))
+}
+
+// ExportedTables returns the names of the tables of the set exported
+// under prefix in src (ExportTables), as its list names them, checked as
+// ImportTables checks it: for an operator to see what a backup holds, or
+// to check the names a Rename is given. ErrInvalid when prefix holds no
+// set. Round trips: 1.
+func ExportedTables(ctx context.Context, src *container.Client, prefix string) ([]string, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
+	s, err := readSet(ctx, src, prefix)
+	switch {
+	case err != nil:
+		return nil, err
+	case s == nil:
+		return nil, fmt.Errorf("%w: no set of tables at %s (no %s)", ErrInvalid, prefix, setName(prefix))
+	}
+	return s.Tables, nil
 }
 
 // ExportTables exports the tables of src called tables, one after
@@ -96,14 +139,22 @@ func readSet(ctx context.Context, c *container.Client, prefix string) (*tableSet
 // without, a prefix that holds a set is ErrExists. The names are checked
 // before any request: 1 to 1,000 valid table names, none twice.
 //
+// Before the list is written, every table is checked as Export checks
+// it (Since refused on Cosmos DB) and read once (a page of at most one
+// entity): a table that does not exist is refused (table.ErrTableNotFound)
+// with nothing written. A table deleted after the list was written (a
+// rotation's period swept meanwhile) fails its export on every Resume:
+// export the other tables as a new set.
+//
 // It returns a Summary per table (Summary.Table names it), in the list's
 // order, and stops at the first table that fails (its Summary the last
-// returned); a table
-// whose rows were left out (ErrRejected) does not stop it, and the error
-// then names every such table.
+// returned); a table whose rows were left out (ErrRejected) does not stop
+// it, and the error then names every such table. For an incremental set
+// (Since), the next set's watermark is the first table's Summary.Started,
+// the earliest.
 //
-// Round trips: 1 to read the list and 1 to write it (none when resumed),
-// then each table's Export.
+// Round trips: 1 to read the list; a new set's, 1 per table to check it
+// and 1 to write the list; then each table's Export.
 func ExportTables(ctx context.Context, src *aztables.ServiceClient, tables []string, dst *container.Client, prefix string, opts *Options) ([]Summary, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
@@ -124,10 +175,13 @@ func ExportTables(ctx context.Context, src *aztables.ServiceClient, tables []str
 	case s != nil && !slices.Equal(s.Tables, tables):
 		return nil, fmt.Errorf("%w: the set at %s is of the tables %.200q: not these", ErrInvalid, prefix, s.Tables)
 	case s == nil:
+		for _, name := range tables {
+			if err := exportable(ctx, table.NewClient(src, name), o.Since); err != nil {
+				return nil, err
+			}
+		}
 		s = &tableSet{Format: setFormatID, Tables: tables, Started: time.Now().UTC()}
-		if _, err := putIf(ctx, dst, setName(prefix), mustJSON(s), ""); errors.Is(err, errChanged) {
-			return nil, fmt.Errorf("%w: %s (written meanwhile)", ErrExists, setName(prefix))
-		} else if err != nil {
+		if err := writeSet(ctx, dst, prefix, s); err != nil {
 			return nil, err
 		}
 	}
@@ -139,15 +193,36 @@ func ExportTables(ctx context.Context, src *aztables.ServiceClient, tables []str
 	})
 }
 
+// exportable checks, before a set's list is written, what Export would
+// refuse of the table of c only after its manifest is written: Since on a
+// service that cannot filter on it, and a table that does not exist (a
+// page of at most one entity).
+func exportable(ctx context.Context, c *aztables.Client, since time.Time) error {
+	t, err := source(c)
+	if err != nil {
+		return err
+	}
+	if err := checkSince(t, since); err != nil {
+		return err
+	}
+	if _, err := t.QueryPage(ctx, &table.Query{PageSize: 1, Select: []string{"RowKey"}}); err != nil {
+		return wrap(err, "reading table %s", t.Name())
+	}
+	return nil
+}
+
 // ImportTables imports every table of the set exported under prefix in
 // src (ExportTables) into the table of dst called opts.Rename(name), by
 // default the same name, creating it when missing: each as Import
 // imports it, checkpoint and Resume included. Before anything is written
 // it reads the set's list and every table's manifest: the list is
 // checked as untrusted input (names, count), and every export must be
-// Complete and of the table the list names; two tables renamed to one
-// target are refused. TargetBlobs applies to each table (each target's
-// own Prefix when TargetBlobs.Prefix is empty).
+// Complete and of the table the list names, and hold blobs (made with
+// Options.Blobs) just when TargetBlobs is given; two tables renamed to one
+// target are refused, and so is a TargetBlobs.Prefix when more than one
+// table holds blobs (their Stores would share blobs that each one's Sweep
+// takes for orphans). TargetBlobs applies to each table, its Prefix by
+// default the target table's name.
 //
 // It returns a Summary per table (Summary.Table names the target), in
 // the list's order, and stops at the first table that fails (its Summary
@@ -159,7 +234,7 @@ func ExportTables(ctx context.Context, src *aztables.ServiceClient, tables []str
 // Round trips: 1 for the list, 1 per table for its manifest and 1 to
 // create its table, then each table's Import.
 func ImportTables(ctx context.Context, src *container.Client, prefix string, dst *aztables.ServiceClient, opts *Options) ([]Summary, error) {
-	s, targets, totals, err := openSet(ctx, src, prefix, opts)
+	s, targets, totals, err := openSet(ctx, src, prefix, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +259,7 @@ func ImportTables(ctx context.Context, src *container.Client, prefix string, dst
 // Round trips: 1 for the list, 1 per table for its manifest, then each
 // table's VerifyExport.
 func VerifyExportTables(ctx context.Context, src *container.Client, prefix string, dst *aztables.ServiceClient, opts *Options) ([]Summary, error) {
-	s, targets, _, err := openSet(ctx, src, prefix, opts)
+	s, targets, _, err := openSet(ctx, src, prefix, opts, false)
 	if err != nil {
 		return nil, err
 	}
@@ -194,11 +269,12 @@ func VerifyExportTables(ctx context.Context, src *container.Client, prefix strin
 	})
 }
 
-// openSet reads the set at prefix for ImportTables and VerifyExportTables:
-// its list, the target of each table (opts.Rename), checked, and each
-// table's manifest, which must be Complete and of that table. It returns
-// the number of entities of the whole set.
-func openSet(ctx context.Context, src *container.Client, prefix string, opts *Options) (*tableSet, []string, []int64, error) {
+// openSet reads the set at prefix for ImportTables (writes) and
+// VerifyExportTables: its list, the target of each table (opts.Rename),
+// checked, and each table's manifest, which must be Complete, of that
+// table, and hold blobs just when opts.TargetBlobs is given. It returns the
+// number of entities of each table.
+func openSet(ctx context.Context, src *container.Client, prefix string, opts *Options, writes bool) (*tableSet, []string, []int64, error) {
 	if err := opts.check(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -219,10 +295,11 @@ func openSet(ctx context.Context, src *container.Client, prefix string, opts *Op
 			targets[i] = opts.Rename(name)
 		}
 	}
-	if err := checkTables(targets, prefix, ErrInvalid); err != nil {
+	if err := checkTables(targets, "", ErrInvalid); err != nil {
 		return nil, nil, nil, fmt.Errorf("the targets of Options.Rename: %w", err)
 	}
 	totals := make([]int64, len(s.Tables))
+	withBlobs := 0
 	for i, name := range s.Tables {
 		m, _, err := readManifest(ctx, src, prefix+"/"+name)
 		switch {
@@ -234,8 +311,16 @@ func openSet(ctx context.Context, src *container.Client, prefix string, opts *Op
 			return nil, nil, nil, fmt.Errorf("%w: the export of table %s at %s is not complete: resume the export", ErrInvalid, name, prefix)
 		case !strings.EqualFold(m.Table, name):
 			return nil, nil, nil, fmt.Errorf("%w: %s is an export of table %.70q, not of %s", ErrCorrupt, manifestName(prefix+"/"+name), m.Table, name)
+		case (m.Blobs != "") != (opts != nil && opts.TargetBlobs != nil):
+			return nil, nil, nil, fmt.Errorf("%w: the export of table %s at %s holds blobs (Prefix %.40q) and Options.TargetBlobs is %v: both or neither", ErrInvalid, name, prefix, m.Blobs, opts != nil && opts.TargetBlobs != nil)
+		}
+		if m.Blobs != "" {
+			withBlobs++
 		}
 		totals[i] = m.entities()
+	}
+	if writes && withBlobs > 1 && opts.TargetBlobs.Prefix != "" {
+		return nil, nil, nil, fmt.Errorf("%w: %d tables of the set hold blobs, and one TargetBlobs.Prefix (%.40q) would give their Stores the same blobs: leave it empty (each target's own name)", ErrInvalid, withBlobs, opts.TargetBlobs.Prefix)
 	}
 	return s, targets, totals, nil
 }
@@ -250,7 +335,8 @@ func eachTable(ctx context.Context, names, targets []string, o *Options, totals 
 	sums := make([]Summary, 0, len(names))
 	var (
 		reported       []error
-		entities, size int64 // of the tables done
+		entities, size int64    // of the tables done, as their Progress counted
+		last           Progress // the last Progress of the table under way
 		start          = time.Now()
 	)
 	for i, name := range names {
@@ -265,6 +351,7 @@ func eachTable(ctx context.Context, names, targets []string, o *Options, totals 
 			}
 			before, beforeSize := entities, size
 			one.Progress = func(p Progress) {
+				last = p
 				total := int64(0)
 				if totals != nil { // p.Total: this table's entities to do in this call
 					total = before + p.Total + later
@@ -272,11 +359,15 @@ func eachTable(ctx context.Context, names, targets []string, o *Options, totals 
 				report(progressOf(before+p.Entities, beforeSize+p.Bytes, total, start))
 			}
 		}
+		last = Progress{}
 		sum, err := do(&one, name, targets[i])
 		sum.Table = targets[i]
 		sums = append(sums, sum)
-		entities += sum.Entities
-		size += sum.Bytes
+		// What this table's Progress counted (an Import's counts its
+		// rejects too, its Summary not): the next table's counts go on
+		// from there.
+		entities += last.Entities
+		size += last.Bytes
 		switch {
 		case errors.Is(err, ErrRejected), errors.Is(err, ErrMismatch):
 			reported = append(reported, fmt.Errorf("table %s: %w", targets[i], err))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/tablekit/tablekit/internal/faults"
 	"github.com/tablekit/tablekit/internal/testrig"
 	"github.com/tablekit/tablekit/patterns/rotation"
 	"github.com/tablekit/tablekit/patterns/table"
@@ -208,77 +210,171 @@ func tableNameOf(t *testing.T, c *aztables.Client) string {
 	return tb.Name()
 }
 
-// TestTablesRefused: a bad list of tables, a forged or unfinished set and
-// a Rename that joins two tables are refused, each before anything is
-// written (a bad list before any request).
+// TestTablesRefused: a bad list of tables, a missing table, a forged or
+// unfinished set, a Rename that joins two tables, blobs on one side only
+// and one TargetBlobs.Prefix for several tables' blobs are refused, each
+// before anything is written (a bad list before any request).
 func TestTablesRefused(t *testing.T) {
 	r := testrig.New(t)
 	ctx := context.Background()
 	svc := r.Service(t)
-	src := r.Table()
+	src, other, empty := r.Table(), r.Table(), r.Table()
 	seed(t, src, 5)
-	name := tableNameOf(t, src)
-	backups := r.Container()
+	seed(t, other, 3)
+	name, otherName := tableNameOf(t, src), tableNameOf(t, other)
+	backups, photos := r.Container(), r.Container()
 	for _, tables := range [][]string{nil, {"a-b"}, {name, strings.ToUpper(name)}, {"tables"}, make([]string, 1001)} {
 		before := r.Faults.Count()
 		if _, err := transfer.ExportTables(ctx, svc, tables, backups, "bad", nil); !errors.Is(err, transfer.ErrInvalid) || r.Faults.Count() != before {
 			t.Errorf("export of tables %.40q: %v after %d requests, want ErrInvalid before any", tables, err, r.Faults.Count()-before)
 		}
 	}
-	other := r.Table()
-	seed(t, other, 3)
-	if _, err := transfer.ExportTables(ctx, svc, []string{name, tableNameOf(t, other)}, backups, "good", nil); err != nil {
-		t.Fatal(err)
+	// A table that does not exist: refused, no list written.
+	if _, err := transfer.ExportTables(ctx, svc, []string{name, "nosuchtable"}, backups, "missing", nil); !errors.Is(err, table.ErrTableNotFound) {
+		t.Fatalf("export of a missing table: %v, want ErrTableNotFound", err)
 	}
-	into := func(string) string { return "joined" }
-	if _, err := transfer.ImportTables(ctx, backups, "good", svc, &transfer.Options{Rename: into}); !errors.Is(err, transfer.ErrInvalid) {
-		t.Fatalf("import of two tables into one: %v, want ErrInvalid", err)
-	}
-	if _, err := transfer.ImportTables(ctx, backups, "none", svc, nil); !errors.Is(err, transfer.ErrInvalid) {
-		t.Fatalf("import of no set: %v, want ErrInvalid", err)
+	if _, err := transfer.ExportedTables(ctx, backups, "missing"); !errors.Is(err, transfer.ErrInvalid) {
+		t.Fatalf("the list of a refused set: %v, want none (ErrInvalid)", err)
 	}
 
-	// Forged lists: a bad name, a table whose export is of another table,
-	// a table never exported, an unfinished export.
+	if _, err := transfer.ExportTables(ctx, svc, []string{name, otherName}, backups, "good", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := transfer.ExportedTables(ctx, backups, "good"); err != nil || !slices.Equal(got, []string{name, otherName}) {
+		t.Fatalf("ExportedTables: %q, %v", got, err)
+	}
+	if _, err := transfer.ExportTables(ctx, svc, []string{name, otherName}, backups, "withblobs", &transfer.Options{Blobs: &transfer.Blobs{Container: photos}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := transfer.Export(ctx, empty, backups, "empty", nil); err != nil {
+		t.Fatal(err)
+	}
+	readAllBlob := func(name string) []byte {
+		t.Helper()
+		b, err := backups.NewBlobClient(name).DownloadStream(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Body.Close()
+		m, err := io.ReadAll(b.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
 	put := func(prefix, body string) { upload(t, backups, prefix+"/tables.json", []byte(body)) }
-	b, err := backups.NewBlobClient("good/"+name+"/manifest.json").DownloadStream(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := io.ReadAll(b.Body)
-	b.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const started = `"started":"2026-11-29T00:00:00Z"`
 	put("forged/1", `{"format":"tablekit-transfer-tables/1","tables":["../x"],`+started+`}`)
 	put("forged/2", `{"format":"tablekit-transfer-tables/1","tables":["victim"],`+started+`}`)
-	upload(t, backups, "forged/2/victim/manifest.json", m)
+	upload(t, backups, "forged/2/victim/manifest.json", readAllBlob("empty/manifest.json")) // an export of another table
 	put("forged/3", `{"format":"tablekit-transfer-tables/1","tables":["never"],`+started+`}`)
 	put("forged/4", `{"format":"tablekit-transfer-tables/1","tables":["abc"],"extra":1,`+started+`}`)
-	for prefix, want := range map[string]error{"forged/1": transfer.ErrCorrupt, "forged/2": transfer.ErrCorrupt,
-		"forged/3": transfer.ErrInvalid, "forged/4": transfer.ErrCorrupt} {
+	put("forged/5", `{"format":"tablekit-transfer-tables/1","tables":["`+strings.Repeat("a", 1<<20)+`"],`+started+`}`)
+	joined := &transfer.Options{Rename: func(string) string { return "joined" }}
+	bad := map[string]*transfer.Options{"targets": {TargetBlobs: &transfer.Blobs{Container: photos}},
+		"shared": {TargetBlobs: &transfer.Blobs{Container: photos, Prefix: "one"}}}
+	for _, tc := range []struct {
+		what, prefix string
+		opts         *transfer.Options
+		want         error
+		corrupt      bool
+	}{
+		{"a bad name", "forged/1", nil, transfer.ErrCorrupt, true},
+		{"an export of another table", "forged/2", nil, transfer.ErrCorrupt, true},
+		{"a table never exported", "forged/3", nil, transfer.ErrInvalid, false},
+		{"an unknown member", "forged/4", nil, transfer.ErrCorrupt, true},
+		{"a list over its cap", "forged/5", nil, transfer.ErrCorrupt, true},
+		{"no set", "none", nil, transfer.ErrInvalid, false},
+		{"two tables into one", "good", joined, transfer.ErrInvalid, false},
+		{"TargetBlobs for an export without blobs", "good", bad["targets"], transfer.ErrInvalid, false},
+		{"an export with blobs, no TargetBlobs", "withblobs", nil, transfer.ErrInvalid, false},
+		{"one Prefix for two tables' blobs", "withblobs", bad["shared"], transfer.ErrInvalid, false},
+	} {
 		before := r.Faults.Count()
-		_, err := transfer.ImportTables(ctx, backups, prefix, svc, nil)
-		if !errors.Is(err, want) {
-			t.Errorf("import of %s: %v, want %v", prefix, err, want)
+		_, err := transfer.ImportTables(ctx, backups, tc.prefix, svc, tc.opts)
+		if !errors.Is(err, tc.want) || errors.Is(err, transfer.ErrCorrupt) != tc.corrupt {
+			t.Errorf("import of %s: %v, want %v", tc.what, err, tc.want)
 		}
 		for _, req := range r.Faults.Requests()[before:] {
 			if req.Method != "GET" {
-				t.Errorf("import of %s sent %s %s: want reads only", prefix, req.Method, req.URL)
+				t.Errorf("import of %s sent %s %s: want reads only", tc.what, req.Method, req.URL)
 			}
 		}
 	}
 
-	// An unfinished set: the second table's export crashed.
+	// An unfinished set: a table's export crashed.
 	var crashes testrig.Crashes
 	crashes.At("chunk", 1)
 	opts := &transfer.Options{}
 	transfer.SetHook(opts, crashes.Hook)
-	if _, err := transfer.ExportTables(ctx, svc, []string{name, tableNameOf(t, other)}, backups, "unfinished", opts); !errors.Is(err, testrig.ErrCrash) {
+	if _, err := transfer.ExportTables(ctx, svc, []string{name, otherName}, backups, "unfinished", opts); !errors.Is(err, testrig.ErrCrash) {
 		t.Fatalf("export: %v, want the crash", err)
 	}
 	if _, err := transfer.ImportTables(ctx, backups, "unfinished", svc, nil); !errors.Is(err, transfer.ErrInvalid) || !strings.Contains(err.Error(), "resume the export") {
 		t.Fatalf("import of an unfinished set: %v, want ErrInvalid", err)
+	}
+}
+
+// TestTablesLostResponse: the list's write whose response is lost is
+// sent again, finds its own write, and the export goes on.
+func TestTablesLostResponse(t *testing.T) {
+	r := testrig.New(t)
+	ctx := context.Background()
+	src := r.Table()
+	seed(t, src, 5)
+	backups := r.Container()
+	r.Faults.Inject(faults.Fault{LoseResponse: true, Match: func(q *http.Request) bool {
+		return q.Method == http.MethodPut && strings.HasSuffix(q.URL.Path, "/tables.json")
+	}})
+	before := r.Faults.Count()
+	sums, err := transfer.ExportTables(ctx, r.Service(t), []string{tableNameOf(t, src)}, backups, "lost", nil)
+	if err != nil || len(sums) != 1 || sums[0].Entities != 6 {
+		t.Fatalf("export with the list's response lost: %v, %+v", err, sums)
+	}
+	lost := 0
+	for _, q := range r.Faults.Requests()[before:] {
+		if q.Injected {
+			lost++
+		}
+	}
+	if lost != 1 {
+		t.Fatalf("%d responses lost, want the list's", lost)
+	}
+}
+
+// TestTablesProgressWithRejects imports a set into the Cosmos DB profile,
+// which cannot hold three entities of its first table: Progress counts
+// every entity of the set once, never going back between tables (an
+// Import's Progress counts its rejects, its Summary does not), and ends
+// at the set's total; the rejects are reported with their table.
+func TestTablesProgressWithRejects(t *testing.T) {
+	if testrig.Cosmos() {
+		t.Skip("the source is Table Storage, the target the Cosmos DB simulation: run without TABLEKIT_PROFILE=cosmos")
+	}
+	r := testrig.New(t)
+	ctx := context.Background()
+	a, b := r.Table(), r.Table()
+	seed(t, a, 20)
+	plantUnholdable(t, a)
+	seed(t, b, 10)
+	backups := r.Container()
+	set := []string{tableNameOf(t, a), tableNameOf(t, b)}
+	if _, err := transfer.ExportTables(ctx, r.Service(t), set, backups, "p", &transfer.Options{ChunkBytes: 2 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	var reports []transfer.Progress
+	sums, err := transfer.ImportTables(ctx, backups, "p", testrig.NewCosmos(t).Service(t), &transfer.Options{
+		Progress: func(p transfer.Progress) { reports = append(reports, p) }})
+	if !errors.Is(err, transfer.ErrRejected) || !strings.Contains(err.Error(), "table "+set[0]) || len(sums) != 2 || sums[0].Rejected != 3 || sums[1].Rejected != 0 {
+		t.Fatalf("import into Cosmos DB: %v, %+v, want ErrRejected naming %s's 3 entities", err, sums, set[0])
+	}
+	const total = 21 + 3 + 11
+	for i, p := range reports {
+		if p.Total != total || i > 0 && p.Entities <= reports[i-1].Entities {
+			t.Fatalf("progress %d: %+v after %+v, want rising counts of %d", i, p, reports[max(i-1, 0)], total)
+		}
+	}
+	if end := reports[len(reports)-1]; end.Entities != total {
+		t.Fatalf("progress ends at %+v, want %d entities", end, total)
 	}
 }

@@ -39,8 +39,10 @@ var (
 	ErrMismatch = errors.New("transfer: tables differ")
 )
 
-// Options configures Export, Import, Copy and Verify. A nil *Options means
-// the defaults. Fields a verb does not use are ignored by it.
+// Options configures every verb of the package (Export, Import, Copy,
+// Verify, their shared and set forms). A nil *Options means the defaults.
+// Fields a verb does not use are ignored by it; those of a set's verbs
+// apply to each of its tables.
 type Options struct {
 	// From and To bound the PartitionKeys read (Export, Copy, Verify):
 	// From <= PartitionKey < To. Default (""): unbounded.
@@ -209,7 +211,7 @@ type Progress struct {
 	// Entities and Bytes done.
 	Entities, Bytes int64
 	// Total is the number of entities to do, when known (Import from its
-	// manifest); 0 when not.
+	// manifest, ImportTables from its tables'); 0 when not.
 	Total int64
 	// Elapsed since the call started; Rate is Entities per second over
 	// it; ETA the estimated time left (0 when Total is unknown).
