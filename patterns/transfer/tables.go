@@ -126,8 +126,8 @@ func ExportedTables(ctx context.Context, src *container.Client, prefix string) (
 // ImportTables and VerifyExportTables follow. Use it for tables that
 // belong together: a rotation's periods (rotation.Tables.Periods names
 // them), an index table beside its primary, a whole application's
-// tables. Each table is exported as a scan, on its own (see "What an
-// export holds" in the package doc): a set is no more a snapshot across
+// tables. Each table is exported as a scan, on its own (see Guarantee in
+// the package doc): a set is no more a snapshot across
 // its tables than a table is across its rows, so restore a primary and
 // its index with the patterns' repairs in mind (secondaryindex.Check and
 // Rebuild).
@@ -234,7 +234,7 @@ func exportable(ctx context.Context, c *aztables.Client, since time.Time) error 
 // Round trips: 1 for the list, 1 per table for its manifest and 1 to
 // create its table, then each table's Import.
 func ImportTables(ctx context.Context, src *container.Client, prefix string, dst *aztables.ServiceClient, opts *Options) ([]Summary, error) {
-	s, targets, totals, err := openSet(ctx, src, prefix, opts, true)
+	names, targets, totals, err := openSet(ctx, src, prefix, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +244,7 @@ func ImportTables(ctx context.Context, src *container.Client, prefix string, dst
 		}
 	}
 	o := opts.orDefault()
-	return eachTable(ctx, s.Tables, targets, &o, totals, func(o *Options, name, target string) (Summary, error) {
+	return eachTable(ctx, names, targets, &o, totals, func(o *Options, name, target string) (Summary, error) {
 		return Import(ctx, src, prefix+"/"+name, table.NewClient(dst, target), o)
 	})
 }
@@ -259,12 +259,12 @@ func ImportTables(ctx context.Context, src *container.Client, prefix string, dst
 // Round trips: 1 for the list, 1 per table for its manifest, then each
 // table's VerifyExport.
 func VerifyExportTables(ctx context.Context, src *container.Client, prefix string, dst *aztables.ServiceClient, opts *Options) ([]Summary, error) {
-	s, targets, _, err := openSet(ctx, src, prefix, opts, false)
+	names, targets, _, err := openSet(ctx, src, prefix, opts, false)
 	if err != nil {
 		return nil, err
 	}
 	o := opts.orDefault()
-	return eachTable(ctx, s.Tables, targets, &o, nil, func(o *Options, name, target string) (Summary, error) {
+	return eachTable(ctx, names, targets, &o, nil, func(o *Options, name, target string) (Summary, error) {
 		return VerifyExport(ctx, src, prefix+"/"+name, table.NewClient(dst, target), o)
 	})
 }
@@ -274,22 +274,15 @@ func VerifyExportTables(ctx context.Context, src *container.Client, prefix strin
 // checked, and each table's manifest, which must be Complete, of that
 // table, and hold blobs just when opts.TargetBlobs is given. It returns the
 // number of entities of each table.
-func openSet(ctx context.Context, src *container.Client, prefix string, opts *Options, writes bool) (*tableSet, []string, []int64, error) {
+func openSet(ctx context.Context, src *container.Client, prefix string, opts *Options, writes bool) (names, targets []string, totals []int64, err error) {
 	if err := opts.check(); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := checkPrefix(prefix); err != nil {
+	if names, err = ExportedTables(ctx, src, prefix); err != nil {
 		return nil, nil, nil, err
 	}
-	s, err := readSet(ctx, src, prefix)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if s == nil {
-		return nil, nil, nil, fmt.Errorf("%w: no set of tables at %s (no %s)", ErrInvalid, prefix, setName(prefix))
-	}
-	targets := make([]string, len(s.Tables))
-	for i, name := range s.Tables {
+	targets = make([]string, len(names))
+	for i, name := range names {
 		targets[i] = name
 		if opts != nil && opts.Rename != nil {
 			targets[i] = opts.Rename(name)
@@ -298,9 +291,9 @@ func openSet(ctx context.Context, src *container.Client, prefix string, opts *Op
 	if err := checkTables(targets, "", ErrInvalid); err != nil {
 		return nil, nil, nil, fmt.Errorf("the targets of Options.Rename: %w", err)
 	}
-	totals := make([]int64, len(s.Tables))
+	totals = make([]int64, len(names))
 	withBlobs := 0
-	for i, name := range s.Tables {
+	for i, name := range names {
 		m, _, err := readManifest(ctx, src, prefix+"/"+name)
 		switch {
 		case err != nil:
@@ -322,7 +315,7 @@ func openSet(ctx context.Context, src *container.Client, prefix string, opts *Op
 	if writes && withBlobs > 1 && opts.TargetBlobs.Prefix != "" {
 		return nil, nil, nil, fmt.Errorf("%w: %d tables of the set hold blobs, and one TargetBlobs.Prefix (%.40q) would give their Stores the same blobs: leave it empty (each target's own name)", ErrInvalid, withBlobs, opts.TargetBlobs.Prefix)
 	}
-	return s, targets, totals, nil
+	return names, targets, totals, nil
 }
 
 // eachTable runs do for each table of a set (names, and the targets of
