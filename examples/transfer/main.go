@@ -290,12 +290,12 @@ func (c *config) doSet(ctx context.Context) ([]transfer.Summary, error) {
 		if err != nil {
 			return nil, err
 		}
-		tables, err := c.setTables(ctx, svc, blobs)
-		if err != nil {
-			return nil, err
-		}
 		if _, err := blobs.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return nil, fmt.Errorf("creating container %s: %w", c.container, redact.Error(err))
+		}
+		tables, err := c.setTables(ctx, svc, blobs) // with -resume, reads the set's list
+		if err != nil {
+			return nil, err
 		}
 		return transfer.ExportTables(ctx, svc, tables, blobs, c.prefix, &c.opts)
 	}
